@@ -1,0 +1,35 @@
+# irqwise: `make run` shows the plan for this machine, `make test` runs the whole suite.
+CARGO ?= cargo
+BIN := target/release/irqwise
+
+.PHONY: run test deps build bench fmt clippy
+
+build:
+	$(CARGO) build --release
+
+run: build
+	$(BIN) topology
+	$(BIN) spread numa --node 0
+
+# Installs missing build dependencies (Debian, as root), then runs every test target.
+deps:
+	@missing=""; \
+	for p in libudev-dev pkg-config; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+		else echo "missing build dependencies:$$missing (run as root or install them)" >&2; exit 1; fi; \
+	fi
+
+test: deps
+	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
+		$(CARGO) nextest run --all-targets --no-fail-fast && $(CARGO) test --doc; \
+	else $(CARGO) test --all-targets --no-fail-fast; fi
+
+bench: deps
+	$(CARGO) bench --bench spreading
+
+fmt:
+	$(CARGO) fmt --all
+
+clippy:
+	$(CARGO) clippy --all-targets -- -D warnings

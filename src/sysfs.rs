@@ -1,0 +1,178 @@
+//! The root every read and write goes through: `ROOT/sys/...`, `ROOT/proc/...`.
+//!
+//! Tests and users point it at a captured tree; the default is `/`. Every error names the full
+//! path, and for parse errors the content found and what was expected.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use crate::cpuset::{CpuSet, CpuSetError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SysfsError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: io::Error },
+    #[error("cannot list directory {path}: {source}")]
+    ListDir { path: PathBuf, source: io::Error },
+    #[error("{path}: unexpected content {content:?}, expected {expected}")]
+    Parse { path: PathBuf, content: String, expected: &'static str },
+    #[error("{path}: {source}")]
+    CpuList { path: PathBuf, source: CpuSetError },
+}
+
+impl SysfsError {
+    /// The underlying I/O error kind, when this is an I/O failure.
+    pub fn io_kind(&self) -> Option<io::ErrorKind> {
+        match self {
+            SysfsError::Read { source, .. } | SysfsError::ListDir { source, .. } => Some(source.kind()),
+            _ => None,
+        }
+    }
+}
+
+/// A directory standing for `/`. Paths given to it are relative (`"sys/devices/system/cpu"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    base: PathBuf,
+}
+
+impl Default for Root {
+    fn default() -> Self {
+        Root::new("/")
+    }
+}
+
+impl Root {
+    pub fn new(base: impl Into<PathBuf>) -> Root {
+        Root { base: base.into() }
+    }
+
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    /// `ROOT/rel`; a leading `/` on `rel` is ignored so absolute-looking paths stay inside.
+    pub fn path(&self, rel: impl AsRef<Path>) -> PathBuf {
+        let rel = rel.as_ref();
+        self.base.join(rel.strip_prefix("/").unwrap_or(rel))
+    }
+
+    pub fn exists(&self, rel: impl AsRef<Path>) -> bool {
+        self.path(rel).exists()
+    }
+
+    /// Whole file as text, trailing newline removed.
+    pub fn read_string(&self, rel: impl AsRef<Path>) -> Result<String, SysfsError> {
+        let path = self.path(rel);
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let mut s = String::from_utf8_lossy(&bytes).into_owned();
+                while s.ends_with('\n') {
+                    s.pop();
+                }
+                Ok(s)
+            }
+            Err(source) => Err(SysfsError::Read { path, source }),
+        }
+    }
+
+    /// Like [`Root::read_string`], but a missing file is `None` rather than an error.
+    pub fn read_optional(&self, rel: impl AsRef<Path>) -> Result<Option<String>, SysfsError> {
+        match self.read_string(rel) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A CPU list file (`0-3,8`), also blk-mq's `4, 5, 6, 7`.
+    pub fn read_cpulist(&self, rel: impl AsRef<Path>) -> Result<CpuSet, SysfsError> {
+        let rel = rel.as_ref();
+        let text = self.read_string(rel)?;
+        parse_cpulist_at(&self.path(rel), &text)
+    }
+
+    /// A CPU list file that may be absent.
+    pub fn read_cpulist_optional(&self, rel: impl AsRef<Path>) -> Result<Option<CpuSet>, SysfsError> {
+        let rel = rel.as_ref();
+        match self.read_optional(rel)? {
+            Some(text) => parse_cpulist_at(&self.path(rel), &text).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// A file holding one number (decimal), surrounding whitespace allowed.
+    pub fn read_number<T: FromStr>(&self, rel: impl AsRef<Path>, expected: &'static str) -> Result<T, SysfsError> {
+        let rel = rel.as_ref();
+        let text = self.read_string(rel)?;
+        parse_number_at(&self.path(rel), &text, expected)
+    }
+
+    /// A number file that may be absent.
+    pub fn read_number_optional<T: FromStr>(
+        &self,
+        rel: impl AsRef<Path>,
+        expected: &'static str,
+    ) -> Result<Option<T>, SysfsError> {
+        let rel = rel.as_ref();
+        match self.read_optional(rel)? {
+            Some(text) => parse_number_at(&self.path(rel), &text, expected).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Names in a directory, sorted; a missing directory is an error.
+    pub fn list_dir(&self, rel: impl AsRef<Path>) -> Result<Vec<String>, SysfsError> {
+        let path = self.path(rel);
+        let rd = std::fs::read_dir(&path).map_err(|source| SysfsError::ListDir { path: path.clone(), source })?;
+        let mut names = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|source| SysfsError::ListDir { path: path.clone(), source })?;
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Names in a directory, sorted; a missing directory is an empty list.
+    pub fn list_dir_optional(&self, rel: impl AsRef<Path>) -> Result<Vec<String>, SysfsError> {
+        match self.list_dir(rel) {
+            Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => Ok(Vec::new()),
+            other => other,
+        }
+    }
+}
+
+/// Parses CPU list text read from `path`, naming the file on error.
+pub fn parse_cpulist_at(path: &Path, text: &str) -> Result<CpuSet, SysfsError> {
+    CpuSet::parse_list(text).map_err(|source| SysfsError::CpuList { path: path.to_path_buf(), source })
+}
+
+/// Parses one number read from `path`, naming file, content and expectation on error.
+pub fn parse_number_at<T: FromStr>(path: &Path, text: &str, expected: &'static str) -> Result<T, SysfsError> {
+    text.trim().parse().map_err(|_| SysfsError::Parse { path: path.to_path_buf(), content: text.into(), expected })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_file_and_content() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("sys")).expect("mkdir");
+        std::fs::write(dir.path().join("sys/online"), "0-3,zz\n").expect("write");
+        std::fs::write(dir.path().join("sys/num"), "abc\n").expect("write");
+        let root = Root::new(dir.path());
+        let e = root.read_cpulist("sys/online").unwrap_err().to_string();
+        assert!(e.contains("sys/online") && e.contains("\"zz\""), "{e}");
+        let e = root.read_number::<u32>("/sys/num", "a node id").unwrap_err().to_string();
+        assert!(e.contains("sys/num") && e.contains("\"abc\"") && e.contains("a node id"), "{e}");
+        assert!(root.read_optional("sys/missing").expect("missing is fine").is_none());
+        let e = root.read_string("sys/missing").unwrap_err().to_string();
+        assert!(e.contains("sys/missing"), "{e}");
+        assert_eq!(root.list_dir("sys").expect("list"), vec!["num", "online"]);
+        assert!(root.list_dir_optional("nope").expect("optional").is_empty());
+    }
+}
