@@ -2,6 +2,7 @@
 //!
 //! Pure core (`cpuset`, `topology` types, `strategy`) and thin I/O shell (`sysfs`, discovery).
 
+pub mod cli;
 pub mod cpuset;
 pub mod strategy;
 pub mod sysfs;

@@ -1,0 +1,132 @@
+//! The inspection commands: each reads what it needs through a [`Root`] and returns the text to
+//! print. `main.rs` turns their errors into messages and exit codes.
+
+use serde_json::json;
+
+use crate::strategy::cluster_group::{group_cpus_evenly, GroupAlgorithm, GroupRules};
+use crate::strategy::numa_hop::{spread_order, SpreadOrder};
+use crate::strategy::{KernelVersion, KernelVersionError};
+use crate::sysfs::Root;
+use crate::topology::{Topology, TopologyError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    #[error(transparent)]
+    KernelVersion(#[from] KernelVersionError),
+    #[error("--node {node}: no such NUMA node (known nodes: {known}; -1 means no node)")]
+    NoSuchNode { node: i64, known: String },
+    #[error("--groups {0}: expected at least 1 group")]
+    ZeroGroups(usize),
+    #[error("no kernel version: {root}/proc/sys/kernel/osrelease is absent and so is the running kernel's; pass --kernel X.Y")]
+    UnknownKernel { root: String },
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl CliError {
+    /// 2 for usage and configuration errors, 1 for everything the system did.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::NoSuchNode { .. }
+            | CliError::ZeroGroups(_)
+            | CliError::KernelVersion(_)
+            | CliError::UnknownKernel { .. }
+            | CliError::Usage(_) => 2,
+            CliError::Topology(_) | CliError::Failed(_) => 1,
+        }
+    }
+}
+
+fn to_json_text(value: &serde_json::Value) -> String {
+    let mut s = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}
+
+/// `irqwise topology [--json]`.
+pub fn topology(root: &Root, json: bool) -> Result<String, CliError> {
+    let topo = Topology::discover(root)?;
+    Ok(if json {
+        to_json_text(&crate::topology::report::to_json(&topo))
+    } else {
+        crate::topology::report::to_table(&topo)
+    })
+}
+
+/// `irqwise spread numa --node N [--order ...] [--json]`.
+pub fn spread_numa(root: &Root, node: i64, order: SpreadOrder, json: bool) -> Result<String, CliError> {
+    let topo = Topology::discover(root)?;
+    // Node 0 of a machine without NUMA information stands for "all CPUs".
+    let start = if node == -1 {
+        None
+    } else {
+        let known = |n: &u32| topo.nodes.contains_key(n) || (topo.nodes.is_empty() && *n == 0);
+        let n = u32::try_from(node).ok().filter(known).ok_or_else(|| {
+            let list = topo.nodes.keys().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
+            CliError::NoSuchNode { node, known: if list.is_empty() { "0 (no NUMA)".into() } else { list } }
+        })?;
+        Some(n).filter(|_| !topo.nodes.is_empty())
+    };
+    let cpus = spread_order(&topo, start, order);
+    if json {
+        return Ok(to_json_text(&json!({ "node": node, "order": cpus })));
+    }
+    let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
+    Ok(format!("node {node} ({}): {}\n", order_name(order), list.join(" ")))
+}
+
+fn order_name(order: SpreadOrder) -> &'static str {
+    match order {
+        SpreadOrder::Kernel => "kernel",
+        SpreadOrder::Hops => "hops",
+        SpreadOrder::Legacy => "legacy",
+        SpreadOrder::CoresFirst => "cores-first",
+    }
+}
+
+/// The kernel version whose rules apply: `--kernel`, else the root's osrelease, else uname.
+pub fn kernel_version(root: &Root, topo: &Topology, explicit: Option<&str>) -> Result<KernelVersion, CliError> {
+    if let Some(text) = explicit {
+        return Ok(KernelVersion::parse(text)?);
+    }
+    if let Some(release) = &topo.kernel {
+        return Ok(KernelVersion::parse(release)?);
+    }
+    // The root has no osrelease (a partial capture): the running kernel is the best guess.
+    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map_err(|_| CliError::UnknownKernel { root: root.base().display().to_string() })?;
+    Ok(KernelVersion::parse(&running)?)
+}
+
+/// `irqwise spread groups --groups N [--kernel X.Y] [--json]`.
+pub fn spread_groups(root: &Root, groups: usize, kernel: Option<&str>, json: bool) -> Result<String, CliError> {
+    if groups == 0 {
+        return Err(CliError::ZeroGroups(groups));
+    }
+    let topo = Topology::discover(root)?;
+    let version = kernel_version(root, &topo, kernel)?;
+    let rules = GroupRules::for_kernel(version);
+    let grouping = group_cpus_evenly(&topo, groups, rules);
+    let algorithm = match rules.algorithm {
+        GroupAlgorithm::Mainline => "mainline",
+        GroupAlgorithm::ClusterAware => "cluster",
+    };
+    if json {
+        return Ok(to_json_text(&json!({
+            "kernel": version.to_string(),
+            "algorithm": algorithm,
+            "sort": format!("{:?}", rules.sort),
+            "nummasks": grouping.nummasks,
+            "groups": grouping.groups,
+        })));
+    }
+    let mut out = format!("kernel {version}: {algorithm} group_cpus_evenly, sort {:?}\n", rules.sort);
+    for (i, g) in grouping.groups.iter().enumerate() {
+        out.push_str(&format!("group {i:>4}: {}\n", if g.is_empty() { "(empty)".into() } else { g.to_list_string() }));
+    }
+    Ok(out)
+}
