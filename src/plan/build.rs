@@ -1,0 +1,255 @@
+//! Computing a [`Plan`]: class defaults, settings from config, then one strategy per device.
+//!
+//! Pure: everything comes in as data. Guarantees: no queue IRQ is ever given an empty set (when
+//! a device has no usable CPU at all, its IRQs are skipped with that reason), and managed IRQs
+//! are only predicted, never set.
+
+use std::collections::BTreeSet;
+
+use super::{Action, DevicePlan, Placement, Plan, StrategyName};
+use crate::cpuset::CpuSet;
+use crate::devices::{Device, DeviceClass, IrqVector, QueueRole};
+use crate::strategy::cluster_group::{group_cpus_evenly, GroupRules};
+use crate::strategy::numa_hop::{spread_order, SpreadOrder};
+use crate::topology::Topology;
+
+/// Machine-wide inputs of planning.
+#[derive(Debug, Clone)]
+pub struct PlanContext<'a> {
+    pub topo: &'a Topology,
+    /// The running kernel's `group_cpus_evenly()` rules (for managed-IRQ prediction and cluster-group).
+    pub group_rules: GroupRules,
+    /// CPUs no device IRQ may use (`[global] banned_cpus`).
+    pub banned: CpuSet,
+    /// Keep isolated and nohz_full CPUs free of device IRQs.
+    pub respect_isolation: bool,
+    /// IRQs learned to be kernel-managed from failed writes (EIO/EPERM).
+    pub known_managed: &'a BTreeSet<u32>,
+}
+
+/// Per-device settings from config; `None` means the class default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceSettings {
+    pub strategy: Option<StrategyName>,
+    /// Allowed CPUs; strategies work inside this set (it may include isolated CPUs on purpose).
+    pub cpus: Option<CpuSet>,
+    pub exclude_cpus: CpuSet,
+    /// Start node instead of the device's own.
+    pub node: Option<u32>,
+    pub order: Option<SpreadOrder>,
+    /// NIC: this many consecutive queues share a CPU.
+    pub queues_per_cpu: Option<u32>,
+    /// Admin/misc IRQs go here instead of the node's CPUs.
+    pub admin_cpus: Option<CpuSet>,
+    /// `file:line` of every rule that decided these settings.
+    pub rules: Vec<String>,
+}
+
+/// The class default strategy: NICs by NUMA hop, NVMe by kernel groups, others untouched.
+pub fn default_strategy(class: DeviceClass) -> StrategyName {
+    match class {
+        DeviceClass::Nic => StrategyName::NumaHop,
+        DeviceClass::Nvme => StrategyName::ClusterGroup,
+        DeviceClass::Other => StrategyName::Leave,
+    }
+}
+
+/// Plans every device; `settings[i]` belongs to `devices[i]` (missing entries = defaults).
+pub fn build_plan(ctx: &PlanContext, devices: &[Device], settings: &[DeviceSettings]) -> Plan {
+    let default = DeviceSettings::default();
+    let devices = devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| plan_device(ctx, d, settings.get(i).unwrap_or(&default)))
+        .collect();
+    Plan { kernel: ctx.topo.kernel.clone(), devices, warnings: Vec::new() }
+}
+
+/// CPUs this device's IRQs may use: online, not banned or excluded, not isolated unless the
+/// device's own `cpus` names them.
+fn usable_cpus(ctx: &PlanContext, s: &DeviceSettings) -> CpuSet {
+    let topo = ctx.topo;
+    let mut usable = match &s.cpus {
+        Some(allowed) => allowed & &topo.online,
+        None if ctx.respect_isolation => topo.housekeeping(),
+        None => topo.online.clone(),
+    };
+    usable.remove_all(&ctx.banned);
+    usable.remove_all(&s.exclude_cpus);
+    usable
+}
+
+/// The usable CPUs of `node`, or all usable CPUs when the node is unknown or has none.
+fn node_cpus(topo: &Topology, node: Option<u32>, usable: &CpuSet) -> CpuSet {
+    let local = node.and_then(|n| topo.nodes.get(&n)).map(|n| &n.cpus & usable).unwrap_or_default();
+    if local.is_empty() {
+        usable.clone()
+    } else {
+        local
+    }
+}
+
+/// What one device's strategy decided for its IRQs, before comparing with the current masks.
+struct Decision {
+    desired: Option<CpuSet>,
+    managed: bool,
+    reason: String,
+    mismatch: Option<bool>,
+}
+
+fn plan_device(ctx: &PlanContext, dev: &Device, s: &DeviceSettings) -> DevicePlan {
+    let strategy = s.strategy.unwrap_or_else(|| default_strategy(dev.class));
+    let node = s.node.or(dev.node);
+    let usable = usable_cpus(ctx, s);
+    let misc = s.admin_cpus.as_ref().map(|a| a & &ctx.topo.online).unwrap_or_else(|| node_cpus(ctx.topo, node, &usable));
+    let decisions: Vec<Decision> = match strategy {
+        StrategyName::Leave => dev.vectors.iter().map(|_| leave("strategy leave: not touched")).collect(),
+        _ if usable.is_empty() => dev.vectors.iter().map(|_| leave("no usable CPU for this device")).collect(),
+        StrategyName::Pin => {
+            dev.vectors.iter().map(|_| fixed(&usable, "pinned to the configured CPUs".into())).collect()
+        }
+        StrategyName::NumaHop => numa_hop(ctx, dev, s, node, &usable, &misc),
+        StrategyName::ClusterGroup => cluster_group(ctx, dev, node, &usable, &misc),
+    };
+    let fallback = node_cpus(ctx.topo, node, &usable);
+    let irqs = dev.vectors.iter().zip(decisions).map(|(v, d)| place(ctx, v, d, &fallback)).collect();
+    DevicePlan {
+        bdf: dev.bdf.clone(),
+        class: dev.class,
+        driver: dev.driver.clone(),
+        name: dev.name.clone(),
+        node,
+        strategy,
+        rules: s.rules.clone(),
+        irqs,
+    }
+}
+
+fn leave(reason: &str) -> Decision {
+    Decision { desired: None, managed: false, reason: reason.into(), mismatch: None }
+}
+
+fn fixed(set: &CpuSet, reason: String) -> Decision {
+    Decision { desired: Some(set.clone()), managed: false, reason, mismatch: None }
+}
+
+/// Queue IRQs walk the NUMA-hop order from the node; misc IRQs get the node's usable CPUs.
+fn numa_hop(
+    ctx: &PlanContext,
+    dev: &Device,
+    s: &DeviceSettings,
+    node: Option<u32>,
+    usable: &CpuSet,
+    misc: &CpuSet,
+) -> Vec<Decision> {
+    let order_kind = s.order.unwrap_or(SpreadOrder::CoresFirst);
+    let order: Vec<u32> = spread_order(ctx.topo, node, order_kind).into_iter().filter(|c| usable.contains(*c)).collect();
+    // spread_order lists online CPUs only; `usable` may hold CPUs it skipped (never, but be safe).
+    let order = if order.is_empty() { usable.iter().collect() } else { order };
+    let per_cpu = s.queues_per_cpu.unwrap_or(1).max(1);
+    let order_name = match order_kind {
+        SpreadOrder::Kernel => "kernel",
+        SpreadOrder::Hops => "hops",
+        SpreadOrder::Legacy => "legacy",
+        SpreadOrder::CoresFirst => "cores-first",
+    };
+    let from = node.map_or("no node".to_string(), |n| format!("node {n}"));
+    dev.vectors
+        .iter()
+        .map(|v| match (v.role, v.queue) {
+            (QueueRole::Rx | QueueRole::Tx | QueueRole::RxTx | QueueRole::Io, Some(q)) => {
+                let slot = (q / per_cpu) as usize % order.len();
+                let cpu = order[slot];
+                fixed(&CpuSet::single(cpu), format!("queue {q}: CPU #{slot} in {order_name} order from {from}"))
+            }
+            _ => fixed(misc, format!("{} IRQ: usable CPUs of {from}", role_word(v.role))),
+        })
+        .collect()
+}
+
+fn role_word(r: QueueRole) -> &'static str {
+    match r {
+        QueueRole::Admin => "admin",
+        _ => "misc",
+    }
+}
+
+/// I/O queue i gets group i of `group_cpus_evenly(io queues)`; managed IRQs are predicted.
+fn cluster_group(ctx: &PlanContext, dev: &Device, node: Option<u32>, usable: &CpuSet, misc: &CpuSet) -> Vec<Decision> {
+    let nqueues =
+        dev.vectors.iter().filter(|v| v.role == QueueRole::Io).filter_map(|v| v.queue).max().map_or(0, |q| q + 1);
+    let grouping = group_cpus_evenly(ctx.topo, nqueues as usize, ctx.group_rules);
+    let from = node.map_or("no node".to_string(), |n| format!("node {n}"));
+    dev.vectors
+        .iter()
+        .map(|v| match (v.role, v.queue) {
+            (QueueRole::Io, Some(q)) => {
+                let group = grouping.groups.get(q as usize).cloned().unwrap_or_default();
+                if is_managed(ctx, dev, v) {
+                    return predict_managed(dev, v, q, group, nqueues);
+                }
+                let inside = &group & usable;
+                if inside.is_empty() {
+                    fixed(misc, format!("io queue {q}: group {q} ({group}) has no usable CPU, using {from}"))
+                } else {
+                    fixed(&inside, format!("io queue {q}: group {q} of {nqueues} (kernel grouping)"))
+                }
+            }
+            _ => fixed(misc, format!("{} IRQ: usable CPUs of {from}", role_word(v.role))),
+        })
+        .collect()
+}
+
+/// Kernel-managed as far as we know: read-only mode, a failed write remembered, or the nvme
+/// driver's I/O queues (it always allocates them with PCI_IRQ_AFFINITY).
+fn is_managed(ctx: &PlanContext, dev: &Device, v: &IrqVector) -> bool {
+    v.managed
+        || ctx.known_managed.contains(&v.irq)
+        || (dev.class == DeviceClass::Nvme && dev.driver.as_deref() == Some("nvme") && v.role == QueueRole::Io)
+}
+
+fn predict_managed(dev: &Device, v: &IrqVector, q: u32, group: CpuSet, nqueues: u32) -> Decision {
+    let actual = v.current.as_ref();
+    let blk_mq = dev.nvme.as_ref().and_then(|n| n.blk_mq.get(q as usize));
+    let mut mismatch = actual.is_some_and(|a| *a != group);
+    let mut reason = format!("kernel-managed: expected group {q} of {nqueues} = {group}");
+    if let Some(a) = actual.filter(|a| **a != group) {
+        reason.push_str(&format!("; kernel shows {a}"));
+    }
+    if let Some(m) = blk_mq.filter(|m| **m != group) {
+        mismatch = true;
+        reason.push_str(&format!("; blk-mq maps {m}"));
+    }
+    Decision { desired: Some(group), managed: true, reason, mismatch: Some(mismatch) }
+}
+
+/// Compares a decision with the IRQ's current mask.
+/// `fallback` is written instead when the desired CPUs have no free vectors (ENOSPC).
+fn place(ctx: &PlanContext, v: &IrqVector, d: Decision, fallback: &CpuSet) -> Placement {
+    let managed = d.managed || v.managed || ctx.known_managed.contains(&v.irq);
+    let action = match (&d.desired, &v.current) {
+        _ if managed => Action::Managed,
+        (None, _) => Action::Skip,
+        (Some(_), None) => Action::Skip,
+        (Some(want), Some(have)) if want == have => Action::Keep,
+        (Some(_), Some(_)) => Action::Set,
+    };
+    let reason = match (action, &v.current) {
+        (Action::Skip, None) if d.desired.is_some() => "current affinity unreadable".to_string(),
+        (Action::Managed, _) if !d.managed => "kernel-managed: cannot be moved".to_string(),
+        _ => d.reason,
+    };
+    Placement {
+        irq: v.irq,
+        name: v.name.clone(),
+        role: v.role,
+        queue: v.queue,
+        managed,
+        current: v.current.clone(),
+        desired: if managed && !d.managed { v.current.clone() } else { d.desired },
+        action,
+        reason,
+        fallback: (action == Action::Set && !fallback.is_empty()).then(|| fallback.clone()),
+        mismatch: d.mismatch,
+    }
+}

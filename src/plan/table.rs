@@ -1,0 +1,69 @@
+//! Human rendering of a [`Plan`]: one block per device, one row per IRQ.
+
+use super::{Action, Plan};
+use crate::cpuset::CpuSet;
+use crate::devices::QueueRole;
+
+fn cpus(set: &Option<CpuSet>) -> String {
+    match set {
+        Some(s) if s.is_empty() => "-".into(),
+        Some(s) => s.to_list_string(),
+        None => "?".into(),
+    }
+}
+
+fn role(r: QueueRole, queue: Option<u32>) -> String {
+    let name = match r {
+        QueueRole::Admin => "admin",
+        QueueRole::Io => "io",
+        QueueRole::Rx => "rx",
+        QueueRole::Tx => "tx",
+        QueueRole::RxTx => "rxtx",
+        QueueRole::Misc => "misc",
+    };
+    match queue {
+        Some(q) => format!("{name} {q}"),
+        None => name.into(),
+    }
+}
+
+pub(super) fn render(plan: &Plan) -> String {
+    let mut out = String::new();
+    for d in &plan.devices {
+        let node = d.node.map_or("?".to_string(), |n| n.to_string());
+        out.push_str(&format!(
+            "{} {:?} {} ({}) node {} strategy {}{}\n",
+            d.bdf,
+            d.class,
+            d.name.as_deref().unwrap_or("-"),
+            d.driver.as_deref().unwrap_or("no driver"),
+            node,
+            d.strategy.as_str(),
+            if d.rules.is_empty() { String::new() } else { format!(" rules {}", d.rules.join(", ")) }
+        ));
+        for p in &d.irqs {
+            let arrow = match p.action {
+                Action::Keep | Action::Skip => cpus(&p.current),
+                _ => format!("{} -> {}", cpus(&p.current), cpus(&p.desired)),
+            };
+            out.push_str(&format!(
+                "  irq {:>5} {:<22} {:<8} {:<24} {:<7} {}\n",
+                p.irq,
+                p.name.as_deref().unwrap_or("-"),
+                role(p.role, p.queue),
+                arrow,
+                format!("{:?}", p.action).to_lowercase(),
+                p.reason
+            ));
+        }
+    }
+    let s = plan.summary();
+    out.push_str(&format!(
+        "{} IRQs on {} devices: {} to set, {} kept, {} kernel-managed ({} differ from prediction), {} skipped\n",
+        s.irqs, s.devices, s.set, s.keep, s.managed, s.mismatched, s.skip
+    ));
+    for w in &plan.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out
+}
