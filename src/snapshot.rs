@@ -91,6 +91,11 @@ fn numbered(name: &str, prefix: &str) -> bool {
     name.strip_prefix(prefix).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// `name` is a namespace block device of controller `ctrl`: `nvme0n1` or `nvme0c1n2` for `nvme0`.
+fn is_namespace_of(name: &str, ctrl: &str) -> bool {
+    name.strip_prefix(ctrl).is_some_and(|rest| rest.starts_with('n') || rest.starts_with('c'))
+}
+
 /// The copy in progress. Paths are relative (`sys/...`), the same under source and `out`.
 struct Copier<'a> {
     src: &'a Root,
@@ -215,7 +220,7 @@ impl Copier<'_> {
             self.file(&format!("{d}/online"))?;
             self.all_files(&format!("{d}/topology"))?;
             for index in self.list(&format!("{d}/cache")).into_iter().filter(|n| numbered(n, "index")) {
-                for f in ["level", "type", "shared_cpu_list", "id"] {
+                for f in ["level", "type", "shared_cpu_list", "shared_cpu_map", "id"] {
                     self.file(&format!("{d}/cache/{index}/{f}"))?;
                 }
             }
@@ -234,7 +239,7 @@ impl Copier<'_> {
         }
         for node in self.list(base).into_iter().filter(|n| numbered(n, "node")) {
             self.dir(&format!("{base}/{node}"))?;
-            for f in ["cpulist", "distance"] {
+            for f in ["cpulist", "cpumap", "distance"] {
                 self.file(&format!("{base}/{node}/{f}"))?;
             }
         }
@@ -260,9 +265,15 @@ impl Copier<'_> {
                 self.net_interfaces(&format!("{d}/{child}/net"))?;
             }
             for ctrl in self.list(&format!("{d}/nvme")) {
-                self.dir(&format!("{d}/nvme/{ctrl}"))?;
+                let c = format!("{d}/nvme/{ctrl}");
+                self.dir(&c)?;
                 for f in ["model", "serial"] {
-                    self.file(&format!("{d}/nvme/{ctrl}/{f}"))?;
+                    self.file(&format!("{c}/{f}"))?;
+                }
+                // Namespaces under the controller: with native multipath the hidden paths
+                // (`nvme0c0n1`) carry the blk-mq map and appear nowhere under sys/block.
+                for ns in self.list(&c).into_iter().filter(|n| is_namespace_of(n, &ctrl)) {
+                    self.blk_mq(&format!("{c}/{ns}"))?;
                 }
             }
         }
@@ -287,19 +298,25 @@ impl Copier<'_> {
     /// `sys/block/nvme*/mq/*`: `cpu_list` and the `cpuN` entries (the complete blk-mq map).
     fn nvme_blocks(&mut self) -> Result<(), SnapshotError> {
         for disk in self.list("sys/block").into_iter().filter(|n| n.starts_with("nvme")) {
-            let mq = format!("sys/block/{disk}/mq");
-            self.dir(&format!("sys/block/{disk}"))?;
-            for hctx in self.list(&mq) {
-                let d = format!("{mq}/{hctx}");
-                self.dir(&d)?;
-                self.file(&format!("{d}/cpu_list"))?;
-                for cpu in self.list(&d).into_iter().filter(|n| numbered(n, "cpu")) {
-                    let rel = format!("{d}/{cpu}");
-                    if self.is_dir(&rel) {
-                        self.dir(&rel)?;
-                    } else {
-                        self.file(&rel)?;
-                    }
+            self.blk_mq(&format!("sys/block/{disk}"))?;
+        }
+        Ok(())
+    }
+
+    /// One block device as a plain directory with its `mq/*/cpu_list` and `mq/*/cpuN` entries.
+    fn blk_mq(&mut self, disk: &str) -> Result<(), SnapshotError> {
+        self.dir(disk)?;
+        let mq = format!("{disk}/mq");
+        for hctx in self.list(&mq) {
+            let d = format!("{mq}/{hctx}");
+            self.dir(&d)?;
+            self.file(&format!("{d}/cpu_list"))?;
+            for cpu in self.list(&d).into_iter().filter(|n| numbered(n, "cpu")) {
+                let rel = format!("{d}/{cpu}");
+                if self.is_dir(&rel) {
+                    self.dir(&rel)?;
+                } else {
+                    self.file(&rel)?;
                 }
             }
         }
@@ -342,6 +359,8 @@ mod tests {
     #[test]
     fn numbered_names() {
         assert!(numbered("cpu12", "cpu") && numbered("node0", "node") && numbered("27", ""));
+        assert!(is_namespace_of("nvme0n1", "nvme0") && is_namespace_of("nvme0c1n2", "nvme0"));
+        assert!(!is_namespace_of("nvme10n1", "nvme1") && !is_namespace_of("power", "nvme0"));
         assert!(!numbered("cpufreq", "cpu") && !numbered("cpu", "cpu") && !numbered("default_smp_affinity", ""));
     }
 

@@ -79,6 +79,7 @@ fn build_fixture(root: &Path) {
         put(root, &format!("{d}/cache/index0/type"), "Data\n", 0o444);
         put(root, &format!("{d}/cache/index0/shared_cpu_list"), &format!("{cpu}\n"), 0o444);
         put(root, &format!("{d}/cache/index0/id"), &format!("{cpu}\n"), 0o444);
+        put(root, &format!("{d}/cache/index0/shared_cpu_map"), &format!("{:x}\n", 1 << cpu), 0o444);
         put(root, &format!("{d}/cache/index0/size"), "48K\n", 0o444);
         put(root, &format!("{d}/cpufreq/scaling_governor"), "performance\n", 0o644);
     }
@@ -89,6 +90,7 @@ fn build_fixture(root: &Path) {
     }
     put(root, "sys/devices/system/node/node0/cpulist", "0-3\n", 0o444);
     put(root, "sys/devices/system/node/node0/distance", "10\n", 0o444);
+    put(root, "sys/devices/system/node/node0/cpumap", "f\n", 0o444);
     put(root, "sys/devices/system/node/node0/meminfo", "Node 0 MemTotal: 1 kB\n", 0o444);
 
     for (dev, class, irq) in [(NIC, "0x020000", "11"), (SSD, "0x010802", "10")] {
@@ -162,10 +164,10 @@ fn expected_files() -> BTreeSet<String> {
     for cpu in 0..2 {
         let d = format!("{CPU}/cpu{cpu}");
         f.extend(["topology/core_cpus_list", "topology/physical_package_id"].map(|n| format!("{d}/{n}")));
-        f.extend(["level", "type", "shared_cpu_list", "id"].map(|n| format!("{d}/cache/index0/{n}")));
+        f.extend(["level", "type", "shared_cpu_list", "shared_cpu_map", "id"].map(|n| format!("{d}/cache/index0/{n}")));
     }
     f.extend(
-        ["possible", "online", "has_cpu", "has_memory", "node0/cpulist", "node0/distance"]
+        ["possible", "online", "has_cpu", "has_memory", "node0/cpulist", "node0/cpumap", "node0/distance"]
             .map(|n| format!("sys/devices/system/node/{n}")),
     );
     let nic = "sys/bus/pci/devices/0000:00:03.0";
@@ -189,7 +191,9 @@ fn expected_files() -> BTreeSet<String> {
         ]
         .map(|n| format!("{ssd}/{n}")),
     );
-    f.extend(["sys/block/nvme0n1/mq/0/cpu_list".into(), "sys/block/nvme0n1/mq/1/cpu_list".into()]);
+    for disk in ["sys/block/nvme0n1".to_string(), format!("{ssd}/nvme/nvme0/nvme0n1")] {
+        f.extend(["mq/0/cpu_list", "mq/1/cpu_list"].map(|n| format!("{disk}/{n}")));
+    }
     f.extend(["proc/interrupts", "proc/irq/default_smp_affinity"].map(String::from));
     for irq in [24, 27] {
         let names = [
@@ -239,6 +243,7 @@ fn fixture_snapshot_holds_exactly_what_discovery_reads() {
         "sys/block/nvme0n1",
         "sys/block/nvme0n1/mq/0/cpu1",
         "sys/block/nvme0n1/mq/1/cpu3",
+        "sys/bus/pci/devices/0000:00:04.0/nvme/nvme0/nvme0n1/mq/1/cpu2",
         "sys/devices/system/cpu/cpu1/node0",
         "sys/bus/pci/devices/0000:00:03.0/virtio0/net/eth0/queues/rx-0",
         "sys/bus/pci/devices/0000:00:03.0/virtio0/net/eth0/queues/tx-0",

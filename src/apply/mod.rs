@@ -125,7 +125,7 @@ impl WriteOutcome {
 /// A failed read or write of one IRQ's affinity files.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
-    #[error("{path} has mode {mode:04o} (no write bit): the kernel manages IRQ {irq}, not writing {value:?}")]
+    #[error("{path} has mode {mode:04o} (no owner write bit): the kernel manages IRQ {irq}, not writing {value:?}")]
     ReadOnly { irq: u32, path: PathBuf, mode: u32, value: String },
     #[error("cannot inspect {path} before writing {value:?}: {} ({source})", errno_name(source))]
     Stat { path: PathBuf, value: String, source: io::Error },

@@ -28,7 +28,8 @@ impl ProcIrq {
         self.root.path(format!("proc/irq/{irq}/{name}"))
     }
 
-    /// Refuses (without writing) when `smp_affinity` or `smp_affinity_list` has no write bit.
+    /// Refuses (without writing) when `smp_affinity` or `smp_affinity_list` lacks the owner write
+    /// bit (procfs creates them `S_IWUSR` only when the IRQ may be moved).
     /// Root ignores modes on open, so this is the only way to see a managed IRQ on ≥ 6.12.
     /// A missing file is not an error here: the open that follows reports it.
     fn check_writable(&self, irq: u32, value: &str) -> Result<(), ApplyError> {
@@ -37,7 +38,7 @@ impl ProcIrq {
             match std::fs::metadata(&path) {
                 Ok(meta) => {
                     let mode = meta.permissions().mode() & 0o7777;
-                    if mode & 0o222 == 0 {
+                    if mode & 0o200 == 0 {
                         return Err(ApplyError::ReadOnly { irq, path, mode, value: value.into() });
                     }
                 }
