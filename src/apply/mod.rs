@@ -1,0 +1,270 @@
+//! The write side: put chosen CPU sets on IRQs through `ROOT/proc/irq/N/smp_affinity_list`, one
+//! IRQ at a time, classifying every failure and never letting one IRQ stop the batch.
+//!
+//! Invariants:
+//! - [`apply_writes`] returns exactly one outcome per requested write, in request order; a failure
+//!   on one IRQ never prevents the writes after it.
+//! - A write is retried at most once, and only with the write's `fallback` set after the kernel
+//!   answered ENOSPC (no free vectors on the target CPUs).
+//! - [`ProcIrq`] never writes an IRQ whose `smp_affinity`/`smp_affinity_list` has no write bit
+//!   (kernel-managed from 6.12 on); it reports [`FailureClass::Managed`] without touching it.
+//! - Every error names the file, the value written and the errno.
+
+use std::io;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::cpuset::CpuSet;
+use crate::sysfs::SysfsError;
+
+mod proc_irq;
+
+pub use proc_irq::ProcIrq;
+
+/// Why one IRQ could not be written, in the terms an operator acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailureClass {
+    /// Kernel-managed: EIO (≤ 6.11), EPERM (≥ 6.12) or a read-only `smp_affinity`.
+    Managed,
+    /// The IRQ directory vanished (ENOENT): the device went away between plan and apply.
+    Gone,
+    /// The kernel rejected the set: EINVAL (empty or only offline CPUs), ERANGE (CPU ≥ nr_cpu_ids),
+    /// EOVERFLOW (mask too wide).
+    Invalid,
+    /// ENOSPC: the target CPUs have no free interrupt vectors.
+    NoVectors,
+    /// EACCES: not allowed to write at all (not root, read-only mount, LSM).
+    Permission,
+    /// Anything else (EISDIR, short write, ...).
+    Other,
+}
+
+impl FailureClass {
+    /// Maps an I/O error to its class by errno; errors without an errno are [`FailureClass::Other`].
+    pub fn from_io(err: &io::Error) -> FailureClass {
+        use nix::errno::Errno;
+        let Some(code) = err.raw_os_error() else { return FailureClass::Other };
+        match Errno::from_raw(code) {
+            Errno::EIO | Errno::EPERM => FailureClass::Managed,
+            Errno::ENOENT => FailureClass::Gone,
+            Errno::EINVAL | Errno::ERANGE | Errno::EOVERFLOW => FailureClass::Invalid,
+            Errno::ENOSPC => FailureClass::NoVectors,
+            Errno::EACCES => FailureClass::Permission,
+            _ => FailureClass::Other,
+        }
+    }
+}
+
+/// One requested write. `cpus` is never empty when it comes from a plan; `fallback` is the
+/// whole node's usable CPUs, tried once if `cpus` fails with ENOSPC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AffinityWrite {
+    pub irq: u32,
+    pub cpus: CpuSet,
+    pub fallback: Option<CpuSet>,
+}
+
+/// What `effective_affinity_list` showed right after a write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "state", content = "cpus")]
+pub enum Effective {
+    /// The kernel shows no `effective_affinity_list` for this IRQ.
+    Absent,
+    /// The effective CPUs are within the written set: the move took effect.
+    Within(CpuSet),
+    /// Not (yet) within the written set: without interrupt remapping the kernel moves the IRQ
+    /// lazily, on its next interrupt.
+    Pending(CpuSet),
+}
+
+impl Effective {
+    /// Classifies an effective set against the set just written (`None` = file absent).
+    pub fn judge(written: &CpuSet, effective: Option<CpuSet>) -> Effective {
+        match effective {
+            None => Effective::Absent,
+            Some(e) if !e.is_empty() && e.is_subset(written) => Effective::Within(e),
+            Some(e) => Effective::Pending(e),
+        }
+    }
+}
+
+/// The read-back after a successful write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verification {
+    /// `smp_affinity_list` as read back; `None` when it could not be read or parsed.
+    pub readback: Option<CpuSet>,
+    /// Whether `readback` equals the set written.
+    pub matches: bool,
+    pub effective: Effective,
+}
+
+/// The result of one [`AffinityWrite`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum WriteOutcome {
+    /// The requested set was written.
+    Written { cpus: CpuSet, verified: Verification },
+    /// The requested set failed with ENOSPC; the fallback set was written instead.
+    WrittenFallback { cpus: CpuSet, verified: Verification },
+    /// Nothing was written (or the fallback failed too); `error` names file, value and errno.
+    Failed { class: FailureClass, error: String },
+}
+
+impl WriteOutcome {
+    /// The failure class, for a failed write.
+    pub fn failure(&self) -> Option<FailureClass> {
+        match self {
+            WriteOutcome::Failed { class, .. } => Some(*class),
+            _ => None,
+        }
+    }
+}
+
+/// A failed read or write of one IRQ's affinity files.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("{path} has mode {mode:04o} (no owner write bit): the kernel manages IRQ {irq}, not writing {value:?}")]
+    ReadOnly { irq: u32, path: PathBuf, mode: u32, value: String },
+    #[error("cannot inspect {path} before writing {value:?}: {} ({source})", errno_name(source))]
+    Stat { path: PathBuf, value: String, source: io::Error },
+    #[error("cannot open {path} to write {value:?}: {} ({source})", errno_name(source))]
+    Open { path: PathBuf, value: String, source: io::Error },
+    #[error("writing {value:?} to {path} failed: {} ({source})", errno_name(source))]
+    Write { path: PathBuf, value: String, source: io::Error },
+    #[error("short write to {path}: {written} of {} bytes of {value:?}", value.len())]
+    ShortWrite { path: PathBuf, value: String, written: usize },
+    #[error("reading IRQ affinity: {0}")]
+    Read(#[from] SysfsError),
+}
+
+impl ApplyError {
+    /// The failure class of this error (read-only mode → managed; otherwise by errno).
+    pub fn class(&self) -> FailureClass {
+        match self {
+            ApplyError::ReadOnly { .. } => FailureClass::Managed,
+            ApplyError::Stat { source, .. } | ApplyError::Open { source, .. } | ApplyError::Write { source, .. } => {
+                FailureClass::from_io(source)
+            }
+            ApplyError::ShortWrite { .. } => FailureClass::Other,
+            ApplyError::Read(SysfsError::Read { source, .. } | SysfsError::ListDir { source, .. }) => {
+                FailureClass::from_io(source)
+            }
+            ApplyError::Read(_) => FailureClass::Other,
+        }
+    }
+}
+
+/// The errno's symbolic name (`ENOSPC`), or `no errno` for errors that carry none.
+pub fn errno_name(err: &io::Error) -> String {
+    match err.raw_os_error() {
+        Some(code) => format!("{:?}", nix::errno::Errno::from_raw(code)),
+        None => "no errno".into(),
+    }
+}
+
+/// Something that can set and read IRQ affinities. [`ProcIrq`] is the real one; tests wrap it to
+/// inject faults.
+pub trait AffinityWriter {
+    /// Writes `cpus` as IRQ `irq`'s affinity and reads it back. `Err` means nothing was applied.
+    fn write(&self, irq: u32, cpus: &CpuSet) -> Result<Verification, ApplyError>;
+
+    /// The IRQ's current `smp_affinity_list`.
+    fn read_current(&self, irq: u32) -> Result<CpuSet, ApplyError>;
+}
+
+/// Performs every write in order and returns one `(irq, outcome)` per write, in the same order.
+/// Never stops on a failure; after ENOSPC retries once with the write's fallback set.
+pub fn apply_writes(writer: &dyn AffinityWriter, writes: &[AffinityWrite]) -> Vec<(u32, WriteOutcome)> {
+    writes.iter().map(|w| (w.irq, apply_one(writer, w))).collect()
+}
+
+/// One write, with the single ENOSPC fallback; always yields an outcome.
+fn apply_one(writer: &dyn AffinityWriter, w: &AffinityWrite) -> WriteOutcome {
+    let first = match writer.write(w.irq, &w.cpus) {
+        Ok(verified) => {
+            tracing::info!(irq = w.irq, cpus = %w.cpus, matches = verified.matches, "IRQ affinity written");
+            return WriteOutcome::Written { cpus: w.cpus.clone(), verified };
+        }
+        Err(e) => e,
+    };
+    let class = first.class();
+    let fallback = match (&w.fallback, class) {
+        (Some(fb), FailureClass::NoVectors) => fb,
+        _ => {
+            tracing::warn!(irq = w.irq, cpus = %w.cpus, ?class, error = %first, "IRQ affinity not written");
+            return WriteOutcome::Failed { class, error: first.to_string() };
+        }
+    };
+    match writer.write(w.irq, fallback) {
+        Ok(verified) => {
+            tracing::warn!(irq = w.irq, cpus = %w.cpus, fallback = %fallback, "no vectors on the chosen CPUs; wrote the node's CPUs");
+            WriteOutcome::WrittenFallback { cpus: fallback.clone(), verified }
+        }
+        Err(second) => {
+            let class = second.class();
+            let error = format!("{first}; then the fallback {:?} failed too: {second}", fallback.to_list_string());
+            tracing::warn!(irq = w.irq, ?class, error = %error, "IRQ affinity not written");
+            WriteOutcome::Failed { class, error }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errno(code: nix::errno::Errno) -> io::Error {
+        io::Error::from_raw_os_error(code as i32)
+    }
+
+    #[test]
+    fn classes_follow_the_field_notes() {
+        use nix::errno::Errno::*;
+        let table = [
+            (EIO, FailureClass::Managed),
+            (EPERM, FailureClass::Managed),
+            (ENOENT, FailureClass::Gone),
+            (EINVAL, FailureClass::Invalid),
+            (ERANGE, FailureClass::Invalid),
+            (EOVERFLOW, FailureClass::Invalid),
+            (ENOSPC, FailureClass::NoVectors),
+            (EACCES, FailureClass::Permission),
+            (EISDIR, FailureClass::Other),
+            (EBUSY, FailureClass::Other),
+        ];
+        for (e, class) in table {
+            assert_eq!(FailureClass::from_io(&errno(e)), class, "{e:?}");
+        }
+        assert_eq!(FailureClass::from_io(&io::Error::other("no errno")), FailureClass::Other);
+    }
+
+    #[test]
+    fn class_serializes_lowercase() {
+        let json = serde_json::to_string(&[FailureClass::NoVectors, FailureClass::Managed]).unwrap();
+        assert_eq!(json, r#"["novectors","managed"]"#);
+    }
+
+    #[test]
+    fn effective_is_within_only_for_a_nonempty_subset() {
+        let written = CpuSet::parse_list("2-3").unwrap();
+        let set = |s| CpuSet::parse_list(s).unwrap();
+        assert_eq!(Effective::judge(&written, None), Effective::Absent);
+        assert_eq!(Effective::judge(&written, Some(set("3"))), Effective::Within(set("3")));
+        assert_eq!(Effective::judge(&written, Some(set("0-7"))), Effective::Pending(set("0-7")));
+        assert_eq!(Effective::judge(&written, Some(set(""))), Effective::Pending(set("")));
+    }
+
+    #[test]
+    fn write_error_names_file_value_and_errno() {
+        let e = ApplyError::Write {
+            path: "/x/proc/irq/5/smp_affinity_list".into(),
+            value: "0-3\n".into(),
+            source: errno(nix::errno::Errno::ENOSPC),
+        };
+        let s = e.to_string();
+        assert!(s.contains("/x/proc/irq/5/smp_affinity_list") && s.contains("0-3") && s.contains("ENOSPC"), "{s}");
+        assert_eq!(e.class(), FailureClass::NoVectors);
+    }
+}
