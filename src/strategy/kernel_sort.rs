@@ -181,6 +181,22 @@ mod tests {
     }
 
     #[test]
+    fn child_rule_decides_ties_below_a_smaller_root() {
+        // vals (0, 1, 1), traced by hand through spec §1.2-1.3. The first sift-down from the
+        // root meets two equal children: R1 descends left and rotates [1, 0, 2], R2 descends
+        // right and rotates [2, 1, 0]. S1 then pops to [0, 2, 1]; S2's single pops and S3's
+        // final 2-3 step both end at [0, 1, 2].
+        let input = || [SortEntry { id: 0, val: 0 }, SortEntry { id: 1, val: 1 }, SortEntry { id: 2, val: 1 }];
+        for (variant, want) in
+            [(SortVariant::S1, [0, 2, 1]), (SortVariant::S2, [0, 1, 2]), (SortVariant::S3, [0, 1, 2])]
+        {
+            let mut v = input();
+            kernel_heapsort(&mut v, variant);
+            assert_eq!(v.map(|e| e.id), want, "{variant:?}");
+        }
+    }
+
+    #[test]
     fn empty_input_is_fine() {
         for variant in [SortVariant::S1, SortVariant::S2, SortVariant::S3] {
             kernel_heapsort(&mut [], variant);

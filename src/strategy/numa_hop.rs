@@ -234,6 +234,21 @@ mod tests {
     }
 
     #[test]
+    fn cpu_less_node_redirects_to_lowest_equidistant_node() {
+        // 3 nodes × 2 single-thread cores, flat distances; node 1's CPUs (2, 3) go offline, so
+        // node 1 is CPU-less and nodes 0 and 2 are both at distance 20 from it.
+        let mut topo = crate::topology::synthetic::SyntheticMachine::new(3, 2, 1).build();
+        topo.online.remove_all(&[2, 3].into_iter().collect());
+        assert_eq!(nearest_cpu_node(&topo, 1), Some(0));
+        assert_eq!(spread_order(&topo, Some(1), SpreadOrder::Kernel), [0, 1, 4, 5]);
+        assert_eq!(spread_order(&topo, Some(2), SpreadOrder::Kernel), [4, 5, 0, 1]);
+        assert!(spread_order(&topo, Some(1), SpreadOrder::Hops).is_empty());
+        assert!(numa_hops(&topo, Some(1)).is_empty());
+        assert_eq!(spread_order(&topo, Some(1), SpreadOrder::Legacy), [0, 1, 4, 5]);
+        assert_eq!(numa_levels(&topo), [10, 20]);
+    }
+
+    #[test]
     fn unknown_node_uses_plain_online_order() {
         let topo = two_nodes([vec![10, 20], vec![20, 10]]);
         assert_eq!(nearest_cpu_node(&topo, 7), None);
