@@ -229,3 +229,76 @@ fn rules_for_each_kernel_match_a_vector_variant() {
         assert_eq!(rules_of(r).unwrap(), rules, "kernel {ver}");
     }
 }
+
+mod invariants {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A synthetic machine with some CPUs made absent (x86: empty masks) and some offline.
+    fn machine() -> impl Strategy<Value = irqwise::topology::Topology> {
+        (1u32..5, 1u32..7, 1u32..3, 1u32..4, prop::collection::vec(0u8..3, 48)).prop_map(
+            |(nodes, cpn, tpc, cpc, states)| {
+                let m = SyntheticMachine { cores_per_cluster: cpc, ..SyntheticMachine::new(nodes, cpn, tpc) };
+                let mut topo = m.build();
+                for (cpu, state) in topo.cpus.iter_mut() {
+                    match states[*cpu as usize % states.len()] {
+                        1 => {
+                            (state.online, state.core, state.cluster) = (false, None, None);
+                            topo.online.remove(*cpu);
+                        }
+                        2 if *cpu != 0 => {
+                            (state.present, state.online, state.core, state.cluster) = (false, false, None, None);
+                            topo.online.remove(*cpu);
+                            topo.present.remove(*cpu);
+                        }
+                        _ => {}
+                    }
+                }
+                topo
+            },
+        )
+    }
+
+    proptest! {
+        /// Spec §2.1: every possible CPU in exactly one group, nummasks = min(numgrps, |P|),
+        /// and exactly groups 0..nummasks are non-empty; for all four kernel variants.
+        #[test]
+        fn groups_partition_the_possible_cpus(topo in machine(), numgrps in 1usize..60) {
+            for (algorithm, sort) in [
+                (GroupAlgorithm::Mainline, SortVariant::S1),
+                (GroupAlgorithm::Mainline, SortVariant::S2),
+                (GroupAlgorithm::Mainline, SortVariant::S3),
+                (GroupAlgorithm::ClusterAware, SortVariant::S3),
+            ] {
+                let g = group_cpus_evenly(&topo, numgrps, GroupRules { algorithm, sort });
+                prop_assert_eq!(g.groups.len(), numgrps);
+                prop_assert_eq!(g.nummasks, numgrps.min(topo.possible.len()));
+                let total: usize = g.groups.iter().map(CpuSet::len).sum();
+                prop_assert_eq!(total, topo.possible.len());
+                let union = g.groups.iter().fold(CpuSet::new(), |acc, s| &acc | s);
+                prop_assert_eq!(union, topo.possible.clone());
+                for (i, s) in g.groups.iter().enumerate() {
+                    prop_assert_eq!(s.is_empty(), i >= g.nummasks, "group {} of {:?}", i, g);
+                }
+            }
+        }
+
+        /// Every order from every node holds each online CPU exactly once (Hops: nothing from a
+        /// node without online CPUs).
+        #[test]
+        fn orders_are_permutations_of_online(topo in machine(), node in 0u32..5) {
+            let mut online: Vec<u32> = topo.online.iter().collect();
+            online.sort_unstable();
+            let has_cpus = topo.online.iter().any(|c| topo.cpu_node(c) == Some(node));
+            for order in [SpreadOrder::Kernel, SpreadOrder::Hops, SpreadOrder::Legacy, SpreadOrder::CoresFirst] {
+                let mut got = spread_order(&topo, Some(node), order);
+                got.sort_unstable();
+                if order == SpreadOrder::Hops && !has_cpus {
+                    prop_assert!(got.is_empty());
+                } else {
+                    prop_assert_eq!(&got, &online, "{:?} from node {}", order, node);
+                }
+            }
+        }
+    }
+}
