@@ -3,6 +3,7 @@
 //! Nothing here touches the filesystem.
 
 pub mod cluster_group;
+mod group_fill;
 pub mod kernel_sort;
 pub mod numa_hop;
 

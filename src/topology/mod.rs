@@ -13,6 +13,7 @@ use crate::sysfs::{Root, SysfsError};
 
 mod discover;
 pub mod report;
+pub mod synthetic;
 
 /// What the kernel's sibling/cluster masks hold for a CPU that sysfs gives no `topology/` for
 /// (offline or never-booted CPUs).
