@@ -12,6 +12,7 @@ use crate::cpuset::CpuSet;
 use crate::sysfs::{Root, SysfsError};
 
 mod discover;
+pub mod report;
 
 /// What the kernel's sibling/cluster masks hold for a CPU that sysfs gives no `topology/` for
 /// (offline or never-booted CPUs).
