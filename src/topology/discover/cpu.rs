@@ -9,15 +9,17 @@ use crate::sysfs::{parse_cpulist_at, Root, SysfsError};
 use crate::topology::{Cpu, TopologyError};
 
 /// Reads CPU `id`. `present` is left false (the caller owns the global lists); `online` is the
-/// CPU's own `online` file, or true when the directory exists without one (x86 cpu0), or false
-/// when there is no directory at all (possible but never brought up).
+/// CPU's own `online` file, or true when the directory exists without one (x86 cpu0) or with an
+/// empty one, or false when there is no directory at all (possible but never brought up). The
+/// caller overrides `online` with the global `online` list when there is one.
 pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> Result<Cpu, TopologyError> {
     let dir = format!("{CPU_DIR}/cpu{id}");
     let mut cpu = Cpu::bare(id);
     let entries = root.list_dir_optional(&dir)?;
     cpu.online = match root.read_optional(format!("{dir}/online"))? {
-        Some(text) => parse_online_flag(root, &format!("{dir}/online"), &text)?,
-        None => !entries.is_empty(),
+        // An empty file is how captured trees record one they could not read: it says nothing.
+        Some(text) if !text.trim().is_empty() => parse_online_flag(root, &format!("{dir}/online"), &text)?,
+        _ => !entries.is_empty(),
     };
     cpu.node = cpu_node(root, id, &dir, &entries, nodes)?;
 
