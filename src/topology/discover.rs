@@ -30,6 +30,9 @@ pub(super) fn discover(root: &Root) -> Result<Topology, TopologyError> {
     let isolated = read_cpu_list(root, "isolated")?.unwrap_or_default();
     let nohz_full = read_cpu_list(root, "nohz_full")?.unwrap_or_default();
     check_subset(root, "present", &present, "possible", &possible)?;
+    if let Some(list) = &global_online {
+        check_subset(root, "online", list, "present", &present)?;
+    }
 
     let node_dirs = nodes::read_nodes(root)?;
     let mut cpus = BTreeMap::new();
@@ -43,7 +46,6 @@ pub(super) fn discover(root: &Root) -> Result<Topology, TopologyError> {
         cpus.insert(id, c);
     }
     let online: CpuSet = cpus.values().filter(|c| c.online).map(|c| c.id).collect();
-    check_subset(root, "online", &online, "present", &present)?;
 
     let mut nodes = BTreeMap::new();
     for (&id, dir) in &node_dirs {
