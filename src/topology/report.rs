@@ -78,12 +78,15 @@ pub fn to_table(topo: &Topology) -> String {
     out
 }
 
-/// Distinct (cluster, core) groups among the online CPUs of `cpus`, told apart by the lowest CPU
-/// of the kernel's mask: `(clusters, cores)`.
-fn count_groups(topo: &Topology, cpus: &CpuSet) -> (usize, usize) {
+/// Distinct clusters and cores among the online CPUs of `cpus`, told apart by the lowest CPU of
+/// the kernel's mask: `(clusters, cores)` as table cells. Clusters are `-` when sysfs gives no
+/// CPU of the set a cluster mask (kernels before cluster_cpus_list).
+fn count_groups(topo: &Topology, cpus: &CpuSet) -> (String, String) {
     let mut clusters = CpuSet::new();
     let mut cores = CpuSet::new();
+    let mut cluster_known = false;
     for cpu in cpus.iter().filter(|&c| topo.online.contains(c)) {
+        cluster_known |= topo.cpus.get(&cpu).is_some_and(|c| c.cluster.is_some());
         if let Some(first) = topo.cluster_mask(cpu).first() {
             clusters.insert(first);
         }
@@ -91,7 +94,8 @@ fn count_groups(topo: &Topology, cpus: &CpuSet) -> (usize, usize) {
             cores.insert(first);
         }
     }
-    (clusters.len(), cores.len())
+    let clusters = if cluster_known { clusters.len().to_string() } else { "-".into() };
+    (clusters, cores.len().to_string())
 }
 
 /// A CPU list for humans: `-` when empty.
@@ -161,5 +165,18 @@ mod tests {
         // Cores {0,1} and {2}; cluster masks are empty, so no cluster is counted.
         let row: Vec<&str> = lines[2].split_whitespace().collect();
         assert_eq!(row, vec!["0", "0-3", "0", "2", "10"], "{table}");
+    }
+
+    #[test]
+    fn table_without_cluster_files_or_nodes() {
+        let mut t = small();
+        t.nodes.clear();
+        for c in t.cpus.values_mut() {
+            c.cluster = None;
+            c.node = None;
+        }
+        let table = to_table(&t);
+        let row: Vec<&str> = table.lines().nth(2).unwrap().split_whitespace().collect();
+        assert_eq!(row, vec!["-", "0-3", "-", "2", "-"], "{table}");
     }
 }
