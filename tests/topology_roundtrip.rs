@@ -163,3 +163,22 @@ fn non_numa_machine_round_trips() {
     assert!(json["kernel"].is_null() && json["cpus"][1]["node"].is_null());
     assert_eq!(json["cpus"][1]["core"], 0);
 }
+
+/// What older or odd kernels print: `nohz_full` as `(null)` or a NUL byte, no `isolated` file, no
+/// `possible`/`present` lists (derived from the cpuN directories), no `online` files at all.
+#[test]
+fn odd_global_lists_read_as_empty_or_derived() {
+    let cpus: Vec<Cpu> = (0..2).map(|id| online_cpu(id, Some(0), "0-1", "0-1", "0-1", "0-1")).collect();
+    let topo = assemble(cpus, &[(0, vec![10])], Some("3.10.0"), Some("x86_64"));
+    for nohz in ["(null)\n", "\0\n"] {
+        let dir = tempfile::tempdir().unwrap();
+        sysfs_tree::write_topology(dir.path(), &topo);
+        let cpu_dir = dir.path().join("sys/devices/system/cpu");
+        std::fs::write(cpu_dir.join("nohz_full"), nohz).unwrap();
+        for gone in ["isolated", "possible", "present", "online", "cpu1/online"] {
+            std::fs::remove_file(cpu_dir.join(gone)).unwrap();
+        }
+        let back = Topology::discover(&Root::new(dir.path())).unwrap();
+        assert_eq!(back, topo, "nohz_full {nohz:?}");
+    }
+}
