@@ -2,7 +2,9 @@
 //!
 //! Pure core (`cpuset`, `topology` types, `strategy`) and thin I/O shell (`sysfs`, discovery).
 
+pub mod config;
 pub mod cpuset;
+pub mod policy;
 pub mod strategy;
 pub mod sysfs;
 pub mod topology;
