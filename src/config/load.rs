@@ -76,7 +76,9 @@ pub struct SourceFile {
     pub text: String,
 }
 
-/// Reads and validates the configuration; every error of every file on failure.
+/// Reads and validates the configuration; every error of every file on failure. `possible` is
+/// the host's possible CPUs (`/sys/devices/system/cpu/possible`): CPU lists naming others are
+/// errors.
 pub fn load(paths: &ConfigPaths, possible: &CpuSet) -> Result<Config, Vec<ConfigError>> {
     let report = check(paths, possible);
     report.config.ok_or(report.errors)
