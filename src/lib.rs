@@ -1,11 +1,13 @@
 //! irqwise: places device interrupts on the CPUs the kernel itself would choose.
 //!
-//! Pure core (`cpuset`, `topology` types, `strategy`, `plan`) and thin I/O shell (`sysfs`,
-//! discovery, `apply`, `snapshot`).
+//! Pure core (`cpuset`, `topology` types, `strategy`, `policy`, `plan`) and thin I/O shell
+//! (`sysfs`, discovery, `config` loading, `apply`, `snapshot`).
 
 pub mod apply;
 pub mod cli;
+pub mod config;
 pub mod cpuset;
+pub mod policy;
 pub mod snapshot;
 pub mod strategy;
 pub mod sysfs;

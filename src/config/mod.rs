@@ -1,0 +1,187 @@
+//! Configuration: `/etc/irqwise/irqwise.toml` plus systemd-style drop-ins, validated with
+//! `file:line:column` errors.
+//!
+//! Lookup (see [`ConfigPaths`]): the main file (optional; absent means defaults), then every
+//! `*.toml` drop-in from `/usr/lib/irqwise/conf.d`, `/run/irqwise/conf.d` and
+//! `/etc/irqwise/conf.d`. A drop-in masks one of the same file name in a lower directory (`/etc`
+//! over `/run` over `/usr/lib`); the survivors apply in lexical order of file name. `[global]`
+//! keys: the last file that sets a key wins. `[[device]]` rules: the main file's first, then each
+//! drop-in's, in that order; [`crate::policy::resolve`] applies the matching ones key by key, later
+//! over earlier.
+//!
+//! Reading files is the only I/O here ([`load`], [`check`]); parsing and validation of text are
+//! pure ([`parse_files`]).
+
+mod duration;
+mod error;
+mod glob;
+mod load;
+mod schema;
+mod validate;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cpuset::CpuSet;
+
+pub use duration::parse_duration;
+pub use error::{ConfigError, ConfigWarning, Location};
+pub use glob::{Glob, GlobError};
+pub use load::{check, check_files, load, parse_files, CheckReport, ConfigPaths, Masked, SourceFile};
+
+/// The validated, merged configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Config {
+    pub global: Global,
+    /// Rules in application order: main file first, then drop-ins in lexical order.
+    pub rules: Vec<Rule>,
+    /// Files that were read, in the order they were applied.
+    pub sources: Vec<PathBuf>,
+}
+
+/// `[global]`, with defaults filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Global {
+    /// CPUs that never get device IRQs from irqwise. Invariant: within the possible set and not
+    /// all of it.
+    pub banned_cpus: CpuSet,
+    /// Keep device IRQs off isolated (`isolcpus`) and `nohz_full` CPUs (default true).
+    pub respect_isolation: bool,
+    /// Period of the slow safety reconcile (default 60 s). Invariant: non-zero.
+    pub reconcile_interval: Duration,
+    /// How long to wait for an event burst to settle before re-planning (default 100 ms).
+    pub debounce: Duration,
+    /// Put back the affinities found at start when the daemon stops (default false).
+    pub restore_on_exit: bool,
+    pub log_format: LogFormat,
+}
+
+impl Default for Global {
+    fn default() -> Self {
+        Global {
+            banned_cpus: CpuSet::new(),
+            respect_isolation: true,
+            reconcile_interval: Duration::from_secs(60),
+            debounce: Duration::from_millis(100),
+            restore_on_exit: false,
+            log_format: LogFormat::Auto,
+        }
+    }
+}
+
+/// One `[[device]]` rule: which devices it applies to and what it sets for them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// Where the rule's `[[device]]` header is.
+    pub source: RuleRef,
+    pub matcher: Match,
+    pub settings: Settings,
+}
+
+/// A rule's match table. Invariant: at least one key is set. A device matches when every set
+/// key matches (string keys are [`Glob`]s; a pattern without `*?[` compares exactly).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Match {
+    /// PCI address, e.g. `0000:81:*`.
+    pub pci: Option<Glob>,
+    pub driver: Option<Glob>,
+    /// Matches when any of the device's network interfaces matches.
+    pub interface: Option<Glob>,
+    pub class: Option<DeviceClassName>,
+    pub nvme_model: Option<Glob>,
+    pub nvme_serial: Option<Glob>,
+    /// udev properties (`property.ID_PATH = "..."`); each must be present and match.
+    pub property: Vec<(String, Glob)>,
+}
+
+impl Match {
+    pub fn is_empty(&self) -> bool {
+        *self == Match::default()
+    }
+}
+
+/// What a rule sets; `None` leaves the key to earlier rules or the class default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Settings {
+    pub strategy: Option<StrategyName>,
+    /// Allowed CPUs: the strategy works inside this set. Invariant: non-empty after
+    /// `exclude_cpus` and the global `banned_cpus`.
+    pub cpus: Option<CpuSet>,
+    pub exclude_cpus: Option<CpuSet>,
+    /// CPUs for the device's non-queue vectors (NVMe admin queue `nvmeXq0`, NIC async/misc
+    /// vector); these are ordinary IRQs even where the queue IRQs are kernel-managed.
+    pub admin_cpus: Option<CpuSet>,
+    /// Treat the device as if it sat on this NUMA node.
+    pub node: Option<u32>,
+    pub order: Option<OrderName>,
+    /// NIC: put this many queues on each CPU (spreads over fewer CPUs). Invariant: >= 1.
+    pub queues_per_cpu: Option<u32>,
+}
+
+impl Settings {
+    pub fn is_empty(&self) -> bool {
+        *self == Settings::default()
+    }
+}
+
+/// `file:line` of a rule's `[[device]]` header; what `plan` prints as "decided by".
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RuleRef {
+    pub path: PathBuf,
+    pub line: usize,
+}
+
+impl fmt::Display for RuleRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.path.display(), self.line)
+    }
+}
+
+impl Serialize for RuleRef {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// `strategy = ...`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StrategyName {
+    NumaHop,
+    ClusterGroup,
+    Pin,
+    Leave,
+}
+
+/// `order = ...`: CPU visiting order for `numa-hop`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OrderName {
+    /// One thread per physical core before any SMT sibling.
+    CoresFirst,
+    /// Exactly `cpumask_local_spread()`'s order.
+    Kernel,
+}
+
+/// `match.class = ...`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceClassName {
+    Nic,
+    Nvme,
+    Other,
+}
+
+/// `log_format = ...`; `auto` (the default) means journal under systemd, text otherwise.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogFormat {
+    #[default]
+    Auto,
+    Journal,
+    Text,
+    Json,
+}

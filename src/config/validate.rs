@@ -1,0 +1,313 @@
+//! Raw TOML values of one file → typed settings, collecting every error and warning in the file.
+//!
+//! Pure: works on a file's path (for messages) and text, never on the filesystem.
+
+use std::ops::Range;
+use std::path::Path;
+use std::time::Duration;
+
+use toml::Spanned;
+
+use crate::cpuset::{CpuSet, CpuSetError};
+
+use super::duration::parse_duration;
+use super::error::{ConfigError, ConfigWarning, Location};
+use super::glob::Glob;
+use super::schema::{RawFile, RawGlobal, RawMatch, RawRule};
+use super::{DeviceClassName, LogFormat, Match, Rule, RuleRef, Settings, StrategyName};
+
+/// `[global]` keys one file sets (`None`: not set here). `banned_cpus` keeps where it was
+/// written, for the "bans everything" check after merging.
+#[derive(Debug, Default)]
+pub(super) struct GlobalLayer {
+    pub banned_cpus: Option<(CpuSet, Location, String)>,
+    pub respect_isolation: Option<bool>,
+    pub reconcile_interval: Option<Duration>,
+    pub debounce: Option<Duration>,
+    pub restore_on_exit: Option<bool>,
+    pub log_format: Option<LogFormat>,
+}
+
+impl GlobalLayer {
+    /// Overlays `later` on `self` key by key: every key `later` sets wins.
+    pub fn overlay(&mut self, later: GlobalLayer) {
+        fn take<T>(slot: &mut Option<T>, value: Option<T>) {
+            if value.is_some() {
+                *slot = value;
+            }
+        }
+        take(&mut self.banned_cpus, later.banned_cpus);
+        take(&mut self.respect_isolation, later.respect_isolation);
+        take(&mut self.reconcile_interval, later.reconcile_interval);
+        take(&mut self.debounce, later.debounce);
+        take(&mut self.restore_on_exit, later.restore_on_exit);
+        take(&mut self.log_format, later.log_format);
+    }
+}
+
+/// A validated rule plus where its `cpus` value was written, for the cross-file check of the
+/// allowed set against the global `banned_cpus`.
+#[derive(Debug)]
+pub(super) struct ParsedRule {
+    pub rule: Rule,
+    pub cpus_at: Option<(Location, String)>,
+}
+
+/// What one file contributes.
+#[derive(Debug, Default)]
+pub(super) struct FileLayer {
+    pub global: GlobalLayer,
+    pub rules: Vec<ParsedRule>,
+}
+
+/// Validation context of one file: its path and text (for locations) and the machine's CPUs.
+struct FileCtx<'a> {
+    path: &'a Path,
+    text: &'a str,
+    possible: &'a CpuSet,
+    errors: Vec<ConfigError>,
+    warnings: Vec<ConfigWarning>,
+}
+
+/// Parses and validates one file. Returns what it contributes (only the parts that validated),
+/// its errors and its warnings. A TOML syntax or type error stops at that error (the TOML parser
+/// cannot go on); every other check runs over the whole file.
+pub(super) fn validate_file(
+    path: &Path,
+    text: &str,
+    possible: &CpuSet,
+) -> (FileLayer, Vec<ConfigError>, Vec<ConfigWarning>) {
+    let mut ctx = FileCtx { path, text, possible, errors: Vec::new(), warnings: Vec::new() };
+    let raw: RawFile = match toml::from_str(text) {
+        Ok(raw) => raw,
+        Err(e) => {
+            let at = ctx.loc(e.span().map_or(0, |s| s.start));
+            ctx.errors.push(ConfigError::Schema { at, message: schema_message(e.message()) });
+            return (FileLayer::default(), ctx.errors, ctx.warnings);
+        }
+    };
+    let global = raw.global.map(|g| ctx.global(g)).unwrap_or_default();
+    let rules = raw.device.into_iter().filter_map(|r| ctx.rule(r)).collect();
+    (FileLayer { global, rules }, ctx.errors, ctx.warnings)
+}
+
+/// The TOML parser's message on one line, in the config's words: Rust integer type names become
+/// what they mean, and a setting found inside a match table gets a hint about TOML's table rules.
+fn schema_message(message: &str) -> String {
+    let mut text = message.trim_end().lines().map(str::trim).collect::<Vec<_>>().join("; ");
+    text = text.replace("expected u32", "expected a non-negative integer");
+    const SETTINGS: [&str; 7] = ["strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu"];
+    let misplaced = SETTINGS.iter().any(|k| text.starts_with(&format!("unknown field `{k}`")));
+    if misplaced && text.contains("expected one of `pci`") {
+        text.push_str(" (keys after a [device.match] header belong to the match table: put the rule's settings before that header, or write match = { ... } inline)");
+    }
+    text
+}
+
+impl FileCtx<'_> {
+    fn loc(&self, offset: usize) -> Location {
+        Location::at(self.path, self.text, offset)
+    }
+
+    /// Location of character `inner` inside the string value spanning `span`, when the value is
+    /// written as a plain quoted string (no escapes), else of the value's start.
+    fn loc_inside(&self, span: &Range<usize>, value: &str, inner: usize) -> Location {
+        let written = self.text.get(span.clone()).unwrap_or("");
+        let plain = written.len() == value.len() + 2 && written.get(1..written.len() - 1) == Some(value);
+        self.loc(if plain { span.start + 1 + inner } else { span.start })
+    }
+
+    fn global(&mut self, g: RawGlobal) -> GlobalLayer {
+        let banned_cpus = g.banned_cpus.and_then(|v| {
+            let set = self.cpu_list("banned_cpus", &v)?;
+            Some((set, self.loc(v.span().start), v.into_inner()))
+        });
+        GlobalLayer {
+            banned_cpus,
+            respect_isolation: g.respect_isolation,
+            reconcile_interval: g.reconcile_interval.and_then(|v| self.duration("reconcile_interval", &v, false)),
+            debounce: g.debounce.and_then(|v| self.duration("debounce", &v, true)),
+            restore_on_exit: g.restore_on_exit,
+            log_format: g.log_format,
+        }
+    }
+
+    /// A duration value; zero only where `zero_ok`.
+    fn duration(&mut self, key: &'static str, v: &Spanned<String>, zero_ok: bool) -> Option<Duration> {
+        let expected = if zero_ok {
+            "a whole number followed by ms, s, m or h, e.g. \"100ms\", \"5s\", \"2m\", \"1h\""
+        } else {
+            "a whole number above zero followed by ms, s, m or h, e.g. \"100ms\", \"5s\", \"2m\", \"1h\""
+        };
+        match parse_duration(v.get_ref()) {
+            Some(d) if zero_ok || !d.is_zero() => Some(d),
+            _ => {
+                let at = self.loc(v.span().start);
+                self.errors.push(ConfigError::Duration { at, key, value: v.get_ref().clone(), expected });
+                None
+            }
+        }
+    }
+
+    /// A CPU list value, checked against the machine's possible CPUs.
+    fn cpu_list(&mut self, key: &'static str, v: &Spanned<String>) -> Option<CpuSet> {
+        let span = v.span();
+        match CpuSet::parse_list(v.get_ref()) {
+            Ok(set) => {
+                let beyond = set.difference(self.possible);
+                if beyond.is_empty() {
+                    return Some(set);
+                }
+                self.errors.push(ConfigError::CpusBeyondMachine {
+                    at: self.loc(span.start),
+                    key,
+                    value: v.get_ref().clone(),
+                    beyond,
+                    possible: self.possible.clone(),
+                });
+                None
+            }
+            Err(source) => {
+                let pos = match &source {
+                    CpuSetError::BadListToken { pos, .. }
+                    | CpuSetError::ReversedRange { pos, .. }
+                    | CpuSetError::CpuTooLarge { pos, .. }
+                    | CpuSetError::BadMaskGroup { pos, .. } => *pos,
+                    CpuSetError::MaskTooWide { .. } => 0,
+                };
+                let at = self.loc_inside(&span, v.get_ref(), pos);
+                self.errors.push(ConfigError::CpuList { at, key, source });
+                None
+            }
+        }
+    }
+
+    fn glob(&mut self, key: &str, v: &Spanned<String>) -> Option<Glob> {
+        Glob::new(v.get_ref())
+            .map_err(|source| {
+                let pos = match source {
+                    super::GlobError::UnclosedClass { pos } | super::GlobError::ReversedRange { pos, .. } => pos,
+                };
+                let inner = v.get_ref().char_indices().nth(pos).map_or(0, |(b, _)| b);
+                let at = self.loc_inside(&v.span(), v.get_ref(), inner);
+                self.errors.push(ConfigError::Glob { at, key: key.to_owned(), value: v.get_ref().clone(), source });
+            })
+            .ok()
+    }
+
+    fn matcher(&mut self, m: RawMatch) -> Match {
+        let glob = |this: &mut Self, key: &str, v: &Option<Spanned<String>>| v.as_ref().and_then(|v| this.glob(key, v));
+        Match {
+            pci: glob(self, "pci", &m.pci),
+            driver: glob(self, "driver", &m.driver),
+            interface: glob(self, "interface", &m.interface),
+            class: m.class,
+            nvme_model: glob(self, "nvme_model", &m.nvme_model),
+            nvme_serial: glob(self, "nvme_serial", &m.nvme_serial),
+            property: m
+                .property
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|(k, v)| {
+                    let g = glob(self, &format!("property.{k}"), &Some(v))?;
+                    Some((k, g))
+                })
+                .collect(),
+        }
+    }
+
+    /// Validates one `[[device]]` rule; `None` when any of its values is invalid.
+    fn rule(&mut self, raw: Spanned<RawRule>) -> Option<ParsedRule> {
+        let errors_before = self.errors.len();
+        let rule_at = self.loc(raw.span().start);
+        let mut r = raw.into_inner();
+
+        let matcher = match r.matcher.take() {
+            None => {
+                self.errors.push(ConfigError::EmptyMatch { at: rule_at.clone(), what: "no" });
+                Match::default()
+            }
+            Some(m) => {
+                let m_at = self.loc(m.span().start);
+                let raw_match = m.into_inner();
+                let matcher = self.matcher(raw_match);
+                // A key whose pattern failed is already an error; do not also call it empty.
+                if matcher.is_empty() && self.errors.len() == errors_before {
+                    self.errors.push(ConfigError::EmptyMatch { at: m_at, what: "an empty" });
+                }
+                matcher
+            }
+        };
+
+        let list = |this: &mut Self, key, v: &Option<Spanned<String>>| v.as_ref().and_then(|v| this.cpu_list(key, v));
+        let cpus = list(self, "cpus", &r.cpus);
+        let exclude_cpus = list(self, "exclude_cpus", &r.exclude_cpus);
+        let admin_cpus = list(self, "admin_cpus", &r.admin_cpus);
+
+        if let Some(s) = &r.strategy {
+            if *s.get_ref() == StrategyName::Pin && r.cpus.is_none() {
+                self.errors.push(ConfigError::PinWithoutCpus { at: self.loc(s.span().start) });
+            }
+        }
+        if let Some(q) = &r.queues_per_cpu {
+            if *q.get_ref() == 0 {
+                self.errors.push(ConfigError::ZeroQueuesPerCpu { at: self.loc(q.span().start) });
+            }
+        }
+        if let (Some(admin), Some(excl), Some(v)) = (&admin_cpus, &exclude_cpus, &r.admin_cpus) {
+            let overlap = admin.intersection(excl);
+            if !overlap.is_empty() {
+                let at = self.loc(v.span().start);
+                self.errors.push(ConfigError::AdminCpusExcluded { at, value: v.get_ref().clone(), overlap });
+            }
+        }
+
+        let settings = Settings {
+            strategy: r.strategy.as_ref().map(|s| *s.get_ref()),
+            cpus,
+            exclude_cpus,
+            admin_cpus,
+            node: r.node,
+            order: r.order,
+            queues_per_cpu: r.queues_per_cpu.as_ref().map(|q| *q.get_ref()),
+        };
+        if self.errors.len() != errors_before {
+            return None;
+        }
+        self.rule_warnings(&rule_at, &settings, matcher.class, &r);
+        let cpus_at = r.cpus.as_ref().map(|v| (self.loc(v.span().start), v.get_ref().clone()));
+        let source = RuleRef { path: rule_at.path.clone(), line: rule_at.line };
+        Some(ParsedRule { rule: Rule { source, matcher, settings }, cpus_at })
+    }
+
+    /// Legal settings that cannot do anything where they are.
+    fn rule_warnings(&mut self, at: &Location, s: &Settings, class: Option<DeviceClassName>, r: &RawRule) {
+        if s.is_empty() {
+            self.warnings.push(ConfigWarning::RuleSetsNothing { at: at.clone() });
+            return;
+        }
+        let ignored = |key, why| ConfigWarning::SettingIgnored { at: at.clone(), key, why };
+        if s.strategy == Some(StrategyName::Leave) {
+            let others = Settings { strategy: None, ..s.clone() };
+            if !others.is_empty() {
+                let at = r.strategy.as_ref().map_or(at.clone(), |v| self.loc(v.span().start));
+                self.warnings.push(ConfigWarning::SettingIgnored {
+                    at,
+                    key: "strategy",
+                    why: "strategy = \"leave\" leaves the device alone, so the other settings of this rule do nothing",
+                });
+            }
+        }
+        if s.queues_per_cpu.is_some() && class.is_some_and(|c| c != DeviceClassName::Nic) {
+            let at = r.queues_per_cpu.as_ref().map_or(at.clone(), |v| self.loc(v.span().start));
+            self.warnings.push(ConfigWarning::SettingIgnored {
+                at,
+                key: "queues_per_cpu",
+                why: "it applies to NICs only and this rule matches another class",
+            });
+        }
+        if s.order.is_some() && matches!(s.strategy, Some(StrategyName::Pin | StrategyName::ClusterGroup)) {
+            self.warnings.push(ignored("order", "it applies to the numa-hop strategy only"));
+        }
+    }
+}

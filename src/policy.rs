@@ -1,0 +1,133 @@
+//! Policy: which config rules apply to a device and what they decide for it.
+//!
+//! Pure. A device is described by [`DeviceFacts`] (what discovery knows about it); [`resolve`]
+//! applies every matching rule in config order, later rules overriding earlier ones key by key.
+//! Keys no rule sets stay `None`: the planner fills them with the device class's defaults.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::config::{Config, Match, Rule, RuleRef};
+use crate::cpuset::CpuSet;
+
+pub use crate::config::{DeviceClassName, OrderName, StrategyName};
+
+/// What the rules can match a device on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceFacts {
+    /// PCI address, `0000:81:00.0`.
+    pub bdf: String,
+    pub class: DeviceClassName,
+    /// Bound driver (`mlx5_core`, `nvme`), if any.
+    pub driver: Option<String>,
+    /// Network interface names (a NIC function may have several, e.g. representors).
+    pub interfaces: Vec<String>,
+    /// NVMe model and serial as sysfs shows them (surrounding spaces are ignored when matching).
+    pub nvme_model: Option<String>,
+    pub nvme_serial: Option<String>,
+    /// udev properties, where udevd provides them.
+    pub properties: BTreeMap<String, String>,
+}
+
+impl DeviceFacts {
+    /// Facts with only an address and a class; the rest unknown.
+    pub fn new(bdf: impl Into<String>, class: DeviceClassName) -> DeviceFacts {
+        DeviceFacts {
+            bdf: bdf.into(),
+            class,
+            driver: None,
+            interfaces: Vec::new(),
+            nvme_model: None,
+            nvme_serial: None,
+            properties: BTreeMap::new(),
+        }
+    }
+}
+
+/// What the config decides for one device. `None` means "the class default".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Policy {
+    pub strategy: Option<StrategyName>,
+    /// Allowed CPUs (`None`: all usable CPUs).
+    pub cpus: Option<CpuSet>,
+    /// CPUs never to use: the global `banned_cpus` plus the last matching rule's `exclude_cpus`.
+    pub exclude_cpus: CpuSet,
+    /// CPUs for the device's non-queue vectors (NVMe admin queue, NIC misc vector).
+    pub admin_cpus: Option<CpuSet>,
+    /// NUMA node to treat the device as attached to.
+    pub node: Option<u32>,
+    pub order: Option<OrderName>,
+    pub queues_per_cpu: Option<u32>,
+    /// Every rule that matched, in application order (what `plan` shows as "decided by").
+    pub matched_rules: Vec<RuleRef>,
+}
+
+impl Policy {
+    /// The CPUs the strategy may use: `cpus` (or `usable` when unset) minus `exclude_cpus`,
+    /// within `usable`. May be empty; the planner reports that.
+    pub fn allowed_cpus(&self, usable: &CpuSet) -> CpuSet {
+        let base = self.cpus.as_ref().map_or_else(|| usable.clone(), |c| c.intersection(usable));
+        base.difference(&self.exclude_cpus)
+    }
+}
+
+/// Whether `pattern` matches `value`, an absent value never matching.
+fn glob_matches(pattern: &Option<crate::config::Glob>, value: Option<&str>) -> bool {
+    match pattern {
+        None => true,
+        Some(g) => value.is_some_and(|v| g.matches(v)),
+    }
+}
+
+/// Whether every key of `m` matches `facts` (an empty match matches nothing; validation forbids it).
+pub fn matches(m: &Match, facts: &DeviceFacts) -> bool {
+    !m.is_empty()
+        && glob_matches(&m.pci, Some(&facts.bdf))
+        && glob_matches(&m.driver, facts.driver.as_deref())
+        && m.interface.as_ref().map_or(true, |g| facts.interfaces.iter().any(|i| g.matches(i)))
+        && m.class.map_or(true, |c| c == facts.class)
+        && glob_matches(&m.nvme_model, facts.nvme_model.as_deref().map(str::trim))
+        && glob_matches(&m.nvme_serial, facts.nvme_serial.as_deref().map(str::trim))
+        && m.property.iter().all(|(k, g)| facts.properties.get(k).is_some_and(|v| g.matches(v)))
+}
+
+/// Applies every rule of `config` that matches `facts`, in order, each set key overriding the
+/// same key of earlier rules. Global `banned_cpus` always joins `exclude_cpus`.
+pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
+    let mut policy = Policy::default();
+    let mut exclude: Option<&CpuSet> = None;
+    for rule in config.rules.iter().filter(|r| matches(&r.matcher, facts)) {
+        let s = &rule.settings;
+        overwrite(&mut policy.strategy, s.strategy);
+        overwrite(&mut policy.cpus, s.cpus.clone());
+        overwrite(&mut policy.admin_cpus, s.admin_cpus.clone());
+        overwrite(&mut policy.node, s.node);
+        overwrite(&mut policy.order, s.order);
+        overwrite(&mut policy.queues_per_cpu, s.queues_per_cpu);
+        if s.exclude_cpus.is_some() {
+            exclude = s.exclude_cpus.as_ref();
+        }
+        policy.matched_rules.push(rule.source.clone());
+    }
+    policy.exclude_cpus =
+        exclude.map_or_else(|| config.global.banned_cpus.clone(), |e| e.union(&config.global.banned_cpus));
+    policy
+}
+
+/// `slot = value` when `value` is set.
+fn overwrite<T>(slot: &mut Option<T>, value: Option<T>) {
+    if value.is_some() {
+        *slot = value;
+    }
+}
+
+/// Rules that match none of `devices`, for the "rule matches no device" warning.
+pub fn unmatched_rules(config: &Config, devices: &[DeviceFacts]) -> Vec<RuleRef> {
+    config
+        .rules
+        .iter()
+        .filter(|r: &&Rule| !devices.iter().any(|d| matches(&r.matcher, d)))
+        .map(|r| r.source.clone())
+        .collect()
+}

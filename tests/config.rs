@@ -1,0 +1,604 @@
+//! Configuration: file lookup, masking and order, per-key merging, every validation error, the
+//! shipped files, and policy resolution.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use irqwise::config::{
+    check, check_files, load, parse_files, ConfigError, ConfigPaths, ConfigWarning, Global, LogFormat, SourceFile,
+};
+use irqwise::cpuset::CpuSet;
+use irqwise::policy::{matches, resolve, unmatched_rules, DeviceClassName, DeviceFacts, OrderName, StrategyName};
+
+fn cpus(list: &str) -> CpuSet {
+    CpuSet::parse_list(list).unwrap()
+}
+
+/// The machine every test validates against: CPUs 0-63.
+fn possible() -> CpuSet {
+    cpus("0-63")
+}
+
+/// Writes `text` at `root/rel`, creating directories.
+fn put(root: &Path, rel: &str, text: &str) -> PathBuf {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const MAIN: &str = "etc/irqwise/irqwise.toml";
+const USR: &str = "usr/lib/irqwise/conf.d";
+const RUN: &str = "run/irqwise/conf.d";
+const ETC: &str = "etc/irqwise/conf.d";
+
+/// Checks a config tree holding only `etc/irqwise/conf.d/50-test.toml` = `text`; returns the
+/// file's path and the error messages.
+fn errors_of(text: &str) -> (String, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = put(dir.path(), &format!("{ETC}/50-test.toml"), text);
+    let report = check(&ConfigPaths::under(dir.path()), &possible());
+    assert!(report.config.is_none() || report.errors.is_empty());
+    (path.display().to_string(), report.errors.iter().map(|e| e.to_string()).collect())
+}
+
+/// Asserts that `text` gives exactly one error, at `line:col`, whose message contains every
+/// piece of `wanted`; returns the error message.
+fn assert_one_error(text: &str, line: usize, col: usize, wanted: &[&str]) -> String {
+    let (path, errors) = errors_of(text);
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    let msg = &errors[0];
+    assert!(msg.starts_with(&format!("{path}:{line}:{col}: ")), "want {path}:{line}:{col}, got {msg}");
+    for w in wanted {
+        assert!(msg.contains(w), "{msg:?} lacks {w:?}");
+    }
+    msg.clone()
+}
+
+// ---------------------------------------------------------------- lookup, masking, order
+
+#[test]
+fn no_files_at_all_gives_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = load(&ConfigPaths::under(dir.path()), &possible()).unwrap();
+    assert_eq!(config.global, Global::default());
+    assert_eq!(config.global.reconcile_interval, Duration::from_secs(60));
+    assert_eq!(config.global.debounce, Duration::from_millis(100));
+    assert!(config.global.respect_isolation);
+    assert!(!config.global.restore_on_exit);
+    assert_eq!(config.global.log_format, LogFormat::Auto);
+    assert!(config.rules.is_empty() && config.sources.is_empty());
+}
+
+#[test]
+fn under_uses_the_system_layout() {
+    let p = ConfigPaths::under("/x");
+    assert_eq!(p.main, Path::new("/x/etc/irqwise/irqwise.toml"));
+    let want: Vec<PathBuf> = [USR, RUN, ETC].iter().map(|d| Path::new("/x").join(d)).collect();
+    assert_eq!(p.dropin_dirs, want);
+    let s = ConfigPaths::system();
+    assert_eq!(s.main, Path::new("/etc/irqwise/irqwise.toml"));
+    assert_eq!(s.dropin_dirs[0], Path::new("/usr/lib/irqwise/conf.d"));
+    assert_eq!(s.dropin_dirs[1], Path::new("/run/irqwise/conf.d"));
+    assert_eq!(s.dropin_dirs[2], Path::new("/etc/irqwise/conf.d"));
+}
+
+#[test]
+fn etc_masks_run_masks_usr_lib_and_names_apply_in_lexical_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let main = put(root, MAIN, "[global]\nbanned_cpus = \"9\"\nrestore_on_exit = true\ndebounce = \"5s\"\n");
+    let base = put(root, &format!("{USR}/10-base.toml"), "[global]\ndebounce = \"1s\"\nbanned_cpus = \"1\"\n");
+    let usr_mid = put(root, &format!("{USR}/20-mid.toml"), "[global]\nbanned_cpus = \"4\"\n");
+    let run_mid = put(root, &format!("{RUN}/20-mid.toml"), "[global]\nbanned_cpus = \"2\"\n");
+    let etc_mid = put(root, &format!("{ETC}/20-mid.toml"), "[global]\nbanned_cpus = \"3\"\n");
+    let usr_pkg = put(root, &format!("{USR}/30-pkg.toml"), "[global]\nreconcile_interval = \"5s\"\n");
+    let run_pkg = put(root, &format!("{RUN}/30-pkg.toml"), "[global]\nreconcile_interval = \"2m\"\n");
+
+    let report = check(&ConfigPaths::under(root), &possible());
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    // Main file first, then one file per name, the highest directory's, in name order.
+    assert_eq!(report.sources, vec![main, base, etc_mid.clone(), run_pkg.clone()]);
+    let masked: Vec<(PathBuf, PathBuf)> = report.masked.iter().map(|m| (m.path.clone(), m.by.clone())).collect();
+    assert!(masked.contains(&(usr_mid, run_mid.clone())), "{masked:?}");
+    assert!(masked.contains(&(run_mid, etc_mid)), "{masked:?}");
+    assert!(masked.contains(&(usr_pkg, run_pkg)), "{masked:?}");
+
+    let g = report.config.unwrap().global;
+    assert_eq!(g.banned_cpus, cpus("3"), "/etc's 20-mid masks the others and applies after 10-base");
+    assert_eq!(g.debounce, Duration::from_secs(1), "10-base applies after the main file");
+    assert_eq!(g.reconcile_interval, Duration::from_secs(120), "/run masks /usr/lib");
+    assert!(g.restore_on_exit, "a key only the main file sets survives");
+    assert!(g.respect_isolation, "a key nobody sets keeps its default");
+}
+
+#[test]
+fn file_name_order_beats_directory_order() {
+    let dir = tempfile::tempdir().unwrap();
+    put(dir.path(), &format!("{ETC}/10-admin.toml"), "[global]\nbanned_cpus = \"5\"\n");
+    put(dir.path(), &format!("{USR}/90-vendor.toml"), "[global]\nbanned_cpus = \"6\"\n");
+    let config = load(&ConfigPaths::under(dir.path()), &possible()).unwrap();
+    assert_eq!(config.global.banned_cpus, cpus("6"));
+}
+
+#[test]
+fn empty_dropin_masks_and_other_names_are_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    put(dir.path(), &format!("{USR}/50-x.toml"), "[global]\nbanned_cpus = \"5\"\n");
+    put(dir.path(), &format!("{ETC}/50-x.toml"), "");
+    for name in ["README", "60-y.toml.example", "60-y.conf", "60-y.toml~"] {
+        put(dir.path(), &format!("{ETC}/{name}"), "this is not toml [[[");
+    }
+    std::fs::create_dir_all(dir.path().join(ETC).join("70-dir.toml")).unwrap();
+    let config = load(&ConfigPaths::under(dir.path()), &possible()).unwrap();
+    assert!(config.global.banned_cpus.is_empty());
+    assert_eq!(config.sources, vec![dir.path().join(ETC).join("50-x.toml")]);
+}
+
+#[test]
+fn global_keys_merge_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    put(dir.path(), MAIN, "[global]\nlog_format = \"json\"\nrespect_isolation = false\n");
+    put(dir.path(), &format!("{ETC}/10.toml"), "[global]\nlog_format = \"text\"\n");
+    let g = load(&ConfigPaths::under(dir.path()), &possible()).unwrap().global;
+    assert_eq!(g.log_format, LogFormat::Text);
+    assert!(!g.respect_isolation);
+}
+
+// ---------------------------------------------------------------- rules and resolve()
+
+fn nic(bdf: &str, driver: &str, ifaces: &[&str]) -> DeviceFacts {
+    let mut f = DeviceFacts::new(bdf, DeviceClassName::Nic);
+    f.driver = Some(driver.into());
+    f.interfaces = ifaces.iter().map(|s| s.to_string()).collect();
+    f
+}
+
+fn nvme(bdf: &str, model: &str, serial: &str) -> DeviceFacts {
+    let mut f = DeviceFacts::new(bdf, DeviceClassName::Nvme);
+    f.driver = Some("nvme".into());
+    f.nvme_model = Some(model.into());
+    f.nvme_serial = Some(serial.into());
+    f
+}
+
+#[test]
+fn several_rules_override_key_by_key_main_file_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let main = put(
+        dir.path(),
+        MAIN,
+        "[global]\nbanned_cpus = \"63\"\n\n\
+         [[device]]\nmatch = { class = \"nic\" }\nstrategy = \"numa-hop\"\ncpus = \"0-15\"\norder = \"kernel\"\nexclude_cpus = \"0\"\n",
+    );
+    let d10 = put(
+        dir.path(),
+        &format!("{ETC}/10-mlx.toml"),
+        "# mlx5 cards on node 1\n[[device]]\nmatch = { driver = \"mlx5_*\" }\ncpus = \"16-31\"\nnode = 1\n",
+    );
+    let d20 = put(
+        dir.path(),
+        &format!("{USR}/20-ens9.toml"),
+        "[[device]]\nmatch = { interface = \"ens9*\" }\nqueues_per_cpu = 2\n\n[[device]]\nmatch = { pci = \"0000:00:*\" }\nstrategy = \"leave\"\n",
+    );
+    let config = load(&ConfigPaths::under(dir.path()), &possible()).unwrap();
+    assert_eq!(config.rules.len(), 4);
+    let refs: Vec<String> = config.rules.iter().map(|r| r.source.to_string()).collect();
+    let want = [
+        format!("{}:4", main.display()),
+        format!("{}:2", d10.display()),
+        format!("{}:1", d20.display()),
+        format!("{}:5", d20.display()),
+    ];
+    assert_eq!(refs, want);
+
+    let all_three = resolve(&config, &nic("0000:81:00.0", "mlx5_core", &["ens9f0np0"]));
+    assert_eq!(all_three.strategy, Some(StrategyName::NumaHop), "only the main file's rule sets it");
+    assert_eq!(all_three.cpus, Some(cpus("16-31")), "the later mlx5 rule overrides cpus");
+    assert_eq!(all_three.order, Some(OrderName::Kernel), "kept from the first rule");
+    assert_eq!(all_three.node, Some(1));
+    assert_eq!(all_three.queues_per_cpu, Some(2));
+    assert_eq!(all_three.exclude_cpus, cpus("0,63"), "rule exclusion plus global ban");
+    assert_eq!(all_three.admin_cpus, None);
+    let matched: Vec<String> = all_three.matched_rules.iter().map(|r| r.to_string()).collect();
+    assert_eq!(matched, want[..3].to_vec());
+    assert_eq!(all_three.allowed_cpus(&possible()), cpus("16-31"));
+
+    let plain = resolve(&config, &nic("0000:41:00.0", "ice", &["ens1"]));
+    assert_eq!(plain.cpus, Some(cpus("0-15")));
+    assert_eq!(plain.node, None);
+    assert_eq!(plain.queues_per_cpu, None);
+    assert_eq!(plain.allowed_cpus(&possible()), cpus("1-15"));
+    assert_eq!(plain.matched_rules.len(), 1);
+
+    let onboard = resolve(&config, &nvme("0000:00:1d.0", "X", "Y"));
+    assert_eq!(onboard.strategy, Some(StrategyName::Leave));
+    assert_eq!(onboard.cpus, None, "the NIC rule does not match an NVMe drive");
+    assert_eq!(onboard.exclude_cpus, cpus("63"), "global ban applies to every device");
+
+    let unmatched: Vec<String> =
+        unmatched_rules(&config, &[nic("0000:41:00.0", "ice", &["ens1"])]).iter().map(|r| r.to_string()).collect();
+    assert_eq!(unmatched, want[1..].to_vec());
+}
+
+#[test]
+fn no_matching_rule_leaves_everything_to_the_class_default() {
+    let config = irqwise::config::Config::default();
+    let p = resolve(&config, &nic("0000:01:00.0", "ixgbe", &["eth0"]));
+    assert_eq!(p, irqwise::policy::Policy::default());
+    assert_eq!(p.allowed_cpus(&cpus("0-7")), cpus("0-7"));
+}
+
+/// Parses one in-memory file that must validate.
+fn parse_ok(text: &str) -> irqwise::config::Config {
+    let r = parse_files(&[SourceFile { path: "t.toml".into(), text: text.into() }], &possible());
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    r.config.unwrap()
+}
+
+#[test]
+fn each_match_key_selects_devices() {
+    let mut with_props = nic("0000:81:00.1", "mlx5_core", &["ens1f0", "ens1f1"]);
+    with_props.properties = BTreeMap::from([("ID_PATH".into(), "pci-0000:81:00.1".into())]);
+    let drive = nvme("0000:c1:00.0", "SAMSUNG MZQL23T8HCLS-00A07             ", "S64HNE0T");
+    let cases: [(&str, &DeviceFacts, bool); 18] = [
+        ("pci = \"0000:81:*\"", &with_props, true),
+        ("pci = \"0000:81:00.0\"", &with_props, false),
+        ("pci = \"0000:[c-f]?:*\"", &drive, true),
+        ("driver = \"mlx5_core\"", &with_props, true),
+        ("driver = \"mlx5_core\"", &drive, false),
+        ("interface = \"ens1f1\"", &with_props, true),
+        ("interface = \"eth*\"", &with_props, false),
+        ("interface = \"*\"", &drive, false),
+        ("class = \"nvme\"", &drive, true),
+        ("class = \"nic\"", &drive, false),
+        ("class = \"other\"", &with_props, false),
+        ("nvme_model = \"SAMSUNG MZQL23T8HCLS-00A07\"", &drive, true),
+        ("nvme_model = \"SAMSUNG*\"", &with_props, false),
+        ("nvme_serial = \"S64H*\"", &drive, true),
+        ("nvme_serial = \"S64HNE0\"", &drive, false),
+        ("property.ID_PATH = \"pci-0000:81:*\"", &with_props, true),
+        ("property.ID_PATH = \"pci-0000:81:*\"", &drive, false),
+        ("class = \"nic\", driver = \"mlx5_core\", interface = \"ens1f?\"", &with_props, true),
+    ];
+    for (keys, facts, want) in cases {
+        let config = parse_ok(&format!("[[device]]\nmatch = {{ {keys} }}\nnode = 0\n"));
+        assert_eq!(matches(&config.rules[0].matcher, facts), want, "{keys} vs {}", facts.bdf);
+        assert_eq!(resolve(&config, facts).node.is_some(), want);
+    }
+    // All keys must match: one failing key rejects the device.
+    let config = parse_ok("[[device]]\nmatch = { class = \"nic\", driver = \"ice\" }\nnode = 0\n");
+    assert!(!matches(&config.rules[0].matcher, &with_props));
+}
+
+#[test]
+fn each_setting_reaches_the_policy() {
+    let config = parse_ok(
+        "[[device]]\nmatch = { class = \"nvme\" }\nstrategy = \"pin\"\ncpus = \"4-7\"\nexclude_cpus = \"5\"\n\
+         admin_cpus = \"0\"\nnode = 3\norder = \"cores-first\"\n\
+         [[device]]\nmatch = { class = \"nic\" }\nstrategy = \"cluster-group\"\nqueues_per_cpu = 4\n",
+    );
+    let p = resolve(&config, &nvme("0000:01:00.0", "m", "s"));
+    assert_eq!(p.strategy, Some(StrategyName::Pin));
+    assert_eq!(p.cpus, Some(cpus("4-7")));
+    assert_eq!(p.exclude_cpus, cpus("5"));
+    assert_eq!(p.admin_cpus, Some(cpus("0")));
+    assert_eq!(p.node, Some(3));
+    assert_eq!(p.order, Some(OrderName::CoresFirst));
+    assert_eq!(p.allowed_cpus(&possible()), cpus("4,6-7"));
+    let q = resolve(&config, &nic("0000:02:00.0", "ice", &[]));
+    assert_eq!(q.strategy, Some(StrategyName::ClusterGroup));
+    assert_eq!(q.queues_per_cpu, Some(4));
+}
+
+// ---------------------------------------------------------------- every error
+
+#[test]
+fn error_unknown_key_in_each_table() {
+    assert_one_error("[global]\nbanned = \"1\"\n", 2, 1, &["unknown field `banned`", "banned_cpus"]);
+    assert_one_error("[[device]]\nmatch = { pci = \"*\" }\ncpu = \"1\"\n", 3, 1, &["unknown field `cpu`", "`cpus`"]);
+    assert_one_error("[[device]]\nmatch = { bus = \"pci\" }\nnode = 0\n", 2, 11, &["unknown field `bus`", "`pci`"]);
+    assert_one_error("[globals]\n", 1, 2, &["unknown field `globals`", "`global`"]);
+    // A setting written after a [device.match] header lands in the match table: say so.
+    let msg = assert_one_error(
+        "[[device]]\n[device.match]\nclass = \"nic\"\nnode = 1\n",
+        4,
+        1,
+        &["unknown field `node`", "[device.match] header"],
+    );
+    assert!(msg.contains("match = { ... }"), "{msg}");
+}
+
+#[test]
+fn error_wrong_types_and_names() {
+    assert_one_error("[global]\nrespect_isolation = \"yes\"\n", 2, 21, &["\"yes\"", "expected a boolean"]);
+    assert_one_error("[global]\nbanned_cpus = [1, 2]\n", 2, 15, &["invalid type", "expected a string"]);
+    assert_one_error("[global]\nlog_format = \"xml\"\n", 2, 14, &["`xml`", "`journal`", "`text`", "`json`"]);
+    assert_one_error(
+        "[[device]]\nmatch = { pci = \"*\" }\nstrategy = \"spread\"\n",
+        3,
+        12,
+        &["`spread`", "`numa-hop`", "`cluster-group`", "`pin`", "`leave`"],
+    );
+    assert_one_error("[[device]]\nmatch = { pci = \"*\" }\norder = \"random\"\n", 3, 9, &["`random`", "`cores-first`"]);
+    assert_one_error(
+        "[[device]]\nmatch = { class = \"gpu\" }\nnode = 0\n",
+        2,
+        19,
+        &["`gpu`", "`nic`", "`nvme`", "`other`"],
+    );
+    assert_one_error("[[device]]\nmatch = { pci = \"*\" }\nnode = -1\n", 3, 8, &["-1", "non-negative integer"]);
+    assert_one_error("[[device]]\nmatch = { pci = \"*\" }\nqueues_per_cpu = 1.5\n", 3, 18, &["1.5", "integer"]);
+}
+
+#[test]
+fn error_toml_syntax() {
+    assert_one_error("[global]\nbanned_cpus = \"1\ndebounce = \"1s\"\n", 2, 17, &["invalid basic string"]);
+}
+
+#[test]
+fn error_bad_cpu_list_points_at_the_token() {
+    // "x" is character 5 of the value, which starts after the quote at column 15.
+    assert_one_error("[global]\nbanned_cpus = \"1-3,x\"\n", 2, 20, &["banned_cpus", "\"1-3,x\"", "\"x\"", "expected"]);
+    assert_one_error("[[device]]\nmatch = { pci = \"*\" }\ncpus = \"7-2\"\n", 3, 9, &["cpus", "\"7-2\"", "backwards"]);
+}
+
+#[test]
+fn error_cpus_beyond_the_machine() {
+    for key in ["cpus", "exclude_cpus", "admin_cpus"] {
+        assert_one_error(
+            &format!("[[device]]\nmatch = {{ pci = \"*\" }}\n{key} = \"60-70\"\n"),
+            3,
+            key.len() + 4,
+            &[key, "\"60-70\"", "64-70", "possible set 0-63"],
+        );
+    }
+    assert_one_error("[global]\nbanned_cpus = \"64\"\n", 2, 15, &["banned_cpus", "\"64\"", "possible set 0-63"]);
+}
+
+#[test]
+fn error_bad_durations() {
+    assert_one_error("[global]\ndebounce = \"100\"\n", 2, 12, &["debounce", "\"100\"", "ms, s, m or h"]);
+    assert_one_error("[global]\nreconcile_interval = \"1.5s\"\n", 2, 22, &["reconcile_interval", "\"1.5s\""]);
+    assert_one_error("[global]\nreconcile_interval = \"0s\"\n", 2, 22, &["\"0s\"", "above zero"]);
+    // A zero debounce is legal: re-plan at once.
+    let (_, errors) = errors_of("[global]\ndebounce = \"0ms\"\n");
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+#[test]
+fn error_pin_without_cpus() {
+    assert_one_error(
+        "[[device]]\nmatch = { driver = \"ice\" }\nstrategy = \"pin\"\n",
+        3,
+        12,
+        &["strategy = \"pin\"", "expected `cpus"],
+    );
+}
+
+#[test]
+fn error_allowed_set_empty_after_exclusions() {
+    assert_one_error(
+        "[[device]]\nmatch = { pci = \"*\" }\ncpus = \"2-3\"\nexclude_cpus = \"0-7\"\n",
+        3,
+        8,
+        &["cpus = \"2-3\"", "0-7", "at least one allowed CPU"],
+    );
+    // The global ban, from another file, counts too; the error points at the rule's cpus.
+    let dir = tempfile::tempdir().unwrap();
+    put(dir.path(), MAIN, "[global]\nbanned_cpus = \"0-3\"\n");
+    let rule = put(dir.path(), &format!("{ETC}/50.toml"), "[[device]]\nmatch = { pci = \"*\" }\ncpus = \"1,3\"\n");
+    let errors = load(&ConfigPaths::under(dir.path()), &possible()).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let msg = errors[0].to_string();
+    assert!(msg.starts_with(&format!("{}:3:8: ", rule.display())), "{msg}");
+    assert!(msg.contains("\"1,3\"") && msg.contains("0-3"), "{msg}");
+}
+
+#[test]
+fn error_everything_banned() {
+    assert_one_error("[global]\nbanned_cpus = \"0-63\"\n", 2, 15, &["\"0-63\"", "every possible CPU"]);
+}
+
+#[test]
+fn error_queues_per_cpu_zero() {
+    assert_one_error(
+        "[[device]]\nmatch = { class = \"nic\" }\nqueues_per_cpu = 0\n",
+        3,
+        18,
+        &["queues_per_cpu = 0", "at least 1"],
+    );
+}
+
+#[test]
+fn error_empty_or_missing_match() {
+    assert_one_error("[[device]]\nmatch = {}\nnode = 1\n", 2, 9, &["empty match table", "pci = \"*\""]);
+    assert_one_error("# x\n[[device]]\nnode = 1\n", 2, 1, &["no match table", "expected at least one of"]);
+    assert_one_error("[[device]]\nmatch = { property = {} }\nnode = 1\n", 2, 9, &["empty match table"]);
+}
+
+#[test]
+fn error_bad_glob() {
+    assert_one_error(
+        "[[device]]\nmatch = { interface = \"eth[0-3\" }\nnode = 1\n",
+        2,
+        27,
+        &["match.interface", "\"eth[0-3\"", "no closing `]`"],
+    );
+    assert_one_error(
+        "[[device]]\nmatch = { property.ID_NET_NAME = \"[z-a]\" }\nnode = 1\n",
+        2,
+        36,
+        &["match.property.ID_NET_NAME", "\"[z-a]\"", "backwards"],
+    );
+}
+
+#[test]
+fn error_admin_cpus_excluded() {
+    assert_one_error(
+        "[[device]]\nmatch = { class = \"nvme\" }\nexclude_cpus = \"0-1\"\nadmin_cpus = \"1-2\"\n",
+        4,
+        14,
+        &["admin_cpus = \"1-2\"", "contains 1", "outside exclude_cpus"],
+    );
+}
+
+#[test]
+fn unreadable_main_file_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(MAIN)).unwrap(); // a directory where the file should be
+    let errors = load(&ConfigPaths::under(dir.path()), &possible()).unwrap_err();
+    assert_eq!(errors.len(), 1);
+    assert!(matches!(&errors[0], ConfigError::Read { path, .. } if path == &dir.path().join(MAIN)));
+}
+
+#[test]
+fn all_errors_of_all_files_are_collected() {
+    let dir = tempfile::tempdir().unwrap();
+    let main = put(dir.path(), MAIN, "[global]\nbanned_cpus = \"x\"\n");
+    let a = put(dir.path(), &format!("{USR}/10-a.toml"), "[global]\nfoo = 1\n");
+    let b = put(
+        dir.path(),
+        &format!("{ETC}/20-b.toml"),
+        "[[device]]\nmatch = {}\nqueues_per_cpu = 0\n\n[[device]]\nmatch = { pci = \"*\" }\nstrategy = \"pin\"\n",
+    );
+    let errors = load(&ConfigPaths::under(dir.path()), &possible()).unwrap_err();
+    let got: Vec<String> = errors.iter().map(|e| e.location().unwrap().to_string()).collect();
+    let want = vec![
+        format!("{}:2:16", main.display()),
+        format!("{}:2:1", a.display()),
+        format!("{}:2:9", b.display()),
+        format!("{}:3:18", b.display()),
+        format!("{}:7:12", b.display()),
+    ];
+    assert_eq!(got, want, "{errors:#?}");
+}
+
+#[test]
+fn warnings_for_rules_that_cannot_act() {
+    let r = parse_files(
+        &[SourceFile {
+            path: "w.toml".into(),
+            text: "[[device]]\nmatch = { pci = \"*\" }\n\n[[device]]\nmatch = { class = \"nvme\" }\nqueues_per_cpu = 2\n\n\
+                   [[device]]\nmatch = { driver = \"ice\" }\nstrategy = \"leave\"\ncpus = \"1\"\n"
+                .into(),
+        }],
+        &possible(),
+    );
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let w: Vec<String> = r.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(w.len(), 3, "{w:#?}");
+    assert!(matches!(&r.warnings[0], ConfigWarning::RuleSetsNothing { at } if at.line == 1));
+    assert!(w[1].starts_with("w.toml:6:18: warning: queues_per_cpu"), "{}", w[1]);
+    assert!(w[2].starts_with("w.toml:10:12: warning: strategy"), "{}", w[2]);
+    assert!(r.config.is_some(), "warnings do not make the config unusable");
+}
+
+// ---------------------------------------------------------------- shipped files
+
+fn shipped(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("config").join(rel)
+}
+
+#[test]
+fn shipped_main_file_validates_to_the_defaults() {
+    let report = check_files(&[shipped("irqwise.toml")], &possible());
+    assert!(report.errors.is_empty(), "{:#?}", report.errors);
+    assert!(report.warnings.is_empty(), "{:#?}", report.warnings);
+    let config = report.config.unwrap();
+    assert_eq!(config.global, Global::default());
+    assert!(config.rules.is_empty());
+}
+
+/// The commented-out `[global]` block, uncommented, must state exactly the built-in defaults.
+#[test]
+fn shipped_main_file_documents_the_real_defaults() {
+    let text = std::fs::read_to_string(shipped("irqwise.toml")).unwrap();
+    let keys = ["banned_cpus", "respect_isolation", "reconcile_interval", "debounce", "restore_on_exit", "log_format"];
+    let mut uncommented = String::from("[global]\n");
+    for key in keys {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("# {key} = ")))
+            .unwrap_or_else(|| panic!("{key} undocumented"));
+        uncommented.push_str(&line[2..]);
+        uncommented.push('\n');
+    }
+    let config = parse_ok(&uncommented);
+    assert_eq!(config.global, Global::default());
+    for key in [
+        "pci",
+        "driver",
+        "interface",
+        "class",
+        "nvme_model",
+        "nvme_serial",
+        "property.",
+        "strategy",
+        "cpus",
+        "exclude_cpus",
+        "admin_cpus",
+        "node",
+        "order",
+        "queues_per_cpu",
+    ] {
+        assert!(text.contains(&format!("#   {key}")), "{key} undocumented");
+    }
+}
+
+fn example(name: &str) -> irqwise::config::Config {
+    let path = shipped(&format!("conf.d/{name}.toml.example"));
+    let report = check_files(&[path], &possible());
+    assert!(report.errors.is_empty(), "{name}: {:#?}", report.errors);
+    assert!(report.warnings.is_empty(), "{name}: {:#?}", report.warnings);
+    report.config.unwrap()
+}
+
+#[test]
+fn example_storage_node_keeps_mlx5_on_node_1() {
+    let config = example("50-storage-mlx5");
+    let p = resolve(&config, &nic("0000:81:00.0", "mlx5_core", &["ens1f0np0"]));
+    assert_eq!(p.node, Some(1));
+    assert_eq!(p.strategy, Some(StrategyName::NumaHop));
+    let other = resolve(&config, &nic("0000:01:00.0", "ice", &["eno1"]));
+    assert_eq!(other, irqwise::policy::Policy::default());
+    let drive = resolve(&config, &nvme("0000:c1:00.0", "m", "s"));
+    assert_eq!(drive.strategy, Some(StrategyName::ClusterGroup));
+}
+
+#[test]
+fn example_latency_host_keeps_cpus_2_to_7_free() {
+    let config = example("50-latency");
+    for facts in [nic("0000:81:00.0", "mlx5_core", &["ens1"]), nvme("0000:c1:00.0", "m", "s")] {
+        let p = resolve(&config, &facts);
+        assert!(cpus("2-7").is_subset(&p.exclude_cpus), "{}", facts.bdf);
+        assert!(!p.allowed_cpus(&possible()).intersects(&cpus("2-7")));
+    }
+}
+
+#[test]
+fn example_nvme_admin_queue_pinned() {
+    let config = example("50-nvme-admin-pin");
+    let p = resolve(&config, &nvme("0000:c1:00.0", "INTEL SSDPE2KX040T8", "PHLJ"));
+    assert_eq!(p.admin_cpus, Some(cpus("0")));
+    assert_eq!(p.strategy, None, "I/O queues keep the class default");
+    let samsung = resolve(&config, &nvme("0000:c2:00.0", "SAMSUNG MZQL23T8HCLS-00A07   ", "S6"));
+    assert_eq!(samsung.admin_cpus, Some(cpus("1")), "the later, narrower rule wins");
+    assert_eq!(samsung.matched_rules.len(), 2);
+    assert_eq!(resolve(&config, &nic("0000:81:00.0", "ice", &[])).admin_cpus, None);
+}
+
+#[test]
+fn all_shipped_files_together_validate_as_dropins() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("etc/irqwise/conf.d")).unwrap();
+    std::fs::copy(shipped("irqwise.toml"), dir.path().join(MAIN)).unwrap();
+    for name in ["50-storage-mlx5", "50-latency", "50-nvme-admin-pin"] {
+        let from = shipped(&format!("conf.d/{name}.toml.example"));
+        std::fs::copy(from, dir.path().join(ETC).join(format!("{name}.toml"))).unwrap();
+    }
+    let config = load(&ConfigPaths::under(dir.path()), &possible()).unwrap();
+    assert_eq!(config.sources.len(), 4);
+    assert_eq!(config.rules.len(), 5);
+}
