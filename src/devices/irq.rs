@@ -23,7 +23,7 @@ impl IrqNames {
         let text = match root.read_optional("proc/interrupts") {
             Ok(text) => text.unwrap_or_default(),
             Err(source) => {
-                warnings.push(DeviceError::Device { bdf: "-".into(), source });
+                warnings.push(DeviceError::Names(source));
                 String::new()
             }
         };

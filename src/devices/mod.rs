@@ -141,6 +141,9 @@ pub enum DeviceError {
     /// A file of one IRQ is missing or malformed; the vector is kept with `None` there.
     #[error("IRQ {irq} of PCI device {bdf}: {source}")]
     Irq { bdf: String, irq: u32, source: SysfsError },
+    /// `/proc/interrupts` exists but cannot be read; names fall back to `sys/kernel/irq`.
+    #[error("cannot read IRQ names: {0}")]
+    Names(SysfsError),
     /// A line of `/proc/interrupts` could not be read.
     #[error("{path} line {line_no}: {problem}: {line:?}")]
     Interrupts { path: PathBuf, line_no: usize, line: String, problem: &'static str },

@@ -25,6 +25,10 @@ pub(super) fn read_device(
 
     let (irqs, msi) = read_irqs(root, &dir).map_err(err)?;
     if irqs.is_empty() || (class == DeviceClass::Other && !msi) {
+        // No interrupts, or the device went away after its class was read.
+        if !root.path(&dir).exists() {
+            return Err(DeviceError::Vanished { bdf: bdf.into(), path: root.path(&dir) });
+        }
         return Ok(None);
     }
 
