@@ -1,0 +1,155 @@
+//! One PCI device directory: class, IDs, driver, locality, interfaces and IRQ numbers.
+
+use std::io;
+
+use super::irq::{read_vector, IrqNames};
+use super::{device_error, nvme, Device, DeviceClass, DeviceError, PCI_DEVICES};
+use crate::cpuset::CpuSet;
+use crate::sysfs::{Root, SysfsError};
+use crate::topology::Topology;
+
+/// Reads device `bdf`. `Ok(None)` for a device irqwise has nothing to do with (no interrupts,
+/// or an `Other` device without MSI); `Err` when a file it cannot do without (`class`, the IRQ
+/// list) is missing or malformed, or the device vanished.
+pub(super) fn read_device(
+    root: &Root,
+    topo: &Topology,
+    bdf: &str,
+    names: &IrqNames,
+    warnings: &mut Vec<DeviceError>,
+) -> Result<Option<Device>, DeviceError> {
+    let dir = format!("{PCI_DEVICES}/{bdf}");
+    let err = |e: SysfsError| device_error(root, bdf, e);
+    let pci_class = read_hex(root, &format!("{dir}/class"), "a hex PCI class code like 0x010802").map_err(err)?;
+    let class = DeviceClass::from_pci_class(pci_class);
+
+    let (irqs, msi) = read_irqs(root, &dir).map_err(err)?;
+    if irqs.is_empty() || (class == DeviceClass::Other && !msi) {
+        // No interrupts, or the device went away after its class was read.
+        if !root.path(&dir).exists() {
+            return Err(DeviceError::Vanished { bdf: bdf.into(), path: root.path(&dir) });
+        }
+        return Ok(None);
+    }
+
+    let mut soft = |e: SysfsError| warnings.push(device_error(root, bdf, e));
+    let vendor = optional_id(root, &format!("{dir}/vendor")).unwrap_or_else(|e| {
+        soft(e);
+        None
+    });
+    let device = optional_id(root, &format!("{dir}/device")).unwrap_or_else(|e| {
+        soft(e);
+        None
+    });
+    let local_cpus = root.read_cpulist_optional(format!("{dir}/local_cpulist")).unwrap_or_else(|e| {
+        soft(e);
+        None
+    });
+    let numa_node =
+        root.read_number_optional::<i64>(format!("{dir}/numa_node"), "a NUMA node id or -1").unwrap_or_else(|e| {
+            soft(e);
+            None
+        });
+    let node = device_node(numa_node, local_cpus.as_ref(), topo);
+    let driver = link_name(root, &format!("{dir}/driver"));
+    let interfaces = interfaces(root, &dir).unwrap_or_else(|e| {
+        soft(e);
+        Vec::new()
+    });
+    let nvme = match class {
+        DeviceClass::Nvme => nvme::read_nvme(root, &dir).unwrap_or_else(|e| {
+            soft(e);
+            None
+        }),
+        _ => None,
+    };
+    let name = nvme.as_ref().map(|n| n.controller.clone()).or_else(|| interfaces.first().cloned());
+    let vectors = irqs.into_iter().map(|irq| read_vector(root, names, bdf, class, irq, warnings)).collect();
+    Ok(Some(Device {
+        bdf: bdf.into(),
+        class,
+        pci_class,
+        vendor,
+        device,
+        driver,
+        name,
+        interfaces,
+        node,
+        local_cpus,
+        vectors,
+        nvme,
+    }))
+}
+
+/// The device's IRQs, ascending, and whether they are MSI/MSI-X: the names in `msi_irqs/`, else
+/// the INTx number in `irq` (0 = none). A missing `irq` file means no INTx.
+fn read_irqs(root: &Root, dir: &str) -> Result<(Vec<u32>, bool), SysfsError> {
+    let msi_dir = format!("{dir}/msi_irqs");
+    let mut irqs = Vec::new();
+    for entry in root.list_dir_optional(&msi_dir)? {
+        let irq = entry.parse::<u32>().map_err(|_| SysfsError::Parse {
+            path: root.path(&msi_dir),
+            content: entry.clone(),
+            expected: "entries named by IRQ number",
+        })?;
+        irqs.push(irq);
+    }
+    if !irqs.is_empty() {
+        irqs.sort_unstable();
+        return Ok((irqs, true));
+    }
+    match root.read_number_optional::<u32>(format!("{dir}/irq"), "an IRQ number")? {
+        Some(irq) if irq > 0 => Ok((vec![irq], false)),
+        _ => Ok((Vec::new(), false)),
+    }
+}
+
+/// The device's node: `numa_node` when ≥ 0; else the single topology node that contains every
+/// CPU of `local_cpus`; else `None`.
+fn device_node(numa_node: Option<i64>, local_cpus: Option<&CpuSet>, topo: &Topology) -> Option<u32> {
+    if let Some(n) = numa_node.and_then(|n| u32::try_from(n).ok()) {
+        return Some(n);
+    }
+    let local = local_cpus.filter(|s| !s.is_empty())?;
+    topo.nodes.values().find(|node| local.is_subset(&node.cpus)).map(|node| node.id)
+}
+
+/// Network interface names under `dir/net/` and `dir/virtio*/net/`, sorted.
+fn interfaces(root: &Root, dir: &str) -> Result<Vec<String>, SysfsError> {
+    let mut names = root.list_dir_optional(format!("{dir}/net"))?;
+    for child in root.list_dir_optional(dir)? {
+        if child.starts_with("virtio") {
+            names.extend(root.list_dir_optional(format!("{dir}/{child}/net"))?);
+        }
+    }
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+/// The last component of a symlink's target (dangling links are fine); `None` without a link.
+pub(super) fn link_name(root: &Root, rel: &str) -> Option<String> {
+    let target = std::fs::read_link(root.path(rel)).ok()?;
+    target.file_name().map(|n| n.to_string_lossy().into_owned())
+}
+
+/// A `0x`-prefixed (or bare) hexadecimal number file.
+fn read_hex(root: &Root, rel: &str, expected: &'static str) -> Result<u32, SysfsError> {
+    let text = root.read_string(rel)?;
+    let t = text.trim();
+    let digits = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
+    u32::from_str_radix(digits, 16).map_err(|_| SysfsError::Parse { path: root.path(rel), content: text, expected })
+}
+
+/// A 16-bit PCI ID file (`0x8086`); absent is `None`.
+fn optional_id(root: &Root, rel: &str) -> Result<Option<u16>, SysfsError> {
+    match read_hex(root, rel, "a hex 16-bit PCI ID like 0x8086") {
+        Ok(v) => u16::try_from(v).map(Some).map_err(|_| SysfsError::Parse {
+            path: root.path(rel),
+            content: format!("{v:#x}"),
+            expected: "a hex 16-bit PCI ID like 0x8086",
+        }),
+        Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
