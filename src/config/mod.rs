@@ -150,10 +150,26 @@ impl Serialize for RuleRef {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StrategyName {
+    /// Queue i on the i-th CPU in NUMA-hop order from the device's node.
     NumaHop,
+    /// Queue i on group i of the kernel's `group_cpus_evenly()`.
     ClusterGroup,
+    /// Every IRQ on a fixed CPU list.
     Pin,
+    /// Not touched.
     Leave,
+}
+
+impl StrategyName {
+    /// The config spelling (`numa-hop`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StrategyName::NumaHop => "numa-hop",
+            StrategyName::ClusterGroup => "cluster-group",
+            StrategyName::Pin => "pin",
+            StrategyName::Leave => "leave",
+        }
+    }
 }
 
 /// `order = ...`: CPU visiting order for `numa-hop`.

@@ -8,7 +8,9 @@ use std::collections::BTreeSet;
 
 use super::{Action, DevicePlan, Placement, Plan, StrategyName};
 use crate::cpuset::CpuSet;
+use crate::config::OrderName;
 use crate::devices::{Device, DeviceClass, IrqVector, QueueRole};
+use crate::policy::Policy;
 use crate::strategy::cluster_group::{group_cpus_evenly, GroupRules};
 use crate::strategy::numa_hop::{spread_order, SpreadOrder};
 use crate::topology::Topology;
@@ -19,30 +21,10 @@ pub struct PlanContext<'a> {
     pub topo: &'a Topology,
     /// The running kernel's `group_cpus_evenly()` rules (for managed-IRQ prediction and cluster-group).
     pub group_rules: GroupRules,
-    /// CPUs no device IRQ may use (`[global] banned_cpus`).
-    pub banned: CpuSet,
     /// Keep isolated and nohz_full CPUs free of device IRQs.
     pub respect_isolation: bool,
     /// IRQs learned to be kernel-managed from failed writes (EIO/EPERM).
     pub known_managed: &'a BTreeSet<u32>,
-}
-
-/// Per-device settings from config; `None` means the class default.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DeviceSettings {
-    pub strategy: Option<StrategyName>,
-    /// Allowed CPUs; strategies work inside this set (it may include isolated CPUs on purpose).
-    pub cpus: Option<CpuSet>,
-    pub exclude_cpus: CpuSet,
-    /// Start node instead of the device's own.
-    pub node: Option<u32>,
-    pub order: Option<SpreadOrder>,
-    /// NIC: this many consecutive queues share a CPU.
-    pub queues_per_cpu: Option<u32>,
-    /// Admin/misc IRQs go here instead of the node's CPUs.
-    pub admin_cpus: Option<CpuSet>,
-    /// `file:line` of every rule that decided these settings.
-    pub rules: Vec<String>,
 }
 
 /// The class default strategy: NICs by NUMA hop, NVMe by kernel groups, others untouched.
@@ -54,29 +36,27 @@ pub fn default_strategy(class: DeviceClass) -> StrategyName {
     }
 }
 
-/// Plans every device; `settings[i]` belongs to `devices[i]` (missing entries = defaults).
-pub fn build_plan(ctx: &PlanContext, devices: &[Device], settings: &[DeviceSettings]) -> Plan {
-    let default = DeviceSettings::default();
+/// Plans every device; `policies[i]` belongs to `devices[i]` (missing entries = class defaults).
+pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) -> Plan {
+    let default = Policy::default();
     let devices = devices
         .iter()
         .enumerate()
-        .map(|(i, d)| plan_device(ctx, d, settings.get(i).unwrap_or(&default)))
+        .map(|(i, d)| plan_device(ctx, d, policies.get(i).unwrap_or(&default)))
         .collect();
     Plan { kernel: ctx.topo.kernel.clone(), devices, warnings: Vec::new() }
 }
 
 /// CPUs this device's IRQs may use: online, not banned or excluded, not isolated unless the
 /// device's own `cpus` names them.
-fn usable_cpus(ctx: &PlanContext, s: &DeviceSettings) -> CpuSet {
+fn usable_cpus(ctx: &PlanContext, s: &Policy) -> CpuSet {
     let topo = ctx.topo;
-    let mut usable = match &s.cpus {
+    let base = match &s.cpus {
         Some(allowed) => allowed & &topo.online,
         None if ctx.respect_isolation => topo.housekeeping(),
         None => topo.online.clone(),
     };
-    usable.remove_all(&ctx.banned);
-    usable.remove_all(&s.exclude_cpus);
-    usable
+    &base - &s.exclude_cpus
 }
 
 /// The usable CPUs of `node`, or all usable CPUs when the node is unknown or has none.
@@ -97,11 +77,16 @@ struct Decision {
     mismatch: Option<bool>,
 }
 
-fn plan_device(ctx: &PlanContext, dev: &Device, s: &DeviceSettings) -> DevicePlan {
+fn plan_device(ctx: &PlanContext, dev: &Device, s: &Policy) -> DevicePlan {
     let strategy = s.strategy.unwrap_or_else(|| default_strategy(dev.class));
     let node = s.node.or(dev.node);
     let usable = usable_cpus(ctx, s);
-    let misc = s.admin_cpus.as_ref().map(|a| a & &ctx.topo.online).unwrap_or_else(|| node_cpus(ctx.topo, node, &usable));
+    let misc = s
+        .admin_cpus
+        .as_ref()
+        .map(|a| &(a & &ctx.topo.online) - &s.exclude_cpus)
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| node_cpus(ctx.topo, node, &usable));
     let decisions: Vec<Decision> = match strategy {
         StrategyName::Leave => dev.vectors.iter().map(|_| leave("strategy leave: not touched")).collect(),
         _ if usable.is_empty() => dev.vectors.iter().map(|_| leave("no usable CPU for this device")).collect(),
@@ -120,7 +105,7 @@ fn plan_device(ctx: &PlanContext, dev: &Device, s: &DeviceSettings) -> DevicePla
         name: dev.name.clone(),
         node,
         strategy,
-        rules: s.rules.clone(),
+        rules: s.matched_rules.iter().map(|r| r.to_string()).collect(),
         irqs,
     }
 }
@@ -137,12 +122,15 @@ fn fixed(set: &CpuSet, reason: String) -> Decision {
 fn numa_hop(
     ctx: &PlanContext,
     dev: &Device,
-    s: &DeviceSettings,
+    s: &Policy,
     node: Option<u32>,
     usable: &CpuSet,
     misc: &CpuSet,
 ) -> Vec<Decision> {
-    let order_kind = s.order.unwrap_or(SpreadOrder::CoresFirst);
+    let order_kind = match s.order {
+        Some(OrderName::Kernel) => SpreadOrder::Kernel,
+        Some(OrderName::CoresFirst) | None => SpreadOrder::CoresFirst,
+    };
     let order: Vec<u32> = spread_order(ctx.topo, node, order_kind).into_iter().filter(|c| usable.contains(*c)).collect();
     // spread_order lists online CPUs only; `usable` may hold CPUs it skipped (never, but be safe).
     let order = if order.is_empty() { usable.iter().collect() } else { order };

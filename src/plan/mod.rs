@@ -13,7 +13,8 @@ use crate::devices::{DeviceClass, QueueRole};
 pub mod build;
 mod table;
 
-pub use build::{build_plan, DeviceSettings, PlanContext};
+pub use crate::config::StrategyName;
+pub use build::{build_plan, PlanContext};
 
 /// What happens to one IRQ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -27,31 +28,6 @@ pub enum Action {
     Managed,
     /// Deliberately left alone (strategy `leave`, unreadable, no usable CPU).
     Skip,
-}
-
-/// How a device's IRQs are placed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum StrategyName {
-    /// Queue i on the i-th CPU in NUMA-hop order from the device's node.
-    NumaHop,
-    /// Queue i on group i of the kernel's `group_cpus_evenly()`.
-    ClusterGroup,
-    /// Every IRQ on a fixed CPU list.
-    Pin,
-    /// Not touched.
-    Leave,
-}
-
-impl StrategyName {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StrategyName::NumaHop => "numa-hop",
-            StrategyName::ClusterGroup => "cluster-group",
-            StrategyName::Pin => "pin",
-            StrategyName::Leave => "leave",
-        }
-    }
 }
 
 /// One IRQ's placement.
