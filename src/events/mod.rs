@@ -9,9 +9,11 @@
 //! - signals: `SIGHUP` → [`Trigger::Reload`], `SIGTERM`/`SIGINT` → [`Trigger::Stop`];
 //! - a reconcile timer → [`Trigger::Reconcile`] every `reconcile_interval`.
 //!
-//! No event is lost silently: when a netlink socket overflows (ENOBUFS) the source sends
-//! [`Trigger::Overflow`], which asks for a full rescan, and carries on. [`Debouncer`] coalesces
-//! bursts into one [`Batch`] per pass without ever delaying a stop.
+//! No event is lost silently: when a netlink socket overflows (ENOBUFS) the source sends one
+//! [`Trigger::Overflow`], which asks for a full rescan, after it has drained the socket (so after
+//! every loss of that episode), and carries on. A full channel makes the sources wait rather than
+//! drop: the kernel keeps buffering, and reports an overflow if its buffer fills too.
+//! [`Debouncer`] coalesces bursts into one [`Batch`] per pass without ever delaying a stop.
 
 pub mod debounce;
 pub mod rtnetlink;
@@ -41,7 +43,8 @@ pub enum Trigger {
     /// A network link appeared or changed (`up` = administratively up, `IFF_UP`), or was deleted
     /// (`up` = false).
     Link { ifindex: u32, name: Option<String>, up: bool },
-    /// A source's socket overflowed (ENOBUFS): events were dropped by the kernel, rescan everything.
+    /// Events were lost (a socket overflowed with ENOBUFS, or a message could not be read):
+    /// rescan everything.
     Overflow,
     /// `SIGHUP`: reload the configuration.
     Reload,

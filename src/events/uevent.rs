@@ -110,9 +110,11 @@ pub struct KernelUevents {
 /// What one receive attempt gave.
 enum Received {
     Event(Uevent),
-    /// A datagram was consumed but is not a usable event (filtered or malformed).
+    /// Nothing to report (a datagram the filter dropped, or a retry after EINTR): read on.
     Nothing,
-    Overflow,
+    /// Events were lost: ENOBUFS, or a datagram libudev consumed but could not read.
+    Lost,
+    /// The socket is empty.
     Drained,
     Failed(io::Error),
 }
@@ -153,7 +155,7 @@ impl KernelUevents {
                 let trigger = match receive(guard.get_inner()) {
                     Received::Event(event) => classify(&event),
                     Received::Nothing => None,
-                    Received::Overflow => {
+                    Received::Lost => {
                         overflowed = true;
                         None
                     }
@@ -174,7 +176,7 @@ impl KernelUevents {
                 }
             }
             if std::mem::take(&mut overflowed) {
-                tracing::warn!("kernel uevent socket overflowed (ENOBUFS): asking for a full rescan");
+                tracing::warn!("kernel uevents were lost (socket overflow, ENOBUFS): asking for a full rescan");
                 if tx.send(Trigger::Overflow).await.is_err() {
                     return;
                 }
@@ -201,9 +203,9 @@ fn receive(socket: &udev::MonitorSocket) -> Received {
         };
     }
     match Errno::last() {
-        Errno::ENOBUFS => Received::Overflow,
-        Errno::EAGAIN | Errno::EINTR => peek(socket.as_fd()),
-        Errno::EINVAL | Errno::ENOMEM => Received::Nothing,
+        Errno::ENOBUFS | Errno::EINVAL | Errno::ENOMEM => Received::Lost,
+        Errno::EAGAIN => peek(socket.as_fd()),
+        Errno::EINTR => Received::Nothing,
         other => Received::Failed(io::Error::from_raw_os_error(other as i32)),
     }
 }
@@ -212,9 +214,9 @@ fn receive(socket: &udev::MonitorSocket) -> Received {
 fn peek(fd: BorrowedFd<'_>) -> Received {
     let mut byte = [0u8; 1];
     match recv(fd.as_raw_fd(), &mut byte, MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT) {
-        Ok(_) => Received::Nothing,
-        Err(Errno::EAGAIN | Errno::EINTR) => Received::Drained,
-        Err(Errno::ENOBUFS) => Received::Overflow,
+        Ok(_) | Err(Errno::EINTR) => Received::Nothing,
+        Err(Errno::EAGAIN) => Received::Drained,
+        Err(Errno::ENOBUFS) => Received::Lost,
         Err(other) => Received::Failed(io::Error::from_raw_os_error(other as i32)),
     }
 }
