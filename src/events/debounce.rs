@@ -1,0 +1,201 @@
+//! Coalescing bursts of triggers into one [`Batch`] per daemon pass.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::{timeout_at, Instant};
+
+use super::Trigger;
+
+/// The last reported state of a link within a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkState {
+    pub name: Option<String>,
+    pub up: bool,
+}
+
+/// Everything a burst of triggers asked for. Invariant: absorbing triggers only ever sets flags
+/// and updates links, so a batch never forgets what an earlier trigger in it asked for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Batch {
+    pub cpus_changed: bool,
+    pub devices_changed: bool,
+    /// Per interface index, the state of its latest link message in the burst.
+    pub links: BTreeMap<u32, LinkState>,
+    pub reload: bool,
+    pub stop: bool,
+    pub overflow: bool,
+    pub reconcile: bool,
+    /// How many triggers were absorbed.
+    pub triggers: usize,
+}
+
+impl Batch {
+    /// Adds one trigger to the batch.
+    pub fn absorb(&mut self, trigger: Trigger) {
+        self.triggers += 1;
+        match trigger {
+            Trigger::Cpu { .. } => self.cpus_changed = true,
+            Trigger::Device { .. } => self.devices_changed = true,
+            Trigger::Link { ifindex, name, up } => {
+                self.links.insert(ifindex, LinkState { name, up });
+            }
+            Trigger::Overflow => self.overflow = true,
+            Trigger::Reload => self.reload = true,
+            Trigger::Stop => self.stop = true,
+            Trigger::Reconcile => self.reconcile = true,
+        }
+    }
+
+    /// Whether no trigger was absorbed.
+    pub fn is_empty(&self) -> bool {
+        self.triggers == 0
+    }
+}
+
+/// Turns a stream of triggers into batches: a batch opens with the first trigger and closes
+/// `window` later, so a continuous flood yields one batch per window, never an endless wait.
+/// A [`Trigger::Stop`] closes the batch at once: shutdown is never delayed by the window.
+pub struct Debouncer {
+    rx: mpsc::Receiver<Trigger>,
+    window: Duration,
+}
+
+impl Debouncer {
+    pub fn new(rx: mpsc::Receiver<Trigger>, window: Duration) -> Debouncer {
+        Debouncer { rx, window }
+    }
+
+    /// Waits for the next trigger, then collects until the window closes or a stop arrives.
+    /// Returns `None` only when every sender is gone and nothing is pending.
+    pub async fn next_batch(&mut self) -> Option<Batch> {
+        let mut batch = Batch::default();
+        batch.absorb(self.rx.recv().await?);
+        let deadline = Instant::now() + self.window;
+        while !batch.stop {
+            match timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(trigger)) => batch.absorb(trigger),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        Some(batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::UeventAction;
+    use tokio::time::sleep;
+
+    fn cpu(cpu: u32) -> Trigger {
+        Trigger::Cpu { cpu, action: UeventAction::Offline }
+    }
+
+    fn link(ifindex: u32, up: bool) -> Trigger {
+        Trigger::Link { ifindex, name: Some(format!("eth{ifindex}")), up }
+    }
+
+    #[test]
+    fn absorb_sets_the_flag_of_each_kind_and_keeps_the_latest_link_state() {
+        let mut batch = Batch::default();
+        assert!(batch.is_empty());
+        batch.absorb(link(2, true));
+        batch.absorb(link(3, true));
+        batch.absorb(link(2, false));
+        assert_eq!(batch.links.len(), 2);
+        assert_eq!(batch.links[&2], LinkState { name: Some("eth2".into()), up: false });
+        assert!(batch.links[&3].up);
+        assert!(!(batch.cpus_changed || batch.devices_changed || batch.overflow || batch.reload || batch.stop));
+
+        let device = Trigger::Device {
+            subsystem: "pci".into(),
+            action: UeventAction::Bind,
+            devpath: "/devices/pci0000:00/0000:00:03.0".into(),
+            name: None,
+        };
+        for trigger in [cpu(1), device, Trigger::Overflow, Trigger::Reload, Trigger::Reconcile, Trigger::Stop] {
+            batch.absorb(trigger);
+        }
+        let Batch { cpus_changed, devices_changed, reload, stop, overflow, reconcile, triggers, .. } = batch;
+        assert!(cpus_changed && devices_changed && reload && stop && overflow && reconcile);
+        assert_eq!(triggers, 9);
+    }
+
+    /// 1,000 triggers spread evenly over 100 ms (10 per ms), window 50 ms. Each batch covers at
+    /// least 50 ms from its first trigger, so at most ceil(100 / 50) + 1 = 3 batches; none lost.
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_of_1000_triggers_makes_at_most_three_batches_and_loses_none() {
+        let (tx, rx) = mpsc::channel(64);
+        let producer = tokio::spawn(async move {
+            for i in 0..1000u32 {
+                let trigger = match i % 3 {
+                    0 => cpu(i % 8),
+                    1 => link(i % 50, i % 2 == 0),
+                    _ => Trigger::Overflow,
+                };
+                tx.send(trigger).await.unwrap();
+                if i % 10 == 9 {
+                    sleep(Duration::from_millis(1)).await;
+                }
+            }
+        });
+        let mut debouncer = Debouncer::new(rx, Duration::from_millis(50));
+        let mut batches = Vec::new();
+        while let Some(batch) = debouncer.next_batch().await {
+            batches.push(batch);
+        }
+        producer.await.unwrap();
+        assert!((1..=3).contains(&batches.len()), "{} batches", batches.len());
+        assert_eq!(batches.iter().map(|b| b.triggers).sum::<usize>(), 1000);
+        let links: std::collections::BTreeSet<u32> = batches.iter().flat_map(|b| b.links.keys().copied()).collect();
+        let sent: std::collections::BTreeSet<u32> = (0..1000).filter(|i| i % 3 == 1).map(|i| i % 50).collect();
+        assert_eq!(links, sent);
+        assert!(batches.iter().any(|b| b.cpus_changed) && batches.iter().any(|b| b.overflow));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stop_closes_the_batch_at_once_even_mid_window() {
+        let (tx, rx) = mpsc::channel(8);
+        let window = Duration::from_secs(10);
+        let mut debouncer = Debouncer::new(rx, window);
+        let start = Instant::now();
+        tokio::spawn(async move {
+            tx.send(cpu(0)).await.unwrap();
+            sleep(Duration::from_millis(1)).await;
+            tx.send(Trigger::Stop).await.unwrap();
+            sleep(Duration::from_secs(3600)).await; // keep the sender alive: the stream does not end
+        });
+        let batch = debouncer.next_batch().await.unwrap();
+        assert!(batch.stop && batch.cpus_changed);
+        assert_eq!(start.elapsed(), Duration::from_millis(1), "stop waited for the window");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stop_alone_is_delivered_without_waiting() {
+        let (tx, rx) = mpsc::channel(8);
+        let mut debouncer = Debouncer::new(rx, Duration::from_secs(10));
+        tx.send(Trigger::Stop).await.unwrap();
+        let start = Instant::now();
+        let batch = debouncer.next_batch().await.unwrap();
+        assert_eq!((batch.stop, batch.triggers), (true, 1));
+        assert_eq!(start.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn triggers_after_the_window_start_a_new_batch_and_the_end_yields_none() {
+        let (tx, rx) = mpsc::channel(8);
+        let mut debouncer = Debouncer::new(rx, Duration::from_millis(100));
+        tx.send(cpu(1)).await.unwrap();
+        tokio::spawn(async move {
+            sleep(Duration::from_millis(150)).await;
+            tx.send(Trigger::Reload).await.unwrap();
+        });
+        let first = debouncer.next_batch().await.unwrap();
+        assert!(first.cpus_changed && !first.reload);
+        let second = debouncer.next_batch().await.unwrap();
+        assert!(second.reload && !second.cpus_changed);
+        assert_eq!(debouncer.next_batch().await, None);
+    }
+}
