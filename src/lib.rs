@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod cpuset;
 pub mod devices;
+pub mod engine;
 pub mod events;
 pub mod plan;
 pub mod policy;

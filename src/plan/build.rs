@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 
 use super::{Action, DevicePlan, Placement, Plan, StrategyName};
-use crate::cpuset::CpuSet;
 use crate::config::OrderName;
+use crate::cpuset::CpuSet;
 use crate::devices::{Device, DeviceClass, IrqVector, QueueRole};
 use crate::policy::Policy;
 use crate::strategy::cluster_group::{group_cpus_evenly, GroupRules};
@@ -39,11 +39,8 @@ pub fn default_strategy(class: DeviceClass) -> StrategyName {
 /// Plans every device; `policies[i]` belongs to `devices[i]` (missing entries = class defaults).
 pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) -> Plan {
     let default = Policy::default();
-    let devices = devices
-        .iter()
-        .enumerate()
-        .map(|(i, d)| plan_device(ctx, d, policies.get(i).unwrap_or(&default)))
-        .collect();
+    let devices =
+        devices.iter().enumerate().map(|(i, d)| plan_device(ctx, d, policies.get(i).unwrap_or(&default))).collect();
     Plan { kernel: ctx.topo.kernel.clone(), devices, warnings: Vec::new() }
 }
 
@@ -131,7 +128,8 @@ fn numa_hop(
         Some(OrderName::Kernel) => SpreadOrder::Kernel,
         Some(OrderName::CoresFirst) | None => SpreadOrder::CoresFirst,
     };
-    let order: Vec<u32> = spread_order(ctx.topo, node, order_kind).into_iter().filter(|c| usable.contains(*c)).collect();
+    let order: Vec<u32> =
+        spread_order(ctx.topo, node, order_kind).into_iter().filter(|c| usable.contains(*c)).collect();
     // spread_order lists online CPUs only; `usable` may hold CPUs it skipped (never, but be safe).
     let order = if order.is_empty() { usable.iter().collect() } else { order };
     let per_cpu = s.queues_per_cpu.unwrap_or(1).max(1);

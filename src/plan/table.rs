@@ -32,9 +32,9 @@ pub(super) fn render(plan: &Plan) -> String {
     for d in &plan.devices {
         let node = d.node.map_or("?".to_string(), |n| n.to_string());
         out.push_str(&format!(
-            "{} {:?} {} ({}) node {} strategy {}{}\n",
+            "{} {} {} ({}) node {} strategy {}{}\n",
             d.bdf,
-            d.class,
+            serde_json::to_value(d.class).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
             d.name.as_deref().unwrap_or("-"),
             d.driver.as_deref().unwrap_or("no driver"),
             node,

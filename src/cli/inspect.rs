@@ -1,51 +1,13 @@
-//! The inspection commands: each reads what it needs through a [`Root`] and returns the text to
-//! print. `main.rs` turns their errors into messages and exit codes.
+//! The inspection commands: `topology`, `spread numa`, `spread groups`.
 
 use serde_json::json;
 
+use super::{to_json_text, CliError};
 use crate::strategy::cluster_group::{group_cpus_evenly, GroupAlgorithm, GroupRules};
 use crate::strategy::numa_hop::{spread_order, SpreadOrder};
-use crate::strategy::{KernelVersion, KernelVersionError};
+use crate::strategy::KernelVersion;
 use crate::sysfs::Root;
-use crate::topology::{Topology, TopologyError};
-
-#[derive(Debug, thiserror::Error)]
-pub enum CliError {
-    #[error(transparent)]
-    Topology(#[from] TopologyError),
-    #[error(transparent)]
-    KernelVersion(#[from] KernelVersionError),
-    #[error("--node {node}: no such NUMA node (known nodes: {known}; -1 means no node)")]
-    NoSuchNode { node: i64, known: String },
-    #[error("--groups {0}: expected at least 1 group")]
-    ZeroGroups(usize),
-    #[error("no kernel version: {root}/proc/sys/kernel/osrelease is absent and so is the running kernel's; pass --kernel X.Y")]
-    UnknownKernel { root: String },
-    #[error("{0}")]
-    Usage(String),
-    #[error("{0}")]
-    Failed(String),
-}
-
-impl CliError {
-    /// 2 for usage and configuration errors, 1 for everything the system did.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            CliError::NoSuchNode { .. }
-            | CliError::ZeroGroups(_)
-            | CliError::KernelVersion(_)
-            | CliError::UnknownKernel { .. }
-            | CliError::Usage(_) => 2,
-            CliError::Topology(_) | CliError::Failed(_) => 1,
-        }
-    }
-}
-
-fn to_json_text(value: &serde_json::Value) -> String {
-    let mut s = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-    s.push('\n');
-    s
-}
+use crate::topology::Topology;
 
 /// `irqwise topology [--json]`.
 pub fn topology(root: &Root, json: bool) -> Result<String, CliError> {

@@ -1,0 +1,123 @@
+//! The command line's definition (clap). Kept in the library so the man page and shell
+//! completions are generated from the very same definition.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(
+    name = "irqwise",
+    version,
+    about = "Places NVMe and NIC interrupts on the CPUs the kernel itself would choose"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Args)]
+pub struct GlobalArgs {
+    /// Directory standing for `/`: every sysfs/procfs path is read (and written) below it.
+    #[arg(long, global = true, default_value = "/", value_name = "DIR")]
+    pub root: PathBuf,
+    /// Look up the configuration under DIR (DIR/etc/irqwise/irqwise.toml and the conf.d
+    /// directories below DIR/usr/lib, DIR/run and DIR/etc) instead of the system's.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub config: Option<PathBuf>,
+    /// Log format of the daemon: journal (when running under systemd), text or json lines.
+    #[arg(long, global = true, value_enum)]
+    pub log_format: Option<LogFormatArg>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormatArg {
+    Journal,
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// What irqwise would do now: every IRQ's current and desired CPUs; writes nothing.
+    Plan {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One pass of discover, plan and apply, then exit.
+    Apply {
+        /// Show what would be written, write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate the configuration; non-zero exit with file:line:column on error.
+    CheckConfig {
+        /// Files to check instead of the configured lookup.
+        paths: Vec<PathBuf>,
+    },
+    /// Copy the part of /sys and /proc that irqwise reads into OUT, usable as --root OUT.
+    Snapshot { out: PathBuf },
+    /// Show the CPU and NUMA topology as irqwise sees it.
+    Topology {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show how the kernel spreads CPUs (NUMA-hop order, or groups for N queues).
+    Spread {
+        #[command(subcommand)]
+        what: SpreadCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum SpreadCommand {
+    /// CPU order by NUMA distance from a node (`cpumask_local_spread()` and friends).
+    Numa {
+        /// Start node; -1 means "no node" (NUMA_NO_NODE).
+        #[arg(long, allow_hyphen_values = true)]
+        node: i64,
+        #[arg(long, value_enum, default_value_t = OrderArg::CoresFirst)]
+        order: OrderArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// CPU groups for N queues, as `group_cpus_evenly()` of a kernel version computes them.
+    Groups {
+        #[arg(long)]
+        groups: usize,
+        /// Kernel version whose rules to use (e.g. 6.1, 7.0); default: the root's kernel.
+        #[arg(long, value_name = "X.Y")]
+        kernel: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OrderArg {
+    /// `cpumask_local_spread(i, node)` for i = 0..online-1 (v6.3+).
+    Kernel,
+    /// `for_each_numa_hop_mask()` concatenated.
+    Hops,
+    /// pre-6.3 `cpumask_local_spread()`.
+    Legacy,
+    /// NUMA hops, one thread of every core before any sibling (irqwise's NIC default).
+    CoresFirst,
+}
+
+impl From<OrderArg> for crate::strategy::numa_hop::SpreadOrder {
+    fn from(o: OrderArg) -> Self {
+        use crate::strategy::numa_hop::SpreadOrder;
+        match o {
+            OrderArg::Kernel => SpreadOrder::Kernel,
+            OrderArg::Hops => SpreadOrder::Hops,
+            OrderArg::Legacy => SpreadOrder::Legacy,
+            OrderArg::CoresFirst => SpreadOrder::CoresFirst,
+        }
+    }
+}

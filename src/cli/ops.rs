@@ -1,0 +1,136 @@
+//! The commands that plan, apply, check config and capture a machine.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::{to_json_text, CliError};
+use crate::apply::ProcIrq;
+use crate::config::{self, Config, ConfigPaths};
+use crate::cpuset::CpuSet;
+use crate::engine::{apply_plan, plan_pass, ChangeResult};
+use crate::sysfs::Root;
+use crate::topology::TopologyError;
+
+/// Text to print and the exit code it goes with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub text: String,
+    pub exit: u8,
+}
+
+/// `--config DIR` or the system's directories.
+pub fn config_paths(config_dir: Option<&Path>) -> ConfigPaths {
+    config_dir.map_or_else(ConfigPaths::system, ConfigPaths::under)
+}
+
+/// The machine's possible CPUs, which config CPU lists are validated against.
+fn possible_cpus(root: &Root) -> Result<CpuSet, CliError> {
+    root.read_cpulist("sys/devices/system/cpu/possible").map_err(|e| CliError::Topology(TopologyError::from(e)))
+}
+
+fn load_config(root: &Root, paths: &ConfigPaths) -> Result<Config, CliError> {
+    config::load(paths, &possible_cpus(root)?).map_err(CliError::Config)
+}
+
+/// `irqwise plan [--json]`.
+pub fn plan(root: &Root, paths: &ConfigPaths, json: bool) -> Result<String, CliError> {
+    let config = load_config(root, paths)?;
+    let pass = plan_pass(root, &config, &BTreeSet::new())?;
+    Ok(if json { to_json_text(&pass.plan) } else { pass.plan.to_table() })
+}
+
+/// `irqwise apply [--dry-run] [--json]`: exit 0 when every IRQ ended as planned or was
+/// correctly left alone, 1 when a write failed unexpectedly.
+pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Result<Outcome, CliError> {
+    let config = load_config(root, paths)?;
+    let pass = plan_pass(root, &config, &BTreeSet::new())?;
+    if dry_run {
+        let mut text = String::new();
+        for (d, p) in pass.plan.writes() {
+            let cpus = p.desired.as_ref().map(|c| c.to_list_string()).unwrap_or_default();
+            text.push_str(&format!(
+                "would write irq {} ({}, {}): {cpus}\n",
+                p.irq,
+                p.name.as_deref().unwrap_or("-"),
+                d.bdf
+            ));
+        }
+        let s = pass.plan.summary();
+        text.push_str(&format!(
+            "dry run: {} to write, {} kept, {} managed, {} skipped\n",
+            s.set, s.keep, s.managed, s.skip
+        ));
+        return Ok(Outcome { text: if json { to_json_text(&pass.plan) } else { text }, exit: 0 });
+    }
+    let report = apply_plan(&pass.plan, &ProcIrq::new(root.clone()));
+    let exit = if report.all_ok() { 0 } else { 1 };
+    if json {
+        return Ok(Outcome { text: to_json_text(&report), exit });
+    }
+    let mut text = String::new();
+    for c in &report.changes {
+        let old = c.old.as_ref().map_or("?".into(), |o| o.to_list_string());
+        let line = match &c.result {
+            ChangeResult::Written | ChangeResult::WrittenFallback => {
+                let new = c.new.as_ref().map(|n| n.to_list_string()).unwrap_or_default();
+                let fb = if c.result == ChangeResult::WrittenFallback { " (fallback: no vectors left)" } else { "" };
+                format!("irq {} {}: {old} -> {new}{fb}", c.irq, c.irq_name.as_deref().unwrap_or("-"))
+            }
+            ChangeResult::Managed => format!("irq {}: kernel-managed, left alone", c.irq),
+            ChangeResult::Gone => format!("irq {}: gone (device removed?), skipped", c.irq),
+            ChangeResult::Failed { class, error } => format!("irq {}: FAILED ({class:?}): {error}", c.irq),
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let s = report.summary;
+    text.push_str(&format!(
+        "{} written, {} kept, {} managed, {} skipped, {} failed\n",
+        s.written, s.kept, s.managed, s.skipped, s.failed
+    ));
+    Ok(Outcome { text, exit })
+}
+
+/// `irqwise check-config [PATHS]`: errors and warnings, exit 2 on any error.
+pub fn check_config(root: &Root, paths: &ConfigPaths, files: &[PathBuf]) -> Result<Outcome, CliError> {
+    let possible = possible_cpus(root)?;
+    let report = if files.is_empty() { config::check(paths, &possible) } else { config::check_files(files, &possible) };
+    let mut text = String::new();
+    for e in &report.errors {
+        text.push_str(&format!("error: {e}\n"));
+    }
+    for w in &report.warnings {
+        text.push_str(&format!("warning: {w}\n"));
+    }
+    for m in &report.masked {
+        text.push_str(&format!("note: {} is masked by {}\n", m.path.display(), m.by.display()));
+    }
+    let sources: Vec<String> = report.sources.iter().map(|p| p.display().to_string()).collect();
+    let status = if report.is_ok() { "ok" } else { "invalid" };
+    text.push_str(&format!(
+        "{status}: {} file(s){}{}\n",
+        sources.len(),
+        if sources.is_empty() { "" } else { ": " },
+        sources.join(", ")
+    ));
+    Ok(Outcome { text, exit: if report.is_ok() { 0 } else { 2 } })
+}
+
+/// `irqwise snapshot OUT`.
+pub fn snapshot(root: &Root, out: &Path) -> Result<String, CliError> {
+    let report = crate::snapshot::snapshot(root, out).map_err(|e| CliError::Failed(e.to_string()))?;
+    let mut text = format!(
+        "snapshot of {} written to {}: {} files, {} links, {} directories, {} skipped\n",
+        root.base().display(),
+        out.display(),
+        report.files_copied,
+        report.links_created,
+        report.dirs_created,
+        report.skipped.len()
+    );
+    for s in &report.skipped {
+        text.push_str(&format!("skipped {}: {}\n", s.path.display(), s.reason));
+    }
+    text.push_str(&format!("use it with: irqwise --root {} plan\n", out.display()));
+    Ok(text)
+}

@@ -1,0 +1,187 @@
+//! One pass: discover the machine, resolve config per device, plan, and apply the plan.
+//!
+//! The CLI's `plan`/`apply` and the daemon share these two functions, so a daemon pass and a
+//! one-shot `apply` always agree. Guarantee: [`apply_plan`] writes only `Set` placements and
+//! carries on past every per-IRQ failure.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::apply::{apply_writes, AffinityWrite, AffinityWriter, FailureClass, WriteOutcome};
+use crate::config::{Config, DeviceClassName};
+use crate::cpuset::CpuSet;
+use crate::devices::{discover_devices, Device, DeviceClass, DevicesError};
+use crate::plan::{build_plan, Plan, PlanContext, StrategyName};
+use crate::policy::{resolve, unmatched_rules, DeviceFacts};
+use crate::strategy::cluster_group::GroupRules;
+use crate::strategy::KernelVersion;
+use crate::sysfs::Root;
+use crate::topology::{Topology, TopologyError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    #[error(transparent)]
+    Devices(#[from] DevicesError),
+}
+
+/// The kernel grouping rules when the release is unknown: those of current kernels.
+const FALLBACK_KERNEL: KernelVersion = KernelVersion { major: 6, minor: 11 };
+
+/// Everything one planning pass saw and decided.
+#[derive(Debug)]
+pub struct PlannedPass {
+    pub topology: Topology,
+    pub devices: Vec<Device>,
+    pub plan: Plan,
+}
+
+/// What config matching sees of a device.
+pub fn device_facts(d: &Device) -> DeviceFacts {
+    let class = match d.class {
+        DeviceClass::Nic => DeviceClassName::Nic,
+        DeviceClass::Nvme => DeviceClassName::Nvme,
+        DeviceClass::Other => DeviceClassName::Other,
+    };
+    let mut facts = DeviceFacts::new(d.bdf.clone(), class);
+    facts.driver = d.driver.clone();
+    facts.interfaces = d.interfaces.clone();
+    facts.nvme_model = d.nvme.as_ref().and_then(|n| n.model.clone());
+    facts.nvme_serial = d.nvme.as_ref().and_then(|n| n.serial.clone());
+    facts
+}
+
+/// Grouping rules of the root's kernel (`osrelease`), else of current kernels.
+pub fn group_rules(topo: &Topology) -> GroupRules {
+    let version = topo.kernel.as_deref().and_then(|k| KernelVersion::parse(k).ok()).unwrap_or(FALLBACK_KERNEL);
+    GroupRules::for_kernel(version)
+}
+
+/// Discovers topology and devices under `root` and plans them with `config`.
+pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) -> Result<PlannedPass, EngineError> {
+    let topology = Topology::discover(root)?;
+    let discovery = discover_devices(root, &topology)?;
+    let facts: Vec<DeviceFacts> = discovery.devices.iter().map(device_facts).collect();
+    let policies: Vec<_> = facts.iter().map(|f| resolve(config, f)).collect();
+    let ctx = PlanContext {
+        topo: &topology,
+        group_rules: group_rules(&topology),
+        respect_isolation: config.global.respect_isolation,
+        known_managed,
+    };
+    let mut plan = build_plan(&ctx, &discovery.devices, &policies);
+    plan.warnings.extend(discovery.warnings.iter().map(|w| w.to_string()));
+    plan.warnings.extend(unmatched_rules(config, &facts).into_iter().map(|r| format!("rule at {r} matches no device")));
+    Ok(PlannedPass { topology, devices: discovery.devices, plan })
+}
+
+/// How one planned write ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "result")]
+pub enum ChangeResult {
+    Written,
+    /// ENOSPC on the desired CPUs; the node's CPUs were written instead.
+    WrittenFallback,
+    /// EIO/EPERM or a read-only file: the kernel manages it (remembered for later passes).
+    Managed,
+    /// The IRQ disappeared (device removed) between plan and write.
+    Gone,
+    Failed {
+        class: FailureClass,
+        error: String,
+    },
+}
+
+/// One IRQ the pass tried to move.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    pub irq: u32,
+    pub irq_name: Option<String>,
+    pub device: String,
+    pub device_name: Option<String>,
+    pub driver: Option<String>,
+    pub queue: Option<u32>,
+    pub strategy: StrategyName,
+    pub reason: String,
+    pub old: Option<CpuSet>,
+    /// What is now in `smp_affinity_list` (the desired or the fallback set), if written.
+    pub new: Option<CpuSet>,
+    pub result: ChangeResult,
+}
+
+/// Counts of one applied pass. `kept`/`managed`/`skipped` come from the plan; `managed` also
+/// counts IRQs learned to be managed by a failed write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ApplySummary {
+    pub written: usize,
+    pub kept: usize,
+    pub managed: usize,
+    pub skipped: usize,
+    pub failed: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ApplyReport {
+    pub changes: Vec<Change>,
+    pub summary: ApplySummary,
+    /// IRQs whose write failed with EIO/EPERM: the next plan treats them as managed.
+    pub learned_managed: Vec<u32>,
+}
+
+impl ApplyReport {
+    /// True when every IRQ ended as planned or was correctly left alone.
+    pub fn all_ok(&self) -> bool {
+        self.summary.failed == 0
+    }
+}
+
+/// Writes every `Set` placement of `plan` through `writer`.
+pub fn apply_plan(plan: &Plan, writer: &dyn AffinityWriter) -> ApplyReport {
+    let todo: Vec<_> = plan.writes().collect();
+    let writes: Vec<AffinityWrite> = todo
+        .iter()
+        .filter_map(|(_, p)| {
+            p.desired.clone().map(|cpus| AffinityWrite { irq: p.irq, cpus, fallback: p.fallback.clone() })
+        })
+        .collect();
+    let outcomes = apply_writes(writer, &writes);
+    let s = plan.summary();
+    let mut report = ApplyReport {
+        summary: ApplySummary { kept: s.keep, managed: s.managed, skipped: s.skip, ..ApplySummary::default() },
+        ..ApplyReport::default()
+    };
+    for ((dev, p), (_, outcome)) in todo.iter().zip(outcomes) {
+        let (result, new) = match outcome {
+            WriteOutcome::Written { cpus, .. } => (ChangeResult::Written, Some(cpus)),
+            WriteOutcome::WrittenFallback { cpus, .. } => (ChangeResult::WrittenFallback, Some(cpus)),
+            WriteOutcome::Failed { class: FailureClass::Managed, .. } => (ChangeResult::Managed, None),
+            WriteOutcome::Failed { class: FailureClass::Gone, .. } => (ChangeResult::Gone, None),
+            WriteOutcome::Failed { class, error } => (ChangeResult::Failed { class, error }, None),
+        };
+        match &result {
+            ChangeResult::Written | ChangeResult::WrittenFallback => report.summary.written += 1,
+            ChangeResult::Managed => {
+                report.summary.managed += 1;
+                report.learned_managed.push(p.irq);
+            }
+            ChangeResult::Gone => report.summary.skipped += 1,
+            ChangeResult::Failed { .. } => report.summary.failed += 1,
+        }
+        report.changes.push(Change {
+            irq: p.irq,
+            irq_name: p.name.clone(),
+            device: dev.bdf.clone(),
+            device_name: dev.name.clone(),
+            driver: dev.driver.clone(),
+            queue: p.queue,
+            strategy: dev.strategy,
+            reason: p.reason.clone(),
+            old: p.current.clone(),
+            new,
+            result,
+        });
+    }
+    report
+}
