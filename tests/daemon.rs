@@ -213,3 +213,88 @@ async fn a_failing_pass_keeps_the_daemon_and_the_placement() {
     assert_eq!(affinities(root.path(), &irqs), placed, "recovered on the next pass");
     d.stop().await;
 }
+
+#[tokio::test]
+async fn status_shows_the_last_pass_and_json_is_the_state_file() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    let status = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_irqwise"))
+            .arg("--root")
+            .arg(root.path())
+            .arg("status")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let missing = status(&[]);
+    assert_eq!(missing.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(err.contains("irqwise is not running (no ") && err.contains("run/irqwise/state.json)"), "{err}");
+
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let placed = affinities(root.path(), &irqs);
+    let text = status(&[]);
+    assert!(text.status.success());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains(&format!("irqwise pid {}", std::process::id())), "{text}");
+    assert!(text.contains("because of: start"), "{text}");
+    assert!(text.contains("9 IRQs on 1 devices: 9 placed, 0 kernel-managed, 0 failed"), "{text}");
+    assert!(text.contains(&format!("irq {:>5} eth1-TxRx-0", irqs[0])), "{text}");
+    let line = text.lines().find(|l| l.contains("eth1-TxRx-0")).unwrap();
+    assert!(line.ends_with(&placed[&irqs[0]].to_list_string()), "{line}");
+
+    let json = status(&["--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["summary"]["written"], serde_json::json!(9));
+    assert_eq!(v["triggers"], serde_json::json!(["start"]));
+    d.stop().await;
+}
+
+/// A log sink the test can read.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_pass_with_nothing_to_do_logs_nothing_and_drift_is_logged_with_old_and_new() {
+    let log = Captured::default();
+    let sink = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(irqwise::daemon::logging::DEFAULT_FILTER)
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let after_start = log.text();
+    assert_eq!(after_start.matches("cpus_new=").count(), 9, "one entry per change:\n{after_start}");
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(log.text(), after_start, "a pass with nothing to do logged something");
+    let placed = affinity(root.path(), irqs[1]);
+    set_affinity(root.path(), irqs[1], &set("0-15"));
+    d.trigger(Trigger::Reconcile).await;
+    let news = log.text()[after_start.len()..].to_string();
+    let want = format!("irq {} drifted from {} to 0-15, restoring", irqs[1], placed.to_list_string());
+    assert!(news.contains(&want) && news.contains("WARN"), "{news}");
+    d.stop().await;
+}

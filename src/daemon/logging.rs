@@ -21,7 +21,7 @@ pub const JOURNAL_SOCKET: &str = "/run/systemd/journal/socket";
 
 /// Default filter: INFO and up, except the apply module's own per-write events (the daemon logs
 /// each change itself, with all the fields). `RUST_LOG` overrides it.
-const DEFAULT_FILTER: &str = "info,irqwise::apply=off";
+pub const DEFAULT_FILTER: &str = "info,irqwise::apply=off";
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoggingError {
