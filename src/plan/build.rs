@@ -213,15 +213,17 @@ fn predict_managed(dev: &Device, v: &IrqVector, q: u32, group: CpuSet, nqueues: 
 /// `fallback` is written instead when the desired CPUs have no free vectors (ENOSPC).
 fn place(ctx: &PlanContext, v: &IrqVector, d: Decision, fallback: &CpuSet) -> Placement {
     let managed = d.managed || v.managed || ctx.known_managed.contains(&v.irq);
+    // An unreadable current mask is still written: the target is known, and the writer
+    // classifies whatever is wrong with the file (gone, not writable, ...) instead of the IRQ
+    // being silently skipped with a success exit.
     let action = match (&d.desired, &v.current) {
         _ if managed => Action::Managed,
         (None, _) => Action::Skip,
-        (Some(_), None) => Action::Skip,
         (Some(want), Some(have)) if want == have => Action::Keep,
-        (Some(_), Some(_)) => Action::Set,
+        (Some(_), _) => Action::Set,
     };
     let reason = match (action, &v.current) {
-        (Action::Skip, None) if d.desired.is_some() => "current affinity unreadable".to_string(),
+        (Action::Set, None) => format!("{}; current affinity unreadable", d.reason),
         (Action::Managed, _) if !d.managed => "kernel-managed: cannot be moved".to_string(),
         _ => d.reason,
     };
