@@ -50,8 +50,9 @@ fn planned_writes(plan: &Value) -> Vec<(u32, String)> {
 /// `irqwise apply --json`: (exit code, report).
 fn apply_json(root: &Path, config: &Path) -> (i32, Value) {
     let out = irqwise(root, config).args(["apply", "--json"]).output().unwrap();
-    let report = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    });
     (out.status.code().unwrap(), report)
 }
 
