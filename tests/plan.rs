@@ -236,3 +236,67 @@ fn plan_table_shows_each_irq_with_current_desired_and_action() {
     assert!(row.contains(" set "), "{row}");
     assert!(text.contains("3 IRQs on 1 devices"), "{text}");
 }
+
+/// The dump's online CPUs: `cpu/online`, else the `cpuN` directories whose `online` is not 0.
+fn dump_online(m: &Path) -> CpuSet {
+    let cpu = m.join("sys/devices/system/cpu");
+    if let Ok(t) = fs::read_to_string(cpu.join("online")) {
+        return cpus(t.trim());
+    }
+    fs::read_dir(&cpu)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("cpu")?.parse::<u32>().ok())
+        .filter(|n| fs::read_to_string(cpu.join(format!("cpu{n}/online"))).map_or(true, |t| t.trim() != "0"))
+        .collect()
+}
+
+/// Every hwloc machine, with an 8-queue NIC on its last node with CPUs and a 4-queue managed
+/// NVMe on node 0: the plan is computed; each NIC queue IRQ gets exactly one CPU that the dump
+/// lists as online and not isolated.
+#[test]
+fn every_hwloc_machine_with_injected_devices_is_planned() {
+    let all = extract_hwloc();
+    let mut machines = 0;
+    for entry in fs::read_dir(all.path()).unwrap().flatten().filter(|e| e.path().is_dir()) {
+        let m = entry.path();
+        let name = m.file_name().unwrap().to_string_lossy().into_owned();
+        let online = dump_online(&m);
+        let isolated = fs::read_to_string(m.join("sys/devices/system/cpu/isolated"))
+            .ok()
+            .map(|t| cpus(t.trim()))
+            .unwrap_or_default();
+        let node = (0..64u32)
+            .rev()
+            .find(|n| {
+                fs::read_to_string(m.join(format!("sys/devices/system/node/node{n}/cpulist")))
+                    .is_ok_and(|t| cpus(t.trim()).intersects(&online))
+            });
+        FixtureRoot::at(&m).nic(NIC, "mlx5_core", "ens1", node, 8, NamingScheme::Mlx5).nvme(
+            NVME,
+            "nvme0",
+            Some(0),
+            4,
+            true,
+            true,
+        );
+        let plan = plan_json(&m, empty_config().path());
+        let nic = device(&plan, NIC);
+        let queues = desired_per_queue(nic);
+        assert_eq!(queues.len(), 8, "{name}");
+        for (q, set) in queues.iter().enumerate() {
+            assert_eq!(set.len(), 1, "{name}: queue {q} gets one CPU: {set}");
+            let cpu = set.first().unwrap();
+            assert!(online.contains(cpu) && !isolated.contains(cpu), "{name}: queue {q} on CPU {cpu}");
+        }
+        if let Some(n) = node {
+            let local = node_cpus(&m, n).intersection(&online).difference(&isolated);
+            let first: CpuSet = queues.iter().take(local.len().min(8)).map(|s| s.first().unwrap()).collect();
+            assert!(first.is_subset(&local), "{name}: the first queues stay on node {n} ({local}): {first}");
+        }
+        let nvme = device(&plan, NVME);
+        assert!(queue_irqs(nvme, Some("io")).iter().all(|p| p["action"] == "managed"), "{name}");
+        machines += 1;
+    }
+    assert_eq!(machines, 23);
+}
