@@ -266,12 +266,10 @@ fn every_hwloc_machine_with_injected_devices_is_planned() {
             .ok()
             .map(|t| cpus(t.trim()))
             .unwrap_or_default();
-        let node = (0..64u32)
-            .rev()
-            .find(|n| {
-                fs::read_to_string(m.join(format!("sys/devices/system/node/node{n}/cpulist")))
-                    .is_ok_and(|t| cpus(t.trim()).intersects(&online))
-            });
+        let node = (0..64u32).rev().find(|n| {
+            fs::read_to_string(m.join(format!("sys/devices/system/node/node{n}/cpulist")))
+                .is_ok_and(|t| cpus(t.trim()).intersects(&online))
+        });
         FixtureRoot::at(&m).nic(NIC, "mlx5_core", "ens1", node, 8, NamingScheme::Mlx5).nvme(
             NVME,
             "nvme0",
