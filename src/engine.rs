@@ -130,6 +130,8 @@ pub struct Change {
     pub old: Option<CpuSet>,
     /// What is now in `smp_affinity_list` (the desired or the fallback set), if written.
     pub new: Option<CpuSet>,
+    /// Flattened: `"result": "failed", "class": ..., "error": ...` beside the other keys.
+    #[serde(flatten)]
     pub result: ChangeResult,
 }
 
