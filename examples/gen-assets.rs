@@ -67,7 +67,7 @@ the files irqwise writes.
 
 /// The man page: clap's page for `irqwise`, one subsection per (sub)subcommand with its synopsis
 /// and options, then [`EXTRA_SECTIONS`]. Guarantees every subcommand clap knows is documented.
-fn man_page() -> io::Result<Vec<u8>> {
+pub fn man_page() -> io::Result<Vec<u8>> {
     let mut cmd = Cli::command();
     cmd.build();
     let mut out = Vec::new();
@@ -127,7 +127,7 @@ fn render_command(sub: &clap::Command, out: &mut Vec<u8>) -> io::Result<()> {
 }
 
 /// The three completion scripts, named as the shells look them up.
-fn completions(dir: &Path) -> io::Result<()> {
+pub fn completions(dir: &Path) -> io::Result<()> {
     fs::create_dir_all(dir)?;
     for (shell, file) in [(Shell::Bash, "irqwise.bash"), (Shell::Zsh, "_irqwise"), (Shell::Fish, "irqwise.fish")] {
         let mut buf = Vec::new();
