@@ -2,7 +2,7 @@
 CARGO ?= cargo
 BIN := target/release/irqwise
 
-.PHONY: run test deps build bench fmt clippy
+.PHONY: run test deps build bench fmt clippy assets deb rpm install uninstall package-test
 
 build:
 	$(CARGO) build --release
@@ -33,3 +33,62 @@ fmt:
 
 clippy:
 	$(CARGO) clippy --all-targets -- -D warnings
+
+# --- Packaging (issue 7) ------------------------------------------------------------------------
+# Generated assets and packages live in the project's target/ (the paths Cargo.toml's package
+# metadata names); the compiled binary in $(CARGO_TARGET_DIR) when set.
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+ASSETS := target/assets
+PACKAGES := target/packages
+PREFIX ?= /usr
+DESTDIR ?=
+
+# Man page irqwise.8 (+ .gz) and bash/zsh/fish completions, generated from the clap definition.
+assets:
+	$(CARGO) run --quiet --example gen-assets -- $(ASSETS)
+	gzip -9nkf $(ASSETS)/irqwise.8
+
+# .deb with cargo-deb (installed when missing): stripped binary, unit, config, man, completions.
+deb: deps assets
+	@$(CARGO) deb --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-deb
+	mkdir -p $(PACKAGES) && rm -f $(PACKAGES)/*.deb
+	$(CARGO) deb --output $(PACKAGES)/
+
+# .rpm with cargo-generate-rpm (installed when missing); it neither builds nor strips, so we do.
+rpm: deps assets
+	@$(CARGO) generate-rpm --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-generate-rpm
+	$(CARGO) build --release
+	strip --strip-all $(TARGET_DIR)/release/irqwise
+	mkdir -p $(PACKAGES) && rm -f $(PACKAGES)/*.rpm
+	$(CARGO) generate-rpm --output $(PACKAGES)/
+
+# The same files as the packages, below $(DESTDIR)$(PREFIX) and $(DESTDIR)/etc. Does not enable or
+# start anything: run `systemctl daemon-reload && systemctl enable --now irqwise` afterwards.
+install: build assets
+	install -D -m 755 $(TARGET_DIR)/release/irqwise $(DESTDIR)$(PREFIX)/sbin/irqwise
+	strip --strip-all $(DESTDIR)$(PREFIX)/sbin/irqwise
+	install -D -m 644 systemd/irqwise.service $(DESTDIR)$(PREFIX)/lib/systemd/system/irqwise.service
+	sed -i 's|/usr/sbin/irqwise|$(PREFIX)/sbin/irqwise|' $(DESTDIR)$(PREFIX)/lib/systemd/system/irqwise.service
+	@if [ -e $(DESTDIR)/etc/irqwise/irqwise.toml ]; then echo "keeping existing $(DESTDIR)/etc/irqwise/irqwise.toml"; \
+	else install -D -m 644 config/irqwise.toml $(DESTDIR)/etc/irqwise/irqwise.toml; fi
+	install -d -m 755 $(DESTDIR)/etc/irqwise/conf.d
+	install -d -m 755 $(DESTDIR)$(PREFIX)/share/doc/irqwise/examples
+	install -m 644 config/conf.d/*.toml.example $(DESTDIR)$(PREFIX)/share/doc/irqwise/examples/
+	install -D -m 644 $(ASSETS)/irqwise.8.gz $(DESTDIR)$(PREFIX)/share/man/man8/irqwise.8.gz
+	install -D -m 644 $(ASSETS)/completions/irqwise.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/irqwise
+	install -D -m 644 $(ASSETS)/completions/_irqwise $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_irqwise
+	install -D -m 644 $(ASSETS)/completions/irqwise.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/irqwise.fish
+
+# Removes what `install` put there, except the configuration in /etc/irqwise.
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/sbin/irqwise $(DESTDIR)$(PREFIX)/lib/systemd/system/irqwise.service \
+		$(DESTDIR)$(PREFIX)/share/man/man8/irqwise.8.gz \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/irqwise \
+		$(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_irqwise \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/irqwise.fish
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/irqwise
+
+# CI: build both packages, install/verify/purge the .deb on this machine (root, Debian), list the
+# .rpm. One PASS/FAIL line per check; non-zero exit on any failure.
+package-test: deb rpm
+	bash packaging/package-test.sh $(PACKAGES)

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Package test (CI, as root on Debian): installs the built .deb on this machine, checks what it put
+# where, purges it and checks everything is gone; lists the .rpm and checks its contents.
+# Usage: packaging/package-test.sh PACKAGE_DIR   (run by `make package-test` after `make deb rpm`)
+set -uo pipefail
+
+dir=${1:?usage: package-test.sh PACKAGE_DIR}
+failures=0
+
+# check NAME COMMAND...: runs COMMAND quietly; prints PASS or FAIL (with the command's output).
+check() {
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		echo "PASS: $name"
+	else
+		echo "FAIL: $name"
+		[ -n "$out" ] && printf '%s\n' "$out" | sed 's/^/      /'
+		failures=$((failures + 1))
+	fi
+}
+
+# Succeeds when a command prints nothing on stderr (and exits 0); stderr is shown on failure.
+quiet_stderr() {
+	local err
+	err=$("$@" 2>&1 >/dev/null) || { echo "$err"; return 1; }
+	[ -z "$err" ] || { echo "$err"; return 1; }
+}
+
+absent() { for p in "$@"; do [ ! -e "$p" ] && [ ! -L "$p" ] || { echo "still present: $p"; return 1; }; done; }
+
+deb=$(ls -t "$dir"/irqwise_*.deb 2>/dev/null | head -n 1)
+rpmfile=$(ls -t "$dir"/irqwise-*.rpm 2>/dev/null | head -n 1)
+check "a .deb was built ($deb)" test -f "$deb"
+check "an .rpm was built ($rpmfile)" test -f "$rpmfile"
+
+unit=/usr/lib/systemd/system/irqwise.service
+wants=/etc/systemd/system/multi-user.target.wants/irqwise.service
+installed=(/usr/sbin/irqwise "$unit" /etc/irqwise/irqwise.toml /usr/share/man/man8/irqwise.8.gz
+	/usr/share/bash-completion/completions/irqwise /usr/share/zsh/vendor-completions/_irqwise
+	/usr/share/fish/vendor_completions.d/irqwise.fish
+	/usr/share/doc/irqwise/examples/50-latency.toml.example)
+
+# --- .deb: install, verify, purge ---------------------------------------------------------------
+if [ "$(id -u)" != 0 ]; then
+	echo "FAIL: installing the .deb needs root (CI runs as root)"
+	failures=$((failures + 1))
+elif [ -f "$deb" ]; then
+	if dpkg -s irqwise >/dev/null 2>&1; then
+		echo "note: irqwise was installed already; purging it first"
+		dpkg --purge irqwise >/dev/null
+	fi
+	check "dpkg -i $(basename "$deb")" dpkg -i "$deb"
+	version=$(dpkg-deb -f "$deb" Version)
+	check "irqwise --version prints the package's version" \
+		bash -c "/usr/sbin/irqwise --version | grep -qx 'irqwise ${version%-*}'"
+	check "the installed binary is stripped" bash -c "! readelf -S /usr/sbin/irqwise | grep -q '\.symtab'"
+	for f in "${installed[@]}"; do check "installed: $f" test -f "$f"; done
+	check "the unit is reachable as /lib/systemd/system/irqwise.service" test -f /lib/systemd/system/irqwise.service
+	check "systemd-analyze verify of the installed unit: nothing on stderr" quiet_stderr systemd-analyze verify "$unit"
+	check "/etc/irqwise/irqwise.toml is a conffile" \
+		bash -c "dpkg-query -W -f='\${Conffiles}' irqwise | grep -q ' /etc/irqwise/irqwise.toml '"
+	check "/etc/irqwise/conf.d/ exists and is empty" bash -c '[ -d /etc/irqwise/conf.d ] && [ -z "$(ls -A /etc/irqwise/conf.d)" ]'
+	check "the shipped configuration passes check-config" /usr/sbin/irqwise check-config /etc/irqwise/irqwise.toml
+	check "postinst enabled the unit (multi-user.target.wants link)" test -L "$wants"
+	check "man page decompresses" bash -c 'zcat /usr/share/man/man8/irqwise.8.gz | grep -q "^\.TH irqwise 8"'
+	check "man -l renders it without warnings" quiet_stderr env MANWIDTH=80 man --warnings -l /usr/share/man/man8/irqwise.8.gz
+	check "man finds it by name (man -w 8 irqwise)" bash -c 'man -w 8 irqwise | grep -q irqwise.8'
+	check "bash completion loads" bash -c 'source /usr/share/bash-completion/completions/irqwise && complete -p irqwise'
+
+	check "dpkg --purge irqwise" dpkg --purge irqwise
+	check "purged: package unknown to dpkg" bash -c '! dpkg -s irqwise >/dev/null 2>&1'
+	check "purged: every installed file is gone" absent "${installed[@]}" /etc/irqwise "$wants" /usr/share/doc/irqwise
+fi
+
+# --- .rpm: contents and scriptlets ---------------------------------------------------------------
+if ! command -v rpm >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ]; then
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rpm >/dev/null
+	fi
+fi
+if [ -f "$rpmfile" ] && command -v rpm >/dev/null 2>&1; then
+	list=$(rpm -qlp "$rpmfile" 2>/dev/null)
+	for f in /usr/sbin/irqwise /usr/lib/systemd/system/irqwise.service /etc/irqwise/irqwise.toml \
+		/usr/share/man/man8/irqwise.8.gz /usr/share/bash-completion/completions/irqwise \
+		/usr/share/zsh/site-functions/_irqwise /usr/share/fish/vendor_completions.d/irqwise.fish \
+		/usr/share/doc/irqwise/examples/50-latency.toml.example; do
+		check "rpm lists $f" grep -qxF "$f" <<<"$list"
+	done
+	check "rpm: /etc/irqwise/irqwise.toml is %config(noreplace)" \
+		bash -c "rpm -qp --qf '[%{FILENAMES} %{FILEFLAGS:fflags}\n]' '$rpmfile' 2>/dev/null | grep -qx '/etc/irqwise/irqwise.toml cn'"
+	check "rpm: scriptlets (conf.d and preset on install, disable --now on erase)" \
+		bash -c "s=\$(rpm -qp --scripts '$rpmfile' 2>/dev/null); grep -q 'systemctl preset irqwise.service' <<<\"\$s\" && grep -q 'disable --now irqwise.service' <<<\"\$s\" && grep -q 'mkdir -p /etc/irqwise/conf.d' <<<\"\$s\""
+elif [ -f "$rpmfile" ]; then
+	echo "FAIL: rpm is not installed (apt-get install rpm)"
+	failures=$((failures + 1))
+fi
+
+if [ "$failures" -eq 0 ]; then
+	echo "package-test: PASS"
+else
+	echo "package-test: FAIL ($failures failed checks)"
+	exit 1
+fi

@@ -1,0 +1,285 @@
+//! Packaging checks that run in `cargo test`: the systemd unit's settings against what the daemon
+//! needs, `systemd-analyze verify`/`security` where systemd is installed, the generated man page
+//! and completions against the clap definition, and the package metadata against the tree.
+//! (Installing the .deb is `make package-test`.)
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clap::{CommandFactory, Parser};
+use irqwise::cli::args::Cli;
+
+#[allow(dead_code)]
+#[path = "../examples/gen-assets.rs"]
+mod gen_assets;
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// The unit file as `section.Key` → every value assigned (in order; an empty assignment kept).
+fn unit_settings() -> BTreeMap<String, Vec<String>> {
+    let text = std::fs::read_to_string(repo("systemd/irqwise.service")).unwrap();
+    let mut section = String::new();
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with(['#', ';'])) {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_string();
+            continue;
+        }
+        let (key, value) = line.split_once('=').unwrap_or_else(|| panic!("not key=value: {line}"));
+        out.entry(format!("{section}.{}", key.trim())).or_default().push(value.trim().to_string());
+    }
+    out
+}
+
+fn one<'a>(s: &'a BTreeMap<String, Vec<String>>, key: &str) -> &'a str {
+    match s.get(key).map(Vec::as_slice) {
+        Some([v]) => v,
+        other => panic!("{key}: expected exactly one value, got {other:?}"),
+    }
+}
+
+fn has_tool(name: &str) -> bool {
+    Command::new(name).arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn unit_runs_the_daemon_as_a_notify_service_that_reloads_on_hup() {
+    let s = unit_settings();
+    assert_eq!(one(&s, "Service.Type"), "notify");
+    assert_eq!(one(&s, "Service.ExecStart"), "/usr/sbin/irqwise run");
+    // systemd 252 (Debian 12) has no notify-reload: the reload is SIGHUP to the main process.
+    assert_eq!(one(&s, "Service.ExecReload"), "/bin/kill -HUP $MAINPID");
+    assert!(!one(&s, "Service.WatchdogSec").is_empty());
+    assert_eq!(one(&s, "Service.Restart"), "on-failure");
+    assert_eq!(one(&s, "Unit.Conflicts"), "irqbalance.service");
+    assert_eq!(one(&s, "Install.WantedBy"), "multi-user.target");
+}
+
+#[test]
+fn unit_sandbox_leaves_the_daemon_what_it_needs() {
+    let s = unit_settings();
+    let get = |k: &str| s.get(k).cloned().unwrap_or_default();
+    // uid 0 writes /proc/irq without any capability.
+    assert_eq!(get("Service.CapabilityBoundingSet"), vec![String::new()]);
+    assert!(get("Service.User").is_empty(), "writing /proc/irq needs uid 0");
+    let rw: Vec<String> =
+        get("Service.ReadWritePaths").iter().flat_map(|v| v.split_whitespace().map(String::from)).collect();
+    assert!(rw.contains(&"/proc/irq".to_string()), "ReadWritePaths must include /proc/irq: {rw:?}");
+    assert_eq!(one(&s, "Service.ProtectSystem"), "strict");
+    // ProtectKernelTunables= mounts /proc/irq read-only (irqbalance #308).
+    assert!(
+        get("Service.ProtectKernelTunables").iter().all(|v| v == "no"),
+        "ProtectKernelTunables breaks /proc/irq writes"
+    );
+    // Kernel uevents and rtnetlink only reach the host network namespace.
+    assert!(get("Service.PrivateNetwork").iter().all(|v| v == "no"), "netlink needs the host network namespace");
+    let families = one(&s, "Service.RestrictAddressFamilies");
+    assert!(families.split_whitespace().any(|f| f == "AF_NETLINK"), "{families}");
+    assert!(families.split_whitespace().any(|f| f == "AF_UNIX"), "sd_notify and journald: {families}");
+    // The irqbalance check reads /proc/PID/comm of root processes; /proc/irq and /proc/interrupts
+    // are not per-process files.
+    assert!(get("Service.ProtectProc").iter().all(|v| v == "default"), "ProtectProc hides irqbalance");
+    assert!(get("Service.ProcSubset").iter().all(|v| v == "all"), "ProcSubset=pid hides /proc/irq");
+    for key in [
+        "NoNewPrivileges",
+        "PrivateDevices",
+        "PrivateTmp",
+        "MemoryDenyWriteExecute",
+        "LockPersonality",
+        "RestrictRealtime",
+        "RestrictNamespaces",
+        "RestrictSUIDSGID",
+    ] {
+        assert_eq!(one(&s, &format!("Service.{key}")), "yes", "{key}");
+    }
+}
+
+/// A copy of the unit whose ExecStart names an executable that exists here (verify checks it).
+fn unit_copy_with_existing_binary(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(repo("systemd/irqwise.service")).unwrap();
+    let path = dir.join("irqwise.service");
+    std::fs::write(&path, text.replace("/usr/sbin/irqwise", env!("CARGO_BIN_EXE_irqwise"))).unwrap();
+    path
+}
+
+#[test]
+fn systemd_analyze_verify_prints_nothing_on_stderr() {
+    if !has_tool("systemd-analyze") {
+        eprintln!("systemd-analyze not installed: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let unit = unit_copy_with_existing_binary(dir.path());
+    // --man=no: the man page is not installed here (make package-test verifies with it installed).
+    let out = Command::new("systemd-analyze").args(["verify", "--man=no"]).arg(&unit).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.trim().is_empty(), "systemd-analyze verify:\n{stderr}");
+}
+
+#[test]
+fn systemd_analyze_security_exposure_is_at_most_2() {
+    if !has_tool("systemd-analyze") {
+        eprintln!("systemd-analyze not installed: skipped");
+        return;
+    }
+    let out = Command::new("systemd-analyze")
+        .args(["security", "--offline=true", "--no-pager"])
+        .arg(repo("systemd/irqwise.service"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("Overall exposure level"))
+        .unwrap_or_else(|| panic!("no exposure line in:\n{text}"));
+    let level: f64 =
+        line.split(": ").nth(1).and_then(|v| v.split_whitespace().next()).and_then(|v| v.parse().ok()).unwrap();
+    assert!(level <= 2.0, "{line}");
+}
+
+#[test]
+#[ignore = "needs the daemon's `run` subcommand (daemon branch); remove this ignore once merged"]
+fn unit_exec_start_is_a_command_the_binary_accepts() {
+    let s = unit_settings();
+    let args: Vec<&str> = one(&s, "Service.ExecStart").split_whitespace().collect();
+    assert!(Cli::try_parse_from(args.iter().map(|a| a.rsplit('/').next().unwrap())).is_ok(), "{args:?}");
+}
+
+/// Every command path of the clap definition ("irqwise spread numa"), without `help`.
+fn command_paths(cmd: &clap::Command, prefix: &str, out: &mut Vec<String>) {
+    for sub in cmd.get_subcommands().filter(|c| c.get_name() != "help") {
+        let path = format!("{prefix} {}", sub.get_name());
+        out.push(path.clone());
+        command_paths(sub, &path, out);
+    }
+}
+
+#[test]
+fn man_page_documents_every_command_and_renders_cleanly() {
+    let page = String::from_utf8(gen_assets::man_page().unwrap()).unwrap();
+    assert!(page.contains(".TH irqwise 8"), "section 8 title");
+    let mut paths = Vec::new();
+    command_paths(&Cli::command(), "irqwise", &mut paths);
+    assert!(paths.len() >= 5, "{paths:?}");
+    for path in &paths {
+        let header = format!(".SS \"{}\"", path.replace('-', "\\-"));
+        assert!(page.contains(&header), "no subsection {header}");
+    }
+    if !has_tool("man") {
+        eprintln!("man not installed: rendering skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("irqwise.8");
+    std::fs::write(&file, &page).unwrap();
+    let out = Command::new("man")
+        .args(["--warnings", "-l"])
+        .arg(&file)
+        .env("MANWIDTH", "80")
+        .env("MAN_KEEP_FORMATTING", "")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.trim().is_empty(), "man -l: {stderr}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for path in &paths {
+        assert!(text.contains(path.as_str()), "rendered page lacks {path}");
+    }
+}
+
+#[test]
+fn bash_completion_loads_and_knows_the_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    gen_assets::completions(dir.path()).unwrap();
+    for f in ["irqwise.bash", "_irqwise", "irqwise.fish"] {
+        assert!(dir.path().join(f).is_file(), "{f}");
+    }
+    let bash = dir.path().join("irqwise.bash");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!("source '{}' && complete -p irqwise", bash.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let script = std::fs::read_to_string(&bash).unwrap();
+    let mut paths = Vec::new();
+    command_paths(&Cli::command(), "irqwise", &mut paths);
+    for name in paths.iter().filter_map(|p| p.rsplit(' ').next()) {
+        assert!(script.contains(name), "bash completion lacks {name}");
+    }
+}
+
+/// `[package.metadata.<tool>].assets` of Cargo.toml as (source, dest) pairs.
+fn assets(tool: &str) -> Vec<(Option<String>, String)> {
+    let manifest: toml::Value = toml::from_str(&std::fs::read_to_string(repo("Cargo.toml")).unwrap()).unwrap();
+    let list = manifest["package"]["metadata"][tool]["assets"].as_array().unwrap().clone();
+    list.iter()
+        .map(|a| match a {
+            toml::Value::Array(v) => (v[0].as_str().map(String::from), v[1].as_str().unwrap().to_string()),
+            t => (t.get("source").and_then(|s| s.as_str()).map(String::from), t["dest"].as_str().unwrap().to_string()),
+        })
+        .collect()
+}
+
+#[test]
+fn both_packages_ship_the_same_files_from_sources_that_exist() {
+    for tool in ["deb", "generate-rpm"] {
+        let list = assets(tool);
+        for (source, _) in &list {
+            let Some(source) = source else { continue };
+            if source.starts_with("target/") {
+                continue; // built by cargo or `make assets`
+            }
+            let (dir, pattern) = source.rsplit_once('/').unwrap_or((".", source));
+            let found = std::fs::read_dir(repo(dir)).unwrap().flatten().any(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                match pattern.split_once('*') {
+                    Some((pre, post)) => name.starts_with(pre) && name.ends_with(post),
+                    None => name == pattern,
+                }
+            });
+            assert!(found, "{tool}: asset source {source} matches no file");
+        }
+        let dests: Vec<String> = list.iter().map(|(_, d)| format!("/{}", d.trim_start_matches('/'))).collect();
+        for want in [
+            "/usr/sbin/",
+            "/etc/irqwise/irqwise.toml",
+            "/usr/share/man/man8/irqwise.8.gz",
+            "/usr/share/bash-completion/completions/irqwise",
+            "/usr/share/doc/irqwise/examples/",
+        ] {
+            assert!(dests.iter().any(|d| d.starts_with(want)), "{tool} ships nothing at {want}: {dests:?}");
+        }
+    }
+}
+
+#[test]
+fn maintainer_scripts_parse_and_touch_systemd_only_where_it_runs() {
+    let scripts = [
+        "deb/postinst",
+        "deb/prerm",
+        "deb/postrm",
+        "rpm/post_install.sh",
+        "rpm/pre_uninstall.sh",
+        "rpm/post_uninstall.sh",
+    ];
+    for name in scripts {
+        let path = repo(&format!("packaging/{name}"));
+        let out = Command::new("sh").arg("-n").arg(&path).output().unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = std::fs::read_to_string(&path).unwrap();
+        if name.starts_with("deb/") {
+            assert!(text.contains("\n#DEBHELPER#\n"), "{name}: cargo-deb inserts the systemd snippets at #DEBHELPER#");
+        }
+        let code: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with('#')).collect();
+        if code.iter().any(|l| l.contains("systemctl")) {
+            assert!(
+                code.iter().any(|l| l.contains("[ -d /run/systemd/system ]")),
+                "{name}: systemctl without the systemd-running guard"
+            );
+        }
+    }
+}
