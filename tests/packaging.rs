@@ -141,7 +141,6 @@ fn systemd_analyze_security_exposure_is_at_most_2() {
 }
 
 #[test]
-#[ignore = "needs the daemon's `run` subcommand (daemon branch); remove this ignore once merged"]
 fn unit_exec_start_is_a_command_the_binary_accepts() {
     let s = unit_settings();
     let args: Vec<&str> = one(&s, "Service.ExecStart").split_whitespace().collect();

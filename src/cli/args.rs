@@ -9,7 +9,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[command(
     name = "irqwise",
     version,
-    about = "Places NVMe and NIC interrupts on the CPUs the kernel itself would choose"
+    about = "Places NVMe and NIC interrupts on the CPUs the kernel itself would choose",
+    long_about = "irqwise places the interrupts of NVMe drives and network cards on CPUs chosen exactly as \
+the kernel's own group_cpus_evenly() and cpumask_local_spread() would choose them, and keeps them there \
+as devices, links and CPUs come and go. `irqwise run` is the daemon (normally started by \
+irqwise.service); `plan` shows what it would do, `apply` does one pass. Configuration: \
+/etc/irqwise/irqwise.toml and conf.d drop-ins."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -49,11 +54,13 @@ pub enum Command {
     },
     /// What the running daemon last applied and why (reads ROOT/run/irqwise/state.json).
     Status {
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
     /// What irqwise would do now: every IRQ's current and desired CPUs; writes nothing.
     Plan {
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -62,6 +69,7 @@ pub enum Command {
         /// Show what would be written, write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -71,7 +79,10 @@ pub enum Command {
         paths: Vec<PathBuf>,
     },
     /// Copy the part of /sys and /proc that irqwise reads into OUT, usable as --root OUT.
-    Snapshot { out: PathBuf },
+    Snapshot {
+        /// Directory to write the copy into (created if missing; must be empty).
+        out: PathBuf,
+    },
     /// Show the CPU and NUMA topology as irqwise sees it.
     Topology {
         /// Print JSON instead of a table.
@@ -94,16 +105,19 @@ pub enum SpreadCommand {
         node: i64,
         #[arg(long, value_enum, default_value_t = OrderArg::CoresFirst)]
         order: OrderArg,
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
     /// CPU groups for N queues, as `group_cpus_evenly()` of a kernel version computes them.
     Groups {
+        /// Number of queues (groups) to spread the CPUs into.
         #[arg(long)]
         groups: usize,
         /// Kernel version whose rules to use (e.g. 6.1, 7.0); default: the root's kernel.
         #[arg(long, value_name = "X.Y")]
         kernel: Option<String>,
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
