@@ -27,6 +27,8 @@ test: deps
 
 bench: deps
 	$(CARGO) bench --bench spreading
+	$(CARGO) bench --bench plan
+	$(CARGO) bench --bench daemon
 
 fmt:
 	$(CARGO) fmt --all
