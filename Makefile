@@ -9,7 +9,7 @@ build:
 
 run: build
 	$(BIN) topology
-	$(BIN) spread numa --node 0
+	$(BIN) plan
 
 # Installs missing build dependencies (Debian, as root), then runs every test target.
 deps:

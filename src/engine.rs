@@ -4,7 +4,7 @@
 //! one-shot `apply` always agree. Guarantee: [`apply_plan`] writes only `Set` placements and
 //! carries on past every per-IRQ failure.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -53,6 +53,24 @@ pub fn device_facts(d: &Device) -> DeviceFacts {
     facts
 }
 
+/// udev properties (`E:KEY=VALUE` lines of udevd's database) of the PCI device and of its
+/// network interfaces; empty where udevd does not run. Later sources win per key.
+pub fn udev_properties(root: &Root, d: &Device) -> BTreeMap<String, String> {
+    let mut files = vec![format!("run/udev/data/+pci:{}", d.bdf)];
+    for ifname in &d.interfaces {
+        if let Ok(Some(index)) = root.read_optional(format!("sys/class/net/{ifname}/ifindex")) {
+            files.push(format!("run/udev/data/n{}", index.trim()));
+        }
+    }
+    let mut props = BTreeMap::new();
+    for text in files.iter().filter_map(|f| root.read_optional(f).ok().flatten()) {
+        for (k, v) in text.lines().filter_map(|l| l.strip_prefix("E:")).filter_map(|kv| kv.split_once('=')) {
+            props.insert(k.to_string(), v.to_string());
+        }
+    }
+    props
+}
+
 /// Grouping rules of the root's kernel (`osrelease`), else of current kernels.
 pub fn group_rules(topo: &Topology) -> GroupRules {
     let version = topo.kernel.as_deref().and_then(|k| KernelVersion::parse(k).ok()).unwrap_or(FALLBACK_KERNEL);
@@ -63,7 +81,11 @@ pub fn group_rules(topo: &Topology) -> GroupRules {
 pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) -> Result<PlannedPass, EngineError> {
     let topology = Topology::discover(root)?;
     let discovery = discover_devices(root, &topology)?;
-    let facts: Vec<DeviceFacts> = discovery.devices.iter().map(device_facts).collect();
+    let facts: Vec<DeviceFacts> = discovery
+        .devices
+        .iter()
+        .map(|d| DeviceFacts { properties: udev_properties(root, d), ..device_facts(d) })
+        .collect();
     let policies: Vec<_> = facts.iter().map(|f| resolve(config, f)).collect();
     let ctx = PlanContext {
         topo: &topology,
@@ -108,6 +130,8 @@ pub struct Change {
     pub old: Option<CpuSet>,
     /// What is now in `smp_affinity_list` (the desired or the fallback set), if written.
     pub new: Option<CpuSet>,
+    /// Flattened: `"result": "failed", "class": ..., "error": ...` beside the other keys.
+    #[serde(flatten)]
     pub result: ChangeResult,
 }
 
@@ -184,4 +208,44 @@ pub fn apply_plan(plan: &Plan, writer: &dyn AffinityWriter) -> ApplyReport {
         });
     }
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn udev_properties_come_from_the_pci_and_net_entries() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = Root::new(dir.path());
+        std::fs::create_dir_all(dir.path().join("run/udev/data")).expect("mkdir");
+        std::fs::create_dir_all(dir.path().join("sys/class/net/eth7")).expect("mkdir");
+        std::fs::write(dir.path().join("sys/class/net/eth7/ifindex"), "7\n").expect("write");
+        std::fs::write(
+            dir.path().join("run/udev/data/+pci:0000:81:00.0"),
+            "I:1\nE:ID_PATH=pci-0000:81:00.0\nE:X=pci\n",
+        )
+        .expect("write");
+        std::fs::write(dir.path().join("run/udev/data/n7"), "E:ID_NET_NAME_PATH=enp129s0\nE:X=net\nG:junk\n")
+            .expect("write");
+        let d = Device {
+            bdf: "0000:81:00.0".into(),
+            class: DeviceClass::Nic,
+            pci_class: 0x020000,
+            vendor: None,
+            device: None,
+            driver: Some("ice".into()),
+            name: Some("eth7".into()),
+            interfaces: vec!["eth7".into()],
+            node: Some(1),
+            local_cpus: None,
+            vectors: Vec::new(),
+            nvme: None,
+        };
+        let props = udev_properties(&root, &d);
+        assert_eq!(props.get("ID_PATH").map(String::as_str), Some("pci-0000:81:00.0"));
+        assert_eq!(props.get("ID_NET_NAME_PATH").map(String::as_str), Some("enp129s0"));
+        assert_eq!(props.get("X").map(String::as_str), Some("net"), "the interface's entry is read last");
+        assert_eq!(props.len(), 3);
+    }
 }

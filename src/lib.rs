@@ -7,6 +7,7 @@ pub mod apply;
 pub mod cli;
 pub mod config;
 pub mod cpuset;
+pub mod daemon;
 pub mod devices;
 pub mod engine;
 pub mod events;

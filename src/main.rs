@@ -26,6 +26,8 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::Apply { dry_run, json } => cli::apply(&root, &paths, dry_run, json),
         Command::CheckConfig { paths: files } => cli::check_config(&root, &paths, &files),
         Command::Snapshot { out } => cli::snapshot(&root, &out).map(ok),
+        Command::Run { once } => irqwise::daemon::command::run(&root, &paths, cli.global.log_format, once),
+        Command::Status { json } => irqwise::daemon::command::status(&root, json),
     }
 }
 

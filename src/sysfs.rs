@@ -3,7 +3,7 @@
 //! Tests and users point it at a captured tree; the default is `/`. Every error names the full
 //! path, and for parse errors the content found and what was expected.
 
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -66,14 +66,34 @@ impl Root {
     pub fn read_string(&self, rel: impl AsRef<Path>) -> Result<String, SysfsError> {
         let path = self.path(rel);
         match std::fs::read(&path) {
-            Ok(bytes) => {
-                let mut s = String::from_utf8_lossy(&bytes).into_owned();
-                while s.ends_with('\n') {
-                    s.pop();
-                }
-                Ok(s)
-            }
+            Ok(bytes) => Ok(trim_newlines(String::from_utf8_lossy(&bytes).into_owned())),
             Err(source) => Err(SysfsError::Read { path, source }),
+        }
+    }
+
+    /// Like [`Root::read_string`] for the small files (CPU lists, numbers), refusing anything
+    /// longer than [`SMALL_FILE_LIMIT`] bytes: a copied root may hold a link to an endless
+    /// device (`/dev/zero`, `/dev/full`) that would otherwise be read until memory runs out.
+    fn read_small(&self, rel: impl AsRef<Path>) -> Result<String, SysfsError> {
+        let path = self.path(rel);
+        let mut bytes = Vec::new();
+        let read = std::fs::File::open(&path).and_then(|f| f.take(SMALL_FILE_LIMIT + 1).read_to_end(&mut bytes));
+        match read {
+            Ok(n) if n as u64 > SMALL_FILE_LIMIT => {
+                let problem = format!("longer than {SMALL_FILE_LIMIT} bytes, expected a short sysfs value");
+                Err(SysfsError::Read { path, source: io::Error::new(io::ErrorKind::InvalidData, problem) })
+            }
+            Ok(_) => Ok(trim_newlines(String::from_utf8_lossy(&bytes).into_owned())),
+            Err(source) => Err(SysfsError::Read { path, source }),
+        }
+    }
+
+    /// [`Root::read_small`] with a missing file as `None`.
+    fn read_small_optional(&self, rel: impl AsRef<Path>) -> Result<Option<String>, SysfsError> {
+        match self.read_small(rel) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => Ok(None),
+            Err(e) => Err(e),
         }
     }
 
@@ -89,14 +109,14 @@ impl Root {
     /// A CPU list file (`0-3,8`), also blk-mq's `4, 5, 6, 7`.
     pub fn read_cpulist(&self, rel: impl AsRef<Path>) -> Result<CpuSet, SysfsError> {
         let rel = rel.as_ref();
-        let text = self.read_string(rel)?;
+        let text = self.read_small(rel)?;
         parse_cpulist_at(&self.path(rel), &text)
     }
 
     /// A CPU list file that may be absent.
     pub fn read_cpulist_optional(&self, rel: impl AsRef<Path>) -> Result<Option<CpuSet>, SysfsError> {
         let rel = rel.as_ref();
-        match self.read_optional(rel)? {
+        match self.read_small_optional(rel)? {
             Some(text) => parse_cpulist_at(&self.path(rel), &text).map(Some),
             None => Ok(None),
         }
@@ -105,7 +125,7 @@ impl Root {
     /// A file holding one number (decimal), surrounding whitespace allowed.
     pub fn read_number<T: FromStr>(&self, rel: impl AsRef<Path>, expected: &'static str) -> Result<T, SysfsError> {
         let rel = rel.as_ref();
-        let text = self.read_string(rel)?;
+        let text = self.read_small(rel)?;
         parse_number_at(&self.path(rel), &text, expected)
     }
 
@@ -116,7 +136,7 @@ impl Root {
         expected: &'static str,
     ) -> Result<Option<T>, SysfsError> {
         let rel = rel.as_ref();
-        match self.read_optional(rel)? {
+        match self.read_small_optional(rel)? {
             Some(text) => parse_number_at(&self.path(rel), &text, expected).map(Some),
             None => Ok(None),
         }
@@ -142,6 +162,17 @@ impl Root {
             other => other,
         }
     }
+}
+
+/// Bytes [`Root::read_small`] accepts: a CPU list of 8192 CPUs in the worst format is < 48 KiB.
+pub const SMALL_FILE_LIMIT: u64 = 1 << 20;
+
+/// `text` without its trailing newlines.
+fn trim_newlines(mut text: String) -> String {
+    while text.ends_with('\n') {
+        text.pop();
+    }
+    text
 }
 
 /// Parses CPU list text read from `path`, naming the file on error.
@@ -173,6 +204,9 @@ mod tests {
         let e = root.read_string("sys/missing").unwrap_err().to_string();
         assert!(e.contains("sys/missing"), "{e}");
         assert_eq!(root.list_dir("sys").expect("list"), vec!["num", "online"]);
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("sys/endless")).expect("symlink");
+        let e = root.read_cpulist("sys/endless").unwrap_err().to_string();
+        assert!(e.contains("sys/endless") && e.contains("longer than"), "{e}");
         assert!(root.list_dir_optional("nope").expect("optional").is_empty());
     }
 }

@@ -293,7 +293,6 @@ fn host_snapshot_copies_affinities_with_their_modes() {
 }
 
 #[test]
-#[ignore = "needs topology discovery (merged later)"]
 fn host_snapshot_discovers_the_same_topology() {
     let out = tempfile::tempdir().unwrap();
     snapshot(&Root::new("/"), out.path()).unwrap();

@@ -41,6 +41,17 @@ pub enum LogFormatArg {
 
 #[derive(Subcommand)]
 pub enum Command {
+    /// The daemon: place IRQs now, then keep them placed as CPUs and devices come and go.
+    Run {
+        /// Run the initial pass only, then exit (tests and one-shot journal checks).
+        #[arg(long, hide = true)]
+        once: bool,
+    },
+    /// What the running daemon last applied and why (reads ROOT/run/irqwise/state.json).
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
     /// What irqwise would do now: every IRQ's current and desired CPUs; writes nothing.
     Plan {
         #[arg(long)]

@@ -87,11 +87,31 @@ fn plan_device(ctx: &PlanContext, dev: &Device, s: &Policy) -> DevicePlan {
     let decisions: Vec<Decision> = match strategy {
         StrategyName::Leave => dev.vectors.iter().map(|_| leave("strategy leave: not touched")).collect(),
         _ if usable.is_empty() => dev.vectors.iter().map(|_| leave("no usable CPU for this device")).collect(),
-        StrategyName::Pin => {
-            dev.vectors.iter().map(|_| fixed(&usable, "pinned to the configured CPUs".into())).collect()
-        }
+        StrategyName::Pin => dev
+            .vectors
+            .iter()
+            .map(|v| match (queue_index(v), &s.admin_cpus) {
+                (None, Some(_)) => fixed(&misc, format!("{} IRQ: the configured admin_cpus", role_word(v.role))),
+                _ => fixed(&usable, "pinned to the configured CPUs".into()),
+            })
+            .collect(),
         StrategyName::NumaHop => numa_hop(ctx, dev, s, node, &usable, &misc),
         StrategyName::ClusterGroup => cluster_group(ctx, dev, node, &usable, &misc),
+    };
+    // Whatever the strategy, a kernel-managed queue IRQ can only be predicted, never moved.
+    let decisions = match strategy {
+        StrategyName::Leave => decisions,
+        _ => {
+            let grouping = queue_grouping(ctx, dev);
+            dev.vectors
+                .iter()
+                .zip(decisions)
+                .map(|(v, d)| match queue_index(v) {
+                    Some(q) if !d.managed && is_predicted_managed(ctx, dev, v) => predict_managed(dev, v, q, &grouping),
+                    _ => d,
+                })
+                .collect()
+        }
     };
     let fallback = node_cpus(ctx.topo, node, &usable);
     let irqs = dev.vectors.iter().zip(decisions).map(|(v, d)| place(ctx, v, d, &fallback)).collect();
@@ -160,28 +180,48 @@ fn role_word(r: QueueRole) -> &'static str {
     }
 }
 
-/// I/O queue i gets group i of `group_cpus_evenly(io queues)`; managed IRQs are predicted.
+/// The queue index of a queue IRQ (`io`, `rx`, `tx`, `rxtx`); `None` for admin and misc IRQs.
+fn queue_index(v: &IrqVector) -> Option<u32> {
+    match v.role {
+        QueueRole::Io | QueueRole::Rx | QueueRole::Tx | QueueRole::RxTx => v.queue,
+        QueueRole::Admin | QueueRole::Misc => None,
+    }
+}
+
+/// `group_cpus_evenly()` for the device's queue count (highest queue index + 1): what the kernel
+/// gives managed queue vectors, and what `cluster-group` gives every queue.
+struct QueueGrouping {
+    queues: u32,
+    groups: Vec<CpuSet>,
+}
+
+fn queue_grouping(ctx: &PlanContext, dev: &Device) -> QueueGrouping {
+    let queues = dev.vectors.iter().filter_map(queue_index).max().map_or(0, |q| q + 1);
+    QueueGrouping { queues, groups: group_cpus_evenly(ctx.topo, queues as usize, ctx.group_rules).groups }
+}
+
+/// Queue i (of any queue role: NVMe I/O, NIC rx/tx/rxtx) gets group i of
+/// `group_cpus_evenly(queues)`, within the usable CPUs; managed IRQs are predicted.
 fn cluster_group(ctx: &PlanContext, dev: &Device, node: Option<u32>, usable: &CpuSet, misc: &CpuSet) -> Vec<Decision> {
-    let nqueues =
-        dev.vectors.iter().filter(|v| v.role == QueueRole::Io).filter_map(|v| v.queue).max().map_or(0, |q| q + 1);
-    let grouping = group_cpus_evenly(ctx.topo, nqueues as usize, ctx.group_rules);
+    let grouping = queue_grouping(ctx, dev);
+    let nqueues = grouping.queues;
     let from = node.map_or("no node".to_string(), |n| format!("node {n}"));
     dev.vectors
         .iter()
-        .map(|v| match (v.role, v.queue) {
-            (QueueRole::Io, Some(q)) => {
-                let group = grouping.groups.get(q as usize).cloned().unwrap_or_default();
-                if is_managed(ctx, dev, v) {
-                    return predict_managed(dev, v, q, group, nqueues);
+        .map(|v| match queue_index(v) {
+            Some(q) => {
+                if is_predicted_managed(ctx, dev, v) {
+                    return predict_managed(dev, v, q, &grouping);
                 }
+                let group = grouping.groups.get(q as usize).cloned().unwrap_or_default();
                 let inside = &group & usable;
                 if inside.is_empty() {
-                    fixed(misc, format!("io queue {q}: group {q} ({group}) has no usable CPU, using {from}"))
+                    fixed(misc, format!("queue {q}: group {q} ({group}) has no usable CPU, using {from}"))
                 } else {
-                    fixed(&inside, format!("io queue {q}: group {q} of {nqueues} (kernel grouping)"))
+                    fixed(&inside, format!("queue {q}: group {q} of {nqueues} (kernel grouping)"))
                 }
             }
-            _ => fixed(misc, format!("{} IRQ: usable CPUs of {from}", role_word(v.role))),
+            None => fixed(misc, format!("{} IRQ: usable CPUs of {from}", role_word(v.role))),
         })
         .collect()
 }
@@ -194,7 +234,15 @@ fn is_managed(ctx: &PlanContext, dev: &Device, v: &IrqVector) -> bool {
         || (dev.class == DeviceClass::Nvme && dev.driver.as_deref() == Some("nvme") && v.role == QueueRole::Io)
 }
 
-fn predict_managed(dev: &Device, v: &IrqVector, q: u32, group: CpuSet, nqueues: u32) -> Decision {
+/// A managed I/O queue IRQ whose placement the kernel computes with `group_cpus_evenly()`, queue
+/// i → group i (NVMe). Other managed IRQs (a NIC queue with a read-only mask) are reported with
+/// their current mask: their vector-to-group mapping depends on the driver.
+fn is_predicted_managed(ctx: &PlanContext, dev: &Device, v: &IrqVector) -> bool {
+    v.role == QueueRole::Io && is_managed(ctx, dev, v)
+}
+
+fn predict_managed(dev: &Device, v: &IrqVector, q: u32, grouping: &QueueGrouping) -> Decision {
+    let (group, nqueues) = (grouping.groups.get(q as usize).cloned().unwrap_or_default(), grouping.queues);
     let actual = v.current.as_ref();
     let blk_mq = dev.nvme.as_ref().and_then(|n| n.blk_mq.get(q as usize));
     let mut mismatch = actual.is_some_and(|a| *a != group);
@@ -213,15 +261,17 @@ fn predict_managed(dev: &Device, v: &IrqVector, q: u32, group: CpuSet, nqueues: 
 /// `fallback` is written instead when the desired CPUs have no free vectors (ENOSPC).
 fn place(ctx: &PlanContext, v: &IrqVector, d: Decision, fallback: &CpuSet) -> Placement {
     let managed = d.managed || v.managed || ctx.known_managed.contains(&v.irq);
+    // An unreadable current mask is still written: the target is known, and the writer
+    // classifies whatever is wrong with the file (gone, not writable, ...) instead of the IRQ
+    // being silently skipped with a success exit.
     let action = match (&d.desired, &v.current) {
         _ if managed => Action::Managed,
         (None, _) => Action::Skip,
-        (Some(_), None) => Action::Skip,
         (Some(want), Some(have)) if want == have => Action::Keep,
-        (Some(_), Some(_)) => Action::Set,
+        (Some(_), _) => Action::Set,
     };
     let reason = match (action, &v.current) {
-        (Action::Skip, None) if d.desired.is_some() => "current affinity unreadable".to_string(),
+        (Action::Set, None) => format!("{}; current affinity unreadable", d.reason),
         (Action::Managed, _) if !d.managed => "kernel-managed: cannot be moved".to_string(),
         _ => d.reason,
     };

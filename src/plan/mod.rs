@@ -22,11 +22,11 @@ pub use build::{build_plan, PlanContext};
 pub enum Action {
     /// Already where it should be.
     Keep,
-    /// Write `desired` to `smp_affinity_list`.
+    /// Write `desired` to `smp_affinity_list` (also when the current mask was unreadable).
     Set,
     /// The kernel owns it; `desired` is the kernel's expected placement, never written.
     Managed,
-    /// Deliberately left alone (strategy `leave`, unreadable, no usable CPU).
+    /// Deliberately left alone (strategy `leave`, no usable CPU).
     Skip,
 }
 

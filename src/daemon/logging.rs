@@ -1,0 +1,145 @@
+//! Where the daemon's log goes (journal, text or JSON lines on stderr) and the structured
+//! entries it writes.
+//!
+//! Journal fields: tracing-journald upper-cases field names, so the tracing field `irq_name`
+//! becomes the journal field `IRQ_NAME`; with `with_field_prefix(None)` no `F_` is prepended.
+//! Guarantee: one INFO entry per applied change carrying `IRQ`, `IRQ_NAME`, `DEVICE`, `DRIVER`,
+//! `QUEUE`, `CPUS_OLD`, `CPUS_NEW`, `STRATEGY`, `REASON`.
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::EnvFilter;
+
+use crate::config::LogFormat;
+use crate::engine::{Change, ChangeResult};
+
+/// journald's native socket; deliberately not under `--root`: the log goes to the real journal.
+pub const JOURNAL_SOCKET: &str = "/run/systemd/journal/socket";
+
+/// Default filter: INFO and up, except the apply module's own per-write events (the daemon logs
+/// each change itself, with all the fields). `RUST_LOG` overrides it.
+pub const DEFAULT_FILTER: &str = "info,irqwise::apply=off";
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoggingError {
+    #[error("log format journal: cannot open the journal socket {JOURNAL_SOCKET}: {0}")]
+    Journal(std::io::Error),
+    #[error("cannot install the log subscriber: {0}")]
+    Install(String),
+}
+
+/// The format actually used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sink {
+    Journal,
+    Text,
+    Json,
+}
+
+/// Chooses the sink: an explicit format wins; `auto` means the journal when its socket exists.
+pub fn choose_sink(format: LogFormat, journal_socket_exists: bool) -> Sink {
+    match format {
+        LogFormat::Journal => Sink::Journal,
+        LogFormat::Text => Sink::Text,
+        LogFormat::Json => Sink::Json,
+        LogFormat::Auto if journal_socket_exists => Sink::Journal,
+        LogFormat::Auto => Sink::Text,
+    }
+}
+
+/// Installs the global subscriber for `format`. With `auto`, a journal that cannot be opened
+/// falls back to text; an explicit `journal` that cannot be opened is an error.
+pub fn init(format: LogFormat) -> Result<Sink, LoggingError> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let sink = choose_sink(format, Path::new(JOURNAL_SOCKET).exists());
+    let registry = tracing_subscriber::registry().with(filter);
+    let installed = match sink {
+        Sink::Journal => match tracing_journald::layer() {
+            Ok(layer) => registry.with(layer.with_field_prefix(None)).try_init(),
+            Err(e) if format == LogFormat::Journal => return Err(LoggingError::Journal(e)),
+            Err(_) => return init(LogFormat::Text),
+        },
+        Sink::Text => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(std::io::stderr().is_terminal()),
+            )
+            .try_init(),
+        Sink::Json => registry.with(tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr)).try_init(),
+    };
+    installed.map_err(|e| LoggingError::Install(e.to_string()))?;
+    Ok(sink)
+}
+
+fn list(set: Option<&crate::cpuset::CpuSet>) -> String {
+    set.map_or_else(|| "?".to_string(), |s| s.to_list_string())
+}
+
+/// Logs one change of a pass: INFO with the journal fields for a write, WARN with the error
+/// class for a failure, INFO for an IRQ learned to be kernel-managed or gone.
+pub fn log_change(c: &Change) {
+    let who = c.device_name.as_deref().unwrap_or(&c.device);
+    let irq_name = c.irq_name.as_deref().unwrap_or("");
+    let driver = c.driver.as_deref().unwrap_or("");
+    let queue = c.queue.map(|q| q.to_string()).unwrap_or_default();
+    let old = list(c.old.as_ref());
+    match &c.result {
+        ChangeResult::Written | ChangeResult::WrittenFallback => {
+            let new = list(c.new.as_ref());
+            let fallback =
+                if c.result == ChangeResult::WrittenFallback { " (no vectors left there: node's CPUs)" } else { "" };
+            tracing::info!(
+                irq = c.irq,
+                irq_name,
+                device = c.device.as_str(),
+                driver,
+                queue = queue.as_str(),
+                cpus_old = old.as_str(),
+                cpus_new = new.as_str(),
+                strategy = c.strategy.as_str(),
+                reason = c.reason.as_str(),
+                "irq {} ({irq_name}) of {who}: {old} -> {new}{fallback}",
+                c.irq
+            );
+        }
+        ChangeResult::Managed => tracing::info!(
+            irq = c.irq,
+            device = c.device.as_str(),
+            "irq {} of {who}: the kernel refused the write (kernel-managed); left alone from now on",
+            c.irq
+        ),
+        ChangeResult::Gone => {
+            tracing::info!(
+                irq = c.irq,
+                device = c.device.as_str(),
+                "irq {} of {who}: gone before it was written",
+                c.irq
+            )
+        }
+        ChangeResult::Failed { class, error } => tracing::warn!(
+            irq = c.irq,
+            device = c.device.as_str(),
+            class = ?class,
+            "irq {} of {who}: write failed ({class:?}): {error}",
+            c.irq
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explicit_formats_win_and_auto_follows_the_socket() {
+        assert_eq!(choose_sink(LogFormat::Text, true), Sink::Text);
+        assert_eq!(choose_sink(LogFormat::Json, true), Sink::Json);
+        assert_eq!(choose_sink(LogFormat::Journal, false), Sink::Journal);
+        assert_eq!(choose_sink(LogFormat::Auto, true), Sink::Journal);
+        assert_eq!(choose_sink(LogFormat::Auto, false), Sink::Text);
+    }
+}

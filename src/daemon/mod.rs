@@ -1,0 +1,393 @@
+//! The daemon: an initial pass, then one pass per burst of triggers, telling systemd and the
+//! journal what it did.
+//!
+//! Guarantees:
+//! - Every pass is a full pass (discover, plan, apply) and re-reads every current mask, so drift
+//!   of any kind (a driver rewriting its masks, the kernel resetting an IRQ to all CPUs after an
+//!   offline, an operator's edit) is restored by the next pass. A full pass costs well under a
+//!   millisecond per device on the fixtures measured in `benches/daemon.rs`, so no partial
+//!   rediscovery is attempted: a pass equals a full pass by construction.
+//! - A pass that changes nothing logs nothing (debug aside); it still updates `STATUS=` and the
+//!   state file.
+//! - A failed pass (unreadable topology, ...) is logged and the daemon keeps the placement it had.
+//! - `SIGHUP`: `RELOADING=1` + `MONOTONIC_USEC=`, reload (an invalid config is logged error by
+//!   error and the previous one kept), pass, `READY=1`. `SIGTERM`/`SIGINT`: `STOPPING=1`, restore
+//!   the masks found at start when `restore_on_exit`, return.
+//! - The watchdog is pinged from the loop itself: a pass that hangs stops the pings.
+
+pub mod command;
+pub mod ledger;
+pub mod logging;
+pub mod notify;
+pub mod peers;
+pub mod state;
+
+use std::collections::BTreeSet;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio::sync::{mpsc, watch};
+use tokio::time::{interval, Interval, MissedTickBehavior};
+
+use crate::apply::{AffinityWriter, ProcIrq};
+use crate::config::{self, Config, ConfigError, ConfigPaths};
+use crate::engine::{apply_plan, plan_pass, ApplyReport};
+use crate::events::{Batch, Debouncer, EventConfig, EventSources, EventsError, Trigger};
+use crate::plan::Plan;
+use crate::sysfs::Root;
+
+use ledger::Ledger;
+use notify::Notifier;
+use state::{PassCounts, StateRecord};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("invalid configuration:\n{}", .0.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n"))]
+    Config(Vec<ConfigError>),
+    #[error("cannot read the possible CPUs (needed to validate the configuration): {0}")]
+    PossibleCpus(crate::sysfs::SysfsError),
+    #[error(transparent)]
+    Events(#[from] EventsError),
+}
+
+/// The running daemon's memory. See the module documentation for its guarantees.
+pub struct Daemon {
+    root: Root,
+    paths: ConfigPaths,
+    config: Config,
+    known_managed: BTreeSet<u32>,
+    ledger: Ledger,
+    last_plan: Plan,
+    last_report: ApplyReport,
+    last_counts: PassCounts,
+    last_error: Option<String>,
+    started: u64,
+    passes: watch::Sender<u64>,
+    notifier: Notifier,
+    state_failed: bool,
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Loads the configuration, validating CPU lists against the root's possible CPUs.
+pub fn load_config(root: &Root, paths: &ConfigPaths) -> Result<Config, DaemonError> {
+    let possible = root.read_cpulist("sys/devices/system/cpu/possible").map_err(DaemonError::PossibleCpus)?;
+    config::load(paths, &possible).map_err(DaemonError::Config)
+}
+
+/// Why a batch ran a pass, in words for the log and the state file.
+pub fn describe(batch: &Batch) -> Vec<String> {
+    let mut why = Vec::new();
+    let flags = [
+        (batch.reload, "reload"),
+        (batch.cpus_changed, "cpu"),
+        (batch.devices_changed, "device"),
+        (batch.overflow, "overflow"),
+        (batch.reconcile, "reconcile"),
+    ];
+    why.extend(flags.iter().filter(|(on, _)| *on).map(|(_, w)| w.to_string()));
+    for (ifindex, link) in &batch.links {
+        let name = link.name.clone().unwrap_or_else(|| format!("#{ifindex}"));
+        why.push(format!("link {name} {}", if link.up { "up" } else { "down" }));
+    }
+    why
+}
+
+impl Daemon {
+    /// A daemon for `root` with an already loaded `config`; nothing is read or written yet.
+    pub fn new(root: Root, paths: ConfigPaths, config: Config) -> Daemon {
+        Daemon {
+            root,
+            paths,
+            config,
+            known_managed: BTreeSet::new(),
+            ledger: Ledger::default(),
+            last_plan: Plan::default(),
+            last_report: ApplyReport::default(),
+            last_counts: PassCounts::default(),
+            last_error: None,
+            started: unix_now(),
+            passes: watch::channel(0).0,
+            notifier: Notifier::new(),
+            state_failed: false,
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn last_plan(&self) -> &Plan {
+        &self.last_plan
+    }
+
+    pub fn last_report(&self) -> &ApplyReport {
+        &self.last_report
+    }
+
+    /// Passes completed so far; the receiver sees each new count (tests wait on it).
+    pub fn passes(&self) -> watch::Receiver<u64> {
+        self.passes.subscribe()
+    }
+
+    /// `irqwise run`: warns about irqbalance, starts the event sources (kernel uevents and
+    /// rtnetlink when they can be opened, signals, the reconcile timer) and runs the loop.
+    pub async fn run(&mut self) -> Result<(), DaemonError> {
+        for pid in peers::irqbalance_pids(&self.root) {
+            tracing::warn!(
+                "irqbalance (pid {pid}) is running: it will fight irqwise over IRQ placement; stop and disable it (systemctl disable --now irqbalance)"
+            );
+        }
+        let events =
+            EventConfig { reconcile_interval: Some(self.config.global.reconcile_interval), ..EventConfig::default() };
+        let (_sources, triggers) = start_sources(events)?;
+        self.run_with(triggers).await;
+        Ok(())
+    }
+
+    /// The loop on an injected trigger stream: initial pass, `READY=1`, then one pass per
+    /// debounced batch until a stop (or the end of the stream), then `STOPPING=1` and restore.
+    pub async fn run_with(&mut self, triggers: mpsc::Receiver<Trigger>) {
+        let mut debouncer = Debouncer::new(triggers, self.config.global.debounce);
+        // The debouncer runs in its own task: a batch half-collected when the watchdog ticks is
+        // never dropped (its future is not cancel-safe).
+        let (batch_tx, mut batches) = mpsc::channel::<Batch>(1);
+        let collector = tokio::spawn(async move {
+            while let Some(batch) = debouncer.next_batch().await {
+                if batch_tx.send(batch).await.is_err() {
+                    return;
+                }
+            }
+        });
+        self.pass(vec!["start".into()]);
+        self.notifier.ready(&self.last_counts.status_line());
+        let mut watchdog = notify::watchdog_period().map(|period| {
+            let mut timer = interval(period);
+            timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            timer
+        });
+        loop {
+            tokio::select! {
+                batch = batches.recv() => match batch {
+                    Some(batch) if !batch.stop => self.handle(batch),
+                    _ => break,
+                },
+                _ = tick(&mut watchdog) => self.notifier.watchdog(),
+            }
+        }
+        collector.abort();
+        self.shutdown();
+    }
+
+    /// One batch: reload first if asked, then one pass.
+    fn handle(&mut self, batch: Batch) {
+        let why = describe(&batch);
+        if batch.reload {
+            self.notifier.reloading();
+            self.reload();
+            self.pass(why);
+            self.notifier.ready(&self.last_counts.status_line());
+        } else {
+            self.pass(why);
+            self.notifier.status(&self.last_counts.status_line());
+        }
+    }
+
+    /// Reloads the configuration; on any error logs each one and keeps the current config.
+    pub fn reload(&mut self) {
+        match load_config(&self.root, &self.paths) {
+            Ok(config) => {
+                let g = (&config.global, &self.config.global);
+                if g.0.debounce != g.1.debounce || g.0.reconcile_interval != g.1.reconcile_interval {
+                    tracing::warn!("debounce and reconcile_interval changes take effect at the next restart");
+                }
+                tracing::info!("configuration reloaded from {} file(s)", config.sources.len());
+                self.config = config;
+                self.ledger.forget_warnings();
+            }
+            Err(DaemonError::Config(errors)) => {
+                for e in &errors {
+                    tracing::error!("{e}");
+                }
+                tracing::error!("configuration not reloaded ({} error(s)); keeping the previous one", errors.len());
+            }
+            Err(e) => tracing::error!("configuration not reloaded: {e}; keeping the previous one"),
+        }
+    }
+
+    /// One full pass; never fails: errors are logged and the previous placement stays.
+    pub fn pass(&mut self, why: Vec<String>) {
+        let number = *self.passes.borrow() + 1;
+        match plan_pass(&self.root, &self.config, &self.known_managed) {
+            Err(e) => {
+                let message = e.to_string();
+                if self.last_error.as_deref() != Some(message.as_str()) {
+                    tracing::error!(
+                        "pass {number} ({}) failed, keeping the current placement: {message}",
+                        why.join(", ")
+                    );
+                }
+                self.last_error = Some(message);
+            }
+            Ok(planned) => {
+                if self.last_error.take().is_some() {
+                    tracing::info!("pass {number} succeeded again");
+                }
+                self.apply(number, &why, planned.plan);
+            }
+        }
+        self.write_state(number, &why);
+        self.passes.send_replace(number);
+    }
+
+    fn apply(&mut self, number: u64, why: &[String], plan: Plan) {
+        for w in self.ledger.new_warnings(&plan) {
+            tracing::warn!("{w}");
+        }
+        for d in self.ledger.observe(&plan) {
+            let found = d.found.map_or("unreadable".into(), |f| f.to_list_string());
+            tracing::warn!(
+                irq = d.irq,
+                "irq {} drifted from {} to {found}, restoring",
+                d.irq,
+                d.placed.to_list_string()
+            );
+        }
+        let report = apply_plan(&plan, &ProcIrq::new(self.root.clone()));
+        report.changes.iter().for_each(logging::log_change);
+        self.ledger.record(&plan, &report);
+        self.known_managed.extend(report.learned_managed.iter().copied());
+        for news in self.ledger.managed_news(&plan) {
+            if news.mismatched.is_empty() {
+                tracing::info!(
+                    "{}: {} IRQs are kernel-managed; predicted placement matches",
+                    news.device,
+                    news.managed
+                );
+            } else {
+                let irqs: Vec<String> = news.mismatched.iter().map(u32::to_string).collect();
+                tracing::warn!(
+                    "{}: {} IRQs are kernel-managed; IRQ(s) {} are not where the kernel's spreading predicts",
+                    news.device,
+                    news.managed,
+                    irqs.join(", ")
+                );
+            }
+        }
+        let s = plan.summary();
+        let r = report.summary;
+        self.last_counts = PassCounts {
+            devices: s.devices,
+            irqs: s.irqs,
+            placed: r.written + r.kept,
+            written: r.written,
+            managed: r.managed,
+            skipped: r.skipped,
+            failed: r.failed,
+        };
+        if !report.changes.is_empty() {
+            tracing::info!(
+                "pass {number} ({}): {} written, {} failed; {}",
+                why.join(", "),
+                r.written,
+                r.failed,
+                self.last_counts.status_line()
+            );
+        }
+        self.last_plan = plan;
+        self.last_report = report;
+    }
+
+    fn write_state(&mut self, number: u64, why: &[String]) {
+        let status = self.last_counts.status_line();
+        let record = StateRecord {
+            pid: std::process::id(),
+            started: self.started,
+            last_pass: unix_now(),
+            passes: number,
+            triggers: why,
+            summary: self.last_counts,
+            status: &status,
+            error: self.last_error.as_deref(),
+            config_sources: &self.config.sources,
+            plan: &self.last_plan,
+            report: &self.last_report,
+        };
+        match state::write_state(&self.root, &record) {
+            Ok(()) => self.state_failed = false,
+            Err(e) if !self.state_failed => {
+                tracing::warn!("state file not written: {e}");
+                self.state_failed = true;
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// `STOPPING=1`, then (with `restore_on_exit`) writes back the masks found at start.
+    fn shutdown(&mut self) {
+        self.notifier.stopping();
+        if !self.config.global.restore_on_exit {
+            return;
+        }
+        let writer = ProcIrq::new(self.root.clone());
+        let todo = self.ledger.restore_list();
+        let mut restored = 0;
+        for (irq, cpus) in &todo {
+            match writer.write(*irq, cpus) {
+                Ok(_) => restored += 1,
+                Err(e) => {
+                    tracing::warn!(irq, "irq {irq}: not restored to {} ({:?}): {e}", cpus.to_list_string(), e.class())
+                }
+            }
+        }
+        if !todo.is_empty() {
+            tracing::info!("restored {restored} of {} IRQs to the masks found at start", todo.len());
+        }
+    }
+}
+
+/// Waits for the next watchdog tick; forever when the watchdog is off.
+async fn tick(timer: &mut Option<Interval>) {
+    match timer {
+        Some(t) => {
+            t.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// Starts the sources; a netlink source that cannot be opened (not root, no netlink in this
+/// namespace) is dropped with a warning, and the daemon runs on the rest.
+fn start_sources(mut events: EventConfig) -> Result<(EventSources, mpsc::Receiver<Trigger>), DaemonError> {
+    loop {
+        match EventSources::start(&events) {
+            Ok(started) => return Ok(started),
+            Err(e @ EventsError::UeventMonitor(_)) if events.kernel_uevents => {
+                tracing::warn!(
+                    "{e}; running without kernel uevents (CPU and device hotplug are seen by the reconcile timer only)"
+                );
+                events.kernel_uevents = false;
+            }
+            Err(e @ EventsError::Rtnetlink(_)) if events.rtnetlink => {
+                tracing::warn!("{e}; running without link events");
+                events.rtnetlink = false;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::LinkState;
+
+    #[test]
+    fn a_batch_is_described_by_every_reason_it_carries() {
+        let mut batch = Batch { cpus_changed: true, reconcile: true, ..Batch::default() };
+        batch.links.insert(3, LinkState { name: Some("eth1".into()), up: false });
+        batch.links.insert(4, LinkState { name: None, up: true });
+        assert_eq!(describe(&batch), vec!["cpu", "reconcile", "link eth1 down", "link #4 up"]);
+    }
+}

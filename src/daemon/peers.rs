@@ -1,0 +1,34 @@
+//! Other programs that place IRQs and would fight irqwise.
+
+use crate::sysfs::Root;
+
+/// PIDs of running `irqbalance` processes (`ROOT/proc/*/comm`), lowest first. Unreadable entries
+/// (processes that just exited) are skipped.
+pub fn irqbalance_pids(root: &Root) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir(root.path("proc")) else { return Vec::new() };
+    let mut pids: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(root.path(format!("proc/{pid}/comm"))).is_ok_and(|c| c.trim_end() == "irqbalance")
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_irqbalance_by_comm_only() {
+        let dir = tempfile::tempdir().unwrap();
+        for (pid, comm) in [("12", "irqbalance\n"), ("7", "bash\n"), ("99", "irqbalancer\n"), ("self", "irqbalance\n")]
+        {
+            std::fs::create_dir_all(dir.path().join(format!("proc/{pid}"))).unwrap();
+            std::fs::write(dir.path().join(format!("proc/{pid}/comm")), comm).unwrap();
+        }
+        assert_eq!(irqbalance_pids(&Root::new(dir.path())), vec![12]);
+    }
+}

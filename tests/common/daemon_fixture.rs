@@ -1,0 +1,111 @@
+//! Daemon test helpers: a 2-node, 16-CPU root with an 8-queue NIC on node 1, CPU hotplug as the
+//! kernel shows it in sysfs, and affinity reads. Include with
+//! `#[path = "common/fixture.rs"] mod fixture;` and `#[path = "common/daemon_fixture.rs"] mod
+//! daemon_fixture;` (this file uses the crate's `fixture` module).
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use irqwise::cpuset::CpuSet;
+
+use super::fixture;
+
+pub const NIC: &str = "0000:81:00.0";
+
+/// `nodes` × 4 cores × 2 threads (2 nodes: CPUs 0-15, node 1 = 4-7,12-15) with an 8-queue
+/// `ixgbe` NIC `eth1` on node 1 (`<if>-TxRx-N` names, then the misc vector), every IRQ on all
+/// CPUs. Returns the NIC's IRQs in vector order.
+pub fn nic_root(dir: &Path) -> Vec<u32> {
+    fixture::write_cpu_topology(dir, 2, 4, 2);
+    let mut root = fixture::FixtureRoot::at(dir);
+    root.nic(NIC, "ixgbe", "eth1", Some(1), 8, fixture::NamingScheme::TxRx);
+    root.irqs_of(NIC).to_vec()
+}
+
+pub fn affinity(dir: &Path, irq: u32) -> CpuSet {
+    let text = fs::read_to_string(dir.join(format!("proc/irq/{irq}/smp_affinity_list"))).unwrap();
+    CpuSet::parse_list(text.trim()).unwrap()
+}
+
+pub fn set_affinity(dir: &Path, irq: u32, cpus: &CpuSet) {
+    fs::write(dir.join(format!("proc/irq/{irq}/smp_affinity_list")), format!("{}\n", cpus.to_list_string())).unwrap();
+}
+
+pub fn affinities(dir: &Path, irqs: &[u32]) -> BTreeMap<u32, CpuSet> {
+    irqs.iter().map(|&i| (i, affinity(dir, i))).collect()
+}
+
+/// Every file under `cpu/` that a hotplug rewrites, with its original content.
+pub struct Hotplug {
+    dir: PathBuf,
+    saved: BTreeMap<PathBuf, Option<String>>,
+}
+
+impl Hotplug {
+    pub fn new(dir: &Path) -> Hotplug {
+        Hotplug { dir: dir.to_path_buf(), saved: BTreeMap::new() }
+    }
+
+    fn save(&mut self, path: PathBuf) {
+        let old = fs::read_to_string(&path).ok();
+        self.saved.entry(path).or_insert(old);
+    }
+
+    /// Takes `cpu` offline as Linux shows it: the global `online` list and `cpuN/online` change,
+    /// `cpuN/topology/` disappears, and the CPU leaves every other CPU's topology masks. Node
+    /// cpulists keep it (the kernel's node masks hold possible CPUs). IRQs whose affinity was
+    /// only `cpu` are reset to all online CPUs, as the kernel's migration does.
+    pub fn offline(&mut self, cpu: u32, irqs: &[u32]) {
+        let sys = self.dir.join("sys/devices/system/cpu");
+        let online_path = sys.join("online");
+        self.save(online_path.clone());
+        let mut online = CpuSet::parse_list(fs::read_to_string(&online_path).unwrap().trim()).unwrap();
+        online.remove(cpu);
+        fs::write(&online_path, format!("{}\n", online.to_list_string())).unwrap();
+        self.save(sys.join(format!("cpu{cpu}/online")));
+        fs::write(sys.join(format!("cpu{cpu}/online")), "0\n").unwrap();
+        let topo = sys.join(format!("cpu{cpu}/topology"));
+        for e in fs::read_dir(&topo).unwrap().flatten() {
+            self.save(e.path());
+        }
+        fs::remove_dir_all(&topo).unwrap();
+        for other in online.iter() {
+            let t = sys.join(format!("cpu{other}/topology"));
+            for e in fs::read_dir(&t).unwrap().flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if !name.ends_with("_list") {
+                    continue;
+                }
+                let mut mask = CpuSet::parse_list(fs::read_to_string(e.path()).unwrap().trim()).unwrap();
+                if mask.remove(cpu) {
+                    self.save(e.path());
+                    fs::write(e.path(), format!("{}\n", mask.to_list_string())).unwrap();
+                }
+            }
+        }
+        for &irq in irqs {
+            if affinity(&self.dir, irq) == CpuSet::single(cpu) {
+                set_affinity(&self.dir, irq, &online);
+            }
+        }
+    }
+
+    /// Puts every saved file back (the CPU is online again, topology restored).
+    pub fn restore(&mut self) {
+        for (path, text) in std::mem::take(&mut self.saved) {
+            if let Some(text) = text {
+                fs::create_dir_all(path.parent().unwrap()).unwrap();
+                fs::write(&path, text).unwrap();
+            }
+        }
+    }
+}
+
+/// Writes `DIR/etc/irqwise/irqwise.toml` with `text`.
+pub fn write_config(cfg: &Path, text: &str) {
+    let main = cfg.join("etc/irqwise/irqwise.toml");
+    fs::create_dir_all(main.parent().unwrap()).unwrap();
+    fs::write(main, text).unwrap();
+}

@@ -1,0 +1,300 @@
+//! The daemon loop in-process against fixture roots, driven by injected triggers: hotplug moves
+//! exactly what the re-plan says, coming back restores the placement, bursts coalesce, drift is
+//! restored, an invalid reload keeps the old config, restore_on_exit puts the start masks back.
+
+#[path = "common/daemon_fixture.rs"]
+mod daemon_fixture;
+#[path = "common/fixture.rs"]
+mod fixture;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use daemon_fixture::{affinities, affinity, nic_root, set_affinity, write_config, Hotplug};
+use irqwise::config::{Config, ConfigPaths};
+use irqwise::cpuset::CpuSet;
+use irqwise::daemon::{load_config, Daemon};
+use irqwise::engine::plan_pass;
+use irqwise::events::{Trigger, UeventAction};
+use irqwise::plan::Action;
+use irqwise::sysfs::Root;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+const PATIENCE: Duration = Duration::from_secs(10);
+
+struct Running {
+    tx: mpsc::Sender<Trigger>,
+    passes: watch::Receiver<u64>,
+    handle: JoinHandle<Daemon>,
+}
+
+impl Running {
+    fn start(root: &Path, cfg: &Path) -> Running {
+        let root = Root::new(root);
+        let paths = ConfigPaths::under(cfg);
+        let config = load_config(&root, &paths).unwrap();
+        let mut daemon = Daemon::new(root, paths, config);
+        let passes = daemon.passes();
+        let (tx, rx) = mpsc::channel(2048);
+        let handle = tokio::spawn(async move {
+            daemon.run_with(rx).await;
+            daemon
+        });
+        Running { tx, passes, handle }
+    }
+
+    async fn wait_passes(&mut self, n: u64) {
+        tokio::time::timeout(PATIENCE, self.passes.wait_for(|&p| p >= n)).await.expect("pass timed out").unwrap();
+    }
+
+    fn count(&self) -> u64 {
+        *self.passes.borrow()
+    }
+
+    /// Sends `trigger` and waits for the pass it causes.
+    async fn trigger(&mut self, trigger: Trigger) {
+        let next = self.count() + 1;
+        self.tx.send(trigger).await.unwrap();
+        self.wait_passes(next).await;
+    }
+
+    async fn stop(self) -> Daemon {
+        self.tx.send(Trigger::Stop).await.unwrap();
+        tokio::time::timeout(PATIENCE, self.handle).await.expect("stop timed out").unwrap()
+    }
+}
+
+/// What the engine, run on its own against the root as it is now, wants on each IRQ.
+fn planned(root: &Path, config: &Config) -> BTreeMap<u32, CpuSet> {
+    let pass = plan_pass(&Root::new(root), config, &BTreeSet::new()).unwrap();
+    pass.plan
+        .devices
+        .iter()
+        .flat_map(|d| &d.irqs)
+        .filter(|p| matches!(p.action, Action::Set | Action::Keep))
+        .map(|p| (p.irq, p.desired.clone().unwrap()))
+        .collect()
+}
+
+fn set(s: &str) -> CpuSet {
+    CpuSet::parse_list(s).unwrap()
+}
+
+#[tokio::test]
+async fn cpu_offline_moves_its_irq_to_the_replanned_cpu_and_online_restores_the_placement() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+
+    let placed = affinities(root.path(), &irqs);
+    assert_eq!(placed, planned(root.path(), &Config::default()), "initial pass applies the plan");
+    let node1 = set("4-7,12-15");
+    let queue0 = placed[&irqs[0]].clone();
+    assert_eq!(queue0.len(), 1, "queue 0 on one CPU: {queue0}");
+    assert!(queue0.is_subset(&node1), "queue 0 on node 1: {queue0}");
+    let victim = queue0.first().unwrap();
+
+    let mut hotplug = Hotplug::new(root.path());
+    hotplug.offline(victim, &irqs);
+    assert_ne!(affinity(root.path(), irqs[0]), queue0, "the kernel reset queue 0's IRQ");
+    let want = planned(root.path(), &Config::default());
+    d.trigger(Trigger::Cpu { cpu: victim, action: UeventAction::Offline }).await;
+    let now = affinities(root.path(), &irqs);
+    assert_eq!(now, want, "after the offline every IRQ is where the re-plan puts it");
+    assert!(now.values().all(|c| !c.contains(victim)), "no IRQ left on offline CPU {victim}: {now:?}");
+    assert!(now[&irqs[0]].is_subset(&node1), "queue 0 stays on node 1: {}", now[&irqs[0]]);
+    for (irq, cpus) in &now {
+        if want[irq] == placed[irq] {
+            assert_eq!(cpus, &placed[irq], "irq {irq} did not need to move and did not");
+        }
+    }
+
+    hotplug.restore();
+    d.trigger(Trigger::Cpu { cpu: victim, action: UeventAction::Online }).await;
+    assert_eq!(affinities(root.path(), &irqs), placed, "back online: the original placement exactly");
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn a_burst_of_1000_triggers_causes_a_handful_of_passes() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    nic_root(root.path());
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let before = d.count();
+    for i in 0..1000u32 {
+        let t = if i % 2 == 0 {
+            Trigger::Cpu { cpu: i % 16, action: UeventAction::Online }
+        } else {
+            Trigger::Link { ifindex: 2, name: Some("eth1".into()), up: i % 4 == 1 }
+        };
+        d.tx.send(t).await.unwrap();
+    }
+    d.wait_passes(before + 1).await;
+    let daemon = d.stop().await;
+    let passes = *daemon.passes().borrow() - before;
+    assert!((1..=5).contains(&passes), "{passes} passes for one burst");
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.path().join("run/irqwise/state.json")).unwrap()).unwrap();
+    assert_eq!(state["passes"], serde_json::json!(before + passes), "state file counts the same passes");
+}
+
+#[tokio::test]
+async fn drift_of_a_placed_irq_is_restored_by_reconcile() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let placed = affinities(root.path(), &irqs);
+    set_affinity(root.path(), irqs[3], &set("0-15"));
+    set_affinity(root.path(), irqs[5], &set("0"));
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(affinities(root.path(), &irqs), placed);
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn reload_applies_a_valid_config_and_keeps_the_old_one_when_invalid() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    write_config(cfg.path(), "[global]\nbanned_cpus = \"4\"\n");
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    assert!(affinities(root.path(), &irqs).values().all(|c| !c.contains(4)));
+
+    write_config(cfg.path(), "[global]\nbanned_cpus = \"5\"\n");
+    d.trigger(Trigger::Reload).await;
+    let now = affinities(root.path(), &irqs);
+    assert!(now.values().all(|c| !c.contains(5)), "{now:?}");
+    let banned5 = load_config(&Root::new(root.path()), &ConfigPaths::under(cfg.path())).unwrap();
+    assert_eq!(now, planned(root.path(), &banned5));
+
+    write_config(cfg.path(), "[global]\nbanned_cpus = \"5\"\nno_such_key = 1\n");
+    d.trigger(Trigger::Reload).await;
+    assert_eq!(affinities(root.path(), &irqs), now, "invalid config: placement unchanged");
+    let daemon = d.stop().await;
+    assert_eq!(daemon.config().global.banned_cpus, set("5"), "the previous config is kept");
+}
+
+#[tokio::test]
+async fn restore_on_exit_puts_back_the_masks_found_at_start() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    write_config(cfg.path(), "[global]\nrestore_on_exit = true\n");
+    let start = affinities(root.path(), &irqs);
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    assert_ne!(affinities(root.path(), &irqs), start, "the pass moved IRQs");
+    d.stop().await;
+    assert_eq!(affinities(root.path(), &irqs), start);
+}
+
+#[tokio::test]
+async fn a_failing_pass_keeps_the_daemon_and_the_placement() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let placed = affinities(root.path(), &irqs);
+    let online = root.path().join("sys/devices/system/cpu/online");
+    let good = std::fs::read_to_string(&online).unwrap();
+    std::fs::write(&online, "garbage\n").unwrap();
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(affinities(root.path(), &irqs), placed);
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.path().join("run/irqwise/state.json")).unwrap()).unwrap();
+    assert!(state["error"].as_str().is_some_and(|e| e.contains("garbage")), "{}", state["error"]);
+    std::fs::write(&online, good).unwrap();
+    set_affinity(root.path(), irqs[0], &set("0-15"));
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(affinities(root.path(), &irqs), placed, "recovered on the next pass");
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn status_shows_the_last_pass_and_json_is_the_state_file() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    let status = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_irqwise"))
+            .arg("--root")
+            .arg(root.path())
+            .arg("status")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let missing = status(&[]);
+    assert_eq!(missing.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(err.contains("irqwise is not running (no ") && err.contains("run/irqwise/state.json)"), "{err}");
+
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let placed = affinities(root.path(), &irqs);
+    let text = status(&[]);
+    assert!(text.status.success());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains(&format!("irqwise pid {}", std::process::id())), "{text}");
+    assert!(text.contains("because of: start"), "{text}");
+    assert!(text.contains("9 IRQs on 1 devices: 9 placed, 0 kernel-managed, 0 failed"), "{text}");
+    assert!(text.contains(&format!("irq {:>5} eth1-TxRx-0", irqs[0])), "{text}");
+    let line = text.lines().find(|l| l.contains("eth1-TxRx-0")).unwrap();
+    assert!(line.ends_with(&placed[&irqs[0]].to_list_string()), "{line}");
+
+    let json = status(&["--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["summary"]["written"], serde_json::json!(9));
+    assert_eq!(v["triggers"], serde_json::json!(["start"]));
+    d.stop().await;
+}
+
+/// A log sink the test can read.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_pass_with_nothing_to_do_logs_nothing_and_drift_is_logged_with_old_and_new() {
+    let log = Captured::default();
+    let sink = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(irqwise::daemon::logging::DEFAULT_FILTER)
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let after_start = log.text();
+    assert_eq!(after_start.matches("cpus_new=").count(), 9, "one entry per change:\n{after_start}");
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(log.text(), after_start, "a pass with nothing to do logged something");
+    let placed = affinity(root.path(), irqs[1]);
+    set_affinity(root.path(), irqs[1], &set("0-15"));
+    d.trigger(Trigger::Reconcile).await;
+    let news = log.text()[after_start.len()..].to_string();
+    let want = format!("irq {} drifted from {} to 0-15, restoring", irqs[1], placed.to_list_string());
+    assert!(news.contains(&want) && news.contains("WARN"), "{news}");
+    d.stop().await;
+}

@@ -1,0 +1,300 @@
+//! Issue 3 acceptance: the plan the real binary prints for fixture machines. Expectations come
+//! from the sysfs files the fixture wrote (core and node lists) and from `group_cpus_evenly()`
+//! computed on an independently built topology, never from the planner itself.
+
+#[path = "common/acceptance.rs"]
+mod acceptance;
+#[path = "common/sysfs_tree.rs"]
+mod sysfs_tree;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+
+use acceptance::fixture::{FixtureRoot, NamingScheme};
+use acceptance::*;
+use irqwise::cpuset::CpuSet;
+use irqwise::strategy::cluster_group::{group_cpus_evenly, GroupAlgorithm, GroupRules};
+use irqwise::strategy::KernelVersion;
+use irqwise::topology::synthetic::SyntheticMachine;
+use irqwise::topology::Topology;
+
+const NIC: &str = "0000:81:00.0";
+const NVME: &str = "0000:82:00.0";
+
+fn kernel(v: &str) -> GroupRules {
+    GroupRules::for_kernel(KernelVersion::parse(v).unwrap())
+}
+
+/// The single CPU of each queue IRQ, in queue order (asserting one CPU each).
+fn one_cpu_per_queue(dev: &serde_json::Value) -> Vec<u32> {
+    desired_per_queue(dev)
+        .iter()
+        .map(|s| {
+            assert_eq!(s.len(), 1, "each NIC queue gets exactly one CPU: {s}");
+            s.first().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn eight_queue_nic_gets_one_physical_core_of_its_node_each() {
+    let dir = two_node_root("6.11.0");
+    let root = dir.path();
+    FixtureRoot::at(root).nic(NIC, "ice", "eth0", Some(1), 8, NamingScheme::IceTxRx);
+    let plan = plan_json(root, empty_config().path());
+    let nic = device(&plan, NIC);
+    assert_eq!((nic["strategy"].as_str(), nic["node"].as_u64()), (Some("numa-hop"), Some(1)));
+    let chosen = one_cpu_per_queue(nic);
+    assert_eq!(chosen.len(), 8);
+    let node1 = node_cpus(root, 1);
+    let cores: BTreeSet<String> = chosen.iter().map(|&c| core_of(root, c).to_list_string()).collect();
+    assert_eq!(cores.len(), 8, "8 distinct physical cores: {chosen:?}");
+    for c in &chosen {
+        assert!(core_of(root, *c).is_subset(&node1), "CPU {c}'s core is in node 1 ({node1})");
+    }
+    for p in queue_irqs(nic, None) {
+        assert_eq!(p["action"], "set", "{p}");
+    }
+    // The misc vector: node 1's CPUs as a set.
+    let misc: Vec<_> = irqs(nic).iter().filter(|p| p["role"] == "misc").collect();
+    assert_eq!(misc.len(), 1);
+    assert_eq!(set_of(&misc[0]["desired"]), node1);
+}
+
+#[test]
+fn twenty_four_queue_nic_walks_cores_then_siblings_then_the_next_hop() {
+    let dir = two_node_root("6.11.0");
+    let root = dir.path();
+    FixtureRoot::at(root).nic(NIC, "mlx5_core", "ens1", Some(1), 24, NamingScheme::Mlx5);
+    let plan = plan_json(root, empty_config().path());
+    let chosen = one_cpu_per_queue(device(&plan, NIC));
+    assert_eq!(chosen.len(), 24);
+    let (node0, node1) = (node_cpus(root, 0), node_cpus(root, 1));
+    let distinct = |cpus: &[u32]| cpus.iter().map(|&c| core_of(root, c).to_list_string()).collect::<BTreeSet<_>>();
+    // 0..8: node 1's eight cores, one thread each.
+    let first = &chosen[0..8];
+    assert_eq!(distinct(first).len(), 8, "{first:?}");
+    assert!(first.iter().all(|&c| node1.contains(c)), "{first:?}");
+    // 8..16: the other thread of each of those cores.
+    let siblings: CpuSet =
+        first.iter().flat_map(|&c| core_of(root, c).iter().filter(move |&s| s != c).collect::<Vec<_>>()).collect();
+    assert_eq!(chosen[8..16].iter().copied().collect::<CpuSet>(), siblings);
+    assert_eq!(siblings.len(), 8);
+    // 16..24: node 0 (the next NUMA hop), eight distinct cores.
+    let third = &chosen[16..24];
+    assert!(third.iter().all(|&c| node0.contains(c)), "{third:?}");
+    assert_eq!(distinct(third).len(), 8, "{third:?}");
+    let all: CpuSet = chosen.iter().copied().collect();
+    assert_eq!(all.len(), 24, "one CPU per queue, never twice");
+}
+
+#[test]
+fn more_queues_than_cpus_wrap_and_none_is_empty() {
+    let dir = cpu_root(1, 2, 2, "6.11.0");
+    let root = dir.path();
+    FixtureRoot::at(root).nic(NIC, "ixgbe", "eth0", Some(0), 10, NamingScheme::TxRx);
+    let plan = plan_json(root, empty_config().path());
+    let chosen = one_cpu_per_queue(device(&plan, NIC));
+    // 4 CPUs: queue i and queue i+4 share a CPU.
+    for q in 4..10 {
+        assert_eq!(chosen[q], chosen[q - 4], "queue {q} wraps: {chosen:?}");
+    }
+    assert_eq!(chosen[..4].iter().copied().collect::<CpuSet>(), cpus("0-3"));
+}
+
+/// 2 nodes × 8 cores × 2 threads with clusters of 4 cores: mainline and cluster-aware grouping
+/// differ there. Returns the topology as built (with `kernel` set) and the root written from it.
+fn clustered_root(kernel_release: &str) -> (Topology, tempfile::TempDir) {
+    let mut topo = SyntheticMachine { cores_per_cluster: 4, ..SyntheticMachine::new(2, 8, 2) }.build();
+    topo.kernel = Some(kernel_release.into());
+    let dir = tempfile::tempdir().unwrap();
+    sysfs_tree::write_topology(dir.path(), &topo);
+    (topo, dir)
+}
+
+/// An NVMe-class controller whose driver is not `nvme` (so its I/O vectors are ordinary,
+/// movable IRQs): admin queue `nvme0q0` and `io` I/O queues `nvme0q1..`.
+fn unmanaged_nvme(root: &Path, io: u32, node: u32) {
+    let names: Vec<String> = (0..=io).map(|q| format!("nvme0q{q}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    FixtureRoot::at(root).msi_device(NVME, 0x010802, "nvme_vendor", Some(node), &refs);
+}
+
+#[test]
+fn unmanaged_nvme_io_queues_get_the_cluster_aware_groups_in_order() {
+    let (topo, dir) = clustered_root("7.0.0");
+    let root = dir.path();
+    let io = 6;
+    unmanaged_nvme(root, io, 1);
+    let expected = group_cpus_evenly(&topo, io as usize, kernel("7.0"));
+    assert_eq!(kernel("7.0").algorithm, GroupAlgorithm::ClusterAware);
+    let mainline = group_cpus_evenly(&topo, io as usize, kernel("6.11"));
+    assert_ne!(expected.groups, mainline.groups, "the fixture must tell the two algorithms apart");
+    let plan = plan_json(root, empty_config().path());
+    let nvme = device(&plan, NVME);
+    assert_eq!(nvme["strategy"], "cluster-group");
+    let queues = queue_irqs(nvme, Some("io"));
+    assert_eq!(queues.len(), io as usize);
+    for (i, p) in queues.iter().enumerate() {
+        assert_eq!(p["queue"].as_u64(), Some(i as u64));
+        assert_eq!(p["managed"], false, "{p}");
+        assert_eq!(p["action"], "set", "{p}");
+        assert_eq!(set_of(&p["desired"]), expected.groups[i], "queue {i} → group {i}");
+    }
+    let admin: Vec<_> = irqs(nvme).iter().filter(|p| p["role"] == "admin").collect();
+    assert_eq!(set_of(&admin[0]["desired"]), node_cpus(root, 1), "the admin queue: node 1's CPUs");
+}
+
+#[test]
+fn the_same_controller_on_an_older_kernel_gets_mainline_groups() {
+    let (topo, dir) = clustered_root("6.11.0");
+    unmanaged_nvme(dir.path(), 6, 0);
+    let expected = group_cpus_evenly(&topo, 6, kernel("6.11"));
+    let plan = plan_json(dir.path(), empty_config().path());
+    assert_eq!(desired_per_queue(device(&plan, NVME)), expected.groups);
+}
+
+/// Rewrites the namespace's blk-mq map (`mq/<i>/cpuN` entries and `cpu_list`) to `groups`.
+fn write_blk_mq(root: &Path, groups: &[CpuSet]) {
+    let mq = root.join(format!("sys/devices/pci0000:82/{NVME}/nvme/nvme0/nvme0n1/mq"));
+    fs::remove_dir_all(&mq).unwrap();
+    for (i, g) in groups.iter().enumerate() {
+        let q = mq.join(i.to_string());
+        fs::create_dir_all(&q).unwrap();
+        fs::write(q.join("cpu_list"), format!("{}\n", g.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")))
+            .unwrap();
+        for c in g.iter() {
+            fs::create_dir_all(q.join(format!("cpu{c}"))).unwrap();
+        }
+    }
+}
+
+#[test]
+fn managed_nvme_is_predicted_and_a_mismatch_is_flagged() {
+    let (topo, dir) = clustered_root("7.0.0");
+    let root = dir.path();
+    let mut fx = FixtureRoot::at(root);
+    fx.nvme(NVME, "nvme0", Some(0), 4, true, false);
+    let expected = group_cpus_evenly(&topo, 4, kernel("7.0")).groups;
+    // The kernel shows its groups on every I/O IRQ and in blk-mq, except I/O queue 2's IRQ,
+    // deliberately put on CPU 5.
+    let io_irqs = fx.irqs_of(NVME)[1..].to_vec();
+    for (q, irq) in io_irqs.iter().enumerate() {
+        let shown = if q == 2 { CpuSet::single(5) } else { expected[q].clone() };
+        fx.irq_affinity(*irq, &shown);
+    }
+    write_blk_mq(root, &expected);
+    let before: Vec<String> = io_irqs.iter().map(|i| affinity_list(root, *i)).collect();
+
+    let plan = plan_json(root, empty_config().path());
+    let queues = queue_irqs(device(&plan, NVME), Some("io"));
+    assert_eq!(queues.len(), 4);
+    for (q, p) in queues.iter().enumerate() {
+        assert_eq!((p["action"].as_str(), p["managed"].as_bool()), (Some("managed"), Some(true)), "{p}");
+        assert_eq!(set_of(&p["desired"]), expected[q], "desired = the kernel's group {q}");
+        assert_eq!(p["mismatch"].as_bool(), Some(q == 2), "{p}");
+    }
+    let reason = queues[2]["reason"].as_str().unwrap();
+    assert!(reason.contains(&expected[2].to_list_string()) && reason.contains("kernel shows 5"), "{reason}");
+
+    // apply never writes managed IRQs.
+    let out = run_ok(root, empty_config().path(), &["apply"]);
+    assert!(out.contains(" 4 managed,"), "{out}");
+    let after: Vec<String> = io_irqs.iter().map(|i| affinity_list(root, *i)).collect();
+    assert_eq!(before, after);
+}
+
+fn affinity_list(root: &Path, irq: u32) -> String {
+    fs::read_to_string(root.join(format!("proc/irq/{irq}/smp_affinity_list"))).unwrap()
+}
+
+#[test]
+fn isolated_cpus_never_get_device_irqs_by_default() {
+    let dir = two_node_root("6.11.0");
+    let root = dir.path();
+    write_file(root, "sys/devices/system/cpu/isolated", "8-11\n");
+    write_file(root, "sys/devices/system/cpu/nohz_full", "12\n");
+    FixtureRoot::at(root).nic(NIC, "ice", "eth0", Some(1), 8, NamingScheme::IceTxRx);
+    let plan = plan_json(root, empty_config().path());
+    let forbidden = cpus("8-12");
+    for p in irqs(device(&plan, NIC)) {
+        assert!(!set_of(&p["desired"]).intersects(&forbidden), "{p}");
+    }
+}
+
+#[test]
+fn plan_table_shows_each_irq_with_current_desired_and_action() {
+    let dir = two_node_root("6.11.0");
+    let root = dir.path();
+    let mut fx = FixtureRoot::at(root);
+    fx.nic(NIC, "ice", "eth0", Some(1), 2, NamingScheme::IceTxRx);
+    let irq = fx.irqs_of(NIC)[1];
+    let text = run_ok(root, empty_config().path(), &["plan"]);
+    let row = text.lines().find(|l| l.contains(&format!("irq {irq:>5}"))).unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("ice-eth0-TxRx-0") && row.contains("rxtx 0") && row.contains("0-31 -> "), "{row}");
+    assert!(row.contains(" set "), "{row}");
+    assert!(text.contains("3 IRQs on 1 devices"), "{text}");
+}
+
+/// The dump's online CPUs: `cpu/online`, else the `cpuN` directories whose `online` is not 0.
+fn dump_online(m: &Path) -> CpuSet {
+    let cpu = m.join("sys/devices/system/cpu");
+    if let Ok(t) = fs::read_to_string(cpu.join("online")) {
+        return cpus(t.trim());
+    }
+    fs::read_dir(&cpu)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("cpu")?.parse::<u32>().ok())
+        .filter(|n| fs::read_to_string(cpu.join(format!("cpu{n}/online"))).map_or(true, |t| t.trim() != "0"))
+        .collect()
+}
+
+/// Every hwloc machine, with an 8-queue NIC on its last node with CPUs and a 4-queue managed
+/// NVMe on node 0: the plan is computed; each NIC queue IRQ gets exactly one CPU that the dump
+/// lists as online and not isolated.
+#[test]
+fn every_hwloc_machine_with_injected_devices_is_planned() {
+    let all = extract_hwloc();
+    let mut machines = 0;
+    for entry in fs::read_dir(all.path()).unwrap().flatten().filter(|e| e.path().is_dir()) {
+        let m = entry.path();
+        let name = m.file_name().unwrap().to_string_lossy().into_owned();
+        let online = dump_online(&m);
+        let isolated = fs::read_to_string(m.join("sys/devices/system/cpu/isolated"))
+            .ok()
+            .map(|t| cpus(t.trim()))
+            .unwrap_or_default();
+        let node = (0..64u32).rev().find(|n| {
+            fs::read_to_string(m.join(format!("sys/devices/system/node/node{n}/cpulist")))
+                .is_ok_and(|t| cpus(t.trim()).intersects(&online))
+        });
+        FixtureRoot::at(&m).nic(NIC, "mlx5_core", "ens1", node, 8, NamingScheme::Mlx5).nvme(
+            NVME,
+            "nvme0",
+            Some(0),
+            4,
+            true,
+            true,
+        );
+        let plan = plan_json(&m, empty_config().path());
+        let nic = device(&plan, NIC);
+        let queues = desired_per_queue(nic);
+        assert_eq!(queues.len(), 8, "{name}");
+        for (q, set) in queues.iter().enumerate() {
+            assert_eq!(set.len(), 1, "{name}: queue {q} gets one CPU: {set}");
+            let cpu = set.first().unwrap();
+            assert!(online.contains(cpu) && !isolated.contains(cpu), "{name}: queue {q} on CPU {cpu}");
+        }
+        if let Some(n) = node {
+            let local = node_cpus(&m, n).intersection(&online).difference(&isolated);
+            let first: CpuSet = queues.iter().take(local.len().min(8)).map(|s| s.first().unwrap()).collect();
+            assert!(first.is_subset(&local), "{name}: the first queues stay on node {n} ({local}): {first}");
+        }
+        let nvme = device(&plan, NVME);
+        assert!(queue_irqs(nvme, Some("io")).iter().all(|p| p["action"] == "managed"), "{name}");
+        machines += 1;
+    }
+    assert_eq!(machines, 23);
+}
