@@ -149,9 +149,11 @@ check_spread() {
 
 # plan_rows: /tmp/plan.rows = `irqwise plan --json` as rows (see planrows.awk); status of plan.
 plan_rows() {
+  : > /tmp/plan.rows
   $IRQWISE --config $CFG plan --json > /tmp/plan.json 2>/tmp/plan.err || return 1
   awk -f /guest/planrows.awk /tmp/plan.json > /tmp/plan.rows
 }
+plan_ok() { plan_rows || { REPLY=$(head -c 200 /tmp/plan.err); return 1; }; }
 # plan_field IRQ COLUMN: REPLY = that column of IRQ's plan row (2 action, 3 managed, 4 desired).
 plan_field() {
   local irq a m d c b dr n name
@@ -209,6 +211,26 @@ log_since_mark() { tail -n +$((LOGMARK + 1)) $DLOG; }
 # log_problems: REPLY = ERROR/WARN lines logged since the mark (empty when none).
 log_problems() { REPLY=$(log_since_mark | grep -iE '\b(error|warn(ing)?)\b' | head -3 | tr '\n' '|'); }
 no_log_problems() { log_problems; [ -z "$REPLY" ]; }
+
+# all_masks: MASKS for every IRQ in /proc/irq (the whole machine's placement).
+all_masks() {
+  local d out=""
+  for d in /proc/irq/[0-9]*; do out="$out ${d##*/}"; done
+  read_masks "${out# }"
+}
+# same_masks OLD NEW EXCLUDE: REPLY = the IRQs (outside EXCLUDE) present in both mask lists
+# whose masks differ; true when there is none.
+same_masks() {
+  local e i m out=""
+  for e in $2; do
+    i=${e%%=*}; m=${e#*=}
+    contains "$3" "$i" && continue
+    case " $1 " in *" $i="*) ;; *) continue;; esac
+    case " $1 " in *" $i=$m "*) ;; *) out="$out irq $i now $m"; esac
+  done
+  REPLY=${out# }
+  [ -z "$REPLY" ]
+}
 
 write_config() { # write_config TEXT: the daemon's main config file
   printf '%s\n' "$1" > $CFG/etc/irqwise/irqwise.toml

@@ -22,7 +22,7 @@ END {
     if (!(k in status)) { status[k] = "FAIL"; detail[k] = "not reported by the guest" (done ? "" : " (guest did not finish)") }
     split(k, p, " ")
     printf "%-4s %s/%s  %s\n", status[k], p[1], p[2], detail[k]
-    if (status[k] == "PASS") pass++; else { fail++; failed[p[1]]++ }
+    if (status[k] == "PASS") pass++; else { fail++; failed[p[1]]++; fails = fails "- FAIL " p[1] "/" p[2] ": " detail[k] "\n" }
     total[p[1]]++
   }
   print ""
@@ -36,7 +36,7 @@ END {
   r["harness"] = "-"
   r["startup"] = "daemon start to all NIC queues placed: " ms("startup place_ms")
   r["cpu-offline"] = "CPU offline to re-planned: " ms("cpu-offline offline_react_ms") "; online to restored: " ms("cpu-offline online_react_ms")
-  r["link-flap"] = "link up to placed: " ms("link-flap up_react_ms")
+  r["link-flap"] = "link up to placed: " ms("link-flap up_react_ms") (val("link-flap kernel_kept") == "yes" ? " (nothing to restore: the kernel kept the masks across free_irq/request_irq)" : "")
   r["nic-hotplug"] = "link up of the new NIC to placed: " ms("nic-hotplug place_ms") "; device_del to gone: " ms("nic-hotplug remove_ms")
   r["sighup"] = "SIGHUP to re-placed on node 0: " ms("sighup node0_react_ms") "; back: " ms("sighup restore_react_ms")
   r["cli-agree"] = "-"
@@ -55,6 +55,7 @@ END {
   out("| CPU back online: previous placement returns | " yes("cpu-offline online_react_ms") " | " yes("irqbalance online_react_ms") " |")
   out("")
   printf "%d passed, %d failed\n", pass, fail
-  printf "\n%d passed, %d failed\n", pass, fail > md
+  printf "%d passed, %d failed\n", pass, fail > md
+  if (fail) printf "\n%s", fails > md
   exit fail > 0 ? 1 : 0
 }

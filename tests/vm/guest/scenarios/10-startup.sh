@@ -12,7 +12,6 @@ start_daemon
 check daemon_run "the daemon is irqwise run (not the apply-loop stand-in)" -- [ "$DAEMON_KIND" = run ]
 settle "$NIC_IRQS" all_single 60000
 measure place_ms "$SETTLE_MS"
-plan_ok() { plan_rows || { REPLY=$(head -c 200 /tmp/plan.err); return 1; }; }
 check plan "irqwise plan --json runs beside the daemon" -- plan_ok
 check nic_planned "eth0 queue IRQs on irqwise's planned CPUs" -- matches_plan "$NIC_IRQS"
 read_masks "$NIC_IRQS"; mask_lists; STARTUP_LISTS=$REPLY; STARTUP_MASKS=$MASKS

@@ -9,6 +9,7 @@ hot_iface() {
   done
   [ -n "$HOT" ]
 }
+all_masks; MACHINE_BEFORE=$MASKS
 log_mark
 echo "HOST device_add vmxnet3,id=hotnic,netdev=hn0,bus=rphot,mac=$HOTMAC"
 i=0; while ! hot_iface && [ $i -lt 600 ]; do usleep 100000; i=$((i + 1)); done
@@ -25,16 +26,20 @@ if [ -n "$HOT" ]; then
   check placed "$HOT queue IRQs on irqwise's planned CPUs" -- matches_plan "$HOT_IRQS"
   read_masks "$HOT_IRQS"; mask_lists
   check spread "$HOT on node $HOT_NODE, distinct cores first" -- check_spread "$HOT_NODE" "$REPLY"
+  check add_clean "no ERROR/WARN in the daemon log from device_add to placed" -- no_log_problems
   log_mark
+  HOTNAME=$HOT
   now; T0=$NOW
   echo "HOST device_del hotnic"
   i=0; while hot_iface && [ $i -lt 600 ]; do usleep 100000; i=$((i + 1)); done
   now; measure remove_ms $((NOW - T0))
   hot_gone() { ! hot_iface; }
-  check removed "$HOT is gone" -- hot_gone
+  check removed "$HOTNAME is gone" -- hot_gone
   sleep 2
   check remove_clean "no ERROR/WARN in the daemon log after the removal" -- no_log_problems
   check daemon_alive "daemon still running" -- daemon_alive
+  all_masks
+  check others_untouched "after add + remove, every other IRQ's mask is as before" -- same_masks "$MACHINE_BEFORE" "$MASKS" "$HOT_IRQS"
 fi
 read_masks "$NIC_IRQS"; mask_lists
 check eth0_intact "eth0 placement unchanged" -- [ "$REPLY" = "$STARTUP_LISTS" ]
