@@ -1,5 +1,5 @@
 #!/bin/bash
-# make test-vm: irqwise end-to-end on a real Linux kernel in QEMU (see tests/vm/README.md).
+# make test-vm: irqwise end-to-end on a real Linux kernel in QEMU (tests/vm/README.md).
 # Installs missing packages (as root), builds the release binary, packs it with a busybox
 # initramfs, boots one guest that runs every scenario, relays the guest's hot-plug requests to
 # QEMU's monitor, then prints one line per check, the measured tables, and "N passed, M failed".

@@ -153,7 +153,10 @@ plan_rows() {
   $IRQWISE --config $CFG plan --json > /tmp/plan.json 2>/tmp/plan.err || return 1
   awk -f /guest/planrows.awk /tmp/plan.json > /tmp/plan.rows
 }
-plan_ok() { plan_rows || { REPLY=$(head -c 200 /tmp/plan.err); return 1; }; }
+plan_ok() {
+  plan_rows || { REPLY=$(head -c 200 /tmp/plan.err); return 1; }
+  [ -s /tmp/plan.rows ] || { REPLY="the plan lists no IRQ"; return 1; }
+}
 # plan_field IRQ COLUMN: REPLY = that column of IRQ's plan row (2 action, 3 managed, 4 desired).
 plan_field() {
   local irq a m d c b dr n name

@@ -56,7 +56,7 @@ build_initramfs() {
   cp "$VM_DIR"/guest/*.sh "$VM_DIR"/guest/*.awk "$root/guest/"
   cp $(scenario_files) "$root/guest/"
   chmod +x "$root/init" "$root"/guest/*.sh
-  copy_in "$root" "$irqwise" /usr/bin/irqwise
+  copy_in "$root" "$irqwise" /usr/bin/irqwise && chmod 755 "$root/usr/bin/irqwise"
   [ -n "$irqbalance" ] && copy_in "$root" "$irqbalance" /usr/sbin/irqbalance
   ADDED_MODULES=""
   for a in $GUEST_MODULES; do add_module "$root" "$a"; done

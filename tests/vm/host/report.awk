@@ -54,6 +54,10 @@ END {
   out("| CPU offline: queues off the offline CPU and the kernel's fallback | " yes("cpu-offline offline_react_ms") " | " yes("irqbalance offline_react_ms") " |")
   out("| CPU back online: previous placement returns | " yes("cpu-offline online_react_ms") " | " yes("irqbalance online_react_ms") " |")
   out("")
+  out("Node 1 has 4 CPUs for 8 queues: irqwise gives every queue its own CPU by NUMA distance (node 1's")
+  out("cores, their siblings, then node 0); irqbalance (idle NIC) stacks the 8 queues on node 1's CPUs.")
+  out("irqbalance reacts at its 10 s rebalancing interval; irqwise on the CPU-hotplug uevent.")
+  out("")
   printf "%d passed, %d failed\n", pass, fail
   printf "%d passed, %d failed\n", pass, fail > md
   if (fail) printf "\n%s", fails > md
