@@ -94,3 +94,10 @@ uninstall:
 # .rpm. One PASS/FAIL line per check; non-zero exit on any failure.
 package-test: deb rpm
 	bash packaging/package-test.sh $(PACKAGES)
+
+# Real-kernel end-to-end suite (tests/vm/): boots Debian's stock kernel in QEMU (2 NUMA nodes,
+# NVMe, vmxnet3), runs `irqwise run` through CPU/link/device hot-plug and SIGHUP, compares with
+# irqbalance. Installs qemu-system-x86, linux-image-amd64, busybox-static, cpio when root.
+.PHONY: test-vm
+test-vm:
+	tests/vm/run.sh

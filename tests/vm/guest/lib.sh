@@ -1,0 +1,273 @@
+# Shared helpers of the guest scenarios (busybox ash). Output protocol, one line each, on ttyS1:
+#   RESULT <scenario> <check> PASS|FAIL <detail>
+#   MEASURE <scenario> <name> <value>
+#   HOST <monitor command>        (the host relays it to QEMU's monitor)
+# Hot loops use only shell builtins (read, test, arithmetic) so polling costs no fork.
+
+IRQWISE=/usr/bin/irqwise
+CFG=/cfg                       # --config root: /cfg/etc/irqwise/irqwise.toml
+DLOG=/tmp/irqwise.log          # the daemon's stderr
+QUIET_MS=1500                  # masks must stay unchanged this long to count as settled
+SCEN=none
+
+result() { # result CHECK PASS|FAIL DETAIL...
+  local c=$1 r=$2; shift 2
+  echo "RESULT $SCEN $c $r $*"
+}
+check() { # check CHECK DETAIL -- COMMAND...: PASS when COMMAND succeeds; COMMAND may explain in REPLY
+  local c=$1 d=$2; shift 3
+  REPLY=""
+  if "$@"; then result "$c" PASS "$d${REPLY:+: $REPLY}"; else result "$c" FAIL "$d${REPLY:+: $REPLY}"; fi
+}
+measure() { echo "MEASURE $SCEN $1 $2"; }
+note() { echo "# $SCEN: $*"; }
+
+now() { # NOW = milliseconds since boot (CLOCK_BOOTTIME via /proc/uptime, 10 ms resolution)
+  local up s c
+  read -r up _ < /proc/uptime
+  s=${up%.*}; c=${up#*.}; c=${c#0}
+  NOW=$((s * 1000 + c * 10))
+}
+
+# expand LIST: REPLY = the kernel cpulist LIST ("0-2,5") as space-separated CPU numbers.
+expand() {
+  local IFS=, part a b out=""
+  for part in $1; do
+    case $part in
+      *-*) a=${part%-*}; b=${part#*-}; while [ "$a" -le "$b" ]; do out="$out $a"; a=$((a + 1)); done;;
+      "") ;;
+      *) out="$out $part";;
+    esac
+  done
+  REPLY=${out# }
+}
+count() { set -- $1; echo $#; }
+contains() { case " $1 " in *" $2 "*) return 0;; esac; return 1; }
+
+# Topology, read once from sysfs while every CPU is online (an offline CPU loses its
+# topology directory): NODE_<cpu> and CORE_<cpu> ("package:core_id").
+load_topology() {
+  local d c n
+  for d in /sys/devices/system/node/node[0-9]*; do
+    n=${d##*node}
+    expand "$(cat "$d/cpulist")"   # a binary sysfs attribute: read(1) byte-wise sees nothing
+    for c in $REPLY; do eval "NODE_$c=$n"; done
+  done
+  for d in /sys/devices/system/cpu/cpu[0-9]*; do
+    c=${d##*cpu}
+    read -r p < "$d/topology/physical_package_id"; read -r k < "$d/topology/core_id"
+    eval "CORE_$c=$p:$k"
+  done
+}
+online_cpus() { local l; read -r l < /sys/devices/system/cpu/online; expand "$l"; ONLINE=$REPLY; }
+
+# nic_queues IFACE: QIRQS = the IFACE-rxtx-N IRQs ordered by N (from /proc/interrupts).
+nic_queues() {
+  local line irq name q i out=""
+  QIRQS=""
+  i=0
+  while [ $i -lt 64 ]; do eval "Q_$i="; i=$((i + 1)); done
+  while read -r line; do
+    name=${line##* }
+    case $name in "$1"-rxtx-*) q=${name##*-}; irq=${line%%:*}; eval "Q_$q=$irq";; esac
+  done < /proc/interrupts
+  i=0
+  while [ $i -lt 64 ]; do eval "irq=\$Q_$i"; [ -n "$irq" ] && out="$out $irq"; i=$((i + 1)); done
+  QIRQS=${out# }
+}
+# irqs_named PREFIX: REPLY = IRQs whose /proc/interrupts name starts with PREFIX, in file order.
+irqs_named() {
+  local line out=""
+  while read -r line; do
+    case ${line##* } in "$1"*) out="$out ${line%%:*}";; esac
+  done < /proc/interrupts
+  REPLY=${out# }
+}
+
+# read_masks IRQS: MASKS = "irq=list irq=list ..." from smp_affinity_list.
+read_masks() {
+  local i m out=""
+  for i in $1; do m=gone; read -r m < /proc/irq/$i/smp_affinity_list 2>/dev/null; out="$out $i=$m"; done
+  MASKS=${out# }
+}
+# mask_cpus: REPLY = the CPU lists of MASKS, in order, space-separated ("4 6 5-7").
+mask_lists() { local e out=""; for e in $MASKS; do out="$out ${e#*=}"; done; REPLY=${out# }; }
+
+# all_single [NOTCPU]: every mask in MASKS is one CPU (not the kernel's multi-CPU default or
+# fallback), and none is NOTCPU.
+all_single() {
+  local e m
+  for e in $MASKS; do
+    m=${e#*=}
+    case $m in *[!0-9]*|"") return 1;; esac
+    [ -n "${1:-}" ] && [ "$m" = "$1" ] && return 1
+  done
+  return 0
+}
+
+# settle IRQS COND TIMEOUT_MS: from T0 (set by the caller just before acting), polls the masks of
+# IRQS every 10 ms until COND (a command judging $MASKS) holds and the masks have not changed for
+# QUIET_MS. SETTLE_MS = when the final masks were first seen, relative to T0; -1 on timeout.
+settle() {
+  local irqs=$1 cond=$2 limit=$3 last="" since=0
+  while :; do
+    now; read_masks "$irqs"
+    if [ "$MASKS" != "$last" ]; then last=$MASKS; since=$NOW; fi
+    if eval "$cond" && [ $((NOW - since)) -ge $QUIET_MS ]; then SETTLE_MS=$((since - T0)); return 0; fi
+    if [ $((NOW - T0)) -ge "$limit" ]; then SETTLE_MS=-1; return 1; fi
+    usleep 10000
+  done
+}
+
+# check_spread NODE MASKLISTS: irqwise's NIC rule checked from sysfs alone, for queue masks in
+# queue order: each mask is one online CPU; the first min(q, CPUs of NODE) queues are on NODE;
+# the first min(q, cores of NODE) are on distinct cores; the first min(q, online CPUs) are on
+# distinct CPUs. REPLY explains a failure.
+check_spread() {
+  local node=$1 lists=$2 q i c cpus="" cores="" nodecpus=0 nodecores="" n
+  online_cpus
+  for c in $ONLINE; do
+    eval "n=\$NODE_$c"; [ "$n" = "$node" ] || continue
+    nodecpus=$((nodecpus + 1)); eval "k=\$CORE_$c"; contains "$nodecores" "$k" || nodecores="$nodecores $k"
+  done
+  [ $nodecpus -gt 0 ] || { REPLY="node $node has no online CPU"; return 1; }
+  q=$(count "$lists"); i=0
+  for c in $lists; do
+    case $c in *[!0-9]*) REPLY="queue $i mask $c is not one CPU"; return 1;; esac
+    contains "$ONLINE" "$c" || { REPLY="queue $i on offline CPU $c"; return 1; }
+    eval "n=\$NODE_$c"; eval "k=\$CORE_$c"
+    if [ $i -lt $nodecpus ] && [ "$n" != "$node" ]; then REPLY="queue $i on CPU $c of node $n, not $node"; return 1; fi
+    if [ $i -lt $(count "$nodecores") ] && contains "$cores" "$k"; then REPLY="queue $i shares core $k"; return 1; fi
+    if contains "$cpus" "$c"; then
+      [ $i -lt $(count "$ONLINE") ] && { REPLY="queue $i shares CPU $c"; return 1; }
+    fi
+    cpus="$cpus $c"; cores="$cores $k"; i=$((i + 1))
+  done
+  REPLY="$q queues on CPUs$cpus"
+  return 0
+}
+
+# plan_rows: /tmp/plan.rows = `irqwise plan --json` as rows (see planrows.awk); status of plan.
+plan_rows() {
+  : > /tmp/plan.rows
+  $IRQWISE --config $CFG plan --json > /tmp/plan.json 2>/tmp/plan.err || return 1
+  awk -f /guest/planrows.awk /tmp/plan.json > /tmp/plan.rows
+}
+plan_ok() {
+  plan_rows || { REPLY=$(head -c 200 /tmp/plan.err); return 1; }
+  [ -s /tmp/plan.rows ] || { REPLY="the plan lists no IRQ"; return 1; }
+}
+# plan_field IRQ COLUMN: REPLY = that column of IRQ's plan row (2 action, 3 managed, 4 desired).
+plan_field() {
+  local irq a m d c b dr n name
+  REPLY=""
+  while read -r irq a m d c b dr n name; do
+    [ "$irq" = "$1" ] || continue
+    case $2 in 2) REPLY=$a;; 3) REPLY=$m;; 4) REPLY=$d;; 5) REPLY=$c;; esac
+    return 0
+  done < /tmp/plan.rows
+  return 1
+}
+# matches_plan IRQS: every IRQ's current mask equals the plan's desired set and its action is
+# keep or managed.
+matches_plan() {
+  local i e want act
+  read_masks "$1"
+  for e in $MASKS; do
+    i=${e%%=*}; expand "${e#*=}"; local have=$REPLY
+    plan_field "$i" 4 || { REPLY="irq $i not in plan"; return 1; }
+    want=$(echo "$REPLY" | tr , ' ')
+    plan_field "$i" 2; act=$REPLY
+    [ "$have" = "$want" ] || { REPLY="irq $i at $have, plan wants $want"; return 1; }
+    case $act in keep|managed) ;; *) REPLY="irq $i action $act"; return 1;; esac
+  done
+  REPLY="$(count "$1") IRQs as planned"
+  return 0
+}
+
+# Daemon control. The daemon is `irqwise run` with its log on $DLOG.
+# Until `irqwise run` exists the suite falls back to `irqwise apply` every 200 ms (reported as a
+# FAIL of harness/daemon_run, so a green run always means the real daemon was tested).
+start_daemon() {
+  : >> $DLOG
+  if $IRQWISE run --help >/dev/null 2>&1; then
+    DAEMON_KIND=run
+    $IRQWISE --config $CFG --log-format text run 2>>$DLOG &
+  else
+    DAEMON_KIND=apply-loop
+    ( trap '' HUP; while :; do $IRQWISE --config $CFG apply >/dev/null 2>>$DLOG; usleep 200000; done ) &
+  fi
+  DAEMON_PID=$!
+}
+stop_daemon() {
+  [ -n "${DAEMON_PID:-}" ] || return 0
+  kill -TERM "$DAEMON_PID" 2>/dev/null
+  local i=0
+  while kill -0 "$DAEMON_PID" 2>/dev/null && [ $i -lt 100 ]; do usleep 50000; i=$((i + 1)); done
+  kill -0 "$DAEMON_PID" 2>/dev/null && { kill -KILL "$DAEMON_PID"; REPLY="daemon ignored SIGTERM for 5 s"; return 1; }
+  DAEMON_PID=""
+  return 0
+}
+daemon_alive() { kill -0 "$DAEMON_PID" 2>/dev/null || { REPLY="daemon (pid $DAEMON_PID) exited"; return 1; }; }
+log_mark() { LOGMARK=$(wc -l < $DLOG); }
+log_since_mark() { tail -n +$((LOGMARK + 1)) $DLOG; }
+# log_problems: REPLY = ERROR/WARN lines logged since the mark (empty when none).
+log_problems() { REPLY=$(log_since_mark | grep -iE '\b(error|warn(ing)?)\b' | head -3 | tr '\n' '|'); }
+no_log_problems() { log_problems; [ -z "$REPLY" ]; }
+
+# all_masks: MASKS for every IRQ in /proc/irq (the whole machine's placement).
+all_masks() {
+  local d out=""
+  for d in /proc/irq/[0-9]*; do out="$out ${d##*/}"; done
+  read_masks "${out# }"
+}
+# same_masks OLD NEW EXCLUDE: REPLY = the IRQs (outside EXCLUDE) present in both mask lists
+# whose masks differ; true when there is none.
+same_masks() {
+  local e i m out=""
+  for e in $2; do
+    i=${e%%=*}; m=${e#*=}
+    contains "$3" "$i" && continue
+    case " $1 " in *" $i="*) ;; *) continue;; esac
+    case " $1 " in *" $i=$m "*) ;; *) out="$out irq $i now $m"; esac
+  done
+  REPLY=${out# }
+  [ -z "$REPLY" ]
+}
+
+write_config() { # write_config TEXT: the daemon's main config file
+  printf '%s\n' "$1" > $CFG/etc/irqwise/irqwise.toml
+}
+
+# placement_metrics IRQS NODE: MEASURE lines for the comparison table, from sysfs alone:
+# node_share = queues whose smp_affinity_list lies within NODE's CPUs / queues;
+# distinct_cores = cores of the CPUs the queues are actually delivered to (effective affinity);
+# masks = the smp_affinity_list of each queue, in queue order.
+placement_metrics() {
+  local i m c n on=0 q=0 cores="" lists="" k inside
+  for i in $1; do
+    q=$((q + 1))
+    read -r m < /proc/irq/$i/smp_affinity_list; lists="$lists,$m"
+    expand "$m"; inside=1
+    for c in $REPLY; do eval "n=\$NODE_$c"; [ "$n" = "$2" ] || inside=0; done
+    on=$((on + inside))
+    read -r m < /proc/irq/$i/effective_affinity_list; expand "$m"
+    for c in $REPLY; do eval "k=\$CORE_$c"; contains "$cores" "$k" || cores="$cores $k"; done
+  done
+  measure node_share "$on/$q"
+  measure distinct_cores "$(count "$cores")"
+  measure masks "${lists#,}"
+}
+
+# off_and_not_fallback CPU: no mask in MASKS contains CPU, and none is the kernel's fallback
+# (every online CPU), i.e. the balancer has repaired what the CPU's removal broke.
+off_and_not_fallback() {
+  local e
+  online_cpus
+  for e in $MASKS; do
+    expand "${e#*=}"
+    contains "$REPLY" "$1" && return 1
+    [ "$REPLY" = "$ONLINE" ] && return 1
+  done
+  return 0
+}

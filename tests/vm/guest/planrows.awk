@@ -1,0 +1,55 @@
+# planrows.awk: reads `irqwise plan --json` and prints one line per IRQ:
+#   IRQ ACTION MANAGED DESIRED CURRENT BDF DRIVER DEVNODE NAME
+# DESIRED/CURRENT are comma-separated CPU numbers ("-" when null); NAME is last as it may hold
+# spaces. A tiny JSON reader (objects, arrays, strings, literals) flattens the document into
+# path -> value pairs first; it knows nothing of irqwise beyond the field names it prints.
+function ws() { while (pos <= n && index(" \t\r\n", substr(buf, pos, 1)) > 0) pos++ }
+function str(   s, c) {
+  pos++; s = ""
+  while (pos <= n) {
+    c = substr(buf, pos, 1)
+    if (c == "\\") { s = s substr(buf, pos + 1, 1); pos += 2; continue }
+    pos++
+    if (c == "\"") return s
+    s = s c
+  }
+  return s
+}
+function value(path,   c, k, i, s) {
+  ws(); c = substr(buf, pos, 1)
+  if (c == "{" || c == "[") {
+    pos++; ws(); i = 0
+    if (substr(buf, pos, 1) == (c == "{" ? "}" : "]")) { pos++; val[path] = (c == "{" ? "{}" : "[]"); return }
+    while (pos <= n) {
+      ws()
+      if (c == "{") { k = str(); ws(); pos++ } else k = i++
+      value(path == "" ? k : path "." k)
+      ws(); s = substr(buf, pos, 1); pos++
+      if (s != ",") return
+    }
+    return
+  }
+  if (c == "\"") { val[path] = str(); return }
+  s = ""
+  while (pos <= n && index(",]} \t\r\n", substr(buf, pos, 1)) == 0) { s = s substr(buf, pos, 1); pos++ }
+  val[path] = s
+}
+function list(prefix,   j, s) {
+  if (!((prefix ".0") in val)) return "-"
+  s = val[prefix ".0"]
+  for (j = 1; (prefix "." j) in val; j++) s = s "," val[prefix "." j]
+  return s
+}
+function field(k) { return (k in val && val[k] != "null" && val[k] != "") ? val[k] : "-" }
+{ buf = buf $0 "\n" }
+END {
+  n = length(buf); pos = 1; value("")
+  for (d = 0; ("devices." d ".bdf") in val; d++) {
+    p = "devices." d
+    for (i = 0; (p ".irqs." i ".irq") in val; i++) {
+      q = p ".irqs." i
+      print val[q ".irq"], field(q ".action"), field(q ".managed"), list(q ".desired"), list(q ".current"),
+        val[p ".bdf"], field(p ".driver"), field(p ".node"), field(q ".name")
+    }
+  }
+}

@@ -1,0 +1,67 @@
+# Builds the guest's initramfs (sourced by tests/vm/run.sh).
+# build_initramfs ROOTDIR OUT.cpio.gz IRQWISE_BIN [IRQBALANCE_BIN]
+# Layout in the guest: /init (tests/vm/guest/init), /guest/* (scenario scripts), /usr/bin/irqwise,
+# /usr/sbin/irqbalance (+ its shared libraries), busybox applets in /bin, and the nvme and
+# vmxnet3 modules of $KVER with their dependencies, decompressed, with modules.dep.
+
+GUEST_MODULES="nvme vmxnet3"
+
+# scenario_files: the scenario scripts to run: all, or those whose number prefix is listed in
+# IRQWISE_VM_SCENARIOS.
+scenario_files() {
+  local f
+  for f in "$VM_DIR"/guest/scenarios/[0-9][0-9]-*.sh; do
+    if [ -z "${IRQWISE_VM_SCENARIOS:-}" ] || [[ " $IRQWISE_VM_SCENARIOS " == *" $(basename "${f%%-*}") "* ]]; then echo "$f"; fi
+  done
+}
+
+# copy_in ROOT HOSTPATH GUESTPATH: the file, plus every shared library ldd lists for it.
+copy_in() {
+  local root=$1 src=$2 dst=$3 lib
+  install -D -m "$(stat -c %a "$src")" "$src" "$root$dst"
+  if ldd "$src" >/dev/null 2>&1; then
+    for lib in $(ldd "$src" | grep -o '/[^ ]*'); do
+      [ -e "$root$lib" ] || install -D "$(readlink -f "$lib")" "$root$lib"
+    done
+  fi
+}
+
+# add_module ROOT NAME: the module file of NAME and, first, those it depends on.
+add_module() {
+  local root=$1 m=$2 f d rel moddir=/lib/modules/$KVER
+  case " $ADDED_MODULES " in *" $m "*) return 0;; esac
+  ADDED_MODULES="$ADDED_MODULES $m"
+  f=$(modinfo -k "$KVER" -F filename "$m" 2>/dev/null) || { echo "test-vm: no module $m in $KVER" >&2; return 1; }
+  case $f in builtin*|"") return 0;; esac
+  for d in $(modinfo -k "$KVER" -F depends "$m" | tr ',' ' '); do add_module "$root" "$d"; done
+  rel=${f#"$moddir"/}
+  mkdir -p "$root$moddir/$(dirname "$rel")"
+  case $f in
+    *.ko.xz) xz -dc "$f" > "$root$moddir/${rel%.xz}";;
+    *.ko.zst) zstd -qdc "$f" > "$root$moddir/${rel%.zst}";;
+    *.ko.gz) gzip -dc "$f" > "$root$moddir/${rel%.gz}";;
+    *) cp "$f" "$root$moddir/$rel";;
+  esac
+}
+
+build_initramfs() {
+  local root=$1 out=$2 irqwise=$3 irqbalance=${4:-} a busybox
+  busybox=$(command -v busybox) || { echo "test-vm: no busybox" >&2; return 1; }
+  if ldd "$busybox" >/dev/null 2>&1; then echo "test-vm: $busybox is not static (need busybox-static)" >&2; return 1; fi
+  rm -rf "$root"
+  mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,tmp,run,guest,usr/bin,usr/sbin,var/run,cfg/etc/irqwise}
+  cp "$busybox" "$root/bin/busybox"
+  for a in $("$busybox" --list); do [ -e "$root/bin/$a" ] || ln -s busybox "$root/bin/$a"; done
+  cp "$VM_DIR"/guest/init "$root/init"
+  cp "$VM_DIR"/guest/*.sh "$VM_DIR"/guest/*.awk "$root/guest/"
+  cp $(scenario_files) "$root/guest/"
+  chmod +x "$root/init" "$root"/guest/*.sh
+  copy_in "$root" "$irqwise" /usr/bin/irqwise && chmod 755 "$root/usr/bin/irqwise"
+  [ -n "$irqbalance" ] && copy_in "$root" "$irqbalance" /usr/sbin/irqbalance
+  ADDED_MODULES=""
+  for a in $GUEST_MODULES; do add_module "$root" "$a"; done
+  cp /lib/modules/"$KVER"/modules.{order,builtin,builtin.modinfo} "$root/lib/modules/$KVER/" 2>/dev/null || true
+  depmod -b "$root" "$KVER"
+  echo "$GUEST_MODULES" > "$root/etc/modules-load"
+  (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | gzip -1) > "$out"
+}

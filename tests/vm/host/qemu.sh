@@ -1,0 +1,64 @@
+# Boots the guest (sourced by tests/vm/run.sh).
+# boot_guest WORK KERNEL INITRD TIMEOUT_S
+# Machine: q35 with interrupt remapping (intel-iommu intremap=on, split irqchip), 2 sockets x
+# 2 cores x 2 threads = 8 CPUs, NUMA node 0 = CPUs 0-3, node 1 = CPUs 4-7 (distance 20).
+# PCIe expander bridges give devices a node: pxb0 (node 0) holds the NVMe drive (4 I/O queue
+# pairs), pxb1 (node 1) the vmxnet3 NIC (8 queues) plus an empty root port `rphot` into which
+# the host hot-adds a second vmxnet3 when the guest asks for it.
+# Serial: ttyS0 = kernel console -> WORK/console.log; ttyS1 = guest program -> WORK/guest.out.
+# Monitor: HMP on the FIFO pair WORK/mon.in / WORK/mon.out. A guest line "HOST <command>" is
+# sent to the monitor verbatim (logged in WORK/monitor.log); the guest then polls sysfs for the
+# effect, so no reply channel is needed.
+
+boot_guest() {
+  local work=$1 kernel=$2 initrd=$3 timeout=$4 accel qpid relay rc
+  if [ -r /dev/kvm ] && [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo && [ "${IRQWISE_VM_ACCEL:-}" != tcg ]; then
+    accel=(-accel kvm -cpu host)
+  else
+    # Intel vendor: the guest then reads CPUID leaf 0xB and threads=2 gives SMT siblings.
+    accel=(-accel tcg,thread=multi -cpu max,vendor=GenuineIntel)
+  fi
+  ACCEL_USED=${accel[1]}
+  : > "$work/console.log"; : > "$work/guest.out"; : > "$work/monitor.log"
+  rm -f "$work/mon.in" "$work/mon.out"; mkfifo "$work/mon.in" "$work/mon.out"
+  truncate -s 64M "$work/nvme.img"
+  local qemu=(qemu-system-x86_64 "${accel[@]}" -machine q35,kernel-irqchip=split -m 1024
+    -smp cpus=8,maxcpus=8,sockets=2,cores=2,threads=2
+    -object memory-backend-ram,id=mem0,size=512M -numa node,nodeid=0,cpus=0-3,memdev=mem0
+    -object memory-backend-ram,id=mem1,size=512M -numa node,nodeid=1,cpus=4-7,memdev=mem1
+    -numa dist,src=0,dst=1,val=20
+    -device intel-iommu,intremap=on,eim=off
+    -device pxb-pcie,id=pxb0,bus_nr=0x80,numa_node=0,bus=pcie.0
+    -device pcie-root-port,id=rp0,bus=pxb0,chassis=128,slot=0
+    -drive file="$work/nvme.img",if=none,id=nv0,format=raw
+    -device nvme,serial=irqwisevm,drive=nv0,bus=rp0,max_ioqpairs=4,msix_qsize=5
+    -device pxb-pcie,id=pxb1,bus_nr=0x90,numa_node=1,bus=pcie.0
+    -device pcie-root-port,id=rp1,bus=pxb1,chassis=144,slot=0
+    -netdev user,id=n0 -device vmxnet3,netdev=n0,bus=rp1,mac=52:54:00:00:00:01
+    -device pcie-root-port,id=rphot,bus=pxb1,chassis=145,slot=0
+    -netdev user,id=hn0
+    -nodefaults -no-user-config -display none -vga none -no-reboot
+    -chardev file,id=con,path="$work/console.log" -serial chardev:con
+    -chardev file,id=out,path="$work/guest.out" -serial chardev:out
+    -chardev pipe,id=mon,path="$work/mon" -mon chardev=mon,mode=readline
+    -kernel "$kernel" -initrd "$initrd"
+    -append "console=ttyS0 panic=-1 rdinit=/init mitigations=off intel_iommu=on no_timer_check")
+  printf '%q ' "${qemu[@]}" > "$work/qemu-cmdline"; echo >> "$work/qemu-cmdline"
+  timeout "$timeout" "${qemu[@]}" </dev/null >"$work/qemu.stderr" 2>&1 &
+  qpid=$!
+  cat "$work/mon.out" >> "$work/monitor.log" &
+  local monreader=$!
+  # Relay: follow the guest's serial line while QEMU runs.
+  tail -n +1 --pid="$qpid" -f "$work/guest.out" | while IFS= read -r line; do
+    case $line in
+      HOST\ *) cmd=${line#HOST }; cmd=${cmd%$'\r'}
+        echo "# $(date +%T.%N) guest asked: $cmd" >> "$work/monitor.log"
+        printf '%s\n' "$cmd" > "$work/mon.in";;
+    esac
+  done &
+  relay=$!
+  rc=0; wait "$qpid" || rc=$?
+  wait "$relay" 2>/dev/null || true
+  kill "$monreader" 2>/dev/null || true   # only blocks if QEMU never opened the FIFO
+  QEMU_RC=$rc
+}

@@ -1,0 +1,65 @@
+# report.awk: turns the guest's RESULT/MEASURE lines into test results and the measured tables.
+# usage: awk -v md=RESULTS.md -v meta="..." -f report.awk EXPECTED GUEST_OUT
+# EXPECTED holds "scenario check" pairs (every check the scenario scripts contain): one that the
+# guest never reported (crash, hang, timeout) counts as failed. Prints one line per check, the
+# tables, and "N passed, M failed"; writes the tables as Markdown to md. Exit 1 on any failure.
+FNR == NR { if (!(($1 " " $2) in expected)) { expected[$1 " " $2] = 1; order[++n_exp] = $1 " " $2 }; next }
+/^RESULT / {
+  k = $2 " " $3; status[k] = $4
+  d = $0; sub(/^RESULT [^ ]+ [^ ]+ [^ ]+ ?/, "", d); detail[k] = d
+  if (!(k in expected)) { expected[k] = 1; order[++n_exp] = k }
+  next
+}
+/^MEASURE / { v = $0; sub(/^MEASURE [^ ]+ [^ ]+ /, "", v); m[$2 " " $3] = v; next }
+/^@@DONE/ { done = 1 }
+function val(k) { return (k in m) ? m[k] : "n/a" }
+function ms(k,   v) { v = val(k); if (v == "n/a") return v; if (v < 0) return "not within 30 s"; return v " ms" }
+function yes(k,   v) { v = val(k); if (v == "n/a") return v; return (v < 0) ? "no (within 25 s)" : "yes, " v " ms" }
+function out(s) { print s; print s > md }
+END {
+  for (i = 1; i <= n_exp; i++) {
+    k = order[i]
+    if (!(k in status)) { status[k] = "FAIL"; detail[k] = "not reported by the guest" (done ? "" : " (guest did not finish)") }
+    split(k, p, " ")
+    printf "%-4s %s/%s  %s\n", status[k], p[1], p[2], detail[k]
+    if (status[k] == "PASS") pass++; else { fail++; failed[p[1]]++; fails = fails "- FAIL " p[1] "/" p[2] ": " detail[k] "\n" }
+    total[p[1]]++
+  }
+  print ""
+  print "# irqwise end-to-end on a real kernel (QEMU)" > md
+  print "" > md
+  out("Guest: " meta)
+  out("")
+  out("| Scenario | Checks passed | Reaction time (TCG, pessimistic) |")
+  out("|---|---|---|")
+  split("harness startup cpu-offline link-flap nic-hotplug sighup cli-agree irqbalance", sc, " ")
+  r["harness"] = "-"
+  r["startup"] = "daemon start to all NIC queues placed: " ms("startup place_ms")
+  r["cpu-offline"] = "CPU offline to re-planned: " ms("cpu-offline offline_react_ms") "; online to restored: " ms("cpu-offline online_react_ms")
+  r["link-flap"] = "link up to placed: " ms("link-flap up_react_ms") (val("link-flap kernel_kept") == "yes" ? " (nothing to restore: the kernel kept the masks across free_irq/request_irq)" : "")
+  r["nic-hotplug"] = "link up of the new NIC to placed: " ms("nic-hotplug place_ms") "; device_del to gone: " ms("nic-hotplug remove_ms")
+  r["sighup"] = "SIGHUP to re-placed on node 0: " ms("sighup node0_react_ms") "; back: " ms("sighup restore_react_ms")
+  r["cli-agree"] = "-"
+  r["irqbalance"] = "one pass (--oneshot): " ms("irqbalance oneshot_ms")
+  for (i = 1; i in sc; i++) {
+    s = sc[i]; if (!(s in total)) continue
+    out("| " s " | " (total[s] - failed[s]) "/" total[s] " | " r[s] " |")
+  }
+  out("")
+  out("| NIC placement (eth0, 8 queue IRQs, NIC on node 1) | irqwise | irqbalance 1.9 |")
+  out("|---|---|---|")
+  out("| queue IRQs whose mask lies on the NIC's node | " val("startup node_share") " | " val("irqbalance node_share") " |")
+  out("| distinct cores the queues are delivered to | " val("startup distinct_cores") " | " val("irqbalance distinct_cores") " |")
+  out("| masks, queue 0..7 | " val("startup masks") " | " val("irqbalance masks") " |")
+  out("| CPU offline: queues off the offline CPU and the kernel's fallback | " yes("cpu-offline offline_react_ms") " | " yes("irqbalance offline_react_ms") " |")
+  out("| CPU back online: previous placement returns | " yes("cpu-offline online_react_ms") " | " yes("irqbalance online_react_ms") " |")
+  out("")
+  out("Node 1 has 4 CPUs for 8 queues: irqwise gives every queue its own CPU by NUMA distance (node 1's")
+  out("cores, their siblings, then node 0); irqbalance (idle NIC) stacks the 8 queues on node 1's CPUs.")
+  out("irqbalance reacts at its 10 s rebalancing interval; irqwise on the CPU-hotplug uevent.")
+  out("")
+  printf "%d passed, %d failed\n", pass, fail
+  printf "%d passed, %d failed\n", pass, fail > md
+  if (fail) printf "\n%s", fails > md
+  exit fail > 0 ? 1 : 0
+}
