@@ -602,3 +602,15 @@ fn all_shipped_files_together_validate_as_dropins() {
     assert_eq!(config.sources.len(), 4);
     assert_eq!(config.rules.len(), 5);
 }
+
+/// Regression (found by the VM suite): TOML dotted keys (`match.driver = ...`) build the match
+/// table implicitly; toml 0.8 could not give such a table a span and rejected the file.
+#[test]
+fn dotted_match_keys_are_accepted() {
+    let config = parse_ok("[[device]]\nmatch.driver = \"vmxnet3\"\nmatch.interface = \"eth*\"\nnode = 0\n");
+    let policy = resolve(&config, &nic("0000:92:00.0", "vmxnet3", &["eth1"]));
+    assert_eq!(policy.node, Some(0));
+    assert_eq!(policy.matched_rules.len(), 1);
+    let other = resolve(&config, &nic("0000:93:00.0", "ice", &["eth2"]));
+    assert!(other.matched_rules.is_empty());
+}
