@@ -215,10 +215,16 @@ fn intx_devices_and_other_devices() {
     assert_eq!(ahci.class, DeviceClass::Other);
     assert_eq!(roles(ahci), [(QueueRole::Misc, None)]);
     assert_eq!(d.devices.len(), 2);
+
+    // Unbound (e.g. being removed): its INTx line may be shared with others and is not ours.
+    fs::remove_file(fx.path("sys/bus/pci/devices/0000:00:19.0/driver")).unwrap();
+    let d = discover(dir.path());
+    assert!(d.devices.iter().all(|x| x.bdf != "0000:00:19.0"), "an unbound device's INTx line is not placed");
+    assert_eq!(d.devices.len(), 1);
 }
 
 #[test]
-fn vanished_irq_and_vanished_device_are_warnings() {
+fn unrequested_irq_is_left_out_and_vanished_device_is_a_warning() {
     let dir = two_node_root();
     let mut fx = FixtureRoot::at(dir.path());
     fx.nic("0000:81:00.0", "ice", "eth2", Some(1), 4, NamingScheme::IceTxRx).nic(
@@ -235,14 +241,13 @@ fn vanished_irq_and_vanished_device_are_warnings() {
     fs::remove_dir_all(fx.path("sys/devices/pci0000:82/0000:82:00.0")).unwrap();
     let d = discover(dir.path());
     let nic = device(&d, "0000:81:00.0");
-    assert_eq!(nic.vectors.len(), 5);
-    let v = &nic.vectors[2];
-    assert_eq!((v.irq, v.current.as_ref(), v.role, v.queue), (gone, None, QueueRole::RxTx, Some(1)));
-    assert!(nic.vectors.iter().filter(|v| v.irq != gone).all(|v| v.current.is_some()));
+    // The kernel creates proc/irq/N at request_irq() and removes it at free_irq(): a vector
+    // without it is not in use (a NIC whose link is down) and is left out, without a warning.
+    assert_eq!(nic.vectors.len(), 4);
+    assert!(nic.vectors.iter().all(|v| v.irq != gone && v.current.is_some()));
     assert!(d.devices.iter().all(|x| x.bdf != "0000:82:00.0"));
     let w: Vec<String> = d.warnings.iter().map(|w| w.to_string()).collect();
-    assert_eq!(w.len(), 2, "{w:?}");
-    assert!(w.iter().any(|m| m.contains(&format!("proc/irq/{gone}/smp_affinity_list"))), "{w:?}");
+    assert_eq!(w.len(), 1, "{w:?}");
     assert!(w.iter().any(|m| m.contains("0000:82:00.0") && m.contains("vanished")), "{w:?}");
 }
 
@@ -346,17 +351,15 @@ fn hwloc_pcilocality_machine_with_injected_devices() {
     assert_eq!(roles(nic).iter().filter(|r| r.0 == QueueRole::RxTx).count(), 8);
     let nvme = device(&d, "0000:82:00.0");
     assert_eq!(nvme.vectors.iter().filter(|v| v.managed).count(), 4);
-    // The dump's own NICs (class 0x020000, INTx only, no proc/irq): found with their IRQ.
-    for (bdf, irq) in [("0000:02:00.0", 34), ("0000:02:00.1", 44), ("0000:03:00.0", 35), ("0000:03:00.1", 46)] {
-        let dev = device(&d, bdf);
-        assert_eq!(dev.class, DeviceClass::Nic);
-        assert_eq!(dev.vectors.iter().map(|v| v.irq).collect::<Vec<_>>(), [irq]);
-        assert_eq!((dev.node, dev.vectors[0].current.as_ref()), (None, None));
+    // The dump's own NICs (class 0x020000, INTx only, no driver link in the trimmed dump): an
+    // unbound device's legacy line may be shared and is not ours, so they are not devices to
+    // place. (Before the VM suite showed irqwise moving a departing NIC's INTx line, they were.)
+    for bdf in ["0000:02:00.0", "0000:02:00.1", "0000:03:00.0", "0000:03:00.1"] {
+        assert!(d.devices.iter().all(|x| x.bdf != bdf), "{bdf} has no driver: not ours");
     }
-    // Bridges, USB and the qib HCA (class 0x0c0600, INTx only) are not ours.
-    assert_eq!(d.devices.len(), 6, "{:?}", d.devices.iter().map(|x| &x.bdf).collect::<Vec<_>>());
-    // Each dump NIC's missing proc/irq/N is one warning.
-    assert_eq!(d.warnings.len(), 4, "{:?}", d.warnings);
+    // Bridges, USB and the qib HCA (class 0x0c0600, INTx only) are not ours either.
+    assert_eq!(d.devices.len(), 2, "{:?}", d.devices.iter().map(|x| &x.bdf).collect::<Vec<_>>());
+    assert!(d.warnings.is_empty(), "{:?}", d.warnings);
 }
 
 #[test]

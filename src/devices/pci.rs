@@ -24,6 +24,10 @@ pub(super) fn read_device(
     let class = DeviceClass::from_pci_class(pci_class);
 
     let (irqs, msi) = read_irqs(root, &dir).map_err(err)?;
+    let driver = link_name(root, &format!("{dir}/driver"));
+    // An INTx line belongs to the device only while a driver has it; an unbound (or departing)
+    // device's legacy line may be shared with others and is not ours to move.
+    let irqs = if msi || driver.is_some() { requested(root, irqs) } else { Vec::new() };
     if irqs.is_empty() || (class == DeviceClass::Other && !msi) {
         // No interrupts, or the device went away after its class was read.
         if !root.path(&dir).exists() {
@@ -51,7 +55,6 @@ pub(super) fn read_device(
             None
         });
     let node = device_node(numa_node, local_cpus.as_ref(), topo);
-    let driver = link_name(root, &format!("{dir}/driver"));
     let interfaces = interfaces(root, &dir).unwrap_or_else(|e| {
         soft(e);
         Vec::new()
@@ -79,6 +82,16 @@ pub(super) fn read_device(
         vectors,
         nvme,
     }))
+}
+
+/// The IRQs a driver has requested: the kernel creates `proc/irq/N/` at `request_irq()`, so a
+/// vector without it is allocated but unused (many NIC drivers request theirs at link up) and
+/// has nothing to place. A root without `proc/irq` at all (a partial capture) keeps every IRQ.
+fn requested(root: &Root, irqs: Vec<u32>) -> Vec<u32> {
+    if !root.exists("proc/irq") {
+        return irqs;
+    }
+    irqs.into_iter().filter(|irq| root.exists(format!("proc/irq/{irq}"))).collect()
 }
 
 /// The device's IRQs, ascending, and whether they are MSI/MSI-X: the names in `msi_irqs/`, else
