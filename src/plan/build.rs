@@ -37,32 +37,92 @@ pub fn default_strategy(class: DeviceClass) -> StrategyName {
 }
 
 /// Plans every device; `policies[i]` belongs to `devices[i]` (missing entries = class defaults).
+/// A device whose node (configured or its own) does not exist on this machine adds a warning.
 pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) -> Plan {
     let default = Policy::default();
-    let devices =
-        devices.iter().enumerate().map(|(i, d)| plan_device(ctx, d, policies.get(i).unwrap_or(&default))).collect();
-    Plan { kernel: ctx.topo.kernel.clone(), devices, warnings: Vec::new() }
+    let mut warnings = Vec::new();
+    let devices = devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let (plan, warning) = plan_device(ctx, d, policies.get(i).unwrap_or(&default));
+            warnings.extend(warning);
+            plan
+        })
+        .collect();
+    Plan { kernel: ctx.topo.kernel.clone(), devices, warnings }
 }
 
 /// CPUs this device's IRQs may use: online, not banned or excluded, not isolated unless the
 /// device's own `cpus` names them.
 fn usable_cpus(ctx: &PlanContext, s: &Policy) -> CpuSet {
     let topo = ctx.topo;
-    let base = match &s.cpus {
-        Some(allowed) => allowed & &topo.online,
-        None if ctx.respect_isolation => topo.housekeeping(),
-        None => topo.online.clone(),
-    };
-    &base - &s.exclude_cpus
+    if s.cpus.is_none() && ctx.respect_isolation {
+        s.allowed_cpus(&topo.housekeeping())
+    } else {
+        s.allowed_cpus(&topo.online)
+    }
 }
 
-/// The usable CPUs of `node`, or all usable CPUs when the node is unknown or has none.
-fn node_cpus(topo: &Topology, node: Option<u32>, usable: &CpuSet) -> CpuSet {
-    let local = node.and_then(|n| topo.nodes.get(&n)).map(|n| &n.cpus & usable).unwrap_or_default();
-    if local.is_empty() {
-        usable.clone()
+/// Whether the machine has node `n` (without NUMA information only node 0, standing for all).
+fn node_exists(topo: &Topology, n: u32) -> bool {
+    if topo.nodes.is_empty() {
+        n == 0
     } else {
-        local
+        topo.nodes.contains_key(&n)
+    }
+}
+
+/// The node placement starts from, and a note for the reasons when it is not the one asked for.
+struct StartNode {
+    /// Invariant: `None` or a node the machine has.
+    node: Option<u32>,
+    note: Option<String>,
+}
+
+/// The rule's `node`, else the device's own. A node the machine does not have falls back to the
+/// device's own node (if the machine has that), else to no node, and the note says so.
+fn start_node(topo: &Topology, configured: Option<u32>, own: Option<u32>) -> StartNode {
+    let (wanted, whose) = match configured {
+        Some(n) => (n, "configured"),
+        None => match own {
+            Some(n) => (n, "the device's"),
+            None => return StartNode { node: None, note: None },
+        },
+    };
+    if node_exists(topo, wanted) {
+        return StartNode { node: Some(wanted), note: None };
+    }
+    let node = own.filter(|&n| n != wanted && node_exists(topo, n));
+    let instead = node.map_or("no node".to_string(), |n| format!("node {n}"));
+    StartNode { node, note: Some(format!("{whose} node {wanted} does not exist on this machine, using {instead}")) }
+}
+
+/// The usable CPUs of `node` and their description; all usable CPUs when the node is unknown or
+/// has none of them. Non-empty whenever `usable` is.
+fn node_cpus(topo: &Topology, node: Option<u32>, usable: &CpuSet) -> (CpuSet, String) {
+    let local = node.and_then(|n| topo.nodes.get(&n)).map(|n| &n.cpus & usable).unwrap_or_default();
+    match node {
+        Some(n) if !local.is_empty() => (local, format!("usable CPUs of node {n}")),
+        _ => (usable.clone(), "all usable CPUs".to_string()),
+    }
+}
+
+/// Where a device's non-queue IRQs (NVMe admin, NIC misc) go, with the words for the reason:
+/// `admin_cpus` that are online and not excluded, else the usable CPUs of `node`. Non-empty
+/// whenever `usable` is.
+fn misc_target(topo: &Topology, s: &Policy, node: Option<u32>, usable: &CpuSet) -> (CpuSet, String) {
+    let (local, what) = node_cpus(topo, node, usable);
+    match &s.admin_cpus {
+        None => (local, what),
+        Some(admin) => {
+            let left = &(admin & &topo.online) - &s.exclude_cpus;
+            if left.is_empty() {
+                (local, format!("admin_cpus {admin} has no online CPU outside the excluded ones, so {what}"))
+            } else {
+                (left, "the configured admin_cpus".to_string())
+            }
+        }
     }
 }
 
@@ -74,30 +134,37 @@ struct Decision {
     mismatch: Option<bool>,
 }
 
-fn plan_device(ctx: &PlanContext, dev: &Device, s: &Policy) -> DevicePlan {
+/// One device's plan, and a warning when its node does not exist on this machine.
+fn plan_device(ctx: &PlanContext, dev: &Device, s: &Policy) -> (DevicePlan, Option<String>) {
     let strategy = s.strategy.unwrap_or_else(|| default_strategy(dev.class));
-    let node = s.node.or(dev.node);
+    let StartNode { node, note } = start_node(ctx.topo, s.node, dev.node);
+    let warning = note.as_ref().filter(|_| strategy != StrategyName::Leave).map(|n| format!("{}: {n}", dev.bdf));
     let usable = usable_cpus(ctx, s);
-    let misc = s
-        .admin_cpus
-        .as_ref()
-        .map(|a| &(a & &ctx.topo.online) - &s.exclude_cpus)
-        .filter(|a| !a.is_empty())
-        .unwrap_or_else(|| node_cpus(ctx.topo, node, &usable));
-    let decisions: Vec<Decision> = match strategy {
+    let note = note.or_else(|| {
+        let n = node?;
+        let local = ctx.topo.nodes.get(&n).map(|d| &d.cpus & &usable).unwrap_or_default();
+        local.is_empty().then(|| format!("node {n} has no usable CPU"))
+    });
+    let misc = misc_target(ctx.topo, s, node, &usable);
+    let mut decisions: Vec<Decision> = match strategy {
         StrategyName::Leave => dev.vectors.iter().map(|_| leave("strategy leave: not touched")).collect(),
         _ if usable.is_empty() => dev.vectors.iter().map(|_| leave("no usable CPU for this device")).collect(),
         StrategyName::Pin => dev
             .vectors
             .iter()
             .map(|v| match (queue_index(v), &s.admin_cpus) {
-                (None, Some(_)) => fixed(&misc, format!("{} IRQ: the configured admin_cpus", role_word(v.role))),
+                (None, Some(_)) => fixed(&misc.0, format!("{} IRQ: {}", role_word(v.role), misc.1)),
                 _ => fixed(&usable, "pinned to the configured CPUs".into()),
             })
             .collect(),
         StrategyName::NumaHop => numa_hop(ctx, dev, s, node, &usable, &misc),
-        StrategyName::ClusterGroup => cluster_group(ctx, dev, node, &usable, &misc),
+        StrategyName::ClusterGroup => cluster_group(ctx, dev, &usable, &misc),
     };
+    if let Some(note) = &note {
+        for d in decisions.iter_mut().filter(|d| d.desired.is_some()) {
+            d.reason = format!("{} ({note})", d.reason);
+        }
+    }
     // Whatever the strategy, a kernel-managed queue IRQ can only be predicted, never moved.
     let decisions = match strategy {
         StrategyName::Leave => decisions,
@@ -113,9 +180,9 @@ fn plan_device(ctx: &PlanContext, dev: &Device, s: &Policy) -> DevicePlan {
                 .collect()
         }
     };
-    let fallback = node_cpus(ctx.topo, node, &usable);
+    let (fallback, _) = node_cpus(ctx.topo, node, &usable);
     let irqs = dev.vectors.iter().zip(decisions).map(|(v, d)| place(ctx, v, d, &fallback)).collect();
-    DevicePlan {
+    let plan = DevicePlan {
         bdf: dev.bdf.clone(),
         class: dev.class,
         driver: dev.driver.clone(),
@@ -124,7 +191,8 @@ fn plan_device(ctx: &PlanContext, dev: &Device, s: &Policy) -> DevicePlan {
         strategy,
         rules: s.matched_rules.iter().map(|r| r.to_string()).collect(),
         irqs,
-    }
+    };
+    (plan, warning)
 }
 
 fn leave(reason: &str) -> Decision {
@@ -142,7 +210,7 @@ fn numa_hop(
     s: &Policy,
     node: Option<u32>,
     usable: &CpuSet,
-    misc: &CpuSet,
+    misc: &(CpuSet, String),
 ) -> Vec<Decision> {
     let order_kind = match s.order {
         Some(OrderName::Kernel) => SpreadOrder::Kernel,
@@ -164,11 +232,12 @@ fn numa_hop(
         .iter()
         .map(|v| match (v.role, v.queue) {
             (QueueRole::Rx | QueueRole::Tx | QueueRole::RxTx | QueueRole::Io, Some(q)) => {
+                // `order` is non-empty: `usable` is (the caller skips devices without usable CPUs).
                 let slot = (q / per_cpu) as usize % order.len();
                 let cpu = order[slot];
                 fixed(&CpuSet::single(cpu), format!("queue {q}: CPU #{slot} in {order_name} order from {from}"))
             }
-            _ => fixed(misc, format!("{} IRQ: usable CPUs of {from}", role_word(v.role))),
+            _ => fixed(&misc.0, format!("{} IRQ: {}", role_word(v.role), misc.1)),
         })
         .collect()
 }
@@ -202,10 +271,9 @@ fn queue_grouping(ctx: &PlanContext, dev: &Device) -> QueueGrouping {
 
 /// Queue i (of any queue role: NVMe I/O, NIC rx/tx/rxtx) gets group i of
 /// `group_cpus_evenly(queues)`, within the usable CPUs; managed IRQs are predicted.
-fn cluster_group(ctx: &PlanContext, dev: &Device, node: Option<u32>, usable: &CpuSet, misc: &CpuSet) -> Vec<Decision> {
+fn cluster_group(ctx: &PlanContext, dev: &Device, usable: &CpuSet, misc: &(CpuSet, String)) -> Vec<Decision> {
     let grouping = queue_grouping(ctx, dev);
     let nqueues = grouping.queues;
-    let from = node.map_or("no node".to_string(), |n| format!("node {n}"));
     dev.vectors
         .iter()
         .map(|v| match queue_index(v) {
@@ -216,12 +284,12 @@ fn cluster_group(ctx: &PlanContext, dev: &Device, node: Option<u32>, usable: &Cp
                 let group = grouping.groups.get(q as usize).cloned().unwrap_or_default();
                 let inside = &group & usable;
                 if inside.is_empty() {
-                    fixed(misc, format!("queue {q}: group {q} ({group}) has no usable CPU, using {from}"))
+                    fixed(&misc.0, format!("queue {q}: group {q} ({group}) has no usable CPU, using {}", misc.1))
                 } else {
                     fixed(&inside, format!("queue {q}: group {q} of {nqueues} (kernel grouping)"))
                 }
             }
-            None => fixed(misc, format!("{} IRQ: usable CPUs of {from}", role_word(v.role))),
+            None => fixed(&misc.0, format!("{} IRQ: {}", role_word(v.role), misc.1)),
         })
         .collect()
 }

@@ -1,0 +1,203 @@
+//! Planner edge cases, on an in-memory machine (no filesystem): a `node` override naming a node
+//! that does not exist or has no usable CPU, `admin_cpus` (used, all offline), `queues_per_cpu`
+//! above the queue count, an NVMe controller with no I/O queue, offline CPUs in a `pin` list,
+//! isolated CPUs named in `cpus`, and a device left without any usable CPU.
+//!
+//! The machine: `SyntheticMachine::new(2, 2, 2)`, x86 numbering (siblings N / N+4): node 0 holds
+//! cores {0,4} and {1,5}, node 1 cores {2,6} and {3,7}. Cores-first order from node 1 is
+//! therefore 2, 3, 6, 7, then node 0's 0, 1, 4, 5 (hand-derived from the spec, not from the code).
+
+use std::collections::BTreeSet;
+
+use irqwise::cpuset::CpuSet;
+use irqwise::devices::{Device, DeviceClass, IrqVector, NvmeInfo, QueueRole};
+use irqwise::engine::group_rules;
+use irqwise::plan::{build_plan, Action, DevicePlan, Placement, PlanContext, StrategyName};
+use irqwise::policy::Policy;
+use irqwise::topology::synthetic::SyntheticMachine;
+use irqwise::topology::Topology;
+
+fn cpus(list: &str) -> CpuSet {
+    CpuSet::parse_list(list).unwrap()
+}
+
+fn machine() -> Topology {
+    SyntheticMachine::new(2, 2, 2).build()
+}
+
+fn vector(irq: u32, role: QueueRole, queue: Option<u32>) -> IrqVector {
+    IrqVector {
+        irq,
+        name: Some(format!("v{irq}")),
+        role,
+        queue,
+        managed: false,
+        current: Some(cpus("0-7")),
+        effective: None,
+        hint: None,
+    }
+}
+
+/// A NIC on `node` with one misc vector (IRQ 100) and `queues` rx queues (IRQs 101..).
+fn nic(node: Option<u32>, queues: u32) -> Device {
+    let mut vectors = vec![vector(100, QueueRole::Misc, None)];
+    vectors.extend((0..queues).map(|q| vector(101 + q, QueueRole::Rx, Some(q))));
+    Device {
+        bdf: "0000:81:00.0".into(),
+        class: DeviceClass::Nic,
+        pci_class: 0x020000,
+        vendor: None,
+        device: None,
+        driver: Some("ice".into()),
+        name: Some("eth0".into()),
+        interfaces: vec!["eth0".into()],
+        node,
+        local_cpus: None,
+        vectors,
+        nvme: None,
+    }
+}
+
+fn plan_one(topo: &Topology, dev: Device, policy: Policy) -> (DevicePlan, Vec<String>) {
+    let known = BTreeSet::new();
+    let ctx = PlanContext { topo, group_rules: group_rules(topo), respect_isolation: true, known_managed: &known };
+    let plan = build_plan(&ctx, &[dev], &[policy]);
+    (plan.devices[0].clone(), plan.warnings)
+}
+
+fn irq(d: &DevicePlan, irq: u32) -> &Placement {
+    d.irqs.iter().find(|p| p.irq == irq).unwrap()
+}
+
+#[test]
+fn node_override_naming_a_missing_node_falls_back_to_the_devices_node_and_says_so() {
+    let policy = Policy { node: Some(7), ..Policy::default() };
+    let (d, warnings) = plan_one(&machine(), nic(Some(1), 2), policy);
+    // The device's own node 1: queue 0 on CPU 2, queue 1 on CPU 3, misc on node 1's CPUs.
+    assert_eq!(irq(&d, 101).desired, Some(cpus("2")));
+    assert_eq!(irq(&d, 102).desired, Some(cpus("3")));
+    assert_eq!(irq(&d, 100).desired, Some(cpus("2-3,6-7")));
+    assert_eq!(d.node, Some(1), "the node placement really started from");
+    for p in &d.irqs {
+        assert!(p.reason.contains("node 7") && p.reason.contains("does not exist"), "{}", p.reason);
+    }
+    assert!(warnings.iter().any(|w| w.contains("0000:81:00.0") && w.contains("node 7")), "{warnings:?}");
+}
+
+#[test]
+fn node_override_without_numa_information_other_than_zero_is_ignored() {
+    let mut topo = machine();
+    topo.nodes.clear();
+    for c in topo.cpus.values_mut() {
+        c.node = None;
+    }
+    let (d, _) = plan_one(&topo, nic(None, 1), Policy { node: Some(1), ..Policy::default() });
+    assert_eq!(irq(&d, 101).desired, Some(cpus("0")), "plain online order: CPU 0 first");
+    assert_eq!(d.node, None);
+    assert!(irq(&d, 101).reason.contains("node 1") && irq(&d, 101).reason.contains("does not exist"));
+}
+
+#[test]
+fn node_whose_cpus_are_all_excluded_spreads_over_all_usable_cpus_and_says_so() {
+    // Node 0's CPUs excluded: the NIC is sent to node 0, which has no usable CPU left.
+    let policy = Policy { node: Some(0), exclude_cpus: cpus("0-1,4-5"), ..Policy::default() };
+    let (d, _) = plan_one(&machine(), nic(Some(1), 1), policy);
+    assert_eq!(irq(&d, 100).desired, Some(cpus("2-3,6-7")));
+    assert!(irq(&d, 100).reason.contains("node 0 has no usable CPU"), "{}", irq(&d, 100).reason);
+    assert_eq!(irq(&d, 101).desired, Some(cpus("2")), "next hop's first core");
+    assert!(irq(&d, 101).reason.contains("node 0 has no usable CPU"), "{}", irq(&d, 101).reason);
+}
+
+#[test]
+fn admin_cpus_decide_the_misc_vector_and_the_reason_says_so() {
+    let policy = Policy { admin_cpus: Some(cpus("5")), ..Policy::default() };
+    let (d, _) = plan_one(&machine(), nic(Some(1), 1), policy);
+    assert_eq!(irq(&d, 100).desired, Some(cpus("5")));
+    assert!(irq(&d, 100).reason.contains("admin_cpus"), "{}", irq(&d, 100).reason);
+    assert_eq!(irq(&d, 101).desired, Some(cpus("2")), "queues are not affected");
+}
+
+#[test]
+fn admin_cpus_all_offline_fall_back_to_the_nodes_cpus_and_say_so() {
+    let mut topo = machine();
+    topo.online.remove(5);
+    let policy = Policy {
+        strategy: Some(StrategyName::Pin),
+        cpus: Some(cpus("2-3")),
+        admin_cpus: Some(cpus("5")),
+        ..Policy::default()
+    };
+    let (d, _) = plan_one(&topo, nic(Some(1), 1), policy);
+    assert_eq!(irq(&d, 100).desired, Some(cpus("2-3")));
+    let reason = &irq(&d, 100).reason;
+    assert!(reason.contains("admin_cpus") && reason.contains("no online CPU"), "{reason}");
+}
+
+#[test]
+fn offline_cpus_in_a_pin_list_are_left_out() {
+    let mut topo = machine();
+    topo.online.remove(3);
+    let policy = Policy { strategy: Some(StrategyName::Pin), cpus: Some(cpus("2-3")), ..Policy::default() };
+    let (d, _) = plan_one(&topo, nic(Some(1), 2), policy);
+    for p in &d.irqs {
+        assert_eq!(p.desired, Some(cpus("2")), "irq {}", p.irq);
+    }
+}
+
+#[test]
+fn a_device_with_no_usable_cpu_is_skipped_with_that_reason() {
+    let mut topo = machine();
+    topo.online.remove_all(&cpus("6-7"));
+    let policy = Policy { cpus: Some(cpus("6-7")), ..Policy::default() };
+    let (d, _) = plan_one(&topo, nic(Some(1), 2), policy);
+    for p in &d.irqs {
+        assert_eq!((p.action, p.desired.clone()), (Action::Skip, None), "irq {}", p.irq);
+        assert!(p.reason.contains("no usable CPU"), "{}", p.reason);
+    }
+}
+
+#[test]
+fn queues_per_cpu_above_the_queue_count_puts_every_queue_on_the_first_cpu() {
+    let policy = Policy { queues_per_cpu: Some(8), ..Policy::default() };
+    let (d, _) = plan_one(&machine(), nic(Some(1), 3), policy);
+    for q in 0..3 {
+        assert_eq!(irq(&d, 101 + q).desired, Some(cpus("2")), "queue {q}");
+    }
+}
+
+#[test]
+fn rx_and_tx_of_the_same_queue_share_a_cpu() {
+    let mut dev = nic(Some(1), 2);
+    dev.vectors.extend([vector(201, QueueRole::Tx, Some(0)), vector(202, QueueRole::Tx, Some(1))]);
+    let (d, _) = plan_one(&machine(), dev, Policy::default());
+    assert_eq!(irq(&d, 101).desired, irq(&d, 201).desired);
+    assert_eq!(irq(&d, 102).desired, irq(&d, 202).desired);
+    assert_ne!(irq(&d, 101).desired, irq(&d, 102).desired);
+}
+
+#[test]
+fn isolated_cpus_are_used_only_when_cpus_names_them() {
+    let mut topo = machine();
+    topo.isolated = cpus("2-3");
+    let (d, _) = plan_one(&topo, nic(Some(1), 2), Policy::default());
+    assert_eq!(irq(&d, 101).desired, Some(cpus("6")), "cores-first from node 1 without 2 and 3: 6, 7");
+    assert_eq!(irq(&d, 102).desired, Some(cpus("7")));
+    let (d, _) = plan_one(&topo, nic(Some(1), 2), Policy { cpus: Some(cpus("2-3")), ..Policy::default() });
+    assert_eq!(irq(&d, 101).desired, Some(cpus("2")));
+    assert_eq!(irq(&d, 102).desired, Some(cpus("3")));
+}
+
+#[test]
+fn nvme_without_io_queues_places_its_admin_queue_on_its_node() {
+    let mut dev = nic(Some(0), 0);
+    dev.class = DeviceClass::Nvme;
+    dev.pci_class = 0x010802;
+    dev.driver = Some("nvme".into());
+    dev.vectors = vec![vector(100, QueueRole::Admin, None)];
+    dev.nvme =
+        Some(NvmeInfo { controller: "nvme0".into(), model: None, serial: None, namespace: None, blk_mq: Vec::new() });
+    let (d, _) = plan_one(&machine(), dev, Policy::default());
+    assert_eq!(d.strategy, StrategyName::ClusterGroup);
+    assert_eq!(irq(&d, 100).desired, Some(cpus("0-1,4-5")));
+    assert_eq!(irq(&d, 100).action, Action::Set);
+}
