@@ -71,6 +71,13 @@ pub fn udev_properties(root: &Root, d: &Device) -> BTreeMap<String, String> {
     props
 }
 
+/// The machine's possible CPUs, which config CPU lists are validated against, as topology
+/// discovery reads them: a root without `cpu/possible` (older kernels, trimmed dumps) gives the
+/// `cpuN` directories. The CLI and the daemon both validate against this set.
+pub fn possible_cpus(root: &Root) -> Result<CpuSet, TopologyError> {
+    Ok(Topology::discover(root)?.possible)
+}
+
 /// Grouping rules of the root's kernel (`osrelease`), else of current kernels.
 pub fn group_rules(topo: &Topology) -> GroupRules {
     let version = topo.kernel.as_deref().and_then(|k| KernelVersion::parse(k).ok()).unwrap_or(FALLBACK_KERNEL);

@@ -9,62 +9,15 @@ mod fixture;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::time::Duration;
 
-use daemon_fixture::{affinities, affinity, nic_root, set_affinity, write_config, Hotplug};
+use daemon_fixture::{affinities, affinity, nic_root, set_affinity, write_config, Hotplug, Running};
 use irqwise::config::{Config, ConfigPaths};
 use irqwise::cpuset::CpuSet;
-use irqwise::daemon::{load_config, Daemon};
+use irqwise::daemon::load_config;
 use irqwise::engine::plan_pass;
 use irqwise::events::{Trigger, UeventAction};
 use irqwise::plan::Action;
 use irqwise::sysfs::Root;
-use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
-
-const PATIENCE: Duration = Duration::from_secs(10);
-
-struct Running {
-    tx: mpsc::Sender<Trigger>,
-    passes: watch::Receiver<u64>,
-    handle: JoinHandle<Daemon>,
-}
-
-impl Running {
-    fn start(root: &Path, cfg: &Path) -> Running {
-        let root = Root::new(root);
-        let paths = ConfigPaths::under(cfg);
-        let config = load_config(&root, &paths).unwrap();
-        let mut daemon = Daemon::new(root, paths, config);
-        let passes = daemon.passes();
-        let (tx, rx) = mpsc::channel(2048);
-        let handle = tokio::spawn(async move {
-            daemon.run_with(rx).await;
-            daemon
-        });
-        Running { tx, passes, handle }
-    }
-
-    async fn wait_passes(&mut self, n: u64) {
-        tokio::time::timeout(PATIENCE, self.passes.wait_for(|&p| p >= n)).await.expect("pass timed out").unwrap();
-    }
-
-    fn count(&self) -> u64 {
-        *self.passes.borrow()
-    }
-
-    /// Sends `trigger` and waits for the pass it causes.
-    async fn trigger(&mut self, trigger: Trigger) {
-        let next = self.count() + 1;
-        self.tx.send(trigger).await.unwrap();
-        self.wait_passes(next).await;
-    }
-
-    async fn stop(self) -> Daemon {
-        self.tx.send(Trigger::Stop).await.unwrap();
-        tokio::time::timeout(PATIENCE, self.handle).await.expect("stop timed out").unwrap()
-    }
-}
 
 /// What the engine, run on its own against the root as it is now, wants on each IRQ.
 fn planned(root: &Path, config: &Config) -> BTreeMap<u32, CpuSet> {
@@ -252,49 +205,17 @@ async fn status_shows_the_last_pass_and_json_is_the_state_file() {
     d.stop().await;
 }
 
-/// A log sink the test can read.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-#[tokio::test(flavor = "current_thread")]
-async fn a_pass_with_nothing_to_do_logs_nothing_and_drift_is_logged_with_old_and_new() {
-    let log = Captured::default();
-    let sink = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(irqwise::daemon::logging::DEFAULT_FILTER)
-        .with_ansi(false)
-        .with_writer(move || sink.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+#[test]
+fn the_daemon_validates_the_config_against_the_same_possible_cpus_as_the_cli() {
+    // A root without cpu/possible (older kernels, trimmed dumps): topology discovery takes the
+    // cpuN directories, and `plan`/`check-config` accept the config; so must the daemon.
     let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let irqs = nic_root(root.path());
-    let mut d = Running::start(root.path(), cfg.path());
-    d.wait_passes(1).await;
-    let after_start = log.text();
-    assert_eq!(after_start.matches("cpus_new=").count(), 9, "one entry per change:\n{after_start}");
-    d.trigger(Trigger::Reconcile).await;
-    assert_eq!(log.text(), after_start, "a pass with nothing to do logged something");
-    let placed = affinity(root.path(), irqs[1]);
-    set_affinity(root.path(), irqs[1], &set("0-15"));
-    d.trigger(Trigger::Reconcile).await;
-    let news = log.text()[after_start.len()..].to_string();
-    let want = format!("irq {} drifted from {} to 0-15, restoring", irqs[1], placed.to_list_string());
-    assert!(news.contains(&want) && news.contains("WARN"), "{news}");
-    d.stop().await;
+    nic_root(root.path());
+    std::fs::remove_file(root.path().join("sys/devices/system/cpu/possible")).unwrap();
+    write_config(cfg.path(), "[global]\nbanned_cpus = \"4\"\n");
+    let config = load_config(&Root::new(root.path()), &ConfigPaths::under(cfg.path())).unwrap();
+    assert_eq!(config.global.banned_cpus, set("4"));
+    write_config(cfg.path(), "[global]\nbanned_cpus = \"16\"\n");
+    let err = load_config(&Root::new(root.path()), &ConfigPaths::under(cfg.path())).unwrap_err();
+    assert!(err.to_string().contains("0-15"), "CPU 16 is beyond the 16 cpuN directories: {err}");
 }

@@ -9,7 +9,6 @@ use crate::config::{self, Config, ConfigPaths};
 use crate::cpuset::CpuSet;
 use crate::engine::{apply_plan, plan_pass, ChangeResult};
 use crate::sysfs::Root;
-use crate::topology::Topology;
 
 /// Text to print and the exit code it goes with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,10 +22,9 @@ pub fn config_paths(config_dir: Option<&Path>) -> ConfigPaths {
     config_dir.map_or_else(ConfigPaths::system, ConfigPaths::under)
 }
 
-/// The machine's possible CPUs, which config CPU lists are validated against: as topology
-/// discovery reads them, so a root without `cpu/possible` (older kernels, trimmed dumps) works.
+/// The machine's possible CPUs, which config CPU lists are validated against.
 fn possible_cpus(root: &Root) -> Result<CpuSet, CliError> {
-    Ok(Topology::discover(root)?.possible)
+    Ok(crate::engine::possible_cpus(root)?)
 }
 
 fn load_config(root: &Root, paths: &ConfigPaths) -> Result<Config, CliError> {

@@ -44,7 +44,7 @@ pub enum DaemonError {
     #[error("invalid configuration:\n{}", .0.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n"))]
     Config(Vec<ConfigError>),
     #[error("cannot read the possible CPUs (needed to validate the configuration): {0}")]
-    PossibleCpus(crate::sysfs::SysfsError),
+    PossibleCpus(crate::topology::TopologyError),
     #[error(transparent)]
     Events(#[from] EventsError),
 }
@@ -70,9 +70,10 @@ fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-/// Loads the configuration, validating CPU lists against the root's possible CPUs.
+/// Loads the configuration, validating CPU lists against the root's possible CPUs (the same set
+/// `irqwise plan` and `check-config` use: [`crate::engine::possible_cpus`]).
 pub fn load_config(root: &Root, paths: &ConfigPaths) -> Result<Config, DaemonError> {
-    let possible = root.read_cpulist("sys/devices/system/cpu/possible").map_err(DaemonError::PossibleCpus)?;
+    let possible = crate::engine::possible_cpus(root).map_err(DaemonError::PossibleCpus)?;
     config::load(paths, &possible).map_err(DaemonError::Config)
 }
 

@@ -8,7 +8,15 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use std::time::Duration;
+
+use irqwise::config::ConfigPaths;
 use irqwise::cpuset::CpuSet;
+use irqwise::daemon::{load_config, Daemon};
+use irqwise::events::Trigger;
+use irqwise::sysfs::Root;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
 
 use super::fixture;
 
@@ -108,4 +116,50 @@ pub fn write_config(cfg: &Path, text: &str) {
     let main = cfg.join("etc/irqwise/irqwise.toml");
     fs::create_dir_all(main.parent().unwrap()).unwrap();
     fs::write(main, text).unwrap();
+}
+
+/// How long a test waits for a pass or a stop before failing.
+pub const PATIENCE: Duration = Duration::from_secs(10);
+
+/// An in-process daemon on a root, driven by injected triggers.
+pub struct Running {
+    pub tx: mpsc::Sender<Trigger>,
+    passes: watch::Receiver<u64>,
+    handle: JoinHandle<Daemon>,
+}
+
+impl Running {
+    pub fn start(root: &Path, cfg: &Path) -> Running {
+        let root = Root::new(root);
+        let paths = ConfigPaths::under(cfg);
+        let config = load_config(&root, &paths).unwrap();
+        let mut daemon = Daemon::new(root, paths, config);
+        let passes = daemon.passes();
+        let (tx, rx) = mpsc::channel(2048);
+        let handle = tokio::spawn(async move {
+            daemon.run_with(rx).await;
+            daemon
+        });
+        Running { tx, passes, handle }
+    }
+
+    pub async fn wait_passes(&mut self, n: u64) {
+        tokio::time::timeout(PATIENCE, self.passes.wait_for(|&p| p >= n)).await.expect("pass timed out").unwrap();
+    }
+
+    pub fn count(&self) -> u64 {
+        *self.passes.borrow()
+    }
+
+    /// Sends `trigger` and waits for the pass it causes.
+    pub async fn trigger(&mut self, trigger: Trigger) {
+        let next = self.count() + 1;
+        self.tx.send(trigger).await.unwrap();
+        self.wait_passes(next).await;
+    }
+
+    pub async fn stop(self) -> Daemon {
+        self.tx.send(Trigger::Stop).await.unwrap();
+        tokio::time::timeout(PATIENCE, self.handle).await.expect("stop timed out").unwrap()
+    }
 }
