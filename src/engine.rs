@@ -80,8 +80,22 @@ pub fn possible_cpus(root: &Root) -> Result<CpuSet, TopologyError> {
 
 /// Grouping rules of the root's kernel (`osrelease`), else of current kernels.
 pub fn group_rules(topo: &Topology) -> GroupRules {
-    let version = topo.kernel.as_deref().and_then(|k| KernelVersion::parse(k).ok()).unwrap_or(FALLBACK_KERNEL);
-    GroupRules::for_kernel(version)
+    GroupRules::for_kernel(kernel_version(topo).unwrap_or(FALLBACK_KERNEL))
+}
+
+/// The root's kernel version; `None` when `osrelease` is absent or not a version.
+fn kernel_version(topo: &Topology) -> Option<KernelVersion> {
+    topo.kernel.as_deref().and_then(|k| KernelVersion::parse(k).ok())
+}
+
+/// The plan warning for a kernel release that is there but not a version (the managed-IRQ
+/// predictions then follow [`FALLBACK_KERNEL`]'s rules and may be wrong).
+fn kernel_warning(root: &Root, topo: &Topology) -> Option<String> {
+    let release = topo.kernel.as_deref().filter(|_| kernel_version(topo).is_none())?;
+    Some(format!(
+        "{}: {release:?} is not a kernel version (expected MAJOR.MINOR...); predicting with the grouping rules of {FALLBACK_KERNEL}",
+        root.path("proc/sys/kernel/osrelease").display()
+    ))
 }
 
 /// Discovers topology and devices under `root` and plans them with `config`.
@@ -101,6 +115,7 @@ pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) ->
         known_managed,
     };
     let mut plan = build_plan(&ctx, &discovery.devices, &policies);
+    plan.warnings.extend(kernel_warning(root, &topology));
     plan.warnings.extend(discovery.warnings.iter().map(|w| w.to_string()));
     plan.warnings.extend(unmatched_rules(config, &facts).into_iter().map(|r| format!("rule at {r} matches no device")));
     Ok(PlannedPass { topology, devices: discovery.devices, plan })

@@ -50,18 +50,25 @@ fn order_name(order: SpreadOrder) -> &'static str {
     }
 }
 
+/// Where the kernel release is, relative to a root.
+const OSRELEASE: &str = "proc/sys/kernel/osrelease";
+
 /// The kernel version whose rules apply: `--kernel`, else the root's osrelease, else uname.
 pub fn kernel_version(root: &Root, topo: &Topology, explicit: Option<&str>) -> Result<KernelVersion, CliError> {
     if let Some(text) = explicit {
         return Ok(KernelVersion::parse(text)?);
     }
+    let release_of = |path: std::path::PathBuf, text: &str| {
+        KernelVersion::parse(text).map_err(|source| CliError::OsRelease { path, source })
+    };
     if let Some(release) = &topo.kernel {
-        return Ok(KernelVersion::parse(release)?);
+        return release_of(root.path(OSRELEASE), release);
     }
     // The root has no osrelease (a partial capture): the running kernel is the best guess.
-    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+    let running = format!("/{OSRELEASE}");
+    let text = std::fs::read_to_string(&running)
         .map_err(|_| CliError::UnknownKernel { root: root.base().display().to_string() })?;
-    Ok(KernelVersion::parse(&running)?)
+    release_of(running.into(), &text)
 }
 
 /// `irqwise spread groups --groups N [--kernel X.Y] [--json]`.

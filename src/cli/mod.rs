@@ -19,8 +19,12 @@ pub enum CliError {
     Topology(#[from] TopologyError),
     #[error(transparent)]
     Engine(#[from] EngineError),
-    #[error(transparent)]
+    /// `--kernel X.Y` that is not a kernel version.
+    #[error("--kernel: {0}")]
     KernelVersion(#[from] KernelVersionError),
+    /// The root's kernel release is not a kernel version.
+    #[error("{}: {source}; pass --kernel X.Y to choose the rules", .path.display())]
+    OsRelease { path: std::path::PathBuf, source: KernelVersionError },
     #[error("invalid configuration:\n{}", .0.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n"))]
     Config(Vec<ConfigError>),
     #[error("--node {node}: no such NUMA node (known nodes: {known}; -1 means no node)")]
@@ -42,7 +46,7 @@ impl CliError {
             | CliError::KernelVersion(_)
             | CliError::UnknownKernel { .. }
             | CliError::Config(_) => 2,
-            CliError::Topology(_) | CliError::Engine(_) | CliError::Failed(_) => 1,
+            CliError::Topology(_) | CliError::Engine(_) | CliError::OsRelease { .. } | CliError::Failed(_) => 1,
         }
     }
 }
