@@ -38,16 +38,7 @@ pub fn spread_numa(root: &Root, node: i64, order: SpreadOrder, json: bool) -> Re
         return Ok(to_json_text(&json!({ "node": node, "order": cpus })));
     }
     let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
-    Ok(format!("node {node} ({}): {}\n", order_name(order), list.join(" ")))
-}
-
-fn order_name(order: SpreadOrder) -> &'static str {
-    match order {
-        SpreadOrder::Kernel => "kernel",
-        SpreadOrder::Hops => "hops",
-        SpreadOrder::Legacy => "legacy",
-        SpreadOrder::CoresFirst => "cores-first",
-    }
+    Ok(format!("node {node} ({}): {}\n", order.as_str(), list.join(" ")))
 }
 
 /// Where the kernel release is, relative to a root.

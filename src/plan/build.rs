@@ -221,12 +221,7 @@ fn numa_hop(
     // spread_order lists online CPUs only; `usable` may hold CPUs it skipped (never, but be safe).
     let order = if order.is_empty() { usable.iter().collect() } else { order };
     let per_cpu = s.queues_per_cpu.unwrap_or(1).max(1);
-    let order_name = match order_kind {
-        SpreadOrder::Kernel => "kernel",
-        SpreadOrder::Hops => "hops",
-        SpreadOrder::Legacy => "legacy",
-        SpreadOrder::CoresFirst => "cores-first",
-    };
+    let order_name = order_kind.as_str();
     let from = node.map_or("no node".to_string(), |n| format!("node {n}"));
     dev.vectors
         .iter()

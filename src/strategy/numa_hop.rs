@@ -32,6 +32,18 @@ pub enum SpreadOrder {
     CoresFirst,
 }
 
+impl SpreadOrder {
+    /// The name the command line and plan reasons use (`kernel`, `hops`, `legacy`, `cores-first`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpreadOrder::Kernel => "kernel",
+            SpreadOrder::Hops => "hops",
+            SpreadOrder::Legacy => "legacy",
+            SpreadOrder::CoresFirst => "cores-first",
+        }
+    }
+}
+
 /// CPUs first reached at one NUMA distance level.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hop {
