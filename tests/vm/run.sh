@@ -10,6 +10,9 @@
 #      IRQWISE_VM_TIMEOUT=S limit for the guest run (default 540)
 #      IRQWISE_VM_ACCEL=tcg force TCG even where KVM is usable
 #      IRQWISE_VM_SCENARIOS="10 70"  run only the scenario files with these number prefixes
+#      IRQWISE_VM_IDLE_S=S  the idle-cost window in the guest, seconds (default 30)
+#      IRQWISE_VM_BOOT_TIMEOUT=S  a guest not at /init after S s (default 180) is stopped and
+#                           its boot retried once (reported in the timings line)
 set -euo pipefail
 VM_DIR=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$VM_DIR/../.." && pwd)
@@ -43,10 +46,24 @@ build_initramfs "$WORK/root" "$WORK/initramfs.cpio.gz" "$BIN" "$IRQBALANCE" || e
 T_INITRD=$(since "$t")
 
 echo "test-vm: booting $KVER ($(basename "$KIMG")), log in $WORK" >&2
-t=$(secs); boot_guest "$WORK" "$KIMG" "$WORK/initramfs.cpio.gz" "$TIMEOUT"; T_BOOT=$(since "$t")
+# One retry, and only when the guest never reached /init (an environmental stall: QEMU could not
+# start or the kernel boot hung under load). A guest that started and then failed is not retried.
+BOOT_NOTE=""
+t=$(secs); boot_guest "$WORK" "$KIMG" "$WORK/initramfs.cpio.gz" "$TIMEOUT"
+if ! grep -q '@@GUEST_START' "$WORK/console.log"; then
+  why=$(cat "$WORK/boot-stalled" 2>/dev/null || echo "qemu exited with $QEMU_RC before /init")
+  echo "test-vm: the guest never started ($why); last console lines:" >&2
+  tail -5 "$WORK/console.log" >&2; tail -5 "$WORK/qemu.stderr" >&2
+  echo "test-vm: retrying the boot once (first console kept in console.first.log)" >&2
+  cp "$WORK/console.log" "$WORK/console.first.log"
+  BOOT_NOTE=" (boot retried once: $why)"
+  boot_guest "$WORK" "$KIMG" "$WORK/initramfs.cpio.gz" "$TIMEOUT"
+fi
+T_BOOT=$(since "$t")
 sed -n '/^@@DAEMON_LOG_BEGIN/,/^@@DAEMON_LOG_END/p' "$WORK/guest.out" | sed '1d;$d' > "$WORK/irqwise.log"
 if ! grep -q '^@@DONE' "$WORK/guest.out"; then
-  echo "test-vm: the guest did not finish (qemu exit $QEMU_RC); last console lines:" >&2
+  stalled=$(cat "$WORK/boot-stalled" 2>/dev/null || true)
+  echo "test-vm: the guest did not finish (qemu exit $QEMU_RC${stalled:+; $stalled}); last console lines:" >&2
   tail -25 "$WORK/console.log" >&2
   echo "test-vm: last guest lines:" >&2; tail -15 "$WORK/guest.out" >&2
 fi
@@ -60,7 +77,7 @@ rc=0
 awk -v md="$WORK/RESULTS.md" -v meta="$META" -f "$VM_DIR/host/report.awk" "$WORK/expected" "$WORK/guest.out" || rc=1
 {
   echo
-  echo "Timings on this host: packages ${T_PKG} s, cargo build ${T_BUILD} s, initramfs ${T_INITRD} s, guest run ${T_BOOT} s, total $(since "$T_ALL") s."
+  echo "Timings on this host: packages ${T_PKG} s, cargo build ${T_BUILD} s, initramfs ${T_INITRD} s, guest run ${T_BOOT} s${BOOT_NOTE}, total $(since "$T_ALL") s."
 } | tee -a "$WORK/RESULTS.md"
 # A full run of the real binary refreshes the committed table (failures are listed in it).
 if [ "${IRQWISE_VM_BROKEN:-0}" != 1 ] && [ -z "${IRQWISE_VM_SCENARIOS:-}" ] && grep -q '^@@DONE' "$WORK/guest.out"; then

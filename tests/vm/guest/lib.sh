@@ -8,6 +8,8 @@ IRQWISE=/usr/bin/irqwise
 CFG=/cfg                       # --config root: /cfg/etc/irqwise/irqwise.toml
 DLOG=/tmp/irqwise.log          # the daemon's stderr
 QUIET_MS=1500                  # masks must stay unchanged this long to count as settled
+IDLE_S=30                      # the idle-cost window (the host may override: /etc/vm-idle-s)
+[ -r /etc/vm-idle-s ] && read -r IDLE_S < /etc/vm-idle-s
 SCEN=none
 
 result() { # result CHECK PASS|FAIL DETAIL...
@@ -157,7 +159,8 @@ plan_ok() {
   plan_rows || { REPLY=$(head -c 200 /tmp/plan.err); return 1; }
   [ -s /tmp/plan.rows ] || { REPLY="the plan lists no IRQ"; return 1; }
 }
-# plan_field IRQ COLUMN: REPLY = that column of IRQ's plan row (2 action, 3 managed, 4 desired).
+# plan_field IRQ COLUMN: REPLY = that column of IRQ's plan row (2 action, 3 managed, 4 desired),
+# from the rows file $ROWS (default /tmp/plan.rows).
 plan_field() {
   local irq a m d c b dr n name
   REPLY=""
@@ -165,7 +168,7 @@ plan_field() {
     [ "$irq" = "$1" ] || continue
     case $2 in 2) REPLY=$a;; 3) REPLY=$m;; 4) REPLY=$d;; 5) REPLY=$c;; esac
     return 0
-  done < /tmp/plan.rows
+  done < "${ROWS:-/tmp/plan.rows}"
   return 1
 }
 # matches_plan IRQS: every IRQ's current mask equals the plan's desired set and its action is
@@ -270,4 +273,54 @@ off_and_not_fallback() {
     [ "$REPLY" = "$ONLINE" ] && return 1
   done
   return 0
+}
+
+# Idle cost. proc_sample PID: S_VOL / S_INV = voluntary / involuntary context switches summed
+# over PID's threads (/proc/PID/task/*/status; the process's own status counts its main thread
+# only), S_CPU = utime + stime of the whole process in clock ticks (/proc/PID/stat fields 14
+# and 15; USER_HZ is 100 on x86), S_RSS = VmRSS in kB, S_THREADS = thread count. Reads only
+# /proc, so sampling never wakes the process. False when PID is gone.
+proc_sample() {
+  local t k v rest line
+  S_VOL=0; S_INV=0; S_THREADS=0; S_RSS=""
+  [ -d /proc/$1/task ] || return 1
+  for t in /proc/$1/task/[0-9]*; do
+    S_THREADS=$((S_THREADS + 1))
+    while read -r k v rest; do
+      case $k in
+        voluntary_ctxt_switches:) S_VOL=$((S_VOL + v));;
+        nonvoluntary_ctxt_switches:) S_INV=$((S_INV + v));;
+      esac
+    done < $t/status
+  done
+  while read -r k v rest; do [ "$k" = VmRSS: ] && S_RSS=$v; done < /proc/$1/status
+  read -r line < /proc/$1/stat || return 1
+  set -- ${line##*) }          # from field 3 (state) on: utime is field 14, stime field 15
+  S_CPU=$((${12} + ${13}))
+}
+
+# idle_cost PID SECONDS: samples PID at the start and end of a window of SECONDS in which the
+# caller changes nothing, and prints MEASURE idle_s (the window by /proc/uptime), idle_voluntary,
+# idle_involuntary (context switches in the window, all threads), idle_cpu_ms (utime+stime),
+# idle_rss_kb (VmRSS at the end; IDLE_RSS0 at the start), idle_threads, idle_mask_changes (IRQs
+# whose smp_affinity_list differs between start and end, all IRQs). IDLE_CHANGED = those IRQs;
+# false when PID died.
+idle_cost() {
+  local pid=$1 v0 i0 c0 t0 m0
+  all_masks; m0=$MASKS
+  proc_sample "$pid" || { REPLY="pid $pid gone before the window"; return 1; }
+  v0=$S_VOL; i0=$S_INV; c0=$S_CPU; IDLE_RSS0=$S_RSS
+  now; t0=$NOW
+  sleep "$2"
+  proc_sample "$pid" || { REPLY="pid $pid died in the window"; return 1; }
+  now
+  all_masks; same_masks "$m0" "$MASKS" ""; IDLE_CHANGED=$REPLY
+  measure idle_s "$(((NOW - t0 + 50) / 1000))"
+  measure idle_voluntary $((S_VOL - v0))
+  measure idle_involuntary $((S_INV - i0))
+  measure idle_cpu_ms $(((S_CPU - c0) * 10))
+  measure idle_rss_kb "$S_RSS"
+  measure idle_rss0_kb "$IDLE_RSS0"
+  measure idle_threads "$S_THREADS"
+  if [ -z "$IDLE_CHANGED" ]; then measure idle_mask_changes 0; else measure idle_mask_changes "$(($(count "$IDLE_CHANGED") / 3))"; fi
 }

@@ -3,6 +3,8 @@
 # DESIRED/CURRENT are comma-separated CPU numbers ("-" when null); NAME is last as it may hold
 # spaces. A tiny JSON reader (objects, arrays, strings, literals) flattens the document into
 # path -> value pairs first; it knows nothing of irqwise beyond the field names it prints.
+# -v base=plan. reads the plan inside a larger document (`irqwise status --json` keeps it under
+# "plan"); -v get=KEY prints only the value at KEY ("passes", "pid"), or nothing when absent.
 function ws() { while (pos <= n && index(" \t\r\n", substr(buf, pos, 1)) > 0) pos++ }
 function str(   s, c) {
   pos++; s = ""
@@ -44,8 +46,9 @@ function field(k) { return (k in val && val[k] != "null" && val[k] != "") ? val[
 { buf = buf $0 "\n" }
 END {
   n = length(buf); pos = 1; value("")
-  for (d = 0; ("devices." d ".bdf") in val; d++) {
-    p = "devices." d
+  if (get != "") { if (get in val) print val[get]; exit }
+  for (d = 0; (base "devices." d ".bdf") in val; d++) {
+    p = base "devices." d
     for (i = 0; (p ".irqs." i ".irq") in val; i++) {
       q = p ".irqs." i
       print val[q ".irq"], field(q ".action"), field(q ".managed"), list(q ".desired"), list(q ".current"),

@@ -63,5 +63,6 @@ build_initramfs() {
   cp /lib/modules/"$KVER"/modules.{order,builtin,builtin.modinfo} "$root/lib/modules/$KVER/" 2>/dev/null || true
   depmod -b "$root" "$KVER"
   echo "$GUEST_MODULES" > "$root/etc/modules-load"
+  echo "${IRQWISE_VM_IDLE_S:-30}" > "$root/etc/vm-idle-s"   # idle-cost window, seconds
   (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | gzip -1) > "$out"
 }

@@ -9,6 +9,8 @@
 # Monitor: HMP on the FIFO pair WORK/mon.in / WORK/mon.out. A guest line "HOST <command>" is
 # sent to the monitor verbatim (logged in WORK/monitor.log); the guest then polls sysfs for the
 # effect, so no reply channel is needed.
+# Sets QEMU_RC; WORK/boot-stalled exists (with the reason) when the boot watchdog stopped a
+# guest that never reached /init (IRQWISE_VM_BOOT_TIMEOUT, default 180 s).
 
 boot_guest() {
   local work=$1 kernel=$2 initrd=$3 timeout=$4 accel qpid relay rc
@@ -57,7 +59,21 @@ boot_guest() {
     esac
   done &
   relay=$!
+  # Boot watchdog: a guest that has not reached /init's @@GUEST_START line on the console within
+  # BOOT_LIMIT s (a boot stalled on an overloaded host) is stopped, so the caller can retry it.
+  local limit=${IRQWISE_VM_BOOT_TIMEOUT:-180}
+  rm -f "$work/boot-stalled"
+  ( i=0
+    while [ $i -lt "$limit" ]; do
+      grep -q '@@GUEST_START' "$work/console.log" 2>/dev/null && exit 0
+      kill -0 "$qpid" 2>/dev/null || exit 0
+      sleep 1; i=$((i + 1))
+    done
+    echo "no @@GUEST_START on the console within $limit s" > "$work/boot-stalled"
+    kill "$qpid" 2>/dev/null ) &
+  local watchdog=$!
   rc=0; wait "$qpid" || rc=$?
+  kill "$watchdog" 2>/dev/null || true
   wait "$relay" 2>/dev/null || true
   kill "$monreader" 2>/dev/null || true   # only blocks if QEMU never opened the FIFO
   QEMU_RC=$rc

@@ -15,6 +15,8 @@ FNR == NR { if (!(($1 " " $2) in expected)) { expected[$1 " " $2] = 1; order[++n
 function val(k) { return (k in m) ? m[k] : "n/a" }
 function ms(k,   v) { v = val(k); if (v == "n/a") return v; if (v < 0) return "not within 30 s"; return v " ms" }
 function yes(k,   v) { v = val(k); if (v == "n/a") return v; return (v < 0) ? "no (within 25 s)" : "yes, " v " ms" }
+function cpu(s,   v) { v = val(s " idle_cpu_ms"); return v == "n/a" ? v : v " ms" }
+function rss(s) { return val(s " idle_rss_kb") == "n/a" ? "n/a" : val(s " idle_rss_kb") " kB (" val(s " idle_rss0_kb") " kB)" }
 function out(s) { print s; print s > md }
 END {
   for (i = 1; i <= n_exp; i++) {
@@ -32,13 +34,14 @@ END {
   out("")
   out("| Scenario | Checks passed | Reaction time (TCG, pessimistic) |")
   out("|---|---|---|")
-  split("harness startup cpu-offline link-flap nic-hotplug sighup cli-agree irqbalance", sc, " ")
+  split("harness startup cpu-offline link-flap nic-hotplug sighup idle cli-agree irqbalance", sc, " ")
   r["harness"] = "-"
   r["startup"] = "daemon start to all NIC queues placed: " ms("startup place_ms")
   r["cpu-offline"] = "CPU offline to re-planned: " ms("cpu-offline offline_react_ms") "; online to restored: " ms("cpu-offline online_react_ms")
   r["link-flap"] = "link up to placed: " ms("link-flap up_react_ms") (val("link-flap kernel_kept") == "yes" ? " (nothing to restore: the kernel kept the masks across free_irq/request_irq)" : "")
   r["nic-hotplug"] = "link up of the new NIC to placed: " ms("nic-hotplug place_ms") "; device_del to gone: " ms("nic-hotplug remove_ms")
   r["sighup"] = "SIGHUP to re-placed on node 0: " ms("sighup node0_react_ms") "; back: " ms("sighup restore_react_ms")
+  r["idle"] = "-"
   r["cli-agree"] = "-"
   r["irqbalance"] = "one pass (--oneshot): " ms("irqbalance oneshot_ms")
   for (i = 1; i in sc; i++) {
@@ -57,6 +60,19 @@ END {
   out("Node 1 has 4 CPUs for 8 queues: irqwise gives every queue its own CPU by NUMA distance (node 1's")
   out("cores, their siblings, then node 0); irqbalance (idle NIC) stacks the 8 queues on node 1's CPUs.")
   out("irqbalance reacts at its 10 s rebalancing interval; irqwise on the CPU-hotplug uevent.")
+  out("")
+  out("| Idle cost over " val("idle idle_s") " s (nothing changing) | irqwise | irqbalance 1.9 |")
+  out("|---|---|---|")
+  out("| wake-ups: voluntary context switches, all threads | " val("idle idle_voluntary") " | " val("irqbalance idle_voluntary") " |")
+  out("| involuntary context switches | " val("idle idle_involuntary") " | " val("irqbalance idle_involuntary") " |")
+  out("| CPU time used (utime+stime, 10 ms ticks) | " cpu("idle") " | " cpu("irqbalance") " |")
+  out("| RSS (VmRSS) at the end of the window (at its start) | " rss("idle") " | " rss("irqbalance") " |")
+  out("| threads | " val("idle idle_threads") " | " val("irqbalance idle_threads") " |")
+  out("| IRQ masks changed in the window | " val("idle idle_mask_changes") " | " val("irqbalance idle_mask_changes") " |")
+  out("| passes run in the window (reconcile timer, every 60 s) | " val("idle idle_passes") " | - |")
+  out("")
+  out("Both measured in the same guest, one daemon running at a time, by sampling /proc/PID at the")
+  out("start and end of the window (irqbalance's window is " val("irqbalance idle_s") " s, after its offline/online test).")
   out("")
   printf "%d passed, %d failed\n", pass, fail
   printf "%d passed, %d failed\n", pass, fail > md

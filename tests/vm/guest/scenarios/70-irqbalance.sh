@@ -30,6 +30,9 @@ else
   settle "$NIC_IRQS" '[ "$MASKS" = "$BEFORE" ]' 25000
   measure online_react_ms "$SETTLE_MS"
   read_masks "$NIC_IRQS"; note "after online: $MASKS"
+  # Idle cost over the same window as irqwise's (55-idle.sh), nothing changing.
+  idle_cost "$IB_PID" "$IDLE_S" || note "idle window: $REPLY"
+  [ -n "$IDLE_CHANGED" ] && note "irqbalance changed in its idle window: $IDLE_CHANGED"
   kill $IB_PID 2>/dev/null; wait $IB_PID 2>/dev/null
   echo "@@IRQBALANCE_LOG_BEGIN"; tail -40 /tmp/irqbalance.log; echo "@@IRQBALANCE_LOG_END"
 fi
