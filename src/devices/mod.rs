@@ -167,9 +167,10 @@ pub const PCI_DEVICES: &str = "sys/bus/pci/devices";
 pub fn discover_devices(root: &Root, topo: &Topology) -> Result<Discovery, DevicesError> {
     let bdfs = root.list_dir(PCI_DEVICES).map_err(DeviceError::Bus)?;
     let mut out = Discovery::default();
-    let names = irq::IrqNames::read(root, &mut out.warnings);
+    let mut names = irq::IrqNames::read(root, &mut out.warnings);
+    let requested = irq::Requested::read(root);
     for bdf in bdfs {
-        match pci::read_device(root, topo, &bdf, &names, &mut out.warnings) {
+        match pci::read_device(root, topo, &bdf, &mut names, &requested, &mut out.warnings) {
             Ok(Some(dev)) => out.devices.push(dev),
             Ok(None) => {}
             Err(e) => out.warnings.push(e),
