@@ -76,7 +76,8 @@ impl Root {
     /// device (`/dev/zero`, `/dev/full`) that would otherwise be read until memory runs out.
     fn read_small(&self, rel: impl AsRef<Path>) -> Result<String, SysfsError> {
         let path = self.path(rel);
-        let mut bytes = Vec::new();
+        // Room for any sysfs attribute (one page) up front: one read and the EOF read, no probes.
+        let mut bytes = Vec::with_capacity(SYSFS_PAGE);
         let read = std::fs::File::open(&path).and_then(|f| f.take(SMALL_FILE_LIMIT + 1).read_to_end(&mut bytes));
         match read {
             Ok(n) if n as u64 > SMALL_FILE_LIMIT => {
@@ -88,8 +89,10 @@ impl Root {
         }
     }
 
-    /// [`Root::read_small`] with a missing file as `None`.
-    fn read_small_optional(&self, rel: impl AsRef<Path>) -> Result<Option<String>, SysfsError> {
+    /// A short sysfs/procfs value (at most [`SMALL_FILE_LIMIT`] bytes) as text, trailing newline
+    /// removed; a missing file is `None`. Cheaper than [`Root::read_optional`] (no `stat`), for
+    /// the thousands of tiny files a big machine has.
+    pub fn read_small_optional(&self, rel: impl AsRef<Path>) -> Result<Option<String>, SysfsError> {
         match self.read_small(rel) {
             Ok(s) => Ok(Some(s)),
             Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => Ok(None),
@@ -166,6 +169,9 @@ impl Root {
 
 /// Bytes [`Root::read_small`] accepts: a CPU list of 8192 CPUs in the worst format is < 48 KiB.
 pub const SMALL_FILE_LIMIT: u64 = 1 << 20;
+
+/// What a sysfs attribute's `show()` can return at most: one page.
+const SYSFS_PAGE: usize = 4096;
 
 /// `text` without its trailing newlines.
 fn trim_newlines(mut text: String) -> String {

@@ -42,7 +42,7 @@ impl IrqNames {
         let from_proc = match self {
             IrqNames::Proc(names) => names,
             IrqNames::Sysfs { from_proc } => {
-                if let Ok(Some(text)) = root.read_optional(format!("sys/kernel/irq/{irq}/actions")) {
+                if let Ok(Some(text)) = root.read_small_optional(format!("sys/kernel/irq/{irq}/actions")) {
                     return split_actions(&text);
                 }
                 from_proc.get_or_insert_with(|| read_proc_interrupts(root, warnings))
@@ -167,7 +167,7 @@ pub(super) fn read_vector(
 
 /// `affinity_hint` as a set; `None` when the file is absent or the mask is all zero.
 fn read_hint(root: &Root, rel: &str) -> Result<Option<CpuSet>, SysfsError> {
-    let Some(text) = root.read_optional(rel)? else { return Ok(None) };
+    let Some(text) = root.read_small_optional(rel)? else { return Ok(None) };
     let set = CpuSet::parse_mask(text.trim()).map_err(|source| SysfsError::CpuList { path: root.path(rel), source })?;
     Ok((!set.is_empty()).then_some(set))
 }

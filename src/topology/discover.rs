@@ -78,7 +78,7 @@ fn is_x86(arch: &str) -> bool {
 /// Tolerates the `(null)` and stray NUL bytes some kernels print for an empty `nohz_full`.
 fn read_cpu_list(root: &Root, name: &str) -> Result<Option<CpuSet>, SysfsError> {
     let rel = format!("{CPU_DIR}/{name}");
-    let Some(text) = root.read_optional(&rel)? else { return Ok(None) };
+    let Some(text) = root.read_small_optional(&rel)? else { return Ok(None) };
     let cleaned = text.replace('\0', "");
     let cleaned = cleaned.trim();
     if cleaned == "(null)" {
@@ -89,7 +89,7 @@ fn read_cpu_list(root: &Root, name: &str) -> Result<Option<CpuSet>, SysfsError> 
 
 /// A one-line text file, trimmed; `None` when absent.
 fn read_trimmed(root: &Root, rel: &str) -> Result<Option<String>, SysfsError> {
-    Ok(root.read_optional(rel)?.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
+    Ok(root.read_small_optional(rel)?.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
 }
 
 /// Fails unless `inner ⊆ outer`, naming the file of `inner` and the CPUs that stick out.
