@@ -170,6 +170,43 @@ impl Root {
 /// Bytes [`Root::read_small`] accepts: a CPU list of 8192 CPUs in the worst format is < 48 KiB.
 pub const SMALL_FILE_LIMIT: u64 = 1 << 20;
 
+/// At most this many threads read files at once in [`read_in_parallel`].
+pub const MAX_READERS: usize = 8;
+
+/// `read(item)` for every item, in order, spread over up to [`MAX_READERS`] threads (never more
+/// than the CPUs available or one per item).
+///
+/// For discovery's thousands of tiny sysfs/procfs reads, whose cost is the system calls: on a big
+/// machine several threads finish them several times sooner. Guarantees: the result is exactly
+/// `items.iter().map(read).collect()`; `read` must not depend on the order of calls.
+pub fn read_in_parallel<T: Sync, R: Send>(items: &[T], read: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = MAX_READERS.min(cpus).min(items.len());
+    if workers <= 1 {
+        return items.iter().map(read).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        mine.push((i, read(item)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        // A worker only panics if `read` does; pass that panic on unchanged.
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
 /// What a sysfs attribute's `show()` can return at most: one page.
 const SYSFS_PAGE: usize = 4096;
 
@@ -194,6 +231,14 @@ pub fn parse_number_at<T: FromStr>(path: &Path, text: &str, expected: &'static s
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_in_parallel_keeps_order_and_every_item() {
+        let items: Vec<u32> = (0..1000).collect();
+        let squares = read_in_parallel(&items, |&i| u64::from(i) * u64::from(i));
+        assert_eq!(squares, items.iter().map(|&i| u64::from(i) * u64::from(i)).collect::<Vec<_>>());
+        assert!(read_in_parallel(&[] as &[u32], |&i| i).is_empty());
+    }
 
     #[test]
     fn errors_name_the_file_and_content() {

@@ -4,13 +4,15 @@
 use std::collections::{BTreeMap, HashSet};
 use std::io;
 use std::os::unix::fs::PermissionsExt;
+use std::sync::{Mutex, OnceLock};
 
 use super::irq_names::{classify, parse_proc_interrupts};
 use super::{DeviceClass, DeviceError, IrqVector, QueueRole};
 use crate::cpuset::CpuSet;
 use crate::sysfs::{Root, SysfsError};
 
-/// Where the action names of IRQs come from, decided once per discovery.
+/// Where the action names of IRQs come from, decided once per discovery. Shared by the threads
+/// reading devices.
 ///
 /// The kernel prints the same action list in `sys/kernel/irq/N/actions` (names joined by `,`) and
 /// in the IRQ's `/proc/interrupts` line (joined by `", "`). With `SPARSE_IRQ` (every modern x86
@@ -18,8 +20,8 @@ use crate::sysfs::{Root, SysfsError};
 /// 1024-CPU machine is read only for an IRQ that lacks it (a partial capture), and at most once.
 pub(super) enum IrqNames {
     /// `sys/kernel/irq` exists: each IRQ's `actions`; `proc/interrupts` is read on the first IRQ
-    /// without one.
-    Sysfs { from_proc: Option<BTreeMap<u32, Vec<String>>> },
+    /// without one, its warnings kept for [`IrqNames::take_warnings`].
+    Sysfs { from_proc: OnceLock<BTreeMap<u32, Vec<String>>>, warnings: Mutex<Vec<DeviceError>> },
     /// No `sys/kernel/irq`: `proc/interrupts`, read up front.
     Proc(BTreeMap<u32, Vec<String>>),
 }
@@ -29,7 +31,7 @@ impl IrqNames {
     /// (a missing file names nothing, a malformed line is a warning).
     pub(super) fn read(root: &Root, warnings: &mut Vec<DeviceError>) -> IrqNames {
         if root.path("sys/kernel/irq").is_dir() {
-            IrqNames::Sysfs { from_proc: None }
+            IrqNames::Sysfs { from_proc: OnceLock::new(), warnings: Mutex::new(Vec::new()) }
         } else {
             IrqNames::Proc(read_proc_interrupts(root, warnings))
         }
@@ -38,17 +40,31 @@ impl IrqNames {
     /// The action names of `irq`, empty when the source names none. Guarantees: from
     /// `sys/kernel/irq/N/actions` when that file exists (even empty: the IRQ has no handler),
     /// else from `/proc/interrupts`.
-    pub(super) fn actions(&mut self, root: &Root, irq: u32, warnings: &mut Vec<DeviceError>) -> Vec<String> {
+    pub(super) fn actions(&self, root: &Root, irq: u32) -> Vec<String> {
         let from_proc = match self {
             IrqNames::Proc(names) => names,
-            IrqNames::Sysfs { from_proc } => {
+            IrqNames::Sysfs { from_proc, warnings } => {
                 if let Ok(Some(text)) = root.read_small_optional(format!("sys/kernel/irq/{irq}/actions")) {
                     return split_actions(&text);
                 }
-                from_proc.get_or_insert_with(|| read_proc_interrupts(root, warnings))
+                from_proc.get_or_init(|| {
+                    let mut found = Vec::new();
+                    let names = read_proc_interrupts(root, &mut found);
+                    warnings.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).extend(found);
+                    names
+                })
             }
         };
         from_proc.get(&irq).cloned().unwrap_or_default()
+    }
+
+    /// The warnings of a `proc/interrupts` read on demand (none in `Proc` mode, where
+    /// [`IrqNames::read`] returned them).
+    pub(super) fn take_warnings(self) -> Vec<DeviceError> {
+        match self {
+            IrqNames::Sysfs { warnings, .. } => warnings.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()),
+            IrqNames::Proc(_) => Vec::new(),
+        }
     }
 }
 
@@ -127,13 +143,13 @@ impl Requested {
 /// malformed affinity file becomes `None` there plus one warning naming the file.
 pub(super) fn read_vector(
     root: &Root,
-    names: &mut IrqNames,
+    names: &IrqNames,
     bdf: &str,
     class: DeviceClass,
     irq: u32,
     warnings: &mut Vec<DeviceError>,
 ) -> IrqVector {
-    let actions = names.actions(root, irq, warnings);
+    let actions = names.actions(root, irq);
     let (role, queue) = actions
         .iter()
         .map(|a| classify(a, class))

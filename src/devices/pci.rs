@@ -15,7 +15,7 @@ pub(super) fn read_device(
     root: &Root,
     topo: &Topology,
     bdf: &str,
-    names: &mut IrqNames,
+    names: &IrqNames,
     requested: &Requested,
     warnings: &mut Vec<DeviceError>,
 ) -> Result<Option<Device>, DeviceError> {
