@@ -76,15 +76,17 @@ fn split_actions(text: &str) -> Vec<String> {
 /// Action names per IRQ from `ROOT/proc/interrupts`; a missing file names nothing, an unreadable
 /// file or malformed line is a warning.
 fn read_proc_interrupts(root: &Root, warnings: &mut Vec<DeviceError>) -> BTreeMap<u32, Vec<String>> {
-    let text = match root.read_optional("proc/interrupts") {
-        Ok(text) => text.unwrap_or_default(),
+    let path = root.path("proc/interrupts");
+    // Read as bytes and kept without a copy when valid UTF-8 (it always is): ~100 MB at 1024 CPUs.
+    let text = match std::fs::read(&path) {
+        Ok(bytes) => String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
         Err(source) => {
-            warnings.push(DeviceError::Names(source));
-            String::new()
+            warnings.push(DeviceError::Names(SysfsError::Read { path, source }));
+            return BTreeMap::new();
         }
     };
     let (from_proc, bad) = parse_proc_interrupts(&text);
-    let path = root.path("proc/interrupts");
     for b in bad {
         warnings.push(DeviceError::Interrupts {
             path: path.clone(),
