@@ -174,11 +174,12 @@ pub const SMALL_FILE_LIMIT: u64 = 1 << 20;
 pub const MAX_READERS: usize = 8;
 
 /// `read(item)` for every item, in order, spread over up to [`MAX_READERS`] threads (never more
-/// than the CPUs available or one per item).
+/// than the CPUs available or one per item), the calling thread being one of them.
 ///
 /// For discovery's thousands of tiny sysfs/procfs reads, whose cost is the system calls: on a big
 /// machine several threads finish them several times sooner. Guarantees: the result is exactly
-/// `items.iter().map(read).collect()`; `read` must not depend on the order of calls.
+/// `items.iter().map(read).collect()`; `read` must not depend on the order of calls. A thread the
+/// system refuses to start only means fewer helpers (the caller alone, at worst).
 pub fn read_in_parallel<T: Sync, R: Send>(items: &[T], read: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = MAX_READERS.min(cpus).min(items.len());
@@ -186,22 +187,26 @@ pub fn read_in_parallel<T: Sync, R: Send>(items: &[T], read: impl Fn(&T) -> R + 
         return items.iter().map(read).collect();
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
+    // Takes the next unread item until none is left; what this worker read, with indexes.
+    let work = || {
+        let mut mine = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(item) = items.get(i) else { break };
+            mine.push((i, read(item)));
+        }
+        mine
+    };
     let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        mine.push((i, read(item)));
-                    }
-                    mine
-                })
-            })
+        let helpers: Vec<_> = (1..workers)
+            .map_while(|_| std::thread::Builder::new().name("irqwise-read".into()).spawn_scoped(scope, work).ok())
             .collect();
-        // A worker only panics if `read` does; pass that panic on unchanged.
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+        let mut all = work();
+        for helper in helpers {
+            // A helper only panics if `read` does; pass that panic on unchanged.
+            all.extend(helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+        }
+        all
     });
     done.sort_unstable_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
