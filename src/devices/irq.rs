@@ -1,53 +1,142 @@
-//! One IRQ's name (from `/proc/interrupts` or `/sys/kernel/irq/N/actions`) and its affinity
+//! One IRQ's name (from `/sys/kernel/irq/N/actions` or `/proc/interrupts`) and its affinity
 //! files under `/proc/irq/N/`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io;
 use std::os::unix::fs::PermissionsExt;
+use std::sync::{Mutex, OnceLock};
 
 use super::irq_names::{classify, parse_proc_interrupts};
 use super::{DeviceClass, DeviceError, IrqVector, QueueRole};
 use crate::cpuset::CpuSet;
 use crate::sysfs::{Root, SysfsError};
 
-/// Action names per IRQ, read once per discovery from `proc/interrupts`.
-pub(super) struct IrqNames {
-    from_proc: BTreeMap<u32, Vec<String>>,
+/// Where the action names of IRQs come from, decided once per discovery. Shared by the threads
+/// reading devices.
+///
+/// The kernel prints the same action list in `sys/kernel/irq/N/actions` (names joined by `,`) and
+/// in the IRQ's `/proc/interrupts` line (joined by `", "`). With `SPARSE_IRQ` (every modern x86
+/// and arm64 kernel) each IRQ has the small `actions` file, so the ~100 MB `/proc/interrupts` of a
+/// 1024-CPU machine is read only for an IRQ that lacks it (a partial capture), and at most once.
+pub(super) enum IrqNames {
+    /// `sys/kernel/irq` exists: each IRQ's `actions`; `proc/interrupts` is read on the first IRQ
+    /// without one, its warnings kept for [`IrqNames::take_warnings`].
+    Sysfs { from_proc: OnceLock<BTreeMap<u32, Vec<String>>>, warnings: Mutex<Vec<DeviceError>> },
+    /// No `sys/kernel/irq`: `proc/interrupts`, read up front.
+    Proc(BTreeMap<u32, Vec<String>>),
 }
 
 impl IrqNames {
-    /// Reads `ROOT/proc/interrupts`; a missing file leaves only the sysfs fallback, a malformed
-    /// line is a warning.
+    /// Chooses the source for `root`; without `sys/kernel/irq`, reads `proc/interrupts` now
+    /// (a missing file names nothing, a malformed line is a warning).
     pub(super) fn read(root: &Root, warnings: &mut Vec<DeviceError>) -> IrqNames {
-        let path = root.path("proc/interrupts");
-        let text = match root.read_optional("proc/interrupts") {
-            Ok(text) => text.unwrap_or_default(),
-            Err(source) => {
-                warnings.push(DeviceError::Names(source));
-                String::new()
-            }
-        };
-        let (from_proc, bad) = parse_proc_interrupts(&text);
-        for b in bad {
-            warnings.push(DeviceError::Interrupts {
-                path: path.clone(),
-                line_no: b.line_no,
-                line: b.line,
-                problem: b.problem,
-            });
+        if root.path("sys/kernel/irq").is_dir() {
+            IrqNames::Sysfs { from_proc: OnceLock::new(), warnings: Mutex::new(Vec::new()) }
+        } else {
+            IrqNames::Proc(read_proc_interrupts(root, warnings))
         }
-        IrqNames { from_proc }
     }
 
-    /// The action names of `irq`: `/proc/interrupts` first, else `sys/kernel/irq/N/actions`
-    /// (comma-separated). Empty when neither names it.
+    /// The action names of `irq`, empty when the source names none. Guarantees: from
+    /// `sys/kernel/irq/N/actions` when that file exists (even empty: the IRQ has no handler),
+    /// else from `/proc/interrupts`.
     pub(super) fn actions(&self, root: &Root, irq: u32) -> Vec<String> {
-        match self.from_proc.get(&irq) {
-            Some(names) if !names.is_empty() => names.clone(),
-            _ => match root.read_optional(format!("sys/kernel/irq/{irq}/actions")) {
-                Ok(Some(text)) => text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
-                _ => Vec::new(),
-            },
+        let from_proc = match self {
+            IrqNames::Proc(names) => names,
+            IrqNames::Sysfs { from_proc, warnings } => {
+                if let Ok(Some(text)) = root.read_small_optional(format!("sys/kernel/irq/{irq}/actions")) {
+                    return split_actions(&text);
+                }
+                from_proc.get_or_init(|| {
+                    let mut found = Vec::new();
+                    let names = read_proc_interrupts(root, &mut found);
+                    warnings.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).extend(found);
+                    names
+                })
+            }
+        };
+        from_proc.get(&irq).cloned().unwrap_or_default()
+    }
+
+    /// The warnings of a `proc/interrupts` read on demand (none in `Proc` mode, where
+    /// [`IrqNames::read`] returned them).
+    pub(super) fn take_warnings(self) -> Vec<DeviceError> {
+        match self {
+            IrqNames::Sysfs { warnings, .. } => warnings.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()),
+            IrqNames::Proc(_) => Vec::new(),
+        }
+    }
+}
+
+/// The names of a `sys/kernel/irq/N/actions` file: comma-separated, blanks dropped.
+fn split_actions(text: &str) -> Vec<String> {
+    text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
+}
+
+/// Action names per IRQ from `ROOT/proc/interrupts`; a missing file names nothing, an unreadable
+/// file or malformed line is a warning.
+fn read_proc_interrupts(root: &Root, warnings: &mut Vec<DeviceError>) -> BTreeMap<u32, Vec<String>> {
+    let path = root.path("proc/interrupts");
+    // Read as bytes and kept without a copy when valid UTF-8 (it always is): ~100 MB at 1024 CPUs.
+    let text = match std::fs::read(&path) {
+        Ok(bytes) => String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
+        Err(source) => {
+            warnings.push(DeviceError::Names(SysfsError::Read { path, source }));
+            return BTreeMap::new();
+        }
+    };
+    let (from_proc, bad) = parse_proc_interrupts(&text);
+    for b in bad {
+        warnings.push(DeviceError::Interrupts {
+            path: path.clone(),
+            line_no: b.line_no,
+            line: b.line,
+            problem: b.problem,
+        });
+    }
+    from_proc
+}
+
+/// Which IRQs a driver has requested: the kernel creates `proc/irq/N/` at `request_irq()`, so a
+/// vector without it is allocated but unused (many NIC drivers request theirs at link up) and
+/// has nothing to place.
+pub(super) enum Requested {
+    /// No `proc/irq` at all (a partial capture): every IRQ counts.
+    All,
+    /// The numbered entries of `proc/irq`, listed once.
+    Listed(HashSet<u32>),
+    /// `proc/irq` exists but cannot be listed: ask per IRQ.
+    PerIrq,
+}
+
+impl Requested {
+    /// Lists `ROOT/proc/irq` once (one directory read instead of a lookup per IRQ).
+    pub(super) fn read(root: &Root) -> Requested {
+        let dir = root.path("proc/irq");
+        match std::fs::read_dir(&dir) {
+            Ok(entries) => {
+                let mut irqs = HashSet::new();
+                for entry in entries {
+                    let Ok(entry) = entry else { return Requested::PerIrq };
+                    if let Some(irq) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) {
+                        irqs.insert(irq);
+                    }
+                }
+                Requested::Listed(irqs)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Requested::All,
+            Err(_) if dir.exists() => Requested::PerIrq,
+            Err(_) => Requested::All,
+        }
+    }
+
+    /// Whether `irq` is in use: `proc/irq/N` exists (or the root has no `proc/irq`).
+    pub(super) fn contains(&self, root: &Root, irq: u32) -> bool {
+        match self {
+            Requested::All => true,
+            Requested::Listed(irqs) => irqs.contains(&irq),
+            Requested::PerIrq => root.exists(format!("proc/irq/{irq}")),
         }
     }
 }
@@ -96,7 +185,7 @@ pub(super) fn read_vector(
 
 /// `affinity_hint` as a set; `None` when the file is absent or the mask is all zero.
 fn read_hint(root: &Root, rel: &str) -> Result<Option<CpuSet>, SysfsError> {
-    let Some(text) = root.read_optional(rel)? else { return Ok(None) };
+    let Some(text) = root.read_small_optional(rel)? else { return Ok(None) };
     let set = CpuSet::parse_mask(text.trim()).map_err(|source| SysfsError::CpuList { path: root.path(rel), source })?;
     Ok((!set.is_empty()).then_some(set))
 }

@@ -57,15 +57,7 @@ pub fn parse_proc_interrupts(text: &str) -> (BTreeMap<u32, Vec<String>>, Vec<Bad
 
 /// The action names in the part of a line after `N:`, skipping up to `ncpus` count columns.
 fn actions_after_counts(rest: &str, ncpus: usize) -> Vec<String> {
-    let mut s = rest;
-    for _ in 0..ncpus {
-        let t = s.trim_start();
-        let end = t.find(char::is_whitespace).unwrap_or(t.len());
-        if end == 0 || !t[..end].bytes().all(|b| b.is_ascii_digit()) {
-            break;
-        }
-        s = &t[end..];
-    }
+    let s = skip_counts(rest, ncpus);
     // Skip the chip name, then find the last gap of 2+ whitespace characters.
     let s = s.trim_start();
     let chip_end = s.find(char::is_whitespace).unwrap_or(s.len());
@@ -76,6 +68,53 @@ fn actions_after_counts(rest: &str, ncpus: usize) -> Vec<String> {
         return Vec::new();
     }
     field.split(", ").map(str::trim).filter(|n| !n.is_empty()).map(String::from).collect()
+}
+
+/// `s` after up to `n` leading count columns: each is optional whitespace then a non-empty run of
+/// ASCII digits ending at whitespace or at the end; the first other token stops the skip.
+/// Guarantees: the same as [`skip_counts_by_char`], byte by byte while the text is ASCII (a
+/// 1024-CPU line has 1024 columns), character by character from the first non-ASCII byte on.
+fn skip_counts(s: &str, n: usize) -> &str {
+    let b = s.as_bytes();
+    let mut pos = 0;
+    for done in 0..n {
+        let mut i = pos;
+        while b.get(i).is_some_and(|&c| is_whitespace_byte(c)) {
+            i += 1;
+        }
+        let digits = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        match b.get(i) {
+            // Unicode whitespace (or not): leave it to the character-wise rules.
+            Some(&c) if !c.is_ascii() => return skip_counts_by_char(&s[pos..], n - done),
+            Some(&c) if !is_whitespace_byte(c) => return &s[pos..],
+            _ if i == digits => return &s[pos..],
+            _ => pos = i,
+        }
+    }
+    &s[pos..]
+}
+
+/// The ASCII bytes `char::is_whitespace` accepts (also vertical tab, unlike
+/// `u8::is_ascii_whitespace`).
+fn is_whitespace_byte(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// [`skip_counts`] by Unicode characters: trim whitespace, take the token up to the next
+/// whitespace, stop at an empty or non-digit token.
+fn skip_counts_by_char(mut s: &str, n: usize) -> &str {
+    for _ in 0..n {
+        let t = s.trim_start();
+        let end = t.find(char::is_whitespace).unwrap_or(t.len());
+        if end == 0 || !t[..end].bytes().all(|b| b.is_ascii_digit()) {
+            break;
+        }
+        s = &t[end..];
+    }
+    s
 }
 
 /// Byte offset just past the last run of at least two whitespace characters, if any.
@@ -273,6 +312,16 @@ ERR:          0
         assert!(get(29).is_empty());
         assert_eq!(get(30), ["eth1-TxRx-0"]);
         assert_eq!(names.len(), 9);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn skip_counts_bytewise_equals_charwise(
+            s in "[ \t\x0b\n0-9a\u{a0}\u{2003}\u{85}é]{0,40}",
+            n in 0usize..8,
+        ) {
+            proptest::prop_assert_eq!(skip_counts(&s, n), skip_counts_by_char(&s, n));
+        }
     }
 
     #[test]

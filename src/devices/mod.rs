@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use serde::{Serialize, Serializer};
 
 use crate::cpuset::CpuSet;
-use crate::sysfs::{Root, SysfsError};
+use crate::sysfs::{read_in_parallel, Root, SysfsError};
 use crate::topology::Topology;
 
 mod irq;
@@ -163,13 +163,23 @@ pub const PCI_DEVICES: &str = "sys/bus/pci/devices";
 ///
 /// `topo` is used only to derive a node from `local_cpulist` when `numa_node` is -1. Fails only
 /// when `ROOT/sys/bus/pci/devices` cannot be listed; anything wrong with one device or one IRQ
-/// becomes a warning and the scan carries on.
+/// becomes a warning and the scan carries on. Devices are read on several threads (see
+/// [`read_in_parallel`]); the result is the same as one thread's: warnings about
+/// `proc/interrupts` first, then each device's in PCI address order.
 pub fn discover_devices(root: &Root, topo: &Topology) -> Result<Discovery, DevicesError> {
     let bdfs = root.list_dir(PCI_DEVICES).map_err(DeviceError::Bus)?;
     let mut out = Discovery::default();
     let names = irq::IrqNames::read(root, &mut out.warnings);
-    for bdf in bdfs {
-        match pci::read_device(root, topo, &bdf, &names, &mut out.warnings) {
+    let requested = irq::Requested::read(root);
+    let found = read_in_parallel(&bdfs, |bdf| {
+        let mut warnings = Vec::new();
+        let device = pci::read_device(root, topo, bdf, &names, &requested, &mut warnings);
+        (device, warnings)
+    });
+    out.warnings.extend(names.take_warnings());
+    for (device, warnings) in found {
+        out.warnings.extend(warnings);
+        match device {
             Ok(Some(dev)) => out.devices.push(dev),
             Ok(None) => {}
             Err(e) => out.warnings.push(e),

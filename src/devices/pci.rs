@@ -2,7 +2,7 @@
 
 use std::io;
 
-use super::irq::{read_vector, IrqNames};
+use super::irq::{read_vector, IrqNames, Requested};
 use super::{device_error, nvme, Device, DeviceClass, DeviceError, PCI_DEVICES};
 use crate::cpuset::CpuSet;
 use crate::sysfs::{Root, SysfsError};
@@ -16,6 +16,7 @@ pub(super) fn read_device(
     topo: &Topology,
     bdf: &str,
     names: &IrqNames,
+    requested: &Requested,
     warnings: &mut Vec<DeviceError>,
 ) -> Result<Option<Device>, DeviceError> {
     let dir = format!("{PCI_DEVICES}/{bdf}");
@@ -27,7 +28,11 @@ pub(super) fn read_device(
     let driver = link_name(root, &format!("{dir}/driver"));
     // An INTx line belongs to the device only while a driver has it; an unbound (or departing)
     // device's legacy line may be shared with others and is not ours to move.
-    let irqs = if msi || driver.is_some() { requested(root, irqs) } else { Vec::new() };
+    let irqs = if msi || driver.is_some() {
+        irqs.into_iter().filter(|&irq| requested.contains(root, irq)).collect()
+    } else {
+        Vec::new()
+    };
     if irqs.is_empty() || (class == DeviceClass::Other && !msi) {
         // No interrupts, or the device went away after its class was read.
         if !root.path(&dir).exists() {
@@ -82,16 +87,6 @@ pub(super) fn read_device(
         vectors,
         nvme,
     }))
-}
-
-/// The IRQs a driver has requested: the kernel creates `proc/irq/N/` at `request_irq()`, so a
-/// vector without it is allocated but unused (many NIC drivers request theirs at link up) and
-/// has nothing to place. A root without `proc/irq` at all (a partial capture) keeps every IRQ.
-fn requested(root: &Root, irqs: Vec<u32>) -> Vec<u32> {
-    if !root.exists("proc/irq") {
-        return irqs;
-    }
-    irqs.into_iter().filter(|irq| root.exists(format!("proc/irq/{irq}"))).collect()
 }
 
 /// The device's IRQs, ascending, and whether they are MSI/MSI-X: the names in `msi_irqs/`, else

@@ -5,8 +5,10 @@
 //! Layout written per device: `sys/devices/pciDDDD:BB/BDF/` (class, vendor, device, numa_node,
 //! local_cpulist, irq, msi_irqs/N, driver link, net/IF/, nvme/nvmeX/{model,serial,nvmeXn1/mq/}),
 //! the `sys/bus/pci/devices/BDF` link to it, `sys/block/nvmeXn1` link, one line per IRQ appended
-//! to `proc/interrupts`, and `proc/irq/N/{smp_affinity,smp_affinity_list,
-//! effective_affinity_list,affinity_hint}`. Panics on I/O errors: it is test code.
+//! to `proc/interrupts`, `proc/irq/N/{smp_affinity,smp_affinity_list,
+//! effective_affinity_list,affinity_hint}`, and `sys/kernel/irq/N/{actions,chip_name,hwirq,name,
+//! per_cpu_count,type,wakeup}` as a SPARSE_IRQ kernel has them (delete `sys/kernel/irq` for a
+//! kernel without). Panics on I/O errors: it is test code.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -296,6 +298,27 @@ impl FixtureRoot {
         }
         text.push_str(&format!("  {chip} {hwirq:>3}-{trigger:<8}  {}\n", v.name));
         f.write_all(text.as_bytes()).unwrap();
+        self.write_sys_kernel_irq(irq, hwirq, v, chip, trigger);
+    }
+
+    /// `sys/kernel/irq/N/*` as the kernel's irq_sysfs attributes show it: `actions` is the action
+    /// names joined by `,` with a newline only after some name.
+    fn write_sys_kernel_irq(&self, irq: u32, hwirq: usize, v: &Vector, chip: &str, trigger: &str) {
+        let dir = self.path(&format!("sys/kernel/irq/{irq}"));
+        fs::create_dir_all(&dir).unwrap();
+        let actions = if v.name.is_empty() { String::new() } else { format!("{}\n", v.name) };
+        let counts = vec!["0"; self.online.len()].join(",");
+        for (file, text) in [
+            ("actions", actions),
+            ("chip_name", format!("{chip}\n")),
+            ("hwirq", format!("{hwirq}\n")),
+            ("name", format!("{trigger}\n")),
+            ("per_cpu_count", format!("{counts}\n")),
+            ("type", if trigger == "edge" { "edge\n" } else { "level\n" }.to_string()),
+            ("wakeup", "disabled\n".to_string()),
+        ] {
+            fs::write(dir.join(file), text).unwrap();
+        }
     }
 
     /// Hardware queue i → a contiguous run of the online CPUs (every queue gets at least one).

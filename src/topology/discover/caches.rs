@@ -14,7 +14,7 @@ pub(super) fn last_level_cache(root: &Root, dir: &str) -> Result<Option<CpuSet>,
         let Some(level) = root.read_number_optional::<u32>(format!("{index}/level"), "a cache level (integer)")? else {
             continue;
         };
-        let kind = root.read_optional(format!("{index}/type"))?.unwrap_or_default();
+        let kind = root.read_small_optional(format!("{index}/type"))?.unwrap_or_default();
         if !matches!(kind.trim(), "Unified" | "Data") {
             continue;
         }
@@ -24,11 +24,11 @@ pub(super) fn last_level_cache(root: &Root, dir: &str) -> Result<Option<CpuSet>,
     }
     let Some((_, index)) = best else { return Ok(None) };
     let list = format!("{index}/shared_cpu_list");
-    if let Some(text) = root.read_optional(&list)? {
+    if let Some(text) = root.read_small_optional(&list)? {
         return parse_cpulist_at(&root.path(&list), &text).map(Some);
     }
     let map = format!("{index}/shared_cpu_map");
-    match root.read_optional(&map)? {
+    match root.read_small_optional(&map)? {
         Some(text) => {
             CpuSet::parse_mask(&text).map(Some).map_err(|source| SysfsError::CpuList { path: root.path(&map), source })
         }

@@ -16,7 +16,7 @@ pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> 
     let dir = format!("{CPU_DIR}/cpu{id}");
     let mut cpu = Cpu::bare(id);
     let entries = root.list_dir_optional(&dir)?;
-    cpu.online = match root.read_optional(format!("{dir}/online"))? {
+    cpu.online = match root.read_small_optional(format!("{dir}/online"))? {
         // An empty file is how captured trees record one they could not read: it says nothing.
         Some(text) if !text.trim().is_empty() => parse_online_flag(root, &format!("{dir}/online"), &text)?,
         _ => !entries.is_empty(),
@@ -60,13 +60,13 @@ fn read_id(root: &Root, rel: &str, expected: &'static str) -> Result<Option<i64>
 fn read_mask(root: &Root, dir: &str, lists: &[&str], masks: &[&str]) -> Result<Option<CpuSet>, SysfsError> {
     for name in lists {
         let rel = format!("{dir}/{name}");
-        if let Some(text) = root.read_optional(&rel)? {
+        if let Some(text) = root.read_small_optional(&rel)? {
             return parse_cpulist_at(&root.path(&rel), &text).map(Some);
         }
     }
     for name in masks {
         let rel = format!("{dir}/{name}");
-        if let Some(text) = root.read_optional(&rel)? {
+        if let Some(text) = root.read_small_optional(&rel)? {
             return CpuSet::parse_mask(&text)
                 .map(Some)
                 .map_err(|source| SysfsError::CpuList { path: root.path(&rel), source });

@@ -25,7 +25,7 @@ pub(super) fn read_nodes(root: &Root) -> Result<BTreeMap<u32, NodeDir>, Topology
         let dir = format!("{NODE_DIR}/node{id}");
         let cpus = read_node_cpus(root, &dir)?;
         let rel = format!("{dir}/distance");
-        let distance = match root.read_optional(&rel)? {
+        let distance = match root.read_small_optional(&rel)? {
             Some(text) => {
                 let row = parse_distance_row(root, &rel, &text)?;
                 if row.len() != ids.len() {
@@ -51,11 +51,11 @@ pub(super) fn read_nodes(root: &Root) -> Result<BTreeMap<u32, NodeDir>, Topology
 /// `cpulist`, else the hex `cpumap`, else `None`.
 fn read_node_cpus(root: &Root, dir: &str) -> Result<Option<CpuSet>, SysfsError> {
     let list = format!("{dir}/cpulist");
-    if let Some(text) = root.read_optional(&list)? {
+    if let Some(text) = root.read_small_optional(&list)? {
         return parse_cpulist_at(&root.path(&list), &text).map(Some);
     }
     let map = format!("{dir}/cpumap");
-    match root.read_optional(&map)? {
+    match root.read_small_optional(&map)? {
         Some(text) => {
             CpuSet::parse_mask(&text).map(Some).map_err(|source| SysfsError::CpuList { path: root.path(&map), source })
         }
