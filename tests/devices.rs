@@ -308,9 +308,17 @@ fn plain_directory_device_and_sysfs_action_names() {
 }
 
 #[test]
-fn missing_pci_bus_is_the_only_error() {
+fn unreadable_pci_bus_is_the_only_error_and_a_missing_one_means_no_devices() {
     let dir = tempfile::tempdir().unwrap();
     let root = Root::new(dir.path());
+    // No PCI bus at all (a machine without PCI, a topology-only capture): no devices, one warning.
+    let d = discover_devices(&root, &Topology::default()).expect("no PCI bus is not an error");
+    assert!(d.devices.is_empty());
+    let w: Vec<String> = d.warnings.iter().map(|w| w.to_string()).collect();
+    assert!(w.len() == 1 && w[0].contains("sys/bus/pci/devices") && w[0].contains("no PCI devices"), "{w:?}");
+    // A bus path that exists but cannot be listed is an error naming it.
+    fs::create_dir_all(dir.path().join("sys/bus/pci")).unwrap();
+    fs::write(dir.path().join("sys/bus/pci/devices"), "not a directory\n").unwrap();
     let e = discover_devices(&root, &Topology::default()).unwrap_err().to_string();
     assert!(e.contains("sys/bus/pci/devices"), "{e}");
 }

@@ -157,3 +157,14 @@ fn cpu_claims_a_missing_node() {
     });
     assert_names(&msg, "cpu3/node7", "node 7");
 }
+
+/// Without a `possible` list the CPU ids come from the `cpuN` directories; an id beyond what a
+/// CpuSet can hold is an error naming the directory, not a panic.
+#[test]
+fn cpu_directory_beyond_the_maximum_without_possible_list() {
+    let msg = error_after(|root| {
+        fs::remove_file(root.join(CPU).join("possible")).unwrap();
+        fs::create_dir_all(root.join(CPU).join("cpu9000")).unwrap();
+    });
+    assert!(msg.contains("cpu9000") && msg.contains("9000") && msg.contains("8192"), "{msg}");
+}

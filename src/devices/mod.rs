@@ -141,6 +141,9 @@ pub enum DeviceError {
     /// A file of one IRQ is missing or malformed; the vector is kept with `None` there.
     #[error("IRQ {irq} of PCI device {bdf}: {source}")]
     Irq { bdf: String, irq: u32, source: SysfsError },
+    /// The machine has no PCI bus in sysfs (no `sys/bus/pci/devices`): nothing to place.
+    #[error("{0} does not exist: no PCI devices to place")]
+    NoPciBus(PathBuf),
     /// `/proc/interrupts` exists but cannot be read; names fall back to `sys/kernel/irq`.
     #[error("cannot read IRQ names: {0}")]
     Names(SysfsError),
@@ -162,13 +165,21 @@ pub const PCI_DEVICES: &str = "sys/bus/pci/devices";
 /// Discovers every NVMe, NIC and other MSI device under `root`.
 ///
 /// `topo` is used only to derive a node from `local_cpulist` when `numa_node` is -1. Fails only
-/// when `ROOT/sys/bus/pci/devices` cannot be listed; anything wrong with one device or one IRQ
+/// when `ROOT/sys/bus/pci/devices` exists but cannot be listed (its absence, a machine or a
+/// capture without PCI, is a warning and no devices); anything wrong with one device or one IRQ
 /// becomes a warning and the scan carries on. Devices are read on several threads (see
 /// [`read_in_parallel`]); the result is the same as one thread's: warnings about
 /// `proc/interrupts` first, then each device's in PCI address order.
 pub fn discover_devices(root: &Root, topo: &Topology) -> Result<Discovery, DevicesError> {
-    let bdfs = root.list_dir(PCI_DEVICES).map_err(DeviceError::Bus)?;
     let mut out = Discovery::default();
+    let bdfs = match root.list_dir(PCI_DEVICES) {
+        Ok(bdfs) => bdfs,
+        Err(e) if e.io_kind() == Some(std::io::ErrorKind::NotFound) => {
+            out.warnings.push(DeviceError::NoPciBus(root.path(PCI_DEVICES)));
+            return Ok(out);
+        }
+        Err(e) => return Err(DeviceError::Bus(e)),
+    };
     let names = irq::IrqNames::read(root, &mut out.warnings);
     let requested = irq::Requested::read(root);
     let found = read_in_parallel(&bdfs, |bdf| {

@@ -11,7 +11,7 @@ mod nodes;
 use std::collections::BTreeMap;
 
 use super::{NumaNode, OfflineMasks, Topology, TopologyError};
-use crate::cpuset::CpuSet;
+use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::sysfs::{parse_cpulist_at, read_in_parallel, Root, SysfsError};
 
 /// `ROOT/sys/devices/system/cpu`.
@@ -23,7 +23,7 @@ pub(super) fn discover(root: &Root) -> Result<Topology, TopologyError> {
     let cpu_dirs = numbered_entries(&root.list_dir_optional(CPU_DIR)?, "cpu");
     let possible = match read_cpu_list(root, "possible")? {
         Some(set) => set,
-        None => cpu_dirs.iter().copied().collect(),
+        None => cpus_from_dirs(root, &cpu_dirs)?,
     };
     let present = read_cpu_list(root, "present")?.unwrap_or_else(|| possible.clone());
     let global_online = read_cpu_list(root, "online")?;
@@ -61,6 +61,17 @@ pub(super) fn discover(root: &Root) -> Result<Topology, TopologyError> {
     let arch = read_trimmed(root, "proc/sys/kernel/arch")?;
     let offline_masks = offline_masks_for(arch.as_deref());
     Ok(Topology { kernel, arch, possible, present, online, isolated, nohz_full, cpus, nodes, offline_masks })
+}
+
+/// The possible CPUs when `possible` is absent: one per `cpuN` directory, each below MAX_CPUS.
+fn cpus_from_dirs(root: &Root, ids: &[u32]) -> Result<CpuSet, TopologyError> {
+    match ids.iter().find(|&&id| id >= MAX_CPUS) {
+        Some(bad) => Err(TopologyError::Inconsistent {
+            path: root.path(CPU_DIR).join(format!("cpu{bad}")).display().to_string(),
+            problem: format!("CPU id {bad} is not below the maximum of {MAX_CPUS} CPUs"),
+        }),
+        None => Ok(ids.iter().copied().collect()),
+    }
 }
 
 /// What the kernel leaves in an offline CPU's masks: x86 (and unknown arch) clears them, the
