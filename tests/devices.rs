@@ -10,24 +10,11 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use fixture::{write_cpu_topology, FixtureRoot, NamingScheme};
+use fixture::{extract_hwloc, node_topology, write_cpu_topology, FixtureRoot, NamingScheme};
 use irqwise::cpuset::CpuSet;
 use irqwise::devices::{discover_devices, Device, DeviceClass, Discovery, QueueRole};
 use irqwise::sysfs::Root;
-use irqwise::topology::{NumaNode, Topology};
-
-/// Nodes and their CPUs from `node/nodeN/cpulist`: all that device discovery needs of a topology
-/// (kept independent of topology discovery).
-fn node_topology(root: &Root) -> Topology {
-    let mut topo = Topology::default();
-    for name in root.list_dir_optional("sys/devices/system/node").unwrap() {
-        let Some(id) = name.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let cpus =
-            root.read_cpulist_optional(format!("sys/devices/system/node/{name}/cpulist")).unwrap().unwrap_or_default();
-        topo.nodes.insert(id, NumaNode { id, cpus, distance: Vec::new() });
-    }
-    topo
-}
+use irqwise::topology::Topology;
 
 fn discover(dir: &Path) -> Discovery {
     let root = Root::new(dir);
@@ -321,20 +308,6 @@ fn unreadable_pci_bus_is_the_only_error_and_a_missing_one_means_no_devices() {
     fs::write(dir.path().join("sys/bus/pci/devices"), "not a directory\n").unwrap();
     let e = discover_devices(&root, &Topology::default()).unwrap_err().to_string();
     assert!(e.contains("sys/bus/pci/devices"), "{e}");
-}
-
-/// Extracts the hwloc dumps (only `machine` when given) into a fresh temporary directory.
-fn extract_hwloc(machine: Option<&str>) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let tar = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hwloc/hwloc-linux-sysfs.tar.bz2");
-    let mut cmd = std::process::Command::new("tar");
-    cmd.arg("-xjf").arg(&tar).arg("-C").arg(dir.path());
-    if let Some(m) = machine {
-        cmd.arg(format!("./{m}"));
-    }
-    let ok = cmd.status().unwrap();
-    assert!(ok.success());
-    dir
 }
 
 #[test]

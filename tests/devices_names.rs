@@ -12,22 +12,10 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use fixture::{write_cpu_topology, FixtureRoot, NamingScheme};
+use fixture::{extract_hwloc, node_topology, write_cpu_topology, FixtureRoot, NamingScheme};
 use irqwise::devices::{discover_devices, Discovery};
 use irqwise::sysfs::Root;
-use irqwise::topology::{NumaNode, Topology};
-
-/// Nodes and their CPUs from `node/nodeN/cpulist` (independent of topology discovery).
-fn node_topology(root: &Root) -> Topology {
-    let mut topo = Topology::default();
-    for name in root.list_dir_optional("sys/devices/system/node").unwrap() {
-        let Some(id) = name.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let cpus =
-            root.read_cpulist_optional(format!("sys/devices/system/node/{name}/cpulist")).unwrap().unwrap_or_default();
-        topo.nodes.insert(id, NumaNode { id, cpus, distance: Vec::new() });
-    }
-    topo
-}
+use irqwise::topology::Topology;
 
 /// Discovers `dir` with `topo` and returns the Discovery JSON with `dir` written as `ROOT`.
 fn discovery_json(dir: &Path, topo: &Topology) -> (Discovery, String) {
@@ -156,9 +144,7 @@ fn fixture_root_names_agree_between_sys_kernel_irq_and_proc_interrupts() {
 
 #[test]
 fn hwloc_machines_names_agree_between_sys_kernel_irq_and_proc_interrupts() {
-    let all = tempfile::tempdir().unwrap();
-    let tar = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hwloc/hwloc-linux-sysfs.tar.bz2");
-    assert!(Command::new("tar").arg("-xjf").arg(&tar).arg("-C").arg(all.path()).status().unwrap().success());
+    let all = extract_hwloc(None);
     let mut machines = 0;
     for entry in fs::read_dir(all.path()).unwrap().flatten().filter(|e| e.path().is_dir()) {
         let m = entry.path();

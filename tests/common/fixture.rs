@@ -402,3 +402,30 @@ pub fn write_cpu_topology(dir: &Path, nodes: u32, cores: u32, threads: u32) -> u
     }
     total
 }
+
+/// Nodes and their CPUs from `node/nodeN/cpulist`, independent of topology discovery (device
+/// discovery only needs nodes, to narrow `local_cpulist`).
+pub fn node_topology(root: &irqwise::sysfs::Root) -> irqwise::topology::Topology {
+    let mut topo = irqwise::topology::Topology::default();
+    for name in root.list_dir_optional("sys/devices/system/node").unwrap() {
+        let Some(id) = name.strip_prefix("node").and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let cpus =
+            root.read_cpulist_optional(format!("sys/devices/system/node/{name}/cpulist")).unwrap().unwrap_or_default();
+        topo.nodes.insert(id, irqwise::topology::NumaNode { id, cpus, distance: Vec::new() });
+    }
+    topo
+}
+
+/// Extracts the hwloc dumps (only `machine` when given) into a fresh temporary directory, one
+/// directory per machine.
+pub fn extract_hwloc(machine: Option<&str>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let tar = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hwloc/hwloc-linux-sysfs.tar.bz2");
+    let mut cmd = std::process::Command::new("tar");
+    cmd.arg("-xjf").arg(&tar).arg("-C").arg(dir.path());
+    if let Some(m) = machine {
+        cmd.arg(format!("./{m}"));
+    }
+    assert!(cmd.status().unwrap().success(), "tar -xjf {}", tar.display());
+    dir
+}
