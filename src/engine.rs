@@ -75,7 +75,7 @@ pub fn udev_properties(root: &Root, d: &Device) -> BTreeMap<String, String> {
 /// discovery reads them: a root without `cpu/possible` (older kernels, trimmed dumps) gives the
 /// `cpuN` directories. The CLI and the daemon both validate against this set.
 pub fn possible_cpus(root: &Root) -> Result<CpuSet, TopologyError> {
-    Ok(Topology::discover(root)?.possible)
+    Topology::discover_possible(root)
 }
 
 /// Grouping rules of the root's kernel (`osrelease`), else of current kernels.

@@ -19,12 +19,16 @@ pub(crate) const CPU_DIR: &str = "sys/devices/system/cpu";
 /// `ROOT/sys/devices/system/node`.
 pub(crate) const NODE_DIR: &str = "sys/devices/system/node";
 
+/// The possible CPUs: the `possible` list, else one per `cpuN` directory.
+pub(super) fn possible(root: &Root) -> Result<CpuSet, TopologyError> {
+    match read_cpu_list(root, "possible")? {
+        Some(set) => Ok(set),
+        None => cpus_from_dirs(root, &numbered_entries(&root.list_dir_optional(CPU_DIR)?, "cpu")),
+    }
+}
+
 pub(super) fn discover(root: &Root) -> Result<Topology, TopologyError> {
-    let cpu_dirs = numbered_entries(&root.list_dir_optional(CPU_DIR)?, "cpu");
-    let possible = match read_cpu_list(root, "possible")? {
-        Some(set) => set,
-        None => cpus_from_dirs(root, &cpu_dirs)?,
-    };
+    let possible = possible(root)?;
     let present = read_cpu_list(root, "present")?.unwrap_or_else(|| possible.clone());
     let global_online = read_cpu_list(root, "online")?;
     let isolated = read_cpu_list(root, "isolated")?.unwrap_or_default();

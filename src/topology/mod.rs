@@ -108,6 +108,12 @@ impl Topology {
         discover::discover(root)
     }
 
+    /// Just the possible CPUs under `root`, by the same rule as [`Topology::discover`] (the
+    /// `possible` list, else the `cpuN` directories), without reading every CPU's files.
+    pub fn discover_possible(root: &Root) -> Result<CpuSet, TopologyError> {
+        discover::possible(root)
+    }
+
     /// `nr_node_ids`: highest node id + 1 (1 without NUMA information).
     pub fn nr_node_ids(&self) -> u32 {
         self.nodes.keys().next_back().map_or(1, |&n| n + 1)
