@@ -17,11 +17,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use irqwise::apply::apply_plan;
 use irqwise::apply::ProcIrq;
 use irqwise::config::{Config, ConfigPaths};
 use irqwise::cpuset::CpuSet;
 use irqwise::daemon::Daemon;
-use irqwise::engine::{apply_plan, plan_pass};
+use irqwise::engine::plan_pass;
 use irqwise::events::Trigger;
 use irqwise::sysfs::Root;
 

@@ -3,9 +3,9 @@
 
 use std::sync::LazyLock;
 
-use irqwise::strategy::cluster_group::{group_cpus_evenly, GroupAlgorithm, GroupRules};
-use irqwise::strategy::kernel_sort::SortVariant;
-use irqwise::strategy::numa_hop::{spread_order, SpreadOrder};
+use irqwise::kernel::group_cpus::{group_cpus_evenly, GroupAlgorithm, GroupRules};
+use irqwise::kernel::heapsort::SortVariant;
+use irqwise::kernel::local_spread::{spread_order, SpreadOrder};
 use irqwise::topology::synthetic::{SyntheticDistance, SyntheticMachine};
 use irqwise::topology::Topology;
 

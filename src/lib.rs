@@ -1,7 +1,10 @@
 //! irqwise: places device interrupts on the CPUs the kernel itself would choose.
 //!
-//! Pure core (`cpuset`, `topology` types, `strategy`, `policy`, `plan`) and thin I/O shell
-//! (`sysfs`, discovery, `devices`, `config` loading, `apply`, `snapshot`).
+//! Pure core, no I/O: [`cpuset`], the [`topology`] and [`devices`] models, the kernel's own
+//! algorithms ([`kernel`]), device strategies ([`strategy`]), [`policy`] and [`plan`]. The shell
+//! around it: [`sysfs`] (every read and write under a root), discovery
+//! ([`topology::discover`], [`devices::discover`]), [`config`] loading, [`apply`], [`engine`]
+//! (one pass), [`events`], [`daemon`], [`snapshot`] and the [`cli`] on top.
 
 pub mod apply;
 pub mod cli;
@@ -11,6 +14,7 @@ pub mod daemon;
 pub mod devices;
 pub mod engine;
 pub mod events;
+pub mod kernel;
 pub mod plan;
 pub mod policy;
 pub mod snapshot;

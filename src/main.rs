@@ -17,7 +17,7 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
     match cli.command {
         Command::Topology { json } => cli::topology(&root, json).map(ok),
         Command::Spread { what: SpreadCommand::Numa { node, order, json } } => {
-            cli::spread_numa(&root, node, order.into(), json).map(ok)
+            cli::spread_numa(&root, node, order, json).map(ok)
         }
         Command::Spread { what: SpreadCommand::Groups { groups, kernel, json } } => {
             cli::spread_groups(&root, groups, kernel.as_deref(), json).map(ok)
@@ -26,8 +26,8 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::Apply { dry_run, json } => cli::apply(&root, &paths, dry_run, json),
         Command::CheckConfig { paths: files } => cli::check_config(&root, &paths, &files),
         Command::Snapshot { out } => cli::snapshot(&root, &out).map(ok),
-        Command::Run { once } => irqwise::daemon::command::run(&root, &paths, cli.global.log_format, once),
-        Command::Status { json } => irqwise::daemon::command::status(&root, json),
+        Command::Run { once } => cli::run(&root, &paths, cli.global.log_format, once),
+        Command::Status { json } => cli::status(&root, json),
     }
 }
 

@@ -10,15 +10,16 @@ use serde::Serialize;
 
 use crate::config::{Config, Match, Rule, RuleRef};
 use crate::cpuset::CpuSet;
-
-pub use crate::config::{DeviceClassName, OrderName, StrategyName};
+use crate::devices::{Device, DeviceClass};
+use crate::kernel::SpreadOrder;
+use crate::strategy::StrategyName;
 
 /// What the rules can match a device on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DeviceFacts {
     /// PCI address, `0000:81:00.0`.
     pub bdf: String,
-    pub class: DeviceClassName,
+    pub class: DeviceClass,
     /// Bound driver (`mlx5_core`, `nvme`), if any.
     pub driver: Option<String>,
     /// Network interface names (a NIC function may have several, e.g. representors).
@@ -31,8 +32,19 @@ pub struct DeviceFacts {
 }
 
 impl DeviceFacts {
+    /// What discovery knows of `d`; no udev properties (the caller reads those).
+    pub fn of(d: &Device) -> DeviceFacts {
+        DeviceFacts {
+            driver: d.driver.clone(),
+            interfaces: d.interfaces.clone(),
+            nvme_model: d.nvme.as_ref().and_then(|n| n.model.clone()),
+            nvme_serial: d.nvme.as_ref().and_then(|n| n.serial.clone()),
+            ..DeviceFacts::new(d.bdf.clone(), d.class)
+        }
+    }
+
     /// Facts with only an address and a class; the rest unknown.
-    pub fn new(bdf: impl Into<String>, class: DeviceClassName) -> DeviceFacts {
+    pub fn new(bdf: impl Into<String>, class: DeviceClass) -> DeviceFacts {
         DeviceFacts {
             bdf: bdf.into(),
             class,
@@ -57,7 +69,7 @@ pub struct Policy {
     pub admin_cpus: Option<CpuSet>,
     /// NUMA node to treat the device as attached to.
     pub node: Option<u32>,
-    pub order: Option<OrderName>,
+    pub order: Option<SpreadOrder>,
     pub queues_per_cpu: Option<u32>,
     /// Every rule that matched, in application order (what `plan` shows as "decided by").
     pub matched_rules: Vec<RuleRef>,

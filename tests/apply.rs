@@ -94,9 +94,9 @@ fn class_of(outcomes: &[(u32, WriteOutcome)], irq: u32) -> Option<FailureClass> 
 }
 
 fn error_of(outcomes: &[(u32, WriteOutcome)], irq: u32) -> String {
-    match outcomes.iter().find(|(i, _)| *i == irq) {
-        Some((_, WriteOutcome::Failed { error, .. })) => error.clone(),
-        other => panic!("IRQ {irq} did not fail: {other:?}"),
+    match outcomes.iter().find(|(i, _)| *i == irq).and_then(|(_, o)| o.error()) {
+        Some(error) => error.to_string(),
+        None => panic!("IRQ {irq} did not fail: {outcomes:?}"),
     }
 }
 

@@ -14,8 +14,9 @@ use std::path::Path;
 use acceptance::fixture::{FixtureRoot, NamingScheme};
 use acceptance::*;
 use irqwise::apply::ProcIrq;
+use irqwise::apply::{apply_plan, WriteOutcome};
 use irqwise::config::Config;
-use irqwise::engine::{apply_plan, plan_pass, ChangeResult};
+use irqwise::engine::plan_pass;
 use irqwise::sysfs::Root;
 use serde_json::Value;
 
@@ -133,16 +134,16 @@ fn vanished_and_newly_managed_irqs_between_plan_and_apply() {
 
     let report = apply_plan(&pass.plan, &ProcIrq::new(root.clone()));
     let result = |irq: u32| report.changes.iter().find(|c| c.irq == irq).unwrap().result.clone();
-    assert_eq!(result(gone), ChangeResult::Gone);
-    assert_eq!(result(ro), ChangeResult::Managed);
+    assert!(matches!(result(gone), WriteOutcome::Gone { .. }));
+    assert!(matches!(result(ro), WriteOutcome::Managed { .. }));
     assert!(!dir.path().join(format!("proc/irq/{gone}")).exists(), "nothing recreated");
     assert_eq!(affinity(dir.path(), ro), before, "a managed IRQ is never written");
     assert_eq!(report.learned_managed, vec![ro]);
     assert_eq!((report.summary.written, report.summary.skipped, report.summary.managed), (7, 1, 1));
     assert!(report.all_ok(), "gone and managed are not failures");
     for c in report.changes.iter().filter(|c| c.irq != gone && c.irq != ro) {
-        assert_eq!(c.result, ChangeResult::Written);
-        assert_eq!(affinity(dir.path(), c.irq), c.new.as_ref().unwrap().to_list_string());
+        assert!(matches!(c.result, WriteOutcome::Written { .. }));
+        assert_eq!(affinity(dir.path(), c.irq), c.new_cpus().unwrap().to_list_string());
     }
     // The next pass knows the learned IRQ is managed and plans nothing for the gone one's kin.
     let known: BTreeSet<u32> = report.learned_managed.iter().copied().collect();

@@ -9,7 +9,10 @@ use irqwise::config::{
     check, check_files, load, parse_files, ConfigError, ConfigPaths, ConfigWarning, Global, LogFormat, SourceFile,
 };
 use irqwise::cpuset::CpuSet;
-use irqwise::policy::{matches, resolve, unmatched_rules, DeviceClassName, DeviceFacts, OrderName, StrategyName};
+use irqwise::devices::DeviceClass as DeviceClassName;
+use irqwise::kernel::SpreadOrder as OrderName;
+use irqwise::policy::{matches, resolve, unmatched_rules, DeviceFacts};
+use irqwise::strategy::StrategyName;
 
 fn cpus(list: &str) -> CpuSet {
     CpuSet::parse_list(list).unwrap()

@@ -13,8 +13,8 @@ use std::path::Path;
 use acceptance::fixture::{write_cpu_topology, FixtureRoot, NamingScheme};
 use acceptance::*;
 use irqwise::cpuset::CpuSet;
-use irqwise::strategy::cluster_group::{group_cpus_evenly, GroupRules};
-use irqwise::strategy::KernelVersion;
+use irqwise::kernel::group_cpus::{group_cpus_evenly, GroupRules};
+use irqwise::kernel::KernelVersion;
 use irqwise::topology::synthetic::SyntheticMachine;
 use serde_json::Value;
 

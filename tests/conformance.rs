@@ -5,9 +5,9 @@
 mod vectors;
 
 use irqwise::cpuset::CpuSet;
-use irqwise::strategy::cluster_group::{group_cpus_evenly, GroupAlgorithm, GroupRules};
-use irqwise::strategy::kernel_sort::SortVariant;
-use irqwise::strategy::numa_hop::{nearest_cpu_node, numa_hops, numa_levels, spread_order, SpreadOrder};
+use irqwise::kernel::group_cpus::{group_cpus_evenly, GroupAlgorithm, GroupRules};
+use irqwise::kernel::heapsort::SortVariant;
+use irqwise::kernel::local_spread::{nearest_cpu_node, numa_hops, numa_levels, spread_order, SpreadOrder};
 use irqwise::topology::synthetic::SyntheticMachine;
 use vectors::{Case, GroupCase, GroupResult, SpreadCase};
 
@@ -224,7 +224,7 @@ fn rules_for_each_kernel_match_a_vector_variant() {
         ("6.12", "mainline", "heapsort-v6.11"),
         ("7.0", "cluster_aware", "heapsort-v6.11"),
     ] {
-        let rules = GroupRules::for_kernel(irqwise::strategy::KernelVersion::parse(ver).unwrap());
+        let rules = GroupRules::for_kernel(irqwise::kernel::KernelVersion::parse(ver).unwrap());
         let r = case.results.iter().find(|r| r.algorithm == algorithm && r.sort == sort).unwrap();
         assert_eq!(rules_of(r).unwrap(), rules, "kernel {ver}");
     }

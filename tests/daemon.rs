@@ -13,7 +13,7 @@ use std::path::Path;
 use daemon_fixture::{affinities, affinity, nic_root, set_affinity, write_config, Hotplug, Running};
 use irqwise::config::{Config, ConfigPaths};
 use irqwise::cpuset::CpuSet;
-use irqwise::daemon::load_config;
+use irqwise::engine::load_config;
 use irqwise::engine::plan_pass;
 use irqwise::events::{Trigger, UeventAction};
 use irqwise::plan::Action;

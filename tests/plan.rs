@@ -14,8 +14,8 @@ use std::path::Path;
 use acceptance::fixture::{FixtureRoot, NamingScheme};
 use acceptance::*;
 use irqwise::cpuset::CpuSet;
-use irqwise::strategy::cluster_group::{group_cpus_evenly, GroupAlgorithm, GroupRules};
-use irqwise::strategy::KernelVersion;
+use irqwise::kernel::group_cpus::{group_cpus_evenly, GroupAlgorithm, GroupRules};
+use irqwise::kernel::KernelVersion;
 use irqwise::topology::synthetic::SyntheticMachine;
 use irqwise::topology::Topology;
 

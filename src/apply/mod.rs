@@ -19,8 +19,10 @@ use crate::cpuset::CpuSet;
 use crate::sysfs::SysfsError;
 
 mod proc_irq;
+mod report;
 
 pub use proc_irq::ProcIrq;
+pub use report::{apply_plan, ApplyReport, Change};
 
 /// Why one IRQ could not be written, in the terms an operator acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -100,25 +102,74 @@ pub struct Verification {
     pub effective: Effective,
 }
 
-/// The result of one [`AffinityWrite`].
+/// How one write ended: the one outcome type of apply reports, the daemon's log and its ledger.
+/// Serialized flat into a change as `"result": "written" | "written_fallback" | "managed" |
+/// "gone" | "failed"`, with the CPUs now in place as `new`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "outcome")]
+#[serde(rename_all = "snake_case", tag = "result")]
 pub enum WriteOutcome {
     /// The requested set was written.
-    Written { cpus: CpuSet, verified: Verification },
+    Written {
+        #[serde(rename = "new")]
+        cpus: CpuSet,
+        verified: Verification,
+    },
     /// The requested set failed with ENOSPC; the fallback set was written instead.
-    WrittenFallback { cpus: CpuSet, verified: Verification },
+    WrittenFallback {
+        #[serde(rename = "new")]
+        cpus: CpuSet,
+        verified: Verification,
+    },
+    /// Refused as kernel-managed (EIO/EPERM or a read-only file); the next plan knows it.
+    Managed { error: String },
+    /// The IRQ disappeared (device removed) between plan and write.
+    Gone { error: String },
     /// Nothing was written (or the fallback failed too); `error` names file, value and errno.
     Failed { class: FailureClass, error: String },
 }
 
 impl WriteOutcome {
-    /// The failure class, for a failed write.
+    /// A write that did not happen, as its class says: managed and gone are outcomes of their
+    /// own, not failures.
+    pub fn not_written(class: FailureClass, error: String) -> WriteOutcome {
+        match class {
+            FailureClass::Managed => WriteOutcome::Managed { error },
+            FailureClass::Gone => WriteOutcome::Gone { error },
+            class => WriteOutcome::Failed { class, error },
+        }
+    }
+
+    /// The class of a write that did not happen (managed and gone included).
     pub fn failure(&self) -> Option<FailureClass> {
         match self {
+            WriteOutcome::Written { .. } | WriteOutcome::WrittenFallback { .. } => None,
+            WriteOutcome::Managed { .. } => Some(FailureClass::Managed),
+            WriteOutcome::Gone { .. } => Some(FailureClass::Gone),
             WriteOutcome::Failed { class, .. } => Some(*class),
+        }
+    }
+
+    /// Why the write did not happen.
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            WriteOutcome::Written { .. } | WriteOutcome::WrittenFallback { .. } => None,
+            WriteOutcome::Managed { error } | WriteOutcome::Gone { error } | WriteOutcome::Failed { error, .. } => {
+                Some(error)
+            }
+        }
+    }
+
+    /// The CPUs now in `smp_affinity_list`, when written.
+    pub fn cpus(&self) -> Option<&CpuSet> {
+        match self {
+            WriteOutcome::Written { cpus, .. } | WriteOutcome::WrittenFallback { cpus, .. } => Some(cpus),
             _ => None,
         }
+    }
+
+    /// A real failure: neither written nor correctly left alone.
+    pub fn is_failure(&self) -> bool {
+        matches!(self, WriteOutcome::Failed { .. })
     }
 }
 
@@ -194,7 +245,7 @@ fn apply_one(writer: &dyn AffinityWriter, w: &AffinityWrite) -> WriteOutcome {
         (Some(fb), FailureClass::NoVectors) => fb,
         _ => {
             tracing::warn!(irq = w.irq, cpus = %w.cpus, ?class, error = %first, "IRQ affinity not written");
-            return WriteOutcome::Failed { class, error: first.to_string() };
+            return WriteOutcome::not_written(class, first.to_string());
         }
     };
     match writer.write(w.irq, fallback) {
@@ -206,7 +257,7 @@ fn apply_one(writer: &dyn AffinityWriter, w: &AffinityWrite) -> WriteOutcome {
             let class = second.class();
             let error = format!("{first}; then the fallback {:?} failed too: {second}", fallback.to_list_string());
             tracing::warn!(irq = w.irq, ?class, error = %error, "IRQ affinity not written");
-            WriteOutcome::Failed { class, error }
+            WriteOutcome::not_written(class, error)
         }
     }
 }

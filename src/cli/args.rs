@@ -3,7 +3,10 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::LogFormat;
+use crate::kernel::SpreadOrder;
 
 #[derive(Parser)]
 #[command(
@@ -34,14 +37,7 @@ pub struct GlobalArgs {
     pub config: Option<PathBuf>,
     /// Log format of the daemon: journal (when running under systemd), text or json lines.
     #[arg(long, global = true, value_enum)]
-    pub log_format: Option<LogFormatArg>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LogFormatArg {
-    Journal,
-    Text,
-    Json,
+    pub log_format: Option<LogFormat>,
 }
 
 #[derive(Subcommand)]
@@ -103,8 +99,8 @@ pub enum SpreadCommand {
         /// Start node; -1 means "no node" (NUMA_NO_NODE).
         #[arg(long, allow_hyphen_values = true)]
         node: i64,
-        #[arg(long, value_enum, default_value_t = OrderArg::CoresFirst)]
-        order: OrderArg,
+        #[arg(long, value_enum, default_value_t = SpreadOrder::CoresFirst)]
+        order: SpreadOrder,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -121,28 +117,4 @@ pub enum SpreadCommand {
         #[arg(long)]
         json: bool,
     },
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum OrderArg {
-    /// `cpumask_local_spread(i, node)` for i = 0..online-1 (v6.3+).
-    Kernel,
-    /// `for_each_numa_hop_mask()` concatenated.
-    Hops,
-    /// pre-6.3 `cpumask_local_spread()`.
-    Legacy,
-    /// NUMA hops, one thread of every core before any sibling (irqwise's NIC default).
-    CoresFirst,
-}
-
-impl From<OrderArg> for crate::strategy::numa_hop::SpreadOrder {
-    fn from(o: OrderArg) -> Self {
-        use crate::strategy::numa_hop::SpreadOrder;
-        match o {
-            OrderArg::Kernel => SpreadOrder::Kernel,
-            OrderArg::Hops => SpreadOrder::Hops,
-            OrderArg::Legacy => SpreadOrder::Legacy,
-            OrderArg::CoresFirst => SpreadOrder::CoresFirst,
-        }
-    }
 }

@@ -3,9 +3,8 @@
 use serde_json::json;
 
 use super::{to_json_text, CliError};
-use crate::strategy::cluster_group::{group_cpus_evenly, GroupAlgorithm, GroupRules};
-use crate::strategy::numa_hop::{spread_order, SpreadOrder};
-use crate::strategy::KernelVersion;
+use crate::engine::kernel_rules;
+use crate::kernel::{group_cpus_evenly, spread_order, GroupAlgorithm, GroupRules, SpreadOrder};
 use crate::sysfs::Root;
 use crate::topology::Topology;
 
@@ -26,8 +25,7 @@ pub fn spread_numa(root: &Root, node: i64, order: SpreadOrder, json: bool) -> Re
     let start = if node == -1 {
         None
     } else {
-        let known = |n: &u32| topo.nodes.contains_key(n) || (topo.nodes.is_empty() && *n == 0);
-        let n = u32::try_from(node).ok().filter(known).ok_or_else(|| {
+        let n = u32::try_from(node).ok().filter(|&n| topo.has_node(n)).ok_or_else(|| {
             let list = topo.nodes.keys().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
             CliError::NoSuchNode { node, known: if list.is_empty() { "0 (no NUMA)".into() } else { list } }
         })?;
@@ -41,34 +39,13 @@ pub fn spread_numa(root: &Root, node: i64, order: SpreadOrder, json: bool) -> Re
     Ok(format!("node {node} ({}): {}\n", order.as_str(), list.join(" ")))
 }
 
-/// Where the kernel release is, relative to a root.
-const OSRELEASE: &str = "proc/sys/kernel/osrelease";
-
-/// The kernel version whose rules apply: `--kernel`, else the root's osrelease, else uname.
-pub fn kernel_version(root: &Root, topo: &Topology, explicit: Option<&str>) -> Result<KernelVersion, CliError> {
-    if let Some(text) = explicit {
-        return Ok(KernelVersion::parse(text)?);
-    }
-    let release_of = |path: std::path::PathBuf, text: &str| {
-        KernelVersion::parse(text).map_err(|source| CliError::OsRelease { path, source })
-    };
-    if let Some(release) = &topo.kernel {
-        return release_of(root.path(OSRELEASE), release);
-    }
-    // The root has no osrelease (a partial capture): the running kernel is the best guess.
-    let running = format!("/{OSRELEASE}");
-    let text = std::fs::read_to_string(&running)
-        .map_err(|_| CliError::UnknownKernel { root: root.base().display().to_string() })?;
-    release_of(running.into(), &text)
-}
-
 /// `irqwise spread groups --groups N [--kernel X.Y] [--json]`.
 pub fn spread_groups(root: &Root, groups: usize, kernel: Option<&str>, json: bool) -> Result<String, CliError> {
     if groups == 0 {
         return Err(CliError::ZeroGroups(groups));
     }
     let topo = Topology::discover(root)?;
-    let version = kernel_version(root, &topo, kernel)?;
+    let version = kernel_rules(root, &topo, kernel)?;
     let rules = GroupRules::for_kernel(version);
     let grouping = group_cpus_evenly(&topo, groups, rules);
     let algorithm = match rules.algorithm {

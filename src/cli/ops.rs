@@ -4,10 +4,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::{to_json_text, CliError};
-use crate::apply::ProcIrq;
-use crate::config::{self, Config, ConfigPaths};
-use crate::cpuset::CpuSet;
-use crate::engine::{apply_plan, plan_pass, ChangeResult};
+use crate::apply::{apply_plan, ProcIrq, WriteOutcome};
+use crate::config::{self, ConfigPaths};
+use crate::engine::{load_config, plan_pass, possible_cpus};
 use crate::sysfs::Root;
 
 /// Text to print and the exit code it goes with.
@@ -20,15 +19,6 @@ pub struct Outcome {
 /// `--config DIR` or the system's directories.
 pub fn config_paths(config_dir: Option<&Path>) -> ConfigPaths {
     config_dir.map_or_else(ConfigPaths::system, ConfigPaths::under)
-}
-
-/// The machine's possible CPUs, which config CPU lists are validated against.
-fn possible_cpus(root: &Root) -> Result<CpuSet, CliError> {
-    Ok(crate::engine::possible_cpus(root)?)
-}
-
-fn load_config(root: &Root, paths: &ConfigPaths) -> Result<Config, CliError> {
-    config::load(paths, &possible_cpus(root)?).map_err(CliError::Config)
 }
 
 /// `irqwise plan [--json]`.
@@ -57,7 +47,7 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
         let s = pass.plan.summary();
         text.push_str(&format!(
             "dry run: {} to write, {} kept, {} managed, {} skipped\n",
-            s.set, s.keep, s.managed, s.skip
+            s.set, s.kept, s.managed, s.skipped
         ));
         return Ok(Outcome { text: if json { to_json_text(&pass.plan) } else { text }, exit: 0 });
     }
@@ -70,14 +60,17 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
     for c in &report.changes {
         let old = c.old.as_ref().map_or("?".into(), |o| o.to_list_string());
         let line = match &c.result {
-            ChangeResult::Written | ChangeResult::WrittenFallback => {
-                let new = c.new.as_ref().map(|n| n.to_list_string()).unwrap_or_default();
-                let fb = if c.result == ChangeResult::WrittenFallback { " (fallback: no vectors left)" } else { "" };
-                format!("irq {} {}: {old} -> {new}{fb}", c.irq, c.irq_name.as_deref().unwrap_or("-"))
+            WriteOutcome::Written { cpus, .. } | WriteOutcome::WrittenFallback { cpus, .. } => {
+                let fb = if matches!(c.result, WriteOutcome::WrittenFallback { .. }) {
+                    " (fallback: no vectors left)"
+                } else {
+                    ""
+                };
+                format!("irq {} {}: {old} -> {cpus}{fb}", c.irq, c.irq_name.as_deref().unwrap_or("-"))
             }
-            ChangeResult::Managed => format!("irq {}: kernel-managed, left alone", c.irq),
-            ChangeResult::Gone => format!("irq {}: gone (device removed?), skipped", c.irq),
-            ChangeResult::Failed { class, error } => format!("irq {}: FAILED ({class:?}): {error}", c.irq),
+            WriteOutcome::Managed { .. } => format!("irq {}: kernel-managed, left alone", c.irq),
+            WriteOutcome::Gone { .. } => format!("irq {}: gone (device removed?), skipped", c.irq),
+            WriteOutcome::Failed { class, error } => format!("irq {}: FAILED ({class:?}): {error}", c.irq),
         };
         text.push_str(&line);
         text.push('\n');

@@ -99,6 +99,12 @@ impl ConfigError {
     }
 }
 
+/// Every error of a configuration that cannot be used, in file order. The one error type the
+/// CLI and the daemon report a rejected configuration with.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid configuration:\n{}", .0.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n"))]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
 /// Things that are legal but probably not what the author meant.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigWarning {

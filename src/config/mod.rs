@@ -26,9 +26,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
+use crate::devices::DeviceClass;
+use crate::kernel::SpreadOrder;
+use crate::strategy::StrategyName;
 
 pub use duration::parse_duration;
-pub use error::{ConfigError, ConfigWarning, Location};
+pub use error::{ConfigError, ConfigErrors, ConfigWarning, Location};
 pub use glob::{Glob, GlobError};
 pub use load::{check, check_files, load, parse_files, CheckReport, ConfigPaths, Masked, SourceFile};
 
@@ -90,7 +93,7 @@ pub struct Match {
     pub driver: Option<Glob>,
     /// Matches when any of the device's network interfaces matches.
     pub interface: Option<Glob>,
-    pub class: Option<DeviceClassName>,
+    pub class: Option<DeviceClass>,
     pub nvme_model: Option<Glob>,
     pub nvme_serial: Option<Glob>,
     /// udev properties (`property.ID_PATH = "..."`); each must be present and match.
@@ -116,7 +119,7 @@ pub struct Settings {
     pub admin_cpus: Option<CpuSet>,
     /// Treat the device as if it sat on this NUMA node.
     pub node: Option<u32>,
-    pub order: Option<OrderName>,
+    pub order: Option<SpreadOrder>,
     /// NIC: put this many queues on each CPU (spreads over fewer CPUs). Invariant: >= 1.
     pub queues_per_cpu: Option<u32>,
 }
@@ -146,58 +149,17 @@ impl Serialize for RuleRef {
     }
 }
 
-/// `strategy = ...`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum StrategyName {
-    /// Queue i on the i-th CPU in NUMA-hop order from the device's node.
-    NumaHop,
-    /// Queue i on group i of the kernel's `group_cpus_evenly()`.
-    ClusterGroup,
-    /// Every IRQ on a fixed CPU list.
-    Pin,
-    /// Not touched.
-    Leave,
-}
-
-impl StrategyName {
-    /// The config spelling (`numa-hop`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StrategyName::NumaHop => "numa-hop",
-            StrategyName::ClusterGroup => "cluster-group",
-            StrategyName::Pin => "pin",
-            StrategyName::Leave => "leave",
-        }
-    }
-}
-
-/// `order = ...`: CPU visiting order for `numa-hop`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OrderName {
-    /// One thread per physical core before any SMT sibling.
-    CoresFirst,
-    /// Exactly `cpumask_local_spread()`'s order.
-    Kernel,
-}
-
-/// `match.class = ...`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DeviceClassName {
-    Nic,
-    Nvme,
-    Other,
-}
-
-/// `log_format = ...`; `auto` (the default) means journal under systemd, text otherwise.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// `log_format = ...` and `--log-format`: where the daemon logs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum LogFormat {
+    /// The journal when its socket exists, else text on stderr.
     #[default]
     Auto,
+    /// The systemd journal, with structured fields.
     Journal,
+    /// Human-readable lines on stderr.
     Text,
+    /// One JSON object per line on stderr.
     Json,
 }

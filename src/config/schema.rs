@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{DeviceClassName, LogFormat, OrderName, StrategyName};
+use super::LogFormat;
+use crate::devices::DeviceClass;
+use crate::kernel::SpreadOrder;
+use crate::strategy::StrategyName;
 
 /// One config file (main file or drop-in).
 #[derive(Debug, Default, Deserialize)]
@@ -40,7 +43,7 @@ pub struct RawRule {
     pub exclude_cpus: Option<Spanned<String>>,
     pub admin_cpus: Option<Spanned<String>>,
     pub node: Option<u32>,
-    pub order: Option<OrderName>,
+    pub order: Option<SpreadOrder>,
     pub queues_per_cpu: Option<Spanned<u32>>,
 }
 
@@ -51,7 +54,7 @@ pub struct RawMatch {
     pub pci: Option<Spanned<String>>,
     pub driver: Option<Spanned<String>>,
     pub interface: Option<Spanned<String>>,
-    pub class: Option<DeviceClassName>,
+    pub class: Option<DeviceClass>,
     pub nvme_model: Option<Spanned<String>>,
     pub nvme_serial: Option<Spanned<String>>,
     pub property: Option<BTreeMap<String, Spanned<String>>>,

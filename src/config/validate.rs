@@ -14,7 +14,9 @@ use super::duration::parse_duration;
 use super::error::{ConfigError, ConfigWarning, Location};
 use super::glob::Glob;
 use super::schema::{RawFile, RawGlobal, RawMatch, RawRule};
-use super::{DeviceClassName, LogFormat, Match, Rule, RuleRef, Settings, StrategyName};
+use super::{LogFormat, Match, Rule, RuleRef, Settings};
+use crate::devices::DeviceClass;
+use crate::strategy::StrategyName;
 
 /// `[global]` keys one file sets (`None`: not set here). `banned_cpus` keeps where it was
 /// written, for the "bans everything" check after merging.
@@ -281,7 +283,7 @@ impl FileCtx<'_> {
     }
 
     /// Legal settings that cannot do anything where they are.
-    fn rule_warnings(&mut self, at: &Location, s: &Settings, class: Option<DeviceClassName>, r: &RawRule) {
+    fn rule_warnings(&mut self, at: &Location, s: &Settings, class: Option<DeviceClass>, r: &RawRule) {
         if s.is_empty() {
             self.warnings.push(ConfigWarning::RuleSetsNothing { at: at.clone() });
             return;
@@ -298,7 +300,7 @@ impl FileCtx<'_> {
                 });
             }
         }
-        if s.queues_per_cpu.is_some() && class.is_some_and(|c| c != DeviceClassName::Nic) {
+        if s.queues_per_cpu.is_some() && class.is_some_and(|c| c != DeviceClass::Nic) {
             let at = r.queues_per_cpu.as_ref().map_or(at.clone(), |v| self.loc(v.span().start));
             self.warnings.push(ConfigWarning::SettingIgnored {
                 at,

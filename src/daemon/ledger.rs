@@ -7,8 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::apply::ApplyReport;
 use crate::cpuset::CpuSet;
-use crate::engine::{ApplyReport, ChangeResult};
 use crate::plan::{Action, Plan};
 
 /// An IRQ the daemon had placed whose mask someone (a driver, the kernel, an operator) changed.
@@ -80,8 +80,8 @@ impl Ledger {
             }
         }
         for c in &report.changes {
-            match (&c.result, &c.new) {
-                (ChangeResult::Written | ChangeResult::WrittenFallback, Some(new)) => {
+            match c.new_cpus() {
+                Some(new) => {
                     self.placed.insert(c.irq, new.clone());
                     self.changed.insert(c.irq);
                 }
@@ -132,8 +132,8 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::apply::{Change, Effective, Verification, WriteOutcome};
     use crate::devices::{DeviceClass, QueueRole};
-    use crate::engine::Change;
     use crate::plan::{DevicePlan, Placement, StrategyName};
 
     fn set(s: &str) -> CpuSet {
@@ -181,8 +181,10 @@ mod tests {
             strategy: StrategyName::NumaHop,
             reason: "test".into(),
             old: Some(set(old)),
-            new: Some(set(new)),
-            result: ChangeResult::Written,
+            result: WriteOutcome::Written {
+                cpus: set(new),
+                verified: Verification { readback: Some(set(new)), matches: true, effective: Effective::Absent },
+            },
         }
     }
 

@@ -13,8 +13,8 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
+use crate::apply::{Change, WriteOutcome};
 use crate::config::LogFormat;
-use crate::engine::{Change, ChangeResult};
 
 /// journald's native socket; deliberately not under `--root`: the log goes to the real journal.
 pub const JOURNAL_SOCKET: &str = "/run/systemd/journal/socket";
@@ -88,10 +88,13 @@ pub fn log_change(c: &Change) {
     let queue = c.queue.map(|q| q.to_string()).unwrap_or_default();
     let old = list(c.old.as_ref());
     match &c.result {
-        ChangeResult::Written | ChangeResult::WrittenFallback => {
-            let new = list(c.new.as_ref());
-            let fallback =
-                if c.result == ChangeResult::WrittenFallback { " (no vectors left there: node's CPUs)" } else { "" };
+        WriteOutcome::Written { cpus, .. } | WriteOutcome::WrittenFallback { cpus, .. } => {
+            let new = cpus.to_list_string();
+            let fallback = if matches!(c.result, WriteOutcome::WrittenFallback { .. }) {
+                " (no vectors left there: node's CPUs)"
+            } else {
+                ""
+            };
             tracing::info!(
                 irq = c.irq,
                 irq_name,
@@ -106,13 +109,13 @@ pub fn log_change(c: &Change) {
                 c.irq
             );
         }
-        ChangeResult::Managed => tracing::info!(
+        WriteOutcome::Managed { .. } => tracing::info!(
             irq = c.irq,
             device = c.device.as_str(),
             "irq {} of {who}: the kernel refused the write (kernel-managed); left alone from now on",
             c.irq
         ),
-        ChangeResult::Gone => {
+        WriteOutcome::Gone { .. } => {
             tracing::info!(
                 irq = c.irq,
                 device = c.device.as_str(),
@@ -120,7 +123,7 @@ pub fn log_change(c: &Change) {
                 c.irq
             )
         }
-        ChangeResult::Failed { class, error } => tracing::warn!(
+        WriteOutcome::Failed { class, error } => tracing::warn!(
             irq = c.irq,
             device = c.device.as_str(),
             class = ?class,

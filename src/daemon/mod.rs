@@ -15,7 +15,6 @@
 //!   the masks found at start when `restore_on_exit`, return.
 //! - The watchdog is pinged from the loop itself: a pass that hangs stops the pings.
 
-pub mod command;
 pub mod ledger;
 pub mod logging;
 pub mod notify;
@@ -28,23 +27,21 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{interval, Interval, MissedTickBehavior};
 
-use crate::apply::{AffinityWriter, ProcIrq};
-use crate::config::{self, Config, ConfigError, ConfigPaths};
-use crate::engine::{apply_plan, plan_pass, ApplyReport};
+use crate::apply::{apply_plan, AffinityWriter, ApplyReport, ProcIrq};
+use crate::config::{Config, ConfigPaths};
+use crate::engine::{load_config, plan_pass, EngineError};
 use crate::events::{Batch, Debouncer, EventConfig, EventSources, EventsError, Trigger};
-use crate::plan::Plan;
+use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
 
 use ledger::Ledger;
 use notify::Notifier;
-use state::{PassCounts, StateRecord};
+use state::StateRecord;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
-    #[error("invalid configuration:\n{}", .0.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n"))]
-    Config(Vec<ConfigError>),
-    #[error("cannot read the possible CPUs (needed to validate the configuration): {0}")]
-    PossibleCpus(crate::topology::TopologyError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
     #[error(transparent)]
     Events(#[from] EventsError),
 }
@@ -58,7 +55,7 @@ pub struct Daemon {
     ledger: Ledger,
     last_plan: Plan,
     last_report: ApplyReport,
-    last_counts: PassCounts,
+    last_counts: Summary,
     last_error: Option<String>,
     started: u64,
     passes: watch::Sender<u64>,
@@ -66,15 +63,10 @@ pub struct Daemon {
     state_failed: bool,
 }
 
-fn unix_now() -> u64 {
+/// Seconds since the Unix epoch (0 if the clock is before it): the one wall clock of the state
+/// file and `status`.
+pub fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-/// Loads the configuration, validating CPU lists against the root's possible CPUs (the same set
-/// `irqwise plan` and `check-config` use: [`crate::engine::possible_cpus`]).
-pub fn load_config(root: &Root, paths: &ConfigPaths) -> Result<Config, DaemonError> {
-    let possible = crate::engine::possible_cpus(root).map_err(DaemonError::PossibleCpus)?;
-    config::load(paths, &possible).map_err(DaemonError::Config)
 }
 
 /// Why a batch ran a pass, in words for the log and the state file.
@@ -106,7 +98,7 @@ impl Daemon {
             ledger: Ledger::default(),
             last_plan: Plan::default(),
             last_report: ApplyReport::default(),
-            last_counts: PassCounts::default(),
+            last_counts: Summary::default(),
             last_error: None,
             started: unix_now(),
             passes: watch::channel(0).0,
@@ -125,6 +117,11 @@ impl Daemon {
 
     pub fn last_report(&self) -> &ApplyReport {
         &self.last_report
+    }
+
+    /// The last pass's error, when it failed.
+    pub fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
     }
 
     /// Passes completed so far; the receiver sees each new count (tests wait on it).
@@ -207,11 +204,11 @@ impl Daemon {
                 self.config = config;
                 self.ledger.forget_warnings();
             }
-            Err(DaemonError::Config(errors)) => {
-                for e in &errors {
+            Err(EngineError::Config(errors)) => {
+                for e in &errors.0 {
                     tracing::error!("{e}");
                 }
-                tracing::error!("configuration not reloaded ({} error(s)); keeping the previous one", errors.len());
+                tracing::error!("configuration not reloaded ({} error(s)); keeping the previous one", errors.0.len());
             }
             Err(e) => tracing::error!("configuration not reloaded: {e}; keeping the previous one"),
         }
@@ -276,17 +273,8 @@ impl Daemon {
                 );
             }
         }
-        let s = plan.summary();
         let r = report.summary;
-        self.last_counts = PassCounts {
-            devices: s.devices,
-            irqs: s.irqs,
-            placed: r.written + r.kept,
-            written: r.written,
-            managed: r.managed,
-            skipped: r.skipped,
-            failed: r.failed,
-        };
+        self.last_counts = r;
         if !report.changes.is_empty() {
             tracing::info!(
                 "pass {number} ({}): {} written, {} failed; {}",

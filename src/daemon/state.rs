@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::ApplyReport;
-use crate::plan::Plan;
+use crate::apply::ApplyReport;
+use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
 
 /// Where the state file lives, relative to the root.
@@ -30,30 +30,6 @@ pub enum StateError {
     Encode(serde_json::Error),
 }
 
-/// Counts of the last pass, as in `STATUS=`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PassCounts {
-    pub devices: usize,
-    pub irqs: usize,
-    /// Written this pass or already in place.
-    pub placed: usize,
-    pub written: usize,
-    pub managed: usize,
-    pub skipped: usize,
-    pub failed: usize,
-}
-
-impl PassCounts {
-    /// The one-line `STATUS=`: "42 IRQs on 5 devices: 30 placed, 12 kernel-managed, 0 failed".
-    pub fn status_line(&self) -> String {
-        let skipped = if self.skipped > 0 { format!(", {} left alone", self.skipped) } else { String::new() };
-        format!(
-            "{} IRQs on {} devices: {} placed, {} kernel-managed{skipped}, {} failed",
-            self.irqs, self.devices, self.placed, self.managed, self.failed
-        )
-    }
-}
-
 /// What the daemon writes after every pass.
 #[derive(Debug, Serialize)]
 pub struct StateRecord<'a> {
@@ -65,7 +41,7 @@ pub struct StateRecord<'a> {
     pub passes: u64,
     /// Why the last pass ran (`start`, `cpu`, `device`, `link eth0 up`, `reload`, ...).
     pub triggers: &'a [String],
-    pub summary: PassCounts,
+    pub summary: Summary,
     pub status: &'a str,
     /// The last pass's error, if it failed (the plan and report are then the previous ones).
     pub error: Option<&'a str>,
@@ -103,7 +79,7 @@ pub struct StateView {
     pub last_pass: u64,
     pub passes: u64,
     pub triggers: Vec<String>,
-    pub summary: PassCounts,
+    pub summary: Summary,
     pub status: String,
     pub error: Option<String>,
     pub plan: PlanView,
@@ -186,14 +162,6 @@ fn ago(now: u64, then: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn status_line_has_the_documented_shape() {
-        let c = PassCounts { devices: 5, irqs: 42, placed: 30, written: 3, managed: 12, skipped: 0, failed: 0 };
-        assert_eq!(c.status_line(), "42 IRQs on 5 devices: 30 placed, 12 kernel-managed, 0 failed");
-        let c = PassCounts { skipped: 2, ..c };
-        assert_eq!(c.status_line(), "42 IRQs on 5 devices: 30 placed, 12 kernel-managed, 2 left alone, 0 failed");
-    }
 
     #[test]
     fn durations_read_naturally() {

@@ -5,7 +5,7 @@
 //! applied. Invariants: a `Set` placement always has a non-empty `desired` set of online CPUs;
 //! a `Managed` placement is never written.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, QueueRole};
@@ -13,7 +13,7 @@ use crate::devices::{DeviceClass, QueueRole};
 pub mod build;
 mod table;
 
-pub use crate::config::StrategyName;
+pub use crate::strategy::StrategyName;
 pub use build::{build_plan, PlanContext};
 
 /// What happens to one IRQ.
@@ -67,16 +67,46 @@ pub struct DevicePlan {
     pub irqs: Vec<Placement>,
 }
 
-/// Counts of a plan's actions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct PlanSummary {
+/// The counts of one pass: the plan's actions ([`Plan::summary`]), and once applied what the
+/// writes did (`written`, `failed`; an IRQ learned to be managed or found gone moves from `set`
+/// to `managed` or `skipped`). The one summary of plans, apply reports, `STATUS=` and the state
+/// file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
     pub devices: usize,
     pub irqs: usize,
+    /// Placements the plan writes.
     pub set: usize,
-    pub keep: usize,
+    /// Already where they should be.
+    pub kept: usize,
     pub managed: usize,
-    pub skip: usize,
+    pub skipped: usize,
+    /// Managed IRQs whose kernel placement differs from the prediction.
     pub mismatched: usize,
+    /// Writes that succeeded (0 until applied).
+    pub written: usize,
+    /// Writes that failed (0 until applied).
+    pub failed: usize,
+}
+
+impl Summary {
+    /// IRQs where irqwise wants them: written this pass or already there.
+    pub fn placed(&self) -> usize {
+        self.written + self.kept
+    }
+
+    /// The one-line `STATUS=`: "42 IRQs on 5 devices: 30 placed, 12 kernel-managed, 0 failed".
+    pub fn status_line(&self) -> String {
+        let skipped = if self.skipped > 0 { format!(", {} left alone", self.skipped) } else { String::new() };
+        format!(
+            "{} IRQs on {} devices: {} placed, {} kernel-managed{skipped}, {} failed",
+            self.irqs,
+            self.devices,
+            self.placed(),
+            self.managed,
+            self.failed
+        )
+    }
 }
 
 /// The whole machine's plan.
@@ -89,15 +119,15 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn summary(&self) -> PlanSummary {
-        let mut s = PlanSummary { devices: self.devices.len(), ..PlanSummary::default() };
+    pub fn summary(&self) -> Summary {
+        let mut s = Summary { devices: self.devices.len(), ..Summary::default() };
         for p in self.devices.iter().flat_map(|d| &d.irqs) {
             s.irqs += 1;
             match p.action {
-                Action::Keep => s.keep += 1,
+                Action::Keep => s.kept += 1,
                 Action::Set => s.set += 1,
                 Action::Managed => s.managed += 1,
-                Action::Skip => s.skip += 1,
+                Action::Skip => s.skipped += 1,
             }
             s.mismatched += usize::from(p.mismatch == Some(true));
         }
@@ -112,5 +142,18 @@ impl Plan {
     /// The human table printed by `irqwise plan`.
     pub fn to_table(&self) -> String {
         table::render(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_line_has_the_documented_shape() {
+        let c = Summary { devices: 5, irqs: 42, kept: 27, written: 3, managed: 12, ..Summary::default() };
+        assert_eq!(c.status_line(), "42 IRQs on 5 devices: 30 placed, 12 kernel-managed, 0 failed");
+        let c = Summary { skipped: 2, ..c };
+        assert_eq!(c.status_line(), "42 IRQs on 5 devices: 30 placed, 12 kernel-managed, 2 left alone, 0 failed");
     }
 }

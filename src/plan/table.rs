@@ -34,7 +34,7 @@ pub(super) fn render(plan: &Plan) -> String {
         out.push_str(&format!(
             "{} {} {} ({}) node {} strategy {}{}\n",
             d.bdf,
-            serde_json::to_value(d.class).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+            d.class.as_str(),
             d.name.as_deref().unwrap_or("-"),
             d.driver.as_deref().unwrap_or("no driver"),
             node,
@@ -60,7 +60,7 @@ pub(super) fn render(plan: &Plan) -> String {
     let s = plan.summary();
     out.push_str(&format!(
         "{} IRQs on {} devices: {} to set, {} kept, {} kernel-managed ({} differ from prediction), {} skipped\n",
-        s.irqs, s.devices, s.set, s.keep, s.managed, s.mismatched, s.skip
+        s.irqs, s.devices, s.set, s.kept, s.managed, s.mismatched, s.skipped
     ));
     for w in &plan.warnings {
         out.push_str(&format!("warning: {w}\n"));

@@ -1,56 +1,139 @@
-//! Pure placement strategies: `(Topology, ...) → CpuSets`, reproducing the kernel bit for bit.
+//! Device strategies: where one device's IRQs should go, given the machine and what the config
+//! decided for the device.
 //!
-//! Nothing here touches the filesystem.
+//! Every strategy has the same signature, [`Strategy`]: a [`DeviceContext`] in, one [`Decision`]
+//! per vector out, in vector order. They are pure, and they never look at kernel-managed IRQs:
+//! [`managed::predict`] overlays the kernel's placement on queue vectors afterwards. The kernel's
+//! own algorithms they build on live in [`crate::kernel`].
 
 pub mod cluster_group;
-mod group_fill;
-pub mod kernel_sort;
+mod context;
+pub mod leave;
+pub mod managed;
 pub mod numa_hop;
+pub mod pin;
 
-/// A kernel release as far as spreading rules care: `major.minor`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct KernelVersion {
-    pub major: u32,
-    pub minor: u32,
+use serde::{Deserialize, Serialize};
+
+use crate::cpuset::CpuSet;
+use crate::devices::{DeviceClass, IrqVector, QueueRole};
+
+pub use context::{DeviceContext, QueueGrouping, Setup, Target};
+
+/// `strategy = ...` in the config, and the strategy a plan names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StrategyName {
+    /// Queue i on the i-th CPU in NUMA-hop order from the device's node.
+    NumaHop,
+    /// Queue i on group i of the kernel's `group_cpus_evenly()`.
+    ClusterGroup,
+    /// Every IRQ on a fixed CPU list.
+    Pin,
+    /// Not touched.
+    Leave,
 }
 
-/// A kernel version string that is not `X.Y[...]`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid kernel version {text:?}: expected MAJOR.MINOR, e.g. \"6.1\" or \"6.1.0-57-amd64\"")]
-pub struct KernelVersionError {
-    pub text: String,
-}
+impl StrategyName {
+    /// The config spelling (`numa-hop`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StrategyName::NumaHop => "numa-hop",
+            StrategyName::ClusterGroup => "cluster-group",
+            StrategyName::Pin => "pin",
+            StrategyName::Leave => "leave",
+        }
+    }
 
-impl KernelVersion {
-    /// Parses `6.1`, `6.1.0-57-amd64`, `7.0-rc3`.
-    pub fn parse(text: &str) -> Result<KernelVersion, KernelVersionError> {
-        let err = || KernelVersionError { text: text.into() };
-        let t = text.trim();
-        let mut parts = t.splitn(3, '.');
-        let major = parts.next().ok_or_else(err)?.parse().map_err(|_| err())?;
-        let minor_raw = parts.next().ok_or_else(err)?;
-        let digits: String = minor_raw.chars().take_while(|c| c.is_ascii_digit()).collect();
-        let minor = digits.parse().map_err(|_| err())?;
-        Ok(KernelVersion { major, minor })
+    /// The class default: NICs by NUMA hop, NVMe by kernel groups, others untouched.
+    pub fn default_for(class: DeviceClass) -> StrategyName {
+        match class {
+            DeviceClass::Nic => StrategyName::NumaHop,
+            DeviceClass::Nvme => StrategyName::ClusterGroup,
+            DeviceClass::Other => StrategyName::Leave,
+        }
+    }
+
+    /// The function that implements this strategy.
+    pub fn strategy(self) -> Strategy {
+        match self {
+            StrategyName::NumaHop => numa_hop::place,
+            StrategyName::ClusterGroup => cluster_group::place,
+            StrategyName::Pin => pin::place,
+            StrategyName::Leave => leave::place,
+        }
     }
 }
 
-impl std::fmt::Display for KernelVersion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
+/// One signature for every strategy: a decision per vector of `ctx.device`, in vector order.
+pub type Strategy = fn(&DeviceContext) -> Vec<Decision>;
+
+/// What a strategy (or the managed-IRQ step) decided for one IRQ, before comparing with its
+/// current mask. Invariant: `managed` decisions come only from [`managed::predict`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// `None`: leave the IRQ as it is.
+    pub desired: Option<CpuSet>,
+    pub managed: bool,
+    pub reason: String,
+    /// Managed IRQs: whether the kernel's actual placement differs from the prediction.
+    pub mismatch: Option<bool>,
+}
+
+impl Decision {
+    /// Leave the IRQ alone, for `reason`.
+    pub fn leave(reason: &str) -> Decision {
+        Decision { desired: None, managed: false, reason: reason.into(), mismatch: None }
+    }
+
+    /// Put the IRQ on `set`, for `reason`.
+    pub fn fixed(set: &CpuSet, reason: String) -> Decision {
+        Decision { desired: Some(set.clone()), managed: false, reason, mismatch: None }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_kernel_releases() {
-        assert_eq!(KernelVersion::parse("6.1.0-57-amd64").unwrap(), KernelVersion { major: 6, minor: 1 });
-        assert_eq!(KernelVersion::parse("7.0-rc3").unwrap(), KernelVersion { major: 7, minor: 0 });
-        assert_eq!(KernelVersion::parse("6.11").unwrap(), KernelVersion { major: 6, minor: 11 });
-        assert!(KernelVersion::parse("six").is_err());
-        assert!(KernelVersion::parse("6").is_err());
+/// Runs the device's strategy (everything left alone when the device has no usable CPU, except
+/// under `leave`, which says why it leaves), then for every strategy but `leave` the managed-IRQ
+/// step, and appends the context's note to every reason that places.
+pub fn decide(
+    name: StrategyName,
+    ctx: &DeviceContext,
+    note: Option<&str>,
+    known_managed: &std::collections::BTreeSet<u32>,
+) -> Vec<Decision> {
+    let mut decisions = if name != StrategyName::Leave && ctx.usable.is_empty() {
+        ctx.device.vectors.iter().map(|_| Decision::leave("no usable CPU for this device")).collect()
+    } else {
+        (name.strategy())(ctx)
+    };
+    if name != StrategyName::Leave {
+        decisions = managed::predict(ctx, decisions, known_managed);
     }
+    if let Some(note) = note {
+        for d in decisions.iter_mut().filter(|d| d.desired.is_some()) {
+            d.reason = format!("{} ({note})", d.reason);
+        }
+    }
+    decisions
+}
+
+/// The queue index of a queue IRQ (`io`, `rx`, `tx`, `rxtx`); `None` for admin and misc IRQs.
+pub fn queue_index(v: &IrqVector) -> Option<u32> {
+    match v.role {
+        QueueRole::Io | QueueRole::Rx | QueueRole::Tx | QueueRole::RxTx => v.queue,
+        QueueRole::Admin | QueueRole::Misc => None,
+    }
+}
+
+/// How reasons name a non-queue vector.
+pub fn role_word(r: QueueRole) -> &'static str {
+    match r {
+        QueueRole::Admin => "admin",
+        _ => "misc",
+    }
+}
+
+/// The decision for a non-queue vector: the context's misc target.
+pub fn misc_decision(ctx: &DeviceContext, v: &IrqVector) -> Decision {
+    Decision::fixed(&ctx.misc.cpus, format!("{} IRQ: {}", role_word(v.role), ctx.misc.why))
 }

@@ -10,9 +10,31 @@ mod nodes;
 
 use std::collections::BTreeMap;
 
-use super::{NumaNode, OfflineMasks, Topology, TopologyError};
+use super::{NumaNode, OfflineMasks, Topology};
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::sysfs::{parse_cpulist_at, read_in_parallel, Root, SysfsError};
+
+/// Topology discovery failed; the error names the file and what was wrong with it.
+#[derive(Debug, thiserror::Error)]
+pub enum TopologyError {
+    #[error(transparent)]
+    Sysfs(#[from] SysfsError),
+    #[error("{path}: {problem}")]
+    Inconsistent { path: String, problem: String },
+}
+
+impl Topology {
+    /// Reads the topology under `root` (`ROOT/sys/devices/system/{cpu,node}`, `ROOT/proc/sys/kernel`).
+    pub fn discover(root: &Root) -> Result<Topology, TopologyError> {
+        discover(root)
+    }
+
+    /// Just the possible CPUs under `root`, by the same rule as [`Topology::discover`] (the
+    /// `possible` list, else the `cpuN` directories), without reading every CPU's files.
+    pub fn discover_possible(root: &Root) -> Result<CpuSet, TopologyError> {
+        possible(root)
+    }
+}
 
 /// `ROOT/sys/devices/system/cpu`.
 pub(crate) const CPU_DIR: &str = "sys/devices/system/cpu";
@@ -20,14 +42,14 @@ pub(crate) const CPU_DIR: &str = "sys/devices/system/cpu";
 pub(crate) const NODE_DIR: &str = "sys/devices/system/node";
 
 /// The possible CPUs: the `possible` list, else one per `cpuN` directory.
-pub(super) fn possible(root: &Root) -> Result<CpuSet, TopologyError> {
+fn possible(root: &Root) -> Result<CpuSet, TopologyError> {
     match read_cpu_list(root, "possible")? {
         Some(set) => Ok(set),
         None => cpus_from_dirs(root, &numbered_entries(&root.list_dir_optional(CPU_DIR)?, "cpu")),
     }
 }
 
-pub(super) fn discover(root: &Root) -> Result<Topology, TopologyError> {
+fn discover(root: &Root) -> Result<Topology, TopologyError> {
     let possible = possible(root)?;
     let present = read_cpu_list(root, "present")?.unwrap_or_else(|| possible.clone());
     let global_online = read_cpu_list(root, "online")?;

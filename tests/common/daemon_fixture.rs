@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use irqwise::config::ConfigPaths;
 use irqwise::cpuset::CpuSet;
-use irqwise::daemon::{load_config, Daemon};
+use irqwise::daemon::Daemon;
+use irqwise::engine::load_config;
 use irqwise::events::Trigger;
 use irqwise::sysfs::Root;
 use tokio::sync::{mpsc, watch};

@@ -3,10 +3,11 @@
 use std::collections::BTreeMap;
 
 use super::nodes::NodeDir;
+use super::TopologyError;
 use super::{caches, numbered_entries, CPU_DIR};
 use crate::cpuset::CpuSet;
 use crate::sysfs::{parse_cpulist_at, Root, SysfsError};
-use crate::topology::{Cpu, TopologyError};
+use crate::topology::Cpu;
 
 /// Reads CPU `id`. `present` is left false (the caller owns the global lists); `online` is the
 /// CPU's own `online` file, or true when the directory exists without one (x86 cpu0) or with an

@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
+use super::TopologyError;
 use super::{numbered_entries, NODE_DIR};
 use crate::cpuset::CpuSet;
 use crate::sysfs::{parse_cpulist_at, Root, SysfsError};
-use crate::topology::TopologyError;
 
 /// What one `nodeN` directory says.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! NVMe controller identity and its blk-mq map (`mq/<n>/cpu_list` or the `mq/<n>/cpuN` entries).
 
-use super::NvmeInfo;
 use crate::cpuset::{CpuSet, MAX_CPUS};
+use crate::devices::NvmeInfo;
 use crate::sysfs::{Root, SysfsError};
 
 /// More hardware queues than any NVMe controller can have (the spec allows 65535 I/O queues).

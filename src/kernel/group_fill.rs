@@ -1,7 +1,7 @@
 //! The mechanics shared by the node and cluster levels of `group_cpus_evenly()`: proportional
 //! group counts (spec §2.3) and filling groups siblings-first (spec §2.4).
 
-use super::kernel_sort::{kernel_heapsort, SortEntry, SortVariant};
+use super::heapsort::{kernel_heapsort, SortEntry, SortVariant};
 use crate::cpuset::CpuSet;
 use crate::topology::Topology;
 

@@ -1,26 +1,15 @@
-//! The `run` and `status` commands.
+//! The daemon's commands: `run` starts it, `status` reads what it last did.
 
-use crate::cli::args::LogFormatArg;
-use crate::cli::{CliError, Outcome};
+use super::{CliError, Outcome};
 use crate::config::{ConfigPaths, LogFormat};
+use crate::daemon::state::{read_state, render_status, STATE_FILE};
+use crate::daemon::{logging, unix_now, Daemon, DaemonError};
+use crate::engine::{load_config, EngineError};
 use crate::sysfs::Root;
-
-use super::state::{read_state, render_status, STATE_FILE};
-use super::{load_config, logging, Daemon, DaemonError};
-
-impl From<LogFormatArg> for LogFormat {
-    fn from(f: LogFormatArg) -> LogFormat {
-        match f {
-            LogFormatArg::Journal => LogFormat::Journal,
-            LogFormatArg::Text => LogFormat::Text,
-            LogFormatArg::Json => LogFormat::Json,
-        }
-    }
-}
 
 fn cli_error(e: DaemonError) -> CliError {
     match e {
-        DaemonError::Config(errors) => CliError::Config(errors),
+        DaemonError::Engine(e) => CliError::Engine(e),
         other => CliError::Failed(other.to_string()),
     }
 }
@@ -28,14 +17,19 @@ fn cli_error(e: DaemonError) -> CliError {
 /// `irqwise run [--once]`: loads the config (invalid → exit 2), sets up logging (`--log-format`
 /// over the config's `log_format`), then runs until stopped. `--once` runs the initial pass and
 /// exits (exit 1 if a write failed), without the systemd protocol.
-pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormatArg>, once: bool) -> Result<Outcome, CliError> {
-    let config = load_config(root, paths).map_err(cli_error)?;
-    let format = format.map_or(config.global.log_format, LogFormat::from);
+pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormat>, once: bool) -> Result<Outcome, CliError> {
+    let config = load_config(root, paths).map_err(|e| match e {
+        EngineError::Topology(t) => {
+            CliError::Failed(format!("cannot read the possible CPUs (needed to validate the configuration): {t}"))
+        }
+        other => CliError::Engine(other),
+    })?;
+    let format = format.unwrap_or(config.global.log_format);
     logging::init(format).map_err(|e| CliError::Failed(e.to_string()))?;
     let mut daemon = Daemon::new(root.clone(), paths.clone(), config);
     if once {
         daemon.pass(vec!["once".into()]);
-        let exit = if daemon.last_report().all_ok() && daemon.last_error.is_none() { 0 } else { 1 };
+        let exit = if daemon.last_report().all_ok() && daemon.last_error().is_none() { 0 } else { 1 };
         return Ok(Outcome { text: String::new(), exit });
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -54,9 +48,8 @@ pub fn status(root: &Root, json: bool) -> Result<Outcome, CliError> {
     if json {
         return Ok(Outcome { text, exit: 0 });
     }
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let alive = pid_alive(view.pid);
-    Ok(Outcome { text: render_status(&view, now, alive), exit: 0 })
+    Ok(Outcome { text: render_status(&view, unix_now(), alive), exit: 0 })
 }
 
 /// Whether a process `pid` exists (signal 0; EPERM means it exists but is not ours).

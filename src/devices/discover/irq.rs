@@ -6,9 +6,10 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::{Mutex, OnceLock};
 
-use super::irq_names::{classify, parse_proc_interrupts};
-use super::{DeviceClass, DeviceError, IrqVector, QueueRole};
+use super::DeviceError;
 use crate::cpuset::CpuSet;
+use crate::devices::irq_names::{classify, parse_proc_interrupts};
+use crate::devices::{DeviceClass, IrqVector, QueueRole};
 use crate::sysfs::{Root, SysfsError};
 
 /// Where the action names of IRQs come from, decided once per discovery. Shared by the threads

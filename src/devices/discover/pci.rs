@@ -3,8 +3,9 @@
 use std::io;
 
 use super::irq::{read_vector, IrqNames, Requested};
-use super::{device_error, nvme, Device, DeviceClass, DeviceError, PCI_DEVICES};
+use super::{device_error, nvme, DeviceError, PCI_DEVICES};
 use crate::cpuset::CpuSet;
+use crate::devices::{Device, DeviceClass};
 use crate::sysfs::{Root, SysfsError};
 use crate::topology::Topology;
 

@@ -1,0 +1,87 @@
+//! Applying a whole [`Plan`]: one [`Change`] per planned write, and the pass's counts.
+//!
+//! Guarantee: [`apply_plan`] writes only `Set` placements and carries on past every per-IRQ
+//! failure.
+
+use serde::Serialize;
+
+use super::{apply_writes, AffinityWrite, AffinityWriter, WriteOutcome};
+use crate::cpuset::CpuSet;
+use crate::plan::{Plan, StrategyName, Summary};
+
+/// One IRQ the pass tried to move.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    pub irq: u32,
+    pub irq_name: Option<String>,
+    pub device: String,
+    pub device_name: Option<String>,
+    pub driver: Option<String>,
+    pub queue: Option<u32>,
+    pub strategy: StrategyName,
+    pub reason: String,
+    pub old: Option<CpuSet>,
+    /// Flattened: `"result": ...` and its fields beside the other keys.
+    #[serde(flatten)]
+    pub result: WriteOutcome,
+}
+
+impl Change {
+    /// What is now in `smp_affinity_list` (the desired or the fallback set), if written.
+    pub fn new_cpus(&self) -> Option<&CpuSet> {
+        self.result.cpus()
+    }
+}
+
+/// What applying a plan did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ApplyReport {
+    pub changes: Vec<Change>,
+    pub summary: Summary,
+    /// IRQs whose write failed with EIO/EPERM: the next plan treats them as managed.
+    pub learned_managed: Vec<u32>,
+}
+
+impl ApplyReport {
+    /// True when every IRQ ended as planned or was correctly left alone.
+    pub fn all_ok(&self) -> bool {
+        self.summary.failed == 0
+    }
+}
+
+/// Writes every `Set` placement of `plan` through `writer`.
+pub fn apply_plan(plan: &Plan, writer: &dyn AffinityWriter) -> ApplyReport {
+    let todo: Vec<_> = plan.writes().collect();
+    let writes: Vec<AffinityWrite> = todo
+        .iter()
+        .filter_map(|(_, p)| {
+            p.desired.clone().map(|cpus| AffinityWrite { irq: p.irq, cpus, fallback: p.fallback.clone() })
+        })
+        .collect();
+    let outcomes = apply_writes(writer, &writes);
+    let mut report = ApplyReport { summary: plan.summary(), ..ApplyReport::default() };
+    for ((dev, p), (_, result)) in todo.iter().zip(outcomes) {
+        match &result {
+            WriteOutcome::Written { .. } | WriteOutcome::WrittenFallback { .. } => report.summary.written += 1,
+            WriteOutcome::Managed { .. } => {
+                report.summary.managed += 1;
+                report.learned_managed.push(p.irq);
+            }
+            WriteOutcome::Gone { .. } => report.summary.skipped += 1,
+            WriteOutcome::Failed { .. } => report.summary.failed += 1,
+        }
+        report.changes.push(Change {
+            irq: p.irq,
+            irq_name: p.name.clone(),
+            device: dev.bdf.clone(),
+            device_name: dev.name.clone(),
+            driver: dev.driver.clone(),
+            queue: p.queue,
+            strategy: dev.strategy,
+            reason: p.reason.clone(),
+            old: p.current.clone(),
+            result,
+        });
+    }
+    report
+}

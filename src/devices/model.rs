@@ -1,0 +1,115 @@
+//! The devices irqwise places: NVMe controllers, NICs and other MSI devices, their IRQ vectors,
+//! each vector's queue role, and the affinity the kernel showed for it when discovered.
+//!
+//! Plain data; [`super::discover`] reads it from sysfs.
+
+use serde::{Deserialize, Serialize};
+
+use crate::cpuset::CpuSet;
+
+/// What irqwise does with a device depends on its class. The one vocabulary of plans and of the
+/// config's `match.class` (`nvme`, `nic`, `other`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceClass {
+    /// PCI class `0x0108xx` (NVM Express).
+    Nvme,
+    /// PCI class `0x02xxxx` (network controller).
+    Nic,
+    /// Any other PCI device with MSI/MSI-X vectors.
+    Other,
+}
+
+impl DeviceClass {
+    /// The name plans and the config use (`nvme`, `nic`, `other`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceClass::Nvme => "nvme",
+            DeviceClass::Nic => "nic",
+            DeviceClass::Other => "other",
+        }
+    }
+
+    /// The class of a PCI class code (`0xCCSSPP`: class, subclass, programming interface).
+    pub fn from_pci_class(code: u32) -> DeviceClass {
+        match code >> 8 {
+            0x0108 => DeviceClass::Nvme,
+            c if c >> 8 == 0x02 => DeviceClass::Nic,
+            _ => DeviceClass::Other,
+        }
+    }
+}
+
+/// What one IRQ vector serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueRole {
+    /// NVMe admin queue (`nvmeXq0`).
+    Admin,
+    /// Block I/O queue (NVMe `nvmeXqN`, virtio-blk `req.Q`).
+    Io,
+    Rx,
+    Tx,
+    /// A combined receive/transmit queue pair.
+    RxTx,
+    /// Configuration, async events, link state, or a name we do not recognise.
+    Misc,
+}
+
+/// One interrupt of a device. `queue` is set only for `Io`, `Rx`, `Tx` and `RxTx`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IrqVector {
+    pub irq: u32,
+    /// The action names, `", "`-joined when several handlers share the IRQ.
+    pub name: Option<String>,
+    pub role: QueueRole,
+    /// 0-based queue index (`nvme0q1` → I/O queue 0; `virtio0-input.3` → rx 3).
+    pub queue: Option<u32>,
+    /// Kernel-managed as far as discovery can tell: `smp_affinity` has no owner write bit
+    /// (kernels ≥ 6.12). Older kernels only reveal it when a write fails with EIO.
+    pub managed: bool,
+    /// `proc/irq/N/smp_affinity_list`; `None` when missing or unreadable (a warning says why).
+    pub current: Option<CpuSet>,
+    /// `proc/irq/N/effective_affinity_list` where the kernel has it.
+    pub effective: Option<CpuSet>,
+    /// `proc/irq/N/affinity_hint`, `None` when absent or all-zero.
+    pub hint: Option<CpuSet>,
+}
+
+/// An NVMe controller and its blk-mq queue map.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NvmeInfo {
+    /// `nvme0`.
+    pub controller: String,
+    pub model: Option<String>,
+    pub serial: Option<String>,
+    /// The namespace the map was read from (`nvme0n1`, `nvme0c0n1`), if any.
+    pub namespace: Option<String>,
+    /// Hardware queue index → CPUs blk-mq sends to it (`mq/<n>/`); empty when no namespace
+    /// shows a map. Indexes without a directory hold an empty set.
+    pub blk_mq: Vec<CpuSet>,
+}
+
+/// A PCI device with interrupts. Invariant: `vectors` is non-empty and sorted by IRQ number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Device {
+    /// PCI address, `0000:81:00.0`.
+    pub bdf: String,
+    pub class: DeviceClass,
+    /// The raw PCI class code, `0x010802`.
+    pub pci_class: u32,
+    pub vendor: Option<u16>,
+    pub device: Option<u16>,
+    /// Bound driver (`nvme`, `ice`, `virtio-pci`), from the `driver` link.
+    pub driver: Option<String>,
+    /// The NVMe controller (`nvme0`) or the first network interface.
+    pub name: Option<String>,
+    /// Network interfaces, sorted, including those of a virtio child device.
+    pub interfaces: Vec<String>,
+    /// NUMA node: `numa_node` when ≥ 0, else the one node holding every CPU of `local_cpus`.
+    pub node: Option<u32>,
+    /// `local_cpulist`.
+    pub local_cpus: Option<CpuSet>,
+    pub vectors: Vec<IrqVector>,
+    pub nvme: Option<NvmeInfo>,
+}

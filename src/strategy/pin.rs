@@ -1,0 +1,17 @@
+//! `pin`: every IRQ on the configured CPUs.
+
+use super::{misc_decision, queue_index, Decision, DeviceContext};
+
+/// Every vector on the usable CPUs of the rule's `cpus`; with `admin_cpus`, non-queue vectors go
+/// there instead.
+pub fn place(ctx: &DeviceContext) -> Vec<Decision> {
+    let admin = ctx.policy.admin_cpus.is_some();
+    ctx.device
+        .vectors
+        .iter()
+        .map(|v| match queue_index(v) {
+            None if admin => misc_decision(ctx, v),
+            _ => Decision::fixed(&ctx.usable, "pinned to the configured CPUs".into()),
+        })
+        .collect()
+}

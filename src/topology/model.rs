@@ -1,0 +1,150 @@
+//! `Topology`: the machine's CPUs and NUMA nodes as the kernel sees them.
+//!
+//! Plain data, so strategies can be fed a topology built anywhere (sysfs, golden vectors, a
+//! synthetic benchmark machine). Masks hold what the kernel's own `topology_*_cpumask()` would
+//! return for the CPU, as far as sysfs shows it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::cpuset::CpuSet;
+
+/// What the kernel's sibling/cluster masks hold for a CPU that sysfs gives no `topology/` for
+/// (offline or never-booted CPUs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OfflineMasks {
+    /// x86: the kernel clears them.
+    #[default]
+    Empty,
+    /// arm64 and the generic arch_topology: the CPU itself.
+    #[serde(rename = "self")]
+    SelfOnly,
+}
+
+/// One possible CPU. Masks are `None` where sysfs does not say (offline CPUs on most kernels).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cpu {
+    pub id: u32,
+    pub present: bool,
+    pub online: bool,
+    pub node: Option<u32>,
+    /// CPUs in the same package (`package_cpus_list` / `core_siblings_list`).
+    pub package: Option<CpuSet>,
+    /// CPUs in the same die (`die_cpus_list`; the package where the kernel has no dies).
+    pub die: Option<CpuSet>,
+    /// CPUs in the same cluster (`cluster_cpus_list`): shared L2 on x86, a real cluster on arm64.
+    pub cluster: Option<CpuSet>,
+    /// SMT siblings including the CPU itself (`core_cpus_list` / `thread_siblings_list`).
+    pub core: Option<CpuSet>,
+    /// CPUs sharing this CPU's last-level cache.
+    pub llc: Option<CpuSet>,
+}
+
+impl Cpu {
+    /// A CPU with no topology information yet.
+    pub fn bare(id: u32) -> Cpu {
+        Cpu {
+            id,
+            present: false,
+            online: false,
+            node: None,
+            package: None,
+            die: None,
+            cluster: None,
+            core: None,
+            llc: None,
+        }
+    }
+}
+
+/// A NUMA node. `cpus` may be empty (memory-only, CXL, HBM nodes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NumaNode {
+    pub id: u32,
+    /// Possible CPUs whose `node` is this node.
+    pub cpus: CpuSet,
+    /// Distance row from this node, one entry per node of [`Topology::nodes`] in ascending id.
+    pub distance: Vec<u32>,
+}
+
+/// The machine. Invariants: `cpus` has one entry per CPU of `possible`; `online ⊆ present ⊆
+/// possible`; every `Cpu::node` names a key of `nodes`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Topology {
+    /// `proc/sys/kernel/osrelease`, e.g. `6.1.0-57-amd64`.
+    pub kernel: Option<String>,
+    /// `proc/sys/kernel/arch`, e.g. `x86_64`, `aarch64`.
+    pub arch: Option<String>,
+    pub possible: CpuSet,
+    pub present: CpuSet,
+    pub online: CpuSet,
+    pub isolated: CpuSet,
+    pub nohz_full: CpuSet,
+    pub cpus: BTreeMap<u32, Cpu>,
+    /// Empty when the kernel shows no NUMA information (no `node/` directory).
+    pub nodes: BTreeMap<u32, NumaNode>,
+    pub offline_masks: OfflineMasks,
+}
+
+impl Topology {
+    /// Whether the machine has node `n` (without NUMA information only node 0, standing for
+    /// every CPU).
+    pub fn has_node(&self, n: u32) -> bool {
+        if self.nodes.is_empty() {
+            n == 0
+        } else {
+            self.nodes.contains_key(&n)
+        }
+    }
+
+    /// `nr_node_ids`: highest node id + 1 (1 without NUMA information).
+    pub fn nr_node_ids(&self) -> u32 {
+        self.nodes.keys().next_back().map_or(1, |&n| n + 1)
+    }
+
+    /// The kernel's `cpu_to_node()`: `None` when unknown.
+    pub fn cpu_node(&self, cpu: u32) -> Option<u32> {
+        self.cpus.get(&cpu).and_then(|c| c.node)
+    }
+
+    /// Distance from node `from` to node `to` (SLIT row `from`), `None` when unknown.
+    pub fn distance(&self, from: u32, to: u32) -> Option<u32> {
+        let idx = self.nodes.keys().position(|&n| n == to)?;
+        self.nodes.get(&from)?.distance.get(idx).copied()
+    }
+
+    /// The kernel's `topology_sibling_cpumask(cpu)`.
+    pub fn sibling_mask(&self, cpu: u32) -> CpuSet {
+        self.kernel_mask(cpu, |c| c.core.as_ref())
+    }
+
+    /// The kernel's `topology_cluster_cpumask(cpu)`.
+    pub fn cluster_mask(&self, cpu: u32) -> CpuSet {
+        self.kernel_mask(cpu, |c| c.cluster.as_ref())
+    }
+
+    fn kernel_mask(&self, cpu: u32, pick: impl Fn(&Cpu) -> Option<&CpuSet>) -> CpuSet {
+        match self.cpus.get(&cpu) {
+            Some(c) => match pick(c) {
+                Some(mask) => mask.clone(),
+                // An online CPU whose kernel lacks the file: the level is just the CPU.
+                None if c.online => CpuSet::single(cpu),
+                None => match self.offline_masks {
+                    OfflineMasks::Empty => CpuSet::new(),
+                    OfflineMasks::SelfOnly => CpuSet::single(cpu),
+                },
+            },
+            None => CpuSet::new(),
+        }
+    }
+
+    /// CPUs usable for device interrupts: online and neither isolated nor nohz_full.
+    pub fn housekeeping(&self) -> CpuSet {
+        let mut s = self.online.clone();
+        s.remove_all(&self.isolated);
+        s.remove_all(&self.nohz_full);
+        s
+    }
+}
