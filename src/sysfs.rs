@@ -3,9 +3,11 @@
 //! Tests and users point it at a captured tree; the default is `/`. Every error names the full
 //! path, and for parse errors the content found and what was expected.
 
+use std::collections::BTreeMap;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 
 use crate::cpuset::{CpuSet, CpuSetError};
 
@@ -31,11 +33,41 @@ impl SysfsError {
     }
 }
 
+/// How a reader used a path, weakest first. [`Root::recording`] keeps the strongest use of each
+/// path, which is what `snapshot` copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Access {
+    /// Asked whether it exists (or is a directory).
+    Exists,
+    /// A directory whose entries were listed.
+    Listed,
+    /// A directory entry a reader kept from a listing (its name mattered, not its content).
+    Entry,
+    /// A symlink whose target text was read.
+    Link,
+    /// A file whose content or mode was read.
+    Read,
+}
+
+/// Paths used through a recording root, by relative path.
+type AccessLog = Arc<Mutex<BTreeMap<PathBuf, Access>>>;
+
 /// A directory standing for `/`. Paths given to it are relative (`"sys/devices/system/cpu"`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Every read of the readers goes through it; a recording root (see [`Root::recording`]) also
+/// remembers each path it was asked for.
+#[derive(Debug, Clone)]
 pub struct Root {
     base: PathBuf,
+    log: Option<AccessLog>,
 }
+
+impl PartialEq for Root {
+    fn eq(&self, other: &Root) -> bool {
+        self.base == other.base
+    }
+}
+
+impl Eq for Root {}
 
 impl Default for Root {
     fn default() -> Self {
@@ -45,7 +77,31 @@ impl Default for Root {
 
 impl Root {
     pub fn new(base: impl Into<PathBuf>) -> Root {
-        Root { base: base.into() }
+        Root { base: base.into(), log: None }
+    }
+
+    /// The same root, remembering every path used through it (and its clones) from now on.
+    pub fn recording(&self) -> Root {
+        Root { base: self.base.clone(), log: Some(Arc::default()) }
+    }
+
+    /// The paths used through a recording root with their strongest use, sorted; empty for a
+    /// root that does not record.
+    pub fn accesses(&self) -> Vec<(PathBuf, Access)> {
+        match &self.log {
+            Some(log) => lock(log).iter().map(|(p, a)| (p.clone(), *a)).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Remembers that `rel` was used as `access` (the strongest use wins).
+    fn note(&self, rel: &Path, access: Access) {
+        if let Some(log) = &self.log {
+            let rel = rel.strip_prefix("/").unwrap_or(rel).to_path_buf();
+            let mut log = lock(log);
+            let slot = log.entry(rel).or_insert(access);
+            *slot = (*slot).max(access);
+        }
     }
 
     pub fn base(&self) -> &Path {
@@ -58,15 +114,56 @@ impl Root {
         self.base.join(rel.strip_prefix("/").unwrap_or(rel))
     }
 
+    /// Whether `rel` exists (following symlinks).
     pub fn exists(&self, rel: impl AsRef<Path>) -> bool {
+        self.note(rel.as_ref(), Access::Exists);
         self.path(rel).exists()
+    }
+
+    /// Whether `rel` is a directory (following symlinks).
+    pub fn is_dir(&self, rel: impl AsRef<Path>) -> bool {
+        self.note(rel.as_ref(), Access::Exists);
+        self.path(rel).is_dir()
+    }
+
+    /// The last component of the target of symlink `rel` (dangling links are fine); `None`
+    /// without a link.
+    pub fn link_name(&self, rel: impl AsRef<Path>) -> Option<String> {
+        self.note(rel.as_ref(), Access::Link);
+        let target = std::fs::read_link(self.path(rel)).ok()?;
+        target.file_name().map(|n| n.to_string_lossy().into_owned())
+    }
+
+    /// The permission bits of `rel` (following symlinks); `None` when it does not exist.
+    pub fn mode(&self, rel: impl AsRef<Path>) -> Result<Option<u32>, SysfsError> {
+        use std::os::unix::fs::PermissionsExt;
+        self.note(rel.as_ref(), Access::Read);
+        let path = self.path(rel);
+        match std::fs::metadata(&path) {
+            Ok(meta) => Ok(Some(meta.permissions().mode() & 0o7777)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(SysfsError::Read { path, source }),
+        }
     }
 
     /// Whole file as text, trailing newline removed.
     pub fn read_string(&self, rel: impl AsRef<Path>) -> Result<String, SysfsError> {
+        self.note(rel.as_ref(), Access::Read);
         let path = self.path(rel);
         match std::fs::read(&path) {
             Ok(bytes) => Ok(trim_newlines(String::from_utf8_lossy(&bytes).into_owned())),
+            Err(source) => Err(SysfsError::Read { path, source }),
+        }
+    }
+
+    /// A whole file's bytes, as long as it is; a missing file is `None`. For the few large
+    /// procfs files (`/proc/interrupts`).
+    pub fn read_bytes_optional(&self, rel: impl AsRef<Path>) -> Result<Option<Vec<u8>>, SysfsError> {
+        self.note(rel.as_ref(), Access::Read);
+        let path = self.path(rel);
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(SysfsError::Read { path, source }),
         }
     }
@@ -75,6 +172,7 @@ impl Root {
     /// longer than [`SMALL_FILE_LIMIT`] bytes: a copied root may hold a link to an endless
     /// device (`/dev/zero`, `/dev/full`) that would otherwise be read until memory runs out.
     fn read_small(&self, rel: impl AsRef<Path>) -> Result<String, SysfsError> {
+        self.note(rel.as_ref(), Access::Read);
         let path = self.path(rel);
         // Room for any sysfs attribute (one page) up front: one read and the EOF read, no probes.
         let mut bytes = Vec::with_capacity(SYSFS_PAGE);
@@ -147,6 +245,7 @@ impl Root {
 
     /// Names in a directory, sorted; a missing directory is an error.
     pub fn list_dir(&self, rel: impl AsRef<Path>) -> Result<Vec<String>, SysfsError> {
+        self.note(rel.as_ref(), Access::Listed);
         let path = self.path(rel);
         let rd = std::fs::read_dir(&path).map_err(|source| SysfsError::ListDir { path: path.clone(), source })?;
         let mut names = Vec::new();
@@ -165,6 +264,29 @@ impl Root {
             other => other,
         }
     }
+
+    /// Names in directory `rel`, sorted (a missing directory is an empty list), for readers
+    /// that learn from an entry's name alone (`cpuN/node1`, `msi_irqs/42`): a recording root
+    /// remembers the entries `used` accepts, so a snapshot has them.
+    pub fn list_dir_noting(
+        &self,
+        rel: impl AsRef<Path>,
+        used: impl Fn(&str) -> bool,
+    ) -> Result<Vec<String>, SysfsError> {
+        let rel = rel.as_ref();
+        let names = self.list_dir_optional(rel)?;
+        if self.log.is_some() {
+            for name in names.iter().filter(|n| used(n)) {
+                self.note(&rel.join(name), Access::Entry);
+            }
+        }
+        Ok(names)
+    }
+}
+
+/// The log, even after a reader thread panicked while holding it.
+fn lock(log: &AccessLog) -> std::sync::MutexGuard<'_, BTreeMap<PathBuf, Access>> {
+    log.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Bytes [`Root::read_small`] accepts: a CPU list of 8192 CPUs in the worst format is < 48 KiB.

@@ -104,9 +104,9 @@ pub fn discover_devices(root: &Root, topo: &Topology) -> Result<Discovery, Devic
 
 /// Turns a sysfs error about `bdf` into a warning, recognising a device removed mid-scan.
 fn device_error(root: &Root, bdf: &str, source: SysfsError) -> DeviceError {
-    let dir = root.path(format!("{PCI_DEVICES}/{bdf}"));
-    if source.io_kind() == Some(io::ErrorKind::NotFound) && !dir.exists() {
-        DeviceError::Vanished { bdf: bdf.into(), path: dir }
+    let rel = format!("{PCI_DEVICES}/{bdf}");
+    if source.io_kind() == Some(io::ErrorKind::NotFound) && !root.exists(&rel) {
+        DeviceError::Vanished { bdf: bdf.into(), path: root.path(rel) }
     } else {
         DeviceError::Device { bdf: bdf.into(), source }
     }

@@ -45,7 +45,7 @@ pub(crate) const NODE_DIR: &str = "sys/devices/system/node";
 fn possible(root: &Root) -> Result<CpuSet, TopologyError> {
     match read_cpu_list(root, "possible")? {
         Some(set) => Ok(set),
-        None => cpus_from_dirs(root, &numbered_entries(&root.list_dir_optional(CPU_DIR)?, "cpu")),
+        None => cpus_from_dirs(root, &numbered_ids(root, CPU_DIR, "cpu")?),
     }
 }
 
@@ -153,6 +153,18 @@ fn check_subset(
             outer.to_list_string()
         ),
     })
+}
+
+/// Ids of the entries of directory `dir` named `PREFIX<decimal>`, ascending (see
+/// [`numbered_entries`]); a missing directory has none.
+pub(crate) fn numbered_ids(root: &Root, dir: &str, prefix: &str) -> Result<Vec<u32>, SysfsError> {
+    let names = root.list_dir_noting(dir, |n| is_numbered(n, prefix))?;
+    Ok(numbered_entries(&names, prefix))
+}
+
+/// Whether `name` is `PREFIX<decimal>`.
+pub(crate) fn is_numbered(name: &str, prefix: &str) -> bool {
+    name.strip_prefix(prefix).is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Ids of directory entries named `PREFIX<decimal>` (`cpu12`, `node3`), ascending; other names

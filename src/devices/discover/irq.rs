@@ -3,7 +3,6 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::sync::{Mutex, OnceLock};
 
 use super::DeviceError;
@@ -31,7 +30,7 @@ impl IrqNames {
     /// Chooses the source for `root`; without `sys/kernel/irq`, reads `proc/interrupts` now
     /// (a missing file names nothing, a malformed line is a warning).
     pub(super) fn read(root: &Root, warnings: &mut Vec<DeviceError>) -> IrqNames {
-        if root.path("sys/kernel/irq").is_dir() {
+        if root.is_dir("sys/kernel/irq") {
             IrqNames::Sysfs { from_proc: OnceLock::new(), warnings: Mutex::new(Vec::new()) }
         } else {
             IrqNames::Proc(read_proc_interrupts(root, warnings))
@@ -79,11 +78,13 @@ fn split_actions(text: &str) -> Vec<String> {
 fn read_proc_interrupts(root: &Root, warnings: &mut Vec<DeviceError>) -> BTreeMap<u32, Vec<String>> {
     let path = root.path("proc/interrupts");
     // Read as bytes and kept without a copy when valid UTF-8 (it always is): ~100 MB at 1024 CPUs.
-    let text = match std::fs::read(&path) {
-        Ok(bytes) => String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
-        Err(source) => {
-            warnings.push(DeviceError::Names(SysfsError::Read { path, source }));
+    let text = match root.read_bytes_optional("proc/interrupts") {
+        Ok(Some(bytes)) => {
+            String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+        }
+        Ok(None) => String::new(),
+        Err(e) => {
+            warnings.push(DeviceError::Names(e));
             return BTreeMap::new();
         }
     };
@@ -114,20 +115,10 @@ pub(super) enum Requested {
 impl Requested {
     /// Lists `ROOT/proc/irq` once (one directory read instead of a lookup per IRQ).
     pub(super) fn read(root: &Root) -> Requested {
-        let dir = root.path("proc/irq");
-        match std::fs::read_dir(&dir) {
-            Ok(entries) => {
-                let mut irqs = HashSet::new();
-                for entry in entries {
-                    let Ok(entry) = entry else { return Requested::PerIrq };
-                    if let Some(irq) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) {
-                        irqs.insert(irq);
-                    }
-                }
-                Requested::Listed(irqs)
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Requested::All,
-            Err(_) if dir.exists() => Requested::PerIrq,
+        match root.list_dir("proc/irq") {
+            Ok(names) => Requested::Listed(names.iter().filter_map(|n| n.parse::<u32>().ok()).collect()),
+            Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => Requested::All,
+            Err(_) if root.exists("proc/irq") => Requested::PerIrq,
             Err(_) => Requested::All,
         }
     }
@@ -194,10 +185,5 @@ fn read_hint(root: &Root, rel: &str) -> Result<Option<CpuSet>, SysfsError> {
 /// Whether the file's mode lacks the owner write bit (6.12+ managed IRQs). A missing file is
 /// `false` (the IRQ is gone; reading `smp_affinity_list` already warned).
 fn is_read_only(root: &Root, rel: &str) -> Result<bool, SysfsError> {
-    let path = root.path(rel);
-    match std::fs::metadata(&path) {
-        Ok(meta) => Ok(meta.permissions().mode() & 0o200 == 0),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(source) => Err(SysfsError::Read { path, source }),
-    }
+    Ok(root.mode(rel)?.is_some_and(|mode| mode & 0o200 == 0))
 }

@@ -68,7 +68,7 @@ fn read_blk_mq(root: &Root, mq: &str) -> Result<Vec<CpuSet>, SysfsError> {
         let Some(hctx) = entry.parse::<usize>().ok().filter(|&n| n < MAX_HW_QUEUES) else { continue };
         let dir = format!("{mq}/{entry}");
         let from_entries: CpuSet = root
-            .list_dir(&dir)?
+            .list_dir_noting(&dir, |n| n.strip_prefix("cpu").is_some_and(|d| d.parse::<u32>().is_ok()))?
             .iter()
             .filter_map(|e| e.strip_prefix("cpu").and_then(|n| n.parse::<u32>().ok()))
             .filter(|&cpu| cpu < MAX_CPUS)

@@ -26,7 +26,7 @@ pub(super) fn read_device(
     let class = DeviceClass::from_pci_class(pci_class);
 
     let (irqs, msi) = read_irqs(root, &dir).map_err(err)?;
-    let driver = link_name(root, &format!("{dir}/driver"));
+    let driver = root.link_name(format!("{dir}/driver"));
     // An INTx line belongs to the device only while a driver has it; an unbound (or departing)
     // device's legacy line may be shared with others and is not ours to move.
     let irqs = if msi || driver.is_some() {
@@ -36,7 +36,7 @@ pub(super) fn read_device(
     };
     if irqs.is_empty() || (class == DeviceClass::Other && !msi) {
         // No interrupts, or the device went away after its class was read.
-        if !root.path(&dir).exists() {
+        if !root.exists(&dir) {
             return Err(DeviceError::Vanished { bdf: bdf.into(), path: root.path(&dir) });
         }
         return Ok(None);
@@ -95,7 +95,7 @@ pub(super) fn read_device(
 fn read_irqs(root: &Root, dir: &str) -> Result<(Vec<u32>, bool), SysfsError> {
     let msi_dir = format!("{dir}/msi_irqs");
     let mut irqs = Vec::new();
-    for entry in root.list_dir_optional(&msi_dir)? {
+    for entry in root.list_dir_noting(&msi_dir, |_| true)? {
         let irq = entry.parse::<u32>().map_err(|_| SysfsError::Parse {
             path: root.path(&msi_dir),
             content: entry.clone(),
@@ -125,21 +125,15 @@ fn device_node(numa_node: Option<i64>, local_cpus: Option<&CpuSet>, topo: &Topol
 
 /// Network interface names under `dir/net/` and `dir/virtio*/net/`, sorted.
 fn interfaces(root: &Root, dir: &str) -> Result<Vec<String>, SysfsError> {
-    let mut names = root.list_dir_optional(format!("{dir}/net"))?;
-    for child in root.list_dir_optional(dir)? {
+    let mut names = root.list_dir_noting(format!("{dir}/net"), |_| true)?;
+    for child in root.list_dir_noting(dir, |n| n.starts_with("virtio"))? {
         if child.starts_with("virtio") {
-            names.extend(root.list_dir_optional(format!("{dir}/{child}/net"))?);
+            names.extend(root.list_dir_noting(format!("{dir}/{child}/net"), |_| true)?);
         }
     }
     names.sort();
     names.dedup();
     Ok(names)
-}
-
-/// The last component of a symlink's target (dangling links are fine); `None` without a link.
-pub(super) fn link_name(root: &Root, rel: &str) -> Option<String> {
-    let target = std::fs::read_link(root.path(rel)).ok()?;
-    target.file_name().map(|n| n.to_string_lossy().into_owned())
 }
 
 /// A `0x`-prefixed (or bare) hexadecimal number file.

@@ -1,6 +1,6 @@
 //! A CPU's last-level cache from `cpuN/cache/index*/{level,type,shared_cpu_list}`.
 
-use super::numbered_entries;
+use super::numbered_ids;
 use crate::cpuset::CpuSet;
 use crate::sysfs::{parse_cpulist_at, Root, SysfsError};
 
@@ -9,7 +9,7 @@ use crate::sysfs::{parse_cpulist_at, Root, SysfsError};
 /// which CPUs share it (old kernels give only `level` and `type`). Instruction caches never count.
 pub(super) fn last_level_cache(root: &Root, dir: &str) -> Result<Option<CpuSet>, SysfsError> {
     let mut best: Option<(u32, String)> = None;
-    for idx in numbered_entries(&root.list_dir_optional(dir)?, "index") {
+    for idx in numbered_ids(root, dir, "index")? {
         let index = format!("{dir}/index{idx}");
         let Some(level) = root.read_number_optional::<u32>(format!("{index}/level"), "a cache level (integer)")? else {
             continue;

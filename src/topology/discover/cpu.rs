@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::nodes::NodeDir;
 use super::TopologyError;
-use super::{caches, numbered_entries, CPU_DIR};
+use super::{caches, is_numbered, numbered_entries, CPU_DIR};
 use crate::cpuset::CpuSet;
 use crate::sysfs::{parse_cpulist_at, Root, SysfsError};
 use crate::topology::Cpu;
@@ -16,7 +16,8 @@ use crate::topology::Cpu;
 pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> Result<Cpu, TopologyError> {
     let dir = format!("{CPU_DIR}/cpu{id}");
     let mut cpu = Cpu::bare(id);
-    let entries = root.list_dir_optional(&dir)?;
+    // What matters of the listing: that it is not empty, `topology/` and the `nodeM` link.
+    let entries = root.list_dir_noting(&dir, |n| n == "topology" || is_numbered(n, "node"))?;
     cpu.online = match root.read_small_optional(format!("{dir}/online"))? {
         // An empty file is how captured trees record one they could not read: it says nothing.
         Some(text) if !text.trim().is_empty() => parse_online_flag(root, &format!("{dir}/online"), &text)?,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::TopologyError;
-use super::{numbered_entries, NODE_DIR};
+use super::{numbered_ids, NODE_DIR};
 use crate::cpuset::CpuSet;
 use crate::sysfs::{parse_cpulist_at, Root, SysfsError};
 
@@ -19,7 +19,7 @@ pub(super) struct NodeDir {
 /// Every `nodeN` directory, by id. No `node/` directory (non-NUMA kernel) gives an empty map.
 /// A distance row whose length is not the number of nodes is an error naming the file and row.
 pub(super) fn read_nodes(root: &Root) -> Result<BTreeMap<u32, NodeDir>, TopologyError> {
-    let ids = numbered_entries(&root.list_dir_optional(NODE_DIR)?, "node");
+    let ids = numbered_ids(root, NODE_DIR, "node")?;
     let mut nodes = BTreeMap::new();
     for &id in &ids {
         let dir = format!("{NODE_DIR}/node{id}");
