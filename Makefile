@@ -20,7 +20,10 @@ deps:
 		else echo "missing build dependencies:$$missing (run as root or install them)" >&2; exit 1; fi; \
 	fi
 
+# Style first (formatting, then clippy with warnings as errors), then every test target.
 test: deps
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets -- -D warnings
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
 		$(CARGO) nextest run --all-targets --no-fail-fast && $(CARGO) test --doc; \
 	else $(CARGO) test --all-targets --no-fail-fast; fi

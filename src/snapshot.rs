@@ -66,7 +66,7 @@ pub struct SnapshotReport {
 /// Files no pass needs but every bug report does: where interrupts fire, the boot options.
 const FOR_DIAGNOSIS: [&str; 2] = ["proc/interrupts", "proc/cmdline"];
 
-/// The largest file copied: `/proc/interrupts` of a 1024-CPU machine is about 100 MB.
+/// The largest file copied (`/proc/interrupts` grows with CPUs × IRQs).
 const COPY_LIMIT: u64 = 512 << 20;
 
 /// Copies what the readers read from `source` into `out` (created if absent, must be empty).

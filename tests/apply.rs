@@ -1,5 +1,5 @@
 //! The write side against fixture roots: every failure class, injected and real, is classified
-//! as the field notes say, and the other IRQs of the batch are still written.
+//! as the kernel reports them, and the other IRQs of the batch are still written.
 
 use std::collections::HashMap;
 use std::fs;
@@ -114,7 +114,7 @@ fn assert_written(root: &Path, outcomes: &[(u32, WriteOutcome)], irq: u32, cpus:
 
 #[test]
 fn injected_errnos_are_classified_and_the_rest_written() {
-    // Expected classes straight from the field notes / issue 3 item 4.
+    // Expected classes: the errnos the kernel returns for each case.
     let cases = [
         (11, Errno::EIO, FailureClass::Managed),
         (12, Errno::EPERM, FailureClass::Managed),

@@ -1,4 +1,4 @@
-//! Issue 3 acceptance: `irqwise apply` (the real binary, and the library's plan/apply pair for
+//! Acceptance: `irqwise apply` (the real binary, and the library's plan/apply pair for
 //! failures that must happen between planning and writing) on fixture roots with injected
 //! failures. Every failure is classified, the other IRQs are still written, and the exit code
 //! says whether everything ended as planned.

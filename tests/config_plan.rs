@@ -1,4 +1,4 @@
-//! Issue 4 acceptance: every match key and every setting changes the plan of the real binary
+//! Acceptance: every match key and every setting changes the plan of the real binary
 //! (`--root FIXTURE --config DIR`) as `config/irqwise.toml` documents; `plan` names the deciding
 //! rules and warns about rules matching nothing; the shipped config and examples pass
 //! `check-config`, an invalid file fails it with exit 2 and `file:line:column`.

@@ -260,7 +260,7 @@ mod invariants {
     }
 
     proptest! {
-        /// Spec §2.1: every possible CPU in exactly one group, nummasks = min(numgrps, |P|),
+        /// `group_cpus_evenly()`'s contract: every possible CPU in exactly one group, nummasks = min(numgrps, |P|),
         /// and exactly groups 0..nummasks are non-empty; for all four kernel variants.
         #[test]
         fn groups_partition_the_possible_cpus(topo in machine(), numgrps in 1usize..60) {

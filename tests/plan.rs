@@ -1,4 +1,4 @@
-//! Issue 3 acceptance: the plan the real binary prints for fixture machines. Expectations come
+//! Acceptance: the plan the real binary prints for fixture machines. Expectations come
 //! from the sysfs files the fixture wrote (core and node lists) and from `group_cpus_evenly()`
 //! computed on an independently built topology, never from the planner itself.
 

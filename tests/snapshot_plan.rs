@@ -1,4 +1,4 @@
-//! Issue 3 acceptance: `irqwise snapshot OUT` of the machine the test runs on, then
+//! Acceptance: `irqwise snapshot OUT` of the machine the test runs on, then
 //! `irqwise --root OUT plan --json` plans exactly what `irqwise plan --json` plans on `/`.
 
 #[path = "common/acceptance.rs"]

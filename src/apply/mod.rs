@@ -271,7 +271,7 @@ mod tests {
     }
 
     #[test]
-    fn classes_follow_the_field_notes() {
+    fn classes_follow_the_kernels_errnos() {
         use nix::errno::Errno::*;
         let table = [
             (EIO, FailureClass::Managed),

@@ -146,6 +146,7 @@ impl LinkMonitor {
         bind(fd.as_raw_fd(), &NetlinkAddr::new(0, RTMGRP_LINK)).map_err(|e| EventsError::Rtnetlink(e.into()))?;
         set_recv_buffer(std::os::fd::AsFd::as_fd(&fd), recv_buffer_bytes);
         // SAFETY: an OwnedFd stays open and returns the same descriptor until the AsyncFd drops it.
+        #[allow(unsafe_code)]
         let socket = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
             .map_err(|e| EventsError::Register { what: "the rtnetlink socket", source: e.into_parts().1 })?;
         Ok(LinkMonitor { socket })

@@ -131,6 +131,7 @@ impl KernelUevents {
         set_recv_buffer(socket.as_fd(), recv_buffer_bytes);
         // SAFETY: the descriptor is owned by the libudev monitor inside `socket`, which the AsyncFd
         // owns: it stays open, and `as_raw_fd` returns the same descriptor, until the AsyncFd drops.
+        #[allow(unsafe_code)]
         let socket = unsafe { AsyncFd::register_with_interest(socket, Interest::READABLE) }
             .map_err(|e| EventsError::Register { what: "the kernel uevent socket", source: e.into_parts().1 })?;
         Ok(KernelUevents { socket })

@@ -1,4 +1,4 @@
-//! `group_cpus_evenly()`: mainline and cluster-aware (spec §2, §3).
+//! `group_cpus_evenly()` (lib/group_cpus.c): mainline and cluster-aware.
 //!
 //! The per-pass mechanics (group counts per node or cluster, filling groups) live in
 //! [`super::group_fill`]; this module holds the API, the two passes and the node/cluster levels.
@@ -101,7 +101,7 @@ struct Spreader<'a> {
 
 impl Spreader<'_> {
     /// `__group_cpus_evenly(start, mask)`: spreads `mask` over the groups starting at `start`,
-    /// returns how many groups it filled (spec §2.2).
+    /// returns how many groups it filled.
     fn pass(&mut self, start: usize, mask: &CpuSet) -> usize {
         if mask.is_empty() {
             return 0;
@@ -139,8 +139,8 @@ impl Spreader<'_> {
         done
     }
 
-    /// `__try_group_cluster_cpus()` (spec §3): spreads one node's `q` groups cluster by
-    /// cluster; returns false, having changed nothing, when the node must fall back to §2.4.
+    /// `__try_group_cluster_cpus()`: spreads one node's `q` groups cluster by cluster; returns
+    /// false, having changed nothing, when the node must fall back to `assign_cpus_to_groups()`.
     ///
     /// Like the kernel, each cluster's CPUs are `cpus ∩ cluster` of the unmodified node set.
     /// A non-empty cluster mask that lacks its probe CPU (the kernel would loop forever) makes

@@ -1,11 +1,12 @@
 //! The mechanics shared by the node and cluster levels of `group_cpus_evenly()`: proportional
-//! group counts (spec §2.3) and filling groups siblings-first (spec §2.4).
+//! group counts (`alloc_groups_to_nodes()`) and filling groups siblings-first
+//! (`assign_cpus_to_groups()`, `grp_spread_init_one()`), all in lib/group_cpus.c.
 
 use super::heapsort::{kernel_heapsort, SortEntry, SortVariant};
 use crate::cpuset::CpuSet;
 use crate::topology::Topology;
 
-/// The kernel's `UINT_MAX` "no CPUs here" entry; it sorts as -1 (spec §1.1).
+/// The kernel's `UINT_MAX` "no CPUs here" entry; it sorts as -1 (see [`super::heapsort`]).
 pub(crate) const SENTINEL: u32 = u32::MAX;
 
 /// `alloc_groups_to_nodes()`: sorts `entries` (val = CPU count or [`SENTINEL`]) with the
@@ -52,7 +53,8 @@ impl<'a> GroupFiller<'a> {
         self.groups
     }
 
-    /// Adds a whole node to the current group and advances, wrapping at `numgrps` (§2.2 step 3).
+    /// Adds a whole node to the current group and advances, wrapping at `numgrps` (the
+    /// `numgrps <= nodes` branch of `__group_cpus_evenly()`).
     pub(crate) fn add_whole(&mut self, cpus: &CpuSet) {
         if self.cursor >= self.groups.len() {
             self.cursor = 0;
@@ -121,7 +123,7 @@ mod tests {
 
     #[test]
     fn allocation_matches_spec_example_8_3_5() {
-        // Spec §2.6: nodes of 8, 3, 5 CPUs and 4 groups → node1: 1, node2: 1, node0: 2.
+        // Nodes of 8, 3, 5 CPUs and 4 groups → node1: 1, node2: 1, node0: 2.
         let mut e = entries(&[8, 3, 5]);
         allocate_groups(&mut e, 4, 16, SortVariant::S3);
         let by_id: Vec<(u32, u32)> = e.iter().map(|e| (e.id, e.val)).collect();
@@ -138,7 +140,7 @@ mod tests {
 
     #[test]
     fn assign_gives_extra_cpus_to_the_first_groups() {
-        // Spec §2.6: one node of 40 CPUs without siblings, 11 groups: 7 groups of 4, then 3s.
+        // One node of 40 CPUs without siblings, 11 groups: 7 groups of 4, then 3s.
         let topo = Topology::default();
         let mut filler = GroupFiller::new(&topo, 11);
         let mut cpus = CpuSet::first_n(40);

@@ -1,4 +1,5 @@
-//! The kernel's `lib/sort.c` heapsort in its three shipped variants (spec §1).
+//! The kernel's `lib/sort.c` heapsort (`sort_r()`, which `group_cpus_evenly()` calls through
+//! `sort()`) in its three shipped variants.
 //!
 //! The sort is unstable and tie order decides which equal-size node or cluster gets the lower
 //! group numbers, so each variant is reproduced step for step.
@@ -14,7 +15,8 @@ pub enum SortVariant {
     S3,
 }
 
-/// One element: `val` is a u32 compared by 32-bit wrapping difference (spec §1.1), so
+/// One element: `val` is a u32 compared by 32-bit wrapping difference (lib/group_cpus.c's
+/// `ncpus_cmp_func()` subtracts two unsigned counts and returns the result as `int`), so
 /// `u32::MAX` (the "absent" sentinel) sorts below every real count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SortEntry {
@@ -27,7 +29,8 @@ fn cmp(x: &SortEntry, y: &SortEntry) -> i32 {
     x.val.wrapping_sub(y.val) as i32
 }
 
-/// How the descent picks between two children of equal key (spec §1.2).
+/// How the descent picks between two children of equal key (`sort_r()`'s leaf search: `>= 0`
+/// before v6.9, `> 0` after).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ChildRule {
     /// R1: the left child wins ties.
@@ -36,7 +39,8 @@ enum ChildRule {
     RightOnTie,
 }
 
-/// The kernel's bottom-up sift-down of `a[root]` within the heap `a[..n]` (spec §1.2).
+/// The kernel's bottom-up sift-down of `a[root]` within the heap `a[..n]` (the inner loop of
+/// `sort_r()` in lib/sort.c).
 /// Guarantees: only elements on one root-to-leaf path move; the path's order is kept.
 fn sift_down(a: &mut [SortEntry], root: usize, n: usize, rule: ChildRule) {
     // Descend to a leaf, always following the winning child.
@@ -142,7 +146,7 @@ mod tests {
         v.iter().map(|e| e.id).collect()
     }
 
-    /// Spec §1.3 closed form for S1: `1, 2, ..., m-1, 0`.
+    /// The order S1 leaves `m` equal keys in (worked out from `sort_r()`): `1, 2, ..., m-1, 0`.
     fn closed_s1(m: u32) -> Vec<u32> {
         if m == 1 {
             return vec![0];
@@ -150,7 +154,7 @@ mod tests {
         (1..m).chain([0]).collect()
     }
 
-    /// Spec §1.3 closed form for S2: `m=2: 1 0`; `m=3: 1 2 0`; `m>=4: 1, 3, 4, ..., m-1, 2, 0`.
+    /// The order S2 leaves `m` equal keys in: `m=2: 1 0`; `m=3: 1 2 0`; `m>=4: 1, 3, 4, ..., m-1, 2, 0`.
     fn closed_s2(m: u32) -> Vec<u32> {
         match m {
             1 => vec![0],
@@ -160,7 +164,7 @@ mod tests {
         }
     }
 
-    /// Spec §1.3 closed form for S3: even `m` as S2; odd `m>=5`: `3, 1, 4, ..., m-1, 2, 0`;
+    /// The order S3 leaves `m` equal keys in: even `m` as S2; odd `m>=5`: `3, 1, 4, ..., m-1, 2, 0`;
     /// `m=3: 2 1 0`.
     fn closed_s3(m: u32) -> Vec<u32> {
         match m {
@@ -182,7 +186,7 @@ mod tests {
 
     #[test]
     fn child_rule_decides_ties_below_a_smaller_root() {
-        // vals (0, 1, 1), traced by hand through spec §1.2-1.3. The first sift-down from the
+        // vals (0, 1, 1), traced by hand through `sort_r()`. The first sift-down from the
         // root meets two equal children: R1 descends left and rotates [1, 0, 2], R2 descends
         // right and rotates [2, 1, 0]. S1 then pops to [0, 2, 1]; S2's single pops and S3's
         // final 2-3 step both end at [0, 1, 2].

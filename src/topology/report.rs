@@ -1,4 +1,4 @@
-//! What `irqwise topology` prints: the JSON document of issue 2 and a compact per-node table.
+//! What `irqwise topology` prints: a JSON document and a compact per-node table.
 //!
 //! Pure: both functions only look at the [`Topology`] they are given.
 
@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::{Cpu, Topology};
 use crate::cpuset::CpuSet;
 
-/// The JSON shape of issue 2: `kernel`, `possible`, `present`, `online`, `isolated`, `cpus`
+/// The JSON document: `kernel`, `possible`, `present`, `online`, `isolated`, `cpus`
 /// (per CPU: `cpu`, `online`, `node`, and `package`/`die`/`cluster`/`core`/`llc` as the lowest
 /// CPU id of the set it shares that level with, `null` where sysfs does not say or the mask is
 /// empty) and `nodes` (`node`, `cpus`, `distance`). Extra keys: `arch`, `nohz_full`, `present`

@@ -92,10 +92,14 @@ match = { driver = "nothing-matches-this" }
 strategy = "leave"
 "#;
 
+/// A synthetic machine of the catalog: name, nodes, cores per node, threads per core, kernel
+/// release, read-only managed masks, the drop-in.
+type Shape = (&'static str, u32, u32, u32, &'static str, bool, Option<&'static str>);
+
 /// Synthetic machines, each with every device kind, under a few configs and kernels.
 fn synthetic() -> Vec<Entry> {
     let mut out = Vec::new();
-    let cases: [(&str, u32, u32, u32, &str, bool, Option<&str>); 6] = [
+    let cases: [Shape; 6] = [
         ("two-node-6.1-default", 2, 8, 2, "6.1.0-57-amd64", false, None),
         ("two-node-6.12-default", 2, 8, 2, "6.12.0-test", true, None),
         ("two-node-6.11-rules", 2, 8, 2, "6.11.0", false, Some(RULES)),

@@ -16,7 +16,7 @@ use crate::sysfs::{Root, SysfsError};
 ///
 /// The kernel prints the same action list in `sys/kernel/irq/N/actions` (names joined by `,`) and
 /// in the IRQ's `/proc/interrupts` line (joined by `", "`). With `SPARSE_IRQ` (every modern x86
-/// and arm64 kernel) each IRQ has the small `actions` file, so the ~100 MB `/proc/interrupts` of a
+/// and arm64 kernel) each IRQ has the small `actions` file, so the huge `/proc/interrupts` of a
 /// 1024-CPU machine is read only for an IRQ that lacks it (a partial capture), and at most once.
 pub(super) enum IrqNames {
     /// `sys/kernel/irq` exists: each IRQ's `actions`; `proc/interrupts` is read on the first IRQ
@@ -77,7 +77,7 @@ fn split_actions(text: &str) -> Vec<String> {
 /// file or malformed line is a warning.
 fn read_proc_interrupts(root: &Root, warnings: &mut Vec<DeviceError>) -> BTreeMap<u32, Vec<String>> {
     let path = root.path("proc/interrupts");
-    // Read as bytes and kept without a copy when valid UTF-8 (it always is): ~100 MB at 1024 CPUs.
+    // Read as bytes and kept without a copy when valid UTF-8 (it always is): it can be huge.
     let text = match root.read_bytes_optional("proc/interrupts") {
         Ok(Some(bytes)) => {
             String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
