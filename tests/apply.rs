@@ -201,15 +201,15 @@ fn read_only_smp_affinity_is_managed_and_left_alone() {
 }
 
 #[test]
-fn dev_full_gives_real_enospc_and_the_fallback_fails_too() {
+fn a_symlink_to_a_device_in_place_of_the_file_is_refused_not_written() {
     let (_dir, out, writer) = real_failure(|d| {
         fs::remove_file(d.join("smp_affinity_list")).unwrap();
         std::os::unix::fs::symlink("/dev/full", d.join("smp_affinity_list")).unwrap();
     });
-    assert_eq!(class_of(&out, 2), Some(FailureClass::NoVectors));
-    assert_eq!(writer.calls_for(2), vec![set("2"), set("0-3")], "the fallback was attempted once");
+    assert_eq!(class_of(&out, 2), Some(FailureClass::Invalid));
+    assert_eq!(writer.calls_for(2), vec![set("2")], "no fallback for a refused path");
     let e = error_of(&out, 2);
-    assert_eq!(e.matches("ENOSPC").count(), 2, "both attempts report ENOSPC: {e}");
+    assert!(e.contains("ELOOP") && e.contains("never written"), "{e}");
 }
 
 #[test]

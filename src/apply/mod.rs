@@ -33,7 +33,8 @@ pub enum FailureClass {
     /// The IRQ directory vanished (ENOENT): the device went away between plan and apply.
     Gone,
     /// The kernel rejected the set: EINVAL (empty or only offline CPUs), ERANGE (CPU ≥ nr_cpu_ids),
-    /// EOVERFLOW (mask too wide).
+    /// EOVERFLOW (mask too wide); or the file is not one to write: a path through a symlink or out
+    /// of the root (ELOOP, EXDEV), not a regular file.
     Invalid,
     /// ENOSPC: the target CPUs have no free interrupt vectors.
     NoVectors,
@@ -51,7 +52,8 @@ impl FailureClass {
         match Errno::from_raw(code) {
             Errno::EIO | Errno::EPERM => FailureClass::Managed,
             Errno::ENOENT => FailureClass::Gone,
-            Errno::EINVAL | Errno::ERANGE | Errno::EOVERFLOW => FailureClass::Invalid,
+            // ELOOP/EXDEV: the path goes through a symlink or out of the root (never written).
+            Errno::EINVAL | Errno::ERANGE | Errno::EOVERFLOW | Errno::ELOOP | Errno::EXDEV => FailureClass::Invalid,
             Errno::ENOSPC => FailureClass::NoVectors,
             Errno::EACCES => FailureClass::Permission,
             _ => FailureClass::Other,
@@ -180,7 +182,7 @@ pub enum ApplyError {
     ReadOnly { irq: u32, path: PathBuf, mode: u32, value: String },
     #[error("cannot inspect {path} before writing {value:?}: {} ({source})", errno_name(source))]
     Stat { path: PathBuf, value: String, source: io::Error },
-    #[error("cannot open {path} to write {value:?}: {} ({source})", errno_name(source))]
+    #[error("cannot open {path} to write {value:?}: {} ({source}){}", errno_name(source), escape_hint(source))]
     Open { path: PathBuf, value: String, source: io::Error },
     #[error("writing {value:?} to {path} failed: {} ({source})", errno_name(source))]
     Write { path: PathBuf, value: String, source: io::Error },
@@ -195,6 +197,7 @@ impl ApplyError {
     pub fn class(&self) -> FailureClass {
         match self {
             ApplyError::ReadOnly { .. } => FailureClass::Managed,
+            ApplyError::Open { source, .. } if source.kind() == io::ErrorKind::InvalidInput => FailureClass::Invalid,
             ApplyError::Stat { source, .. } | ApplyError::Open { source, .. } | ApplyError::Write { source, .. } => {
                 FailureClass::from_io(source)
             }
@@ -204,6 +207,16 @@ impl ApplyError {
             }
             ApplyError::Read(_) => FailureClass::Other,
         }
+    }
+}
+
+/// What an open's errno means for a path under a root: a link or a way out of it.
+fn escape_hint(err: &io::Error) -> &'static str {
+    match err.raw_os_error().map(nix::errno::Errno::from_raw) {
+        Some(nix::errno::Errno::ELOOP | nix::errno::Errno::EXDEV) => {
+            "; the path goes through a symlink or out of the root, so it is never written"
+        }
+        _ => "",
     }
 }
 

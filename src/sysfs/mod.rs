@@ -1,15 +1,26 @@
 //! The root every read and write goes through: `ROOT/sys/...`, `ROOT/proc/...`.
 //!
-//! Tests and users point it at a captured tree; the default is `/`. Every error names the full
-//! path, and for parse errors the content found and what was expected.
+//! Tests and users point it at a captured tree; the default is `/`. Every input is treated as
+//! hostile (see [`open`]): reads resolve inside the root, never block and stop at a size cap;
+//! writes never follow a symlink. Every error names the full path, and for parse errors the
+//! content found and what was expected.
+
+mod open;
+mod parallel;
 
 use std::collections::BTreeMap;
-use std::io::{self, Read};
+use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rustix::fs::{Mode, OFlags};
 
 use crate::cpuset::{CpuSet, CpuSetError};
+
+pub use open::read_regular_file;
+pub use parallel::{read_in_parallel, MAX_READERS};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SysfsError {
@@ -52,12 +63,25 @@ pub enum Access {
 /// Paths used through a recording root, by relative path.
 type AccessLog = Arc<Mutex<BTreeMap<PathBuf, Access>>>;
 
+/// Bytes [`Root::read_small_optional`] and friends accept: a CPU list of 8192 CPUs in the worst
+/// format is < 48 KiB; every sysfs attribute is one page.
+pub const SMALL_FILE_LIMIT: u64 = 1 << 20;
+
+/// Bytes [`Root::read_bytes_optional`] accepts: `/proc/interrupts` of 8192 CPUs and thousands of
+/// IRQs stays below it.
+pub const LARGE_FILE_LIMIT: u64 = 512 << 20;
+
+/// What a sysfs attribute's `show()` can return at most: one page.
+const SYSFS_PAGE: usize = 4096;
+
 /// A directory standing for `/`. Paths given to it are relative (`"sys/devices/system/cpu"`).
 /// Every read of the readers goes through it; a recording root (see [`Root::recording`]) also
 /// remembers each path it was asked for.
 #[derive(Debug, Clone)]
 pub struct Root {
     base: PathBuf,
+    /// The base directory, opened once (`None`: it cannot be opened).
+    dir: Arc<OnceLock<Option<OwnedFd>>>,
     log: Option<AccessLog>,
 }
 
@@ -77,12 +101,12 @@ impl Default for Root {
 
 impl Root {
     pub fn new(base: impl Into<PathBuf>) -> Root {
-        Root { base: base.into(), log: None }
+        Root { base: base.into(), dir: Arc::default(), log: None }
     }
 
     /// The same root, remembering every path used through it (and its clones) from now on.
     pub fn recording(&self) -> Root {
-        Root { base: self.base.clone(), log: Some(Arc::default()) }
+        Root { base: self.base.clone(), dir: self.dir.clone(), log: Some(Arc::default()) }
     }
 
     /// The paths used through a recording root with their strongest use, sorted; empty for a
@@ -97,9 +121,8 @@ impl Root {
     /// Remembers that `rel` was used as `access` (the strongest use wins).
     fn note(&self, rel: &Path, access: Access) {
         if let Some(log) = &self.log {
-            let rel = rel.strip_prefix("/").unwrap_or(rel).to_path_buf();
             let mut log = lock(log);
-            let slot = log.entry(rel).or_insert(access);
+            let slot = log.entry(relative(rel).to_path_buf()).or_insert(access);
             *slot = (*slot).max(access);
         }
     }
@@ -110,107 +133,107 @@ impl Root {
 
     /// `ROOT/rel`; a leading `/` on `rel` is ignored so absolute-looking paths stay inside.
     pub fn path(&self, rel: impl AsRef<Path>) -> PathBuf {
-        let rel = rel.as_ref();
-        self.base.join(rel.strip_prefix("/").unwrap_or(rel))
+        self.base.join(relative(rel.as_ref()))
     }
 
-    /// Whether `rel` exists (following symlinks).
+    /// The base directory's descriptor, or the error of opening it.
+    fn dir(&self) -> io::Result<&OwnedFd> {
+        let fd = self.dir.get_or_init(|| {
+            rustix::fs::open(&self.base, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()
+        });
+        fd.as_ref().ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the root directory cannot be opened"))
+    }
+
+    /// Opens `rel` inside the root (see [`open::open_in`]).
+    fn open(&self, rel: &Path, flags: OFlags) -> io::Result<OwnedFd> {
+        let rel = relative(rel);
+        if rel.as_os_str().is_empty() {
+            return open::open_in(self.dir()?, Path::new("."), flags);
+        }
+        open::open_in(self.dir()?, rel, flags)
+    }
+
+    /// `stat` of `rel` inside the root, links followed.
+    fn stat(&self, rel: &Path) -> io::Result<rustix::fs::Stat> {
+        let fd = self.open(rel, OFlags::PATH)?;
+        Ok(rustix::fs::fstat(&fd)?)
+    }
+
+    /// Whether `rel` exists (following symlinks inside the root).
     pub fn exists(&self, rel: impl AsRef<Path>) -> bool {
         self.note(rel.as_ref(), Access::Exists);
-        self.path(rel).exists()
+        self.stat(rel.as_ref()).is_ok()
     }
 
-    /// Whether `rel` is a directory (following symlinks).
+    /// Whether `rel` is a directory (following symlinks inside the root).
     pub fn is_dir(&self, rel: impl AsRef<Path>) -> bool {
         self.note(rel.as_ref(), Access::Exists);
-        self.path(rel).is_dir()
+        self.stat(rel.as_ref())
+            .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory)
     }
 
     /// The last component of the target of symlink `rel` (dangling links are fine); `None`
     /// without a link.
     pub fn link_name(&self, rel: impl AsRef<Path>) -> Option<String> {
-        self.note(rel.as_ref(), Access::Link);
-        let target = std::fs::read_link(self.path(rel)).ok()?;
+        let rel = rel.as_ref();
+        self.note(rel, Access::Link);
+        let (parent, name) = (relative(rel).parent()?, rel.file_name()?);
+        let dir = self.open(parent, OFlags::PATH | OFlags::DIRECTORY).ok()?;
+        let target = rustix::fs::readlinkat(&dir, name, Vec::new()).ok()?;
+        let target: PathBuf =
+            <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(target.into_bytes()).into();
         target.file_name().map(|n| n.to_string_lossy().into_owned())
     }
 
     /// The permission bits of `rel` (following symlinks); `None` when it does not exist.
     pub fn mode(&self, rel: impl AsRef<Path>) -> Result<Option<u32>, SysfsError> {
-        use std::os::unix::fs::PermissionsExt;
-        self.note(rel.as_ref(), Access::Read);
-        let path = self.path(rel);
-        match std::fs::metadata(&path) {
-            Ok(meta) => Ok(Some(meta.permissions().mode() & 0o7777)),
+        let rel = rel.as_ref();
+        self.note(rel, Access::Read);
+        match self.stat(rel) {
+            Ok(st) => Ok(Some(st.st_mode & 0o7777)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(SysfsError::Read { path, source }),
+            Err(source) => Err(SysfsError::Read { path: self.path(rel), source }),
         }
     }
 
-    /// Whole file as text, trailing newline removed.
-    pub fn read_string(&self, rel: impl AsRef<Path>) -> Result<String, SysfsError> {
-        self.note(rel.as_ref(), Access::Read);
-        let path = self.path(rel);
-        match std::fs::read(&path) {
-            Ok(bytes) => Ok(trim_newlines(String::from_utf8_lossy(&bytes).into_owned())),
-            Err(source) => Err(SysfsError::Read { path, source }),
-        }
+    /// A regular file's bytes, at most `limit` of them. The one read of the readers: inside the
+    /// root, never blocking, never a FIFO or device.
+    fn read_capped(&self, rel: &Path, limit: u64, capacity: usize) -> Result<Vec<u8>, SysfsError> {
+        self.note(rel, Access::Read);
+        let read = self
+            .open(rel, OFlags::RDONLY | OFlags::NONBLOCK)
+            .and_then(open::regular)
+            .and_then(|file| open::read_capped(file, limit, capacity));
+        read.map_err(|source| SysfsError::Read { path: self.path(rel), source })
     }
 
-    /// A whole file's bytes, as long as it is; a missing file is `None`. For the few large
-    /// procfs files (`/proc/interrupts`).
+    /// A whole file's bytes, at most [`LARGE_FILE_LIMIT`]; a missing file is `None`. For the few
+    /// large procfs files (`/proc/interrupts`).
     pub fn read_bytes_optional(&self, rel: impl AsRef<Path>) -> Result<Option<Vec<u8>>, SysfsError> {
-        self.note(rel.as_ref(), Access::Read);
-        let path = self.path(rel);
-        match std::fs::read(&path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(SysfsError::Read { path, source }),
-        }
+        optional(self.read_capped(rel.as_ref(), LARGE_FILE_LIMIT, 0))
     }
 
-    /// Like [`Root::read_string`] for the small files (CPU lists, numbers), refusing anything
-    /// longer than [`SMALL_FILE_LIMIT`] bytes: a copied root may hold a link to an endless
-    /// device (`/dev/zero`, `/dev/full`) that would otherwise be read until memory runs out.
-    fn read_small(&self, rel: impl AsRef<Path>) -> Result<String, SysfsError> {
-        self.note(rel.as_ref(), Access::Read);
-        let path = self.path(rel);
-        // Room for any sysfs attribute (one page) up front: one read and the EOF read, no probes.
-        let mut bytes = Vec::with_capacity(SYSFS_PAGE);
-        let read = std::fs::File::open(&path).and_then(|f| f.take(SMALL_FILE_LIMIT + 1).read_to_end(&mut bytes));
-        match read {
-            Ok(n) if n as u64 > SMALL_FILE_LIMIT => {
-                let problem = format!("longer than {SMALL_FILE_LIMIT} bytes, expected a short sysfs value");
-                Err(SysfsError::Read { path, source: io::Error::new(io::ErrorKind::InvalidData, problem) })
-            }
-            Ok(_) => Ok(trim_newlines(String::from_utf8_lossy(&bytes).into_owned())),
-            Err(source) => Err(SysfsError::Read { path, source }),
-        }
+    /// A short sysfs/procfs value (at most [`SMALL_FILE_LIMIT`] bytes) as text, with trailing
+    /// whitespace and NUL bytes removed (some firmware pads values with them).
+    pub fn read_string(&self, rel: impl AsRef<Path>) -> Result<String, SysfsError> {
+        let bytes = self.read_capped(rel.as_ref(), SMALL_FILE_LIMIT, SYSFS_PAGE)?;
+        Ok(trim_end(String::from_utf8_lossy(&bytes).into_owned()))
     }
 
-    /// A short sysfs/procfs value (at most [`SMALL_FILE_LIMIT`] bytes) as text, trailing newline
-    /// removed; a missing file is `None`. Cheaper than [`Root::read_optional`] (no `stat`), for
-    /// the thousands of tiny files a big machine has.
+    /// [`Root::read_string`], a missing file being `None`.
     pub fn read_small_optional(&self, rel: impl AsRef<Path>) -> Result<Option<String>, SysfsError> {
-        match self.read_small(rel) {
-            Ok(s) => Ok(Some(s)),
-            Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => Ok(None),
-            Err(e) => Err(e),
-        }
+        optional(self.read_string(rel))
     }
 
-    /// Like [`Root::read_string`], but a missing file is `None` rather than an error.
+    /// The same as [`Root::read_small_optional`].
     pub fn read_optional(&self, rel: impl AsRef<Path>) -> Result<Option<String>, SysfsError> {
-        match self.read_string(rel) {
-            Ok(s) => Ok(Some(s)),
-            Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => Ok(None),
-            Err(e) => Err(e),
-        }
+        self.read_small_optional(rel)
     }
 
     /// A CPU list file (`0-3,8`), also blk-mq's `4, 5, 6, 7`.
     pub fn read_cpulist(&self, rel: impl AsRef<Path>) -> Result<CpuSet, SysfsError> {
         let rel = rel.as_ref();
-        let text = self.read_small(rel)?;
+        let text = self.read_string(rel)?;
         parse_cpulist_at(&self.path(rel), &text)
     }
 
@@ -226,7 +249,7 @@ impl Root {
     /// A file holding one number (decimal), surrounding whitespace allowed.
     pub fn read_number<T: FromStr>(&self, rel: impl AsRef<Path>, expected: &'static str) -> Result<T, SysfsError> {
         let rel = rel.as_ref();
-        let text = self.read_small(rel)?;
+        let text = self.read_string(rel)?;
         parse_number_at(&self.path(rel), &text, expected)
     }
 
@@ -245,14 +268,21 @@ impl Root {
 
     /// Names in a directory, sorted; a missing directory is an error.
     pub fn list_dir(&self, rel: impl AsRef<Path>) -> Result<Vec<String>, SysfsError> {
-        self.note(rel.as_ref(), Access::Listed);
-        let path = self.path(rel);
-        let rd = std::fs::read_dir(&path).map_err(|source| SysfsError::ListDir { path: path.clone(), source })?;
-        let mut names = Vec::new();
-        for entry in rd {
-            let entry = entry.map_err(|source| SysfsError::ListDir { path: path.clone(), source })?;
-            names.push(entry.file_name().to_string_lossy().into_owned());
-        }
+        let rel = rel.as_ref();
+        self.note(rel, Access::Listed);
+        let list = || -> io::Result<Vec<String>> {
+            let fd = self.open(rel, OFlags::RDONLY | OFlags::DIRECTORY)?;
+            let mut names = Vec::new();
+            for entry in rustix::fs::Dir::new(fd)? {
+                let entry = entry?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name != "." && name != ".." {
+                    names.push(name);
+                }
+            }
+            Ok(names)
+        };
+        let mut names = list().map_err(|source| SysfsError::ListDir { path: self.path(rel), source })?;
         names.sort();
         Ok(names)
     }
@@ -282,6 +312,26 @@ impl Root {
         }
         Ok(names)
     }
+
+    /// Opens the existing regular file `rel` for writing, resolved beneath the root without
+    /// following any symlink (see [`open::open_write_beneath`]). Never creates a file.
+    pub fn open_write(&self, rel: impl AsRef<Path>) -> io::Result<std::fs::File> {
+        open::regular(open::open_write_beneath(self.dir()?, relative(rel.as_ref()))?)
+    }
+}
+
+/// `rel` without a leading `/`.
+fn relative(rel: &Path) -> &Path {
+    rel.strip_prefix("/").unwrap_or(rel)
+}
+
+/// A read whose missing file is `None`.
+fn optional<T>(read: Result<T, SysfsError>) -> Result<Option<T>, SysfsError> {
+    match read {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// The log, even after a reader thread panicked while holding it.
@@ -289,59 +339,10 @@ fn lock(log: &AccessLog) -> std::sync::MutexGuard<'_, BTreeMap<PathBuf, Access>>
     log.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Bytes [`Root::read_small`] accepts: a CPU list of 8192 CPUs in the worst format is < 48 KiB.
-pub const SMALL_FILE_LIMIT: u64 = 1 << 20;
-
-/// At most this many threads read files at once in [`read_in_parallel`].
-pub const MAX_READERS: usize = 8;
-
-/// `read(item)` for every item, in order, spread over up to [`MAX_READERS`] threads (never more
-/// than the CPUs available or one per item), the calling thread being one of them.
-///
-/// For discovery's thousands of tiny sysfs/procfs reads, whose cost is the system calls: on a big
-/// machine several threads finish them several times sooner. Guarantees: the result is exactly
-/// `items.iter().map(read).collect()`; `read` must not depend on the order of calls. A thread the
-/// system refuses to start only means fewer helpers (the caller alone, at worst).
-pub fn read_in_parallel<T: Sync, R: Send>(items: &[T], read: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let workers = MAX_READERS.min(cpus).min(items.len());
-    if workers <= 1 {
-        return items.iter().map(read).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    // Takes the next unread item until none is left; what this worker read, with indexes.
-    let work = || {
-        let mut mine = Vec::new();
-        loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(item) = items.get(i) else { break };
-            mine.push((i, read(item)));
-        }
-        mine
-    };
-    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..workers)
-            .map_while(|_| std::thread::Builder::new().name("irqwise-read".into()).spawn_scoped(scope, work).ok())
-            .collect();
-        let mut all = work();
-        for helper in helpers {
-            // A helper only panics if `read` does; pass that panic on unchanged.
-            all.extend(helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-        }
-        all
-    });
-    done.sort_unstable_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, r)| r).collect()
-}
-
-/// What a sysfs attribute's `show()` can return at most: one page.
-const SYSFS_PAGE: usize = 4096;
-
-/// `text` without its trailing newlines.
-fn trim_newlines(mut text: String) -> String {
-    while text.ends_with('\n') {
-        text.pop();
-    }
+/// `text` without trailing whitespace and NUL bytes, wherever they sit at its end (`"0-31\n\0"`).
+fn trim_end(mut text: String) -> String {
+    let keep = text.trim_end_matches(|c: char| c == '\0' || c.is_whitespace()).len();
+    text.truncate(keep);
     text
 }
 
@@ -360,14 +361,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn read_in_parallel_keeps_order_and_every_item() {
-        let items: Vec<u32> = (0..1000).collect();
-        let squares = read_in_parallel(&items, |&i| u64::from(i) * u64::from(i));
-        assert_eq!(squares, items.iter().map(|&i| u64::from(i) * u64::from(i)).collect::<Vec<_>>());
-        assert!(read_in_parallel(&[] as &[u32], |&i| i).is_empty());
-    }
-
-    #[test]
     fn errors_name_the_file_and_content() {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("sys")).expect("mkdir");
@@ -382,9 +375,33 @@ mod tests {
         let e = root.read_string("sys/missing").unwrap_err().to_string();
         assert!(e.contains("sys/missing"), "{e}");
         assert_eq!(root.list_dir("sys").expect("list"), vec!["num", "online"]);
-        std::os::unix::fs::symlink("/dev/zero", dir.path().join("sys/endless")).expect("symlink");
-        let e = root.read_cpulist("sys/endless").unwrap_err().to_string();
-        assert!(e.contains("sys/endless") && e.contains("longer than"), "{e}");
         assert!(root.list_dir_optional("nope").expect("optional").is_empty());
+    }
+
+    #[test]
+    fn reads_stay_inside_the_root_and_refuse_what_is_not_a_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sys = dir.path().join("sys");
+        std::fs::create_dir_all(&sys).expect("mkdir");
+        // An absolute link resolves inside the root: /dev/zero there does not exist.
+        std::os::unix::fs::symlink("/dev/zero", sys.join("endless")).expect("symlink");
+        std::os::unix::fs::symlink("../../../../../../etc/hostname", sys.join("up")).expect("symlink");
+        let root = Root::new(dir.path());
+        let e = root.read_cpulist("sys/endless").unwrap_err();
+        assert_eq!(e.io_kind(), Some(io::ErrorKind::NotFound), "{e}");
+        assert!(root.read_optional("sys/up").expect("clamped at the root").is_none());
+        // On the real root, a device node is refused by type, before any read.
+        let e = Root::new("/").read_string("dev/zero").unwrap_err().to_string();
+        assert!(e.contains("/dev/zero") && e.contains("character device"), "{e}");
+    }
+
+    #[test]
+    fn trailing_nul_and_whitespace_are_trimmed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("a"), "0-31\n\0").expect("write");
+        std::fs::write(dir.path().join("b"), "0-23\0\n").expect("write");
+        let root = Root::new(dir.path());
+        assert_eq!(root.read_cpulist("a").expect("a"), CpuSet::first_n(32));
+        assert_eq!(root.read_cpulist("b").expect("b"), CpuSet::first_n(24));
     }
 }
