@@ -102,7 +102,20 @@ pub fn group_rules(topo: &Topology) -> GroupRules {
 
 /// Discovers topology and devices under `root` and plans them with `config`.
 pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) -> Result<PlannedPass, EngineError> {
-    let topology = Topology::discover(root)?;
+    let (topology, warnings) = Topology::discover_with_warnings(root)?;
+    let warnings = warnings.iter().map(|w| w.to_string()).collect();
+    plan_with_topology(root, config, known_managed, topology, warnings)
+}
+
+/// Discovers the devices under `root` and plans them on `topology` (just discovered, or the
+/// daemon's last good one), its discovery's `warnings` first among the plan's.
+pub fn plan_with_topology(
+    root: &Root,
+    config: &Config,
+    known_managed: &BTreeSet<u32>,
+    topology: Topology,
+    warnings: Vec<String>,
+) -> Result<PlannedPass, EngineError> {
     let discovery = discover_devices(root, &topology)?;
     let facts: Vec<DeviceFacts> = discovery
         .devices
@@ -114,6 +127,7 @@ pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) ->
     let ctx =
         PlanContext { topo: &topology, group_rules, respect_isolation: config.global.respect_isolation, known_managed };
     let mut plan = build_plan(&ctx, &discovery.devices, &policies);
+    plan.warnings.splice(0..0, warnings);
     plan.warnings.extend(kernel_warning);
     plan.warnings.extend(discovery.warnings.iter().map(|w| w.to_string()));
     plan.warnings.extend(unmatched_rules(config, &facts).into_iter().map(|r| format!("rule at {r} matches no device")));

@@ -152,18 +152,34 @@ async fn a_failing_pass_keeps_the_daemon_and_the_placement() {
     let mut d = Running::start(root.path(), cfg.path());
     d.wait_passes(1).await;
     let placed = affinities(root.path(), &irqs);
-    let online = root.path().join("sys/devices/system/cpu/online");
-    let good = std::fs::read_to_string(&online).unwrap();
-    std::fs::write(&online, "garbage\n").unwrap();
+    let state = || -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(root.path().join("run/irqwise/state.json")).unwrap()).unwrap()
+    };
+    // The PCI bus cannot be listed: the pass fails, the placement stays.
+    let bus = root.path().join("sys/bus/pci/devices");
+    let away = root.path().join("sys/bus/pci/devices.away");
+    std::fs::rename(&bus, &away).unwrap();
+    std::fs::write(&bus, "not a directory\n").unwrap();
     d.trigger(Trigger::Reconcile).await;
     assert_eq!(affinities(root.path(), &irqs), placed);
-    let state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(root.path().join("run/irqwise/state.json")).unwrap()).unwrap();
-    assert!(state["error"].as_str().is_some_and(|e| e.contains("garbage")), "{}", state["error"]);
-    std::fs::write(&online, good).unwrap();
+    assert!(state()["error"].as_str().is_some_and(|e| e.contains("cannot list PCI devices")), "{}", state()["error"]);
+    std::fs::remove_file(&bus).unwrap();
+    std::fs::rename(&away, &bus).unwrap();
     set_affinity(root.path(), irqs[0], &set("0-15"));
     d.trigger(Trigger::Reconcile).await;
     assert_eq!(affinities(root.path(), &irqs), placed, "recovered on the next pass");
+    assert!(state()["error"].is_null());
+
+    // The CPU topology cannot be read at all: the last one read is planned on, drift restored.
+    let cpu = root.path().join("sys/devices/system/cpu");
+    let cpu_away = root.path().join("sys/devices/system/cpu.away");
+    std::fs::rename(&cpu, &cpu_away).unwrap();
+    set_affinity(root.path(), irqs[1], &set("0-15"));
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(affinities(root.path(), &irqs), placed, "planned on the last good topology");
+    let warnings = state()["plan"]["warnings"].to_string();
+    assert!(warnings.contains("planning with the last one read"), "{warnings}");
+    std::fs::rename(&cpu_away, &cpu).unwrap();
     d.stop().await;
 }
 

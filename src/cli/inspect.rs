@@ -10,12 +10,18 @@ use crate::topology::Topology;
 
 /// `irqwise topology [--json]`.
 pub fn topology(root: &Root, json: bool) -> Result<String, CliError> {
-    let topo = Topology::discover(root)?;
-    Ok(if json {
-        to_json_text(&crate::topology::report::to_json(&topo))
-    } else {
-        crate::topology::report::to_table(&topo)
-    })
+    let (topo, warnings) = Topology::discover_with_warnings(root)?;
+    let warnings: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+    if json {
+        let mut doc = crate::topology::report::to_json(&topo);
+        doc["warnings"] = json!(warnings);
+        return Ok(to_json_text(&doc));
+    }
+    let mut text = crate::topology::report::to_table(&topo);
+    for w in &warnings {
+        text.push_str(&format!("warning: {w}\n"));
+    }
+    Ok(text)
 }
 
 /// `irqwise spread numa --node N [--order ...] [--json]`.

@@ -28,10 +28,11 @@ use tokio::time::{interval, Interval, MissedTickBehavior};
 
 use crate::apply::{apply_plan, AffinityWriter, ApplyReport, ProcIrq};
 use crate::config::{Config, ConfigPaths};
-use crate::engine::{load_config, plan_pass, EngineError};
+use crate::engine::{load_config, plan_with_topology, EngineError, PlannedPass};
 use crate::events::{Batch, Debouncer, EventConfig, EventSources, EventsError, Trigger};
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
+use crate::topology::Topology;
 
 use ledger::Ledger;
 use notify::Notifier;
@@ -56,6 +57,8 @@ pub struct Daemon {
     last_report: ApplyReport,
     last_counts: Summary,
     last_error: Option<String>,
+    /// The last topology that could be read, planned on when a re-read fails.
+    last_topology: Option<Topology>,
     started: u64,
     passes: watch::Sender<u64>,
     notifier: Notifier,
@@ -99,6 +102,7 @@ impl Daemon {
             last_report: ApplyReport::default(),
             last_counts: Summary::default(),
             last_error: None,
+            last_topology: None,
             started: unix_now(),
             passes: watch::channel(0).0,
             notifier: Notifier::new(),
@@ -216,7 +220,7 @@ impl Daemon {
     /// One full pass; never fails: errors are logged and the previous placement stays.
     pub fn pass(&mut self, why: Vec<String>) {
         let number = *self.passes.borrow() + 1;
-        match plan_pass(&self.root, &self.config, &self.known_managed) {
+        match self.plan() {
             Err(e) => {
                 let message = e.to_string();
                 if self.last_error.as_deref() != Some(message.as_str()) {
@@ -236,6 +240,24 @@ impl Daemon {
         }
         self.write_state(number, &why);
         self.passes.send_replace(number);
+    }
+
+    /// Discovers and plans; when the topology cannot be read, plans on the last one that could
+    /// (saying so in the plan's warnings) rather than giving up the pass.
+    fn plan(&mut self) -> Result<PlannedPass, EngineError> {
+        let (topology, warnings) = match Topology::discover_with_warnings(&self.root) {
+            Ok((topology, warnings)) => {
+                self.last_topology = Some(topology.clone());
+                (topology, warnings.iter().map(|w| w.to_string()).collect())
+            }
+            Err(e) => match &self.last_topology {
+                Some(last) => {
+                    (last.clone(), vec![format!("cannot read the topology ({e}); planning with the last one read")])
+                }
+                None => return Err(e.into()),
+            },
+        };
+        plan_with_topology(&self.root, &self.config, &self.known_managed, topology, warnings)
     }
 
     fn apply(&mut self, number: u64, why: &[String], plan: Plan) {
