@@ -249,7 +249,7 @@ fn a_queue_pattern_rule_teaches_the_names() {
         assert_eq!(affinity(dir.path(), *irq), order[q].to_string(), "queue {q} written");
     }
     let table = run_ok(dir.path(), config.path(), &["plan"]);
-    assert!(table.contains("names: rule ") && table.contains("(4), not recognised (1)"), "{table}");
+    assert!(table.contains("names: not recognised (1), rule ") && table.contains("(?P<queue>\\d+)' (4)"), "{table}");
 }
 
 /// The first CPUs of the cores-first order from `node` on a fixture root: one thread of each of
@@ -267,7 +267,7 @@ fn a_bad_queue_pattern_is_a_located_config_error() {
     let config = config_with("[[device]]\nmatch = { driver = \"foonic\" }\nqueue_pattern = 'foo-q\\d+'\n");
     let out = irqwise(dir.path(), config.path()).arg("check-config").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(err.contains("50-test.toml:3:17: queue_pattern = \"foo-q\\\\d+\" has no named group `queue`"), "{err}");
 }
 
