@@ -6,6 +6,7 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::cpuset::{CpuSet, CpuSetError};
+use crate::devices::QueuePatternError;
 
 use super::glob::GlobError;
 
@@ -71,6 +72,8 @@ pub enum ConfigError {
     EverythingBanned { at: Location, value: String, possible: CpuSet },
     #[error("{at}: admin_cpus = {value:?} contains {overlap}, which the same rule excludes; expected CPUs outside exclude_cpus")]
     AdminCpusExcluded { at: Location, value: String, overlap: CpuSet },
+    #[error("{at}: queue_pattern = {value:?} {source}")]
+    QueuePattern { at: Location, value: String, source: QueuePatternError },
     #[error("{at}: queues_per_cpu = 0; expected an integer of at least 1")]
     ZeroQueuesPerCpu { at: Location },
     #[error(
@@ -94,6 +97,7 @@ impl ConfigError {
             | ConfigError::EverythingBanned { at, .. }
             | ConfigError::AdminCpusExcluded { at, .. }
             | ConfigError::ZeroQueuesPerCpu { at }
+            | ConfigError::QueuePattern { at, .. }
             | ConfigError::EmptyMatch { at, .. } => Some(at),
         }
     }
@@ -108,7 +112,7 @@ pub struct ConfigErrors(pub Vec<ConfigError>);
 /// Things that are legal but probably not what the author meant.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigWarning {
-    #[error("{at}: warning: this [[device]] rule sets nothing (no strategy, cpus, exclude_cpus, admin_cpus, node, order or queues_per_cpu)")]
+    #[error("{at}: warning: this [[device]] rule sets nothing (no strategy, cpus, exclude_cpus, admin_cpus, node, order, queues_per_cpu or queue_pattern)")]
     RuleSetsNothing { at: Location },
     #[error("{at}: warning: {key} has no effect here: {why}")]
     SettingIgnored { at: Location, key: &'static str, why: &'static str },

@@ -26,7 +26,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
-use crate::devices::DeviceClass;
+use crate::devices::{DeviceClass, QueuePattern};
 use crate::kernel::SpreadOrder;
 use crate::strategy::StrategyName;
 
@@ -122,6 +122,9 @@ pub struct Settings {
     pub order: Option<SpreadOrder>,
     /// NIC: put this many queues on each CPU (spreads over fewer CPUs). Invariant: >= 1.
     pub queues_per_cpu: Option<u32>,
+    /// How to read the queue index (and role) out of the device's IRQ names, tried before the
+    /// driver table: for drivers irqwise does not know.
+    pub queue_pattern: Option<QueuePattern>,
 }
 
 impl Settings {

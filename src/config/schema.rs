@@ -45,6 +45,7 @@ pub struct RawRule {
     pub node: Option<u32>,
     pub order: Option<SpreadOrder>,
     pub queues_per_cpu: Option<Spanned<u32>>,
+    pub queue_pattern: Option<Spanned<String>>,
 }
 
 /// `[device.match]`.

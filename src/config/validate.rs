@@ -15,7 +15,7 @@ use super::error::{ConfigError, ConfigWarning, Location};
 use super::glob::Glob;
 use super::schema::{RawFile, RawGlobal, RawMatch, RawRule};
 use super::{LogFormat, Match, Rule, RuleRef, Settings};
-use crate::devices::DeviceClass;
+use crate::devices::{DeviceClass, QueuePattern};
 use crate::strategy::StrategyName;
 
 /// `[global]` keys one file sets (`None`: not set here). `banned_cpus` keeps where it was
@@ -98,7 +98,8 @@ pub(super) fn validate_file(
 fn schema_message(message: &str) -> String {
     let mut text = message.trim_end().lines().map(str::trim).collect::<Vec<_>>().join("; ");
     text = text.replace("expected u32", "expected a non-negative integer");
-    const SETTINGS: [&str; 7] = ["strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu"];
+    const SETTINGS: [&str; 8] =
+        ["strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu", "queue_pattern"];
     let misplaced = SETTINGS.iter().any(|k| text.starts_with(&format!("unknown field `{k}`")));
     if misplaced && text.contains("expected one of `pci`") {
         text.push_str(" (keys after a [device.match] header belong to the match table: put the rule's settings before that header, or write match = { ... } inline)");
@@ -264,6 +265,15 @@ impl FileCtx<'_> {
             }
         }
 
+        let queue_pattern = r.queue_pattern.as_ref().and_then(|v| {
+            QueuePattern::new(v.get_ref())
+                .map_err(|source| {
+                    let at = self.loc(v.span().start);
+                    self.errors.push(ConfigError::QueuePattern { at, value: v.get_ref().clone(), source });
+                })
+                .ok()
+        });
+
         let settings = Settings {
             strategy: r.strategy.as_ref().map(|s| *s.get_ref()),
             cpus,
@@ -272,6 +282,7 @@ impl FileCtx<'_> {
             node: r.node,
             order: r.order,
             queues_per_cpu: r.queues_per_cpu.as_ref().map(|q| *q.get_ref()),
+            queue_pattern,
         };
         if self.errors.len() != errors_before {
             return None;

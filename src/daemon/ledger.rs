@@ -133,7 +133,7 @@ impl Ledger {
 mod tests {
     use super::*;
     use crate::apply::{Change, Effective, Verification, WriteOutcome};
-    use crate::devices::{DeviceClass, QueueRole};
+    use crate::devices::{DeviceClass, QueueRole, Recognition};
     use crate::plan::{DevicePlan, Placement, StrategyName};
 
     fn set(s: &str) -> CpuSet {
@@ -146,6 +146,7 @@ mod tests {
             name: Some(format!("eth0-TxRx-{irq}")),
             role: QueueRole::Misc,
             queue: None,
+            recognised: Recognition::Table { driver: "ixgbe", pattern: "{if}" },
             managed: action == Action::Managed,
             current: Some(set(current)),
             desired: Some(set(desired)),

@@ -8,8 +8,9 @@
 use std::collections::BTreeSet;
 
 use super::{Action, DevicePlan, Placement, Plan};
+use crate::config::RuleRef;
 use crate::cpuset::CpuSet;
-use crate::devices::{Device, IrqVector};
+use crate::devices::{Device, DeviceClass, IrqVector, QueuePattern, Recognition};
 use crate::kernel::GroupRules;
 use crate::policy::Policy;
 use crate::strategy::{decide, Decision, DeviceContext, StrategyName};
@@ -28,7 +29,8 @@ pub struct PlanContext<'a> {
 }
 
 /// Plans every device; `policies[i]` belongs to `devices[i]` (missing entries = class defaults).
-/// A device whose node (configured or its own) does not exist on this machine adds a warning.
+/// A device whose node (configured or its own) does not exist on this machine adds a warning, and
+/// so does a NIC with IRQs left alone because their names were not recognised (one per device).
 pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) -> Plan {
     let default = Policy::default();
     let mut warnings = Vec::new();
@@ -36,17 +38,20 @@ pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) ->
         .iter()
         .enumerate()
         .map(|(i, d)| {
-            let (plan, warning) = plan_device(ctx, d, policies.get(i).unwrap_or(&default));
-            warnings.extend(warning);
+            let (plan, device_warnings) = plan_device(ctx, d, policies.get(i).unwrap_or(&default));
+            warnings.extend(device_warnings);
             plan
         })
         .collect();
     Plan { kernel: ctx.topo.kernel.clone(), devices, warnings }
 }
 
-/// One device's plan, and a warning when its node does not exist on this machine: dispatch to
-/// its strategy, then compare each decision with the current mask.
-fn plan_device(ctx: &PlanContext, dev: &Device, policy: &Policy) -> (DevicePlan, Option<String>) {
+/// One device's plan, and its warnings (its node does not exist on this machine; IRQs left alone
+/// for unrecognised names): read the names with the rule's `queue_pattern` if it has one,
+/// dispatch to its strategy, then compare each decision with the current mask.
+fn plan_device(ctx: &PlanContext, dev: &Device, policy: &Policy) -> (DevicePlan, Vec<String>) {
+    let taught = policy.queue_pattern.as_ref().map(|(pattern, rule)| with_rule_pattern(dev, pattern, rule));
+    let dev = taught.as_ref().unwrap_or(dev);
     let strategy = policy.strategy.unwrap_or_else(|| StrategyName::default_for(dev.class));
     let (dctx, setup) = DeviceContext::new(ctx.topo, dev, policy, ctx.group_rules, ctx.respect_isolation, strategy);
     let decisions = decide(strategy, &dctx, setup.note.as_deref(), ctx.known_managed);
@@ -61,7 +66,44 @@ fn plan_device(ctx: &PlanContext, dev: &Device, policy: &Policy) -> (DevicePlan,
         rules: policy.matched_rules.iter().map(|r| r.to_string()).collect(),
         irqs,
     };
-    (plan, setup.warning)
+    let warnings = setup.warning.into_iter().chain(unrecognised_warning(dev, &plan)).collect();
+    (plan, warnings)
+}
+
+/// `dev` with every vector whose name matches the rule's `queue_pattern` read by it; the others
+/// keep what the driver table made of them.
+fn with_rule_pattern(dev: &Device, pattern: &QueuePattern, rule: &RuleRef) -> Device {
+    let mut dev = dev.clone();
+    for v in &mut dev.vectors {
+        let names = v.name.as_deref().unwrap_or_default();
+        if let Some((role, queue)) = names.split(", ").find_map(|n| pattern.recognise(n)) {
+            let by = Recognition::Rule { rule: rule.to_string(), pattern: pattern.to_string() };
+            (v.role, v.queue, v.recognised) = (role, Some(queue), by);
+        }
+    }
+    dev
+}
+
+/// The one warning for a device some of whose IRQs are left alone because their names were not
+/// recognised, naming the first such IRQ and how to teach irqwise the names.
+fn unrecognised_warning(dev: &Device, plan: &DevicePlan) -> Option<String> {
+    let left: Vec<&Placement> = plan
+        .irqs
+        .iter()
+        .zip(&dev.vectors)
+        .filter(|(p, v)| p.action == Action::Skip && dev.class == DeviceClass::Nic && !v.recognised.is_recognised())
+        .map(|(p, _)| p)
+        .collect();
+    let first = left.first()?;
+    let driver = dev.driver.as_deref().unwrap_or("(none)");
+    Some(format!(
+        "{} ({driver}): {} of {} IRQs left alone because irqwise does not recognise their names for driver {driver} (e.g. irq {} {:?}); a [[device]] rule with queue_pattern can teach it",
+        dev.bdf,
+        left.len(),
+        dev.vectors.len(),
+        first.irq,
+        first.name.as_deref().unwrap_or("")
+    ))
 }
 
 /// Compares a decision with the IRQ's current mask.
@@ -87,6 +129,7 @@ fn place(ctx: &PlanContext, v: &IrqVector, d: Decision, fallback: &CpuSet) -> Pl
         name: v.name.clone(),
         role: v.role,
         queue: v.queue,
+        recognised: v.recognised.clone(),
         managed,
         current: v.current.clone(),
         desired: if managed && !d.managed { v.current.clone() } else { d.desired },

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
-use crate::devices::{DeviceClass, QueueRole};
+use crate::devices::{DeviceClass, QueueRole, Recognition};
 
 pub mod build;
 mod table;
@@ -37,6 +37,8 @@ pub struct Placement {
     pub name: Option<String>,
     pub role: QueueRole,
     pub queue: Option<u32>,
+    /// How the role and queue were read from the name (driver table entry, rule, or nothing).
+    pub recognised: Recognition,
     pub managed: bool,
     /// `smp_affinity_list` as read; `None` when unreadable.
     pub current: Option<CpuSet>,

@@ -133,7 +133,18 @@ pub fn role_word(r: QueueRole) -> &'static str {
     }
 }
 
-/// The decision for a non-queue vector: the context's misc target.
+/// The decision for a non-queue vector: the context's misc target, except that a NIC vector
+/// whose name was not recognised is left alone (it may be a queue the driver already spread;
+/// giving it the node's CPUs would undo that).
 pub fn misc_decision(ctx: &DeviceContext, v: &IrqVector) -> Decision {
+    if let Some(why) = unrecognised(ctx, v) {
+        return Decision::leave(&why);
+    }
     Decision::fixed(&ctx.misc.cpus, format!("{} IRQ: {}", role_word(v.role), ctx.misc.why))
+}
+
+/// Why a vector is left alone for want of a recognised name: only NIC vectors, whose unknown
+/// names may be queues; `None` for every other vector.
+pub fn unrecognised(ctx: &DeviceContext, v: &IrqVector) -> Option<String> {
+    (ctx.device.class == DeviceClass::Nic).then(|| v.recognised.unrecognised_reason()).flatten()
 }

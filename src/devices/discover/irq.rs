@@ -7,8 +7,8 @@ use std::sync::{Mutex, OnceLock};
 
 use super::DeviceError;
 use crate::cpuset::CpuSet;
-use crate::devices::irq_names::{classify, parse_proc_interrupts};
-use crate::devices::{DeviceClass, IrqVector, QueueRole};
+use crate::devices::irq_names::parse_proc_interrupts;
+use crate::devices::{IrqVector, QueueRole, Recognition};
 use crate::sysfs::{Root, SysfsError};
 
 /// Where the action names of IRQs come from, decided once per discovery. Shared by the threads
@@ -133,22 +133,19 @@ impl Requested {
     }
 }
 
-/// Reads vector `irq` of device `bdf`. Guarantees: always returns a vector; each unreadable or
-/// malformed affinity file becomes `None` there plus one warning naming the file.
+/// Reads vector `irq` of device `bdf` and its action names. Guarantees: always returns a vector,
+/// its role not yet read from the names (`Misc`, not recognised: the caller reads the whole
+/// device's names at once); each unreadable or malformed affinity file becomes `None` there
+/// plus one warning naming the file.
 pub(super) fn read_vector(
     root: &Root,
     names: &IrqNames,
     bdf: &str,
-    class: DeviceClass,
     irq: u32,
     warnings: &mut Vec<DeviceError>,
-) -> IrqVector {
+) -> (IrqVector, Vec<String>) {
     let actions = names.actions(root, irq);
-    let (role, queue) = actions
-        .iter()
-        .map(|a| classify(a, class))
-        .find(|(role, _)| *role != QueueRole::Misc)
-        .unwrap_or((QueueRole::Misc, None));
+    let (role, queue, recognised) = (QueueRole::Misc, None, Recognition::UnknownDriver { driver: None });
     let name = (!actions.is_empty()).then(|| actions.join(", "));
     let dir = format!("proc/irq/{irq}");
     let mut warn = |source: SysfsError| warnings.push(DeviceError::Irq { bdf: bdf.into(), irq, source });
@@ -172,7 +169,7 @@ pub(super) fn read_vector(
         warn(e);
         false
     });
-    IrqVector { irq, name, role, queue, managed, current, effective, hint }
+    (IrqVector { irq, name, role, queue, recognised, managed, current, effective, hint }, actions)
 }
 
 /// `affinity_hint` as a set; `None` when the file is absent or the mask is all zero.

@@ -5,7 +5,7 @@ use std::io;
 use super::irq::{read_vector, IrqNames, Requested};
 use super::{device_error, nvme, DeviceError, PCI_DEVICES};
 use crate::cpuset::CpuSet;
-use crate::devices::{Device, DeviceClass};
+use crate::devices::{recognise_device, Device, DeviceClass, NameContext};
 use crate::sysfs::{Root, SysfsError};
 use crate::topology::Topology;
 
@@ -73,7 +73,12 @@ pub(super) fn read_device(
         _ => None,
     };
     let name = nvme.as_ref().map(|n| n.controller.clone()).or_else(|| interfaces.first().cloned());
-    let vectors = irqs.into_iter().map(|irq| read_vector(root, names, bdf, class, irq, warnings)).collect();
+    let (mut vectors, actions): (Vec<_>, Vec<_>) =
+        irqs.into_iter().map(|irq| read_vector(root, names, bdf, irq, warnings)).unzip();
+    let ctx = NameContext { driver: driver.as_deref(), class, interfaces: &interfaces };
+    for (v, r) in vectors.iter_mut().zip(recognise_device(&ctx, &actions)) {
+        (v.role, v.queue, v.recognised) = (r.role, r.queue, r.by);
+    }
     Ok(Some(Device {
         bdf: bdf.into(),
         class,
