@@ -20,4 +20,5 @@ pub mod policy;
 pub mod snapshot;
 pub mod strategy;
 pub mod sysfs;
+pub mod text;
 pub mod topology;

@@ -9,6 +9,7 @@ use clap::Parser;
 
 use irqwise::cli::args::{Cli, Command, SpreadCommand};
 use irqwise::cli::{self, CliError, Outcome};
+use irqwise::text::printable_lines;
 
 fn run(cli: Cli) -> Result<Outcome, CliError> {
     let root = irqwise::sysfs::Root::new(&cli.global.root);
@@ -33,12 +34,14 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
+        // Names and contents read from the system may hold control characters: escaped here,
+        // once, for every command's output.
         Ok(Outcome { text, exit }) => {
-            print!("{text}");
+            print!("{}", printable_lines(&text));
             ExitCode::from(exit)
         }
         Err(e) => {
-            eprintln!("irqwise: {e}");
+            eprintln!("irqwise: {}", printable_lines(&e.to_string()));
             ExitCode::from(e.exit_code())
         }
     }

@@ -364,7 +364,11 @@ fn error_cpus_beyond_the_machine() {
 fn error_bad_durations() {
     assert_one_error("[global]\ndebounce = \"100\"\n", 2, 12, &["debounce", "\"100\"", "ms, s, m or h"]);
     assert_one_error("[global]\nreconcile_interval = \"1.5s\"\n", 2, 22, &["reconcile_interval", "\"1.5s\""]);
-    assert_one_error("[global]\nreconcile_interval = \"0s\"\n", 2, 22, &["\"0s\"", "above zero"]);
+    assert_one_error("[global]\nreconcile_interval = \"0s\"\n", 2, 22, &["\"0s\"", "from \"1s\""]);
+    // Bounded by what makes sense: a pass every millisecond burns a CPU, a 20 s debounce is slower
+    // than irqbalance.
+    assert_one_error("[global]\nreconcile_interval = \"1ms\"\n", 2, 22, &["\"1ms\"", "from \"1s\" to \"24h\""]);
+    assert_one_error("[global]\ndebounce = \"20s\"\n", 2, 12, &["\"20s\"", "to \"10s\""]);
     // A zero debounce is legal: re-plan at once.
     let (_, errors) = errors_of("[global]\ndebounce = \"0ms\"\n");
     assert!(errors.is_empty(), "{errors:?}");

@@ -2,6 +2,7 @@
 
 use super::{CliError, Outcome};
 use crate::config::{ConfigPaths, LogFormat};
+use crate::daemon::files::process_exists;
 use crate::daemon::state::{read_state, render_status, STATE_FILE};
 use crate::daemon::{logging, unix_now, Daemon, DaemonError};
 use crate::engine::{load_config, EngineError};
@@ -48,15 +49,6 @@ pub fn status(root: &Root, json: bool) -> Result<Outcome, CliError> {
     if json {
         return Ok(Outcome { text, exit: 0 });
     }
-    let alive = pid_alive(view.pid);
+    let alive = i32::try_from(view.pid).is_ok_and(process_exists);
     Ok(Outcome { text: render_status(&view, unix_now(), alive), exit: 0 })
-}
-
-/// Whether a process `pid` exists (signal 0; EPERM means it exists but is not ours).
-fn pid_alive(pid: u32) -> bool {
-    let Ok(raw) = i32::try_from(pid) else { return false };
-    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
-        Ok(()) => true,
-        Err(e) => e == nix::errno::Errno::EPERM,
-    }
 }

@@ -25,6 +25,9 @@ pub enum CliError {
     NoSuchNode { node: i64, known: String },
     #[error("--groups {0}: expected at least 1 group")]
     ZeroGroups(usize),
+    /// More groups than any machine has CPUs: every group past the CPU count would be empty.
+    #[error("--groups {0}: expected at most {max} groups (the most CPUs a machine can have)", max = crate::cpuset::MAX_CPUS)]
+    TooManyGroups(usize),
     #[error("{0}")]
     Failed(String),
 }
@@ -35,6 +38,7 @@ impl CliError {
         match self {
             CliError::NoSuchNode { .. }
             | CliError::ZeroGroups(_)
+            | CliError::TooManyGroups(_)
             | CliError::KernelRules(KernelRulesError::Explicit(_))
             | CliError::Engine(EngineError::Config(_)) => 2,
             CliError::Topology(_) | CliError::Engine(_) | CliError::KernelRules(_) | CliError::Failed(_) => 1,

@@ -20,15 +20,37 @@ pub struct Location {
 
 impl Location {
     /// The location of byte `offset` in `text` (clamped to the text, snapped back to a character).
+    /// Scans the text: for many locations in one file use [`LineIndex`].
     pub fn at(path: &std::path::Path, text: &str, offset: usize) -> Location {
+        LineIndex::new(text).locate(path, text, offset)
+    }
+}
+
+/// Where each line of a text starts, computed once, so that finding a location costs a binary
+/// search and the length of one line: validating a file is linear in its size however many
+/// values it reports on.
+#[derive(Debug, Clone)]
+pub struct LineIndex {
+    /// Byte offset of the start of each line, ascending; the first is 0.
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        let starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        LineIndex { starts }
+    }
+
+    /// The location of byte `offset` of `text` (the text this index was built from), clamped to
+    /// the text and snapped back to a character boundary.
+    pub fn locate(&self, path: &std::path::Path, text: &str, offset: usize) -> Location {
         let mut offset = offset.min(text.len());
         while !text.is_char_boundary(offset) {
             offset -= 1;
         }
-        let before = &text[..offset];
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        let column = before[line_start..].chars().count() + 1;
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line - 1];
+        let column = text[start..offset].chars().count() + 1;
         Location { path: path.to_owned(), line, column }
     }
 }
@@ -44,6 +66,8 @@ impl fmt::Display for Location {
 pub enum ConfigError {
     #[error("{}: cannot read config file: {source}", .path.display())]
     Read { path: PathBuf, source: io::Error },
+    #[error("{at}: byte {byte:#04x} is not UTF-8; expected a UTF-8 text file")]
+    NotUtf8 { at: Location, byte: u8 },
     #[error("{}: cannot list drop-in directory: {source}", .dir.display())]
     ListDir { dir: PathBuf, source: io::Error },
     /// TOML syntax, unknown keys, wrong value types and unknown names, as the TOML parser reports
@@ -74,6 +98,8 @@ pub enum ConfigError {
     AdminCpusExcluded { at: Location, value: String, overlap: CpuSet },
     #[error("{at}: queue_pattern = {value:?} {source}")]
     QueuePattern { at: Location, value: String, source: QueuePatternError },
+    #[error("{at}: node = {node}: no kernel has a node {node}; expected a node id from 0 to {}", max - 1)]
+    NodeBeyondKernel { at: Location, node: u32, max: u32 },
     #[error("{at}: queues_per_cpu = 0; expected an integer of at least 1")]
     ZeroQueuesPerCpu { at: Location },
     #[error(
@@ -87,7 +113,8 @@ impl ConfigError {
     pub fn location(&self) -> Option<&Location> {
         match self {
             ConfigError::Read { .. } | ConfigError::ListDir { .. } => None,
-            ConfigError::Schema { at, .. }
+            ConfigError::NotUtf8 { at, .. }
+            | ConfigError::Schema { at, .. }
             | ConfigError::CpuList { at, .. }
             | ConfigError::CpusBeyondMachine { at, .. }
             | ConfigError::Duration { at, .. }
@@ -97,6 +124,7 @@ impl ConfigError {
             | ConfigError::EverythingBanned { at, .. }
             | ConfigError::AdminCpusExcluded { at, .. }
             | ConfigError::ZeroQueuesPerCpu { at }
+            | ConfigError::NodeBeyondKernel { at, .. }
             | ConfigError::QueuePattern { at, .. }
             | ConfigError::EmptyMatch { at, .. } => Some(at),
         }

@@ -7,8 +7,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::cpuset::CpuSet;
+use crate::sysfs::read_regular_file;
 
-use super::error::{ConfigError, ConfigWarning};
+use super::error::{ConfigError, ConfigWarning, Location};
 use super::validate::{validate_file, FileLayer, GlobalLayer};
 use super::{Config, Global};
 
@@ -89,10 +90,10 @@ pub fn check(paths: &ConfigPaths, possible: &CpuSet) -> CheckReport {
     let mut errors = Vec::new();
     let (dropins, masked) = find_dropins(&paths.dropin_dirs, &mut errors);
     let mut files = Vec::new();
-    match std::fs::read_to_string(&paths.main) {
+    match read_config_file(&paths.main) {
         Ok(text) => files.push(SourceFile { path: paths.main.clone(), text }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(source) => errors.push(ConfigError::Read { path: paths.main.clone(), source }),
+        Err(ConfigError::Read { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => errors.push(e),
     }
     files.extend(read_all(&dropins, &mut errors));
     let mut report = parse_files(&files, possible);
@@ -121,12 +122,31 @@ pub fn check_files(files: &[PathBuf], possible: &CpuSet) -> CheckReport {
 fn read_all(paths: &[PathBuf], errors: &mut Vec<ConfigError>) -> Vec<SourceFile> {
     let mut files = Vec::new();
     for path in paths {
-        match std::fs::read_to_string(path) {
+        match read_config_file(path) {
             Ok(text) => files.push(SourceFile { path: path.clone(), text }),
-            Err(source) => errors.push(ConfigError::Read { path: path.clone(), source }),
+            Err(e) => errors.push(e),
         }
     }
     files
+}
+
+/// The most bytes a config file may hold: generated fleet configs with tens of thousands of
+/// rules stay far below it, and a link to an endless device stops here.
+pub const CONFIG_FILE_LIMIT: u64 = 16 << 20;
+
+/// A config file's text: a regular file (a FIFO is refused without blocking), at most
+/// [`CONFIG_FILE_LIMIT`] bytes, valid UTF-8 (else the error names the line and column of the
+/// first bad byte).
+#[allow(clippy::result_large_err)] // read once per file; ConfigError is the module's one error type
+fn read_config_file(path: &Path) -> Result<String, ConfigError> {
+    let bytes = read_regular_file(path, CONFIG_FILE_LIMIT)
+        .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let good = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let text = std::str::from_utf8(&bytes[..good]).unwrap_or_default();
+        ConfigError::NotUtf8 { at: Location::at(path, text, good), byte: bytes[good] }
+    })
 }
 
 /// The `*.toml` drop-ins that apply, in lexical order of file name, and those masked. A missing

@@ -42,7 +42,7 @@ pub struct RawRule {
     pub cpus: Option<Spanned<String>>,
     pub exclude_cpus: Option<Spanned<String>>,
     pub admin_cpus: Option<Spanned<String>>,
-    pub node: Option<u32>,
+    pub node: Option<Spanned<u32>>,
     pub order: Option<SpreadOrder>,
     pub queues_per_cpu: Option<Spanned<u32>>,
     pub queue_pattern: Option<Spanned<String>>,

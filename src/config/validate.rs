@@ -11,12 +11,13 @@ use toml::Spanned;
 use crate::cpuset::{CpuSet, CpuSetError};
 
 use super::duration::parse_duration;
-use super::error::{ConfigError, ConfigWarning, Location};
+use super::error::{ConfigError, ConfigWarning, LineIndex, Location};
 use super::glob::Glob;
 use super::schema::{RawFile, RawGlobal, RawMatch, RawRule};
 use super::{LogFormat, Match, Rule, RuleRef, Settings};
 use crate::devices::{DeviceClass, QueuePattern};
 use crate::strategy::StrategyName;
+use crate::topology::MAX_NUMNODES;
 
 /// `[global]` keys one file sets (`None`: not set here). `banned_cpus` keeps where it was
 /// written, for the "bans everything" check after merging.
@@ -62,10 +63,35 @@ pub(super) struct FileLayer {
     pub rules: Vec<ParsedRule>,
 }
 
+/// The durations a key accepts and how errors say so.
+struct DurationRange {
+    min: Duration,
+    max: Duration,
+    expected: &'static str,
+}
+
+/// `reconcile_interval`: a full pass more often than once a second would only burn CPU (a
+/// millisecond interval measured 41% of a CPU); one a day is the longest that still deserves the
+/// name.
+const RECONCILE: DurationRange = DurationRange {
+    min: Duration::from_secs(1),
+    max: Duration::from_secs(86_400),
+    expected: "a duration from \"1s\" to \"24h\" (a whole number followed by ms, s, m or h)",
+};
+
+/// `debounce`: the longest a burst of events may delay its pass; beyond 10 s the daemon would
+/// react slower than the irqbalance it replaces.
+const DEBOUNCE: DurationRange = DurationRange {
+    min: Duration::ZERO,
+    max: Duration::from_secs(10),
+    expected: "a duration from \"0ms\" to \"10s\" (a whole number followed by ms, s, m or h)",
+};
+
 /// Validation context of one file: its path and text (for locations) and the machine's CPUs.
 struct FileCtx<'a> {
     path: &'a Path,
     text: &'a str,
+    lines: LineIndex,
     possible: &'a CpuSet,
     errors: Vec<ConfigError>,
     warnings: Vec<ConfigWarning>,
@@ -79,7 +105,8 @@ pub(super) fn validate_file(
     text: &str,
     possible: &CpuSet,
 ) -> (FileLayer, Vec<ConfigError>, Vec<ConfigWarning>) {
-    let mut ctx = FileCtx { path, text, possible, errors: Vec::new(), warnings: Vec::new() };
+    let lines = LineIndex::new(text);
+    let mut ctx = FileCtx { path, text, lines, possible, errors: Vec::new(), warnings: Vec::new() };
     let raw: RawFile = match toml::from_str(text) {
         Ok(raw) => raw,
         Err(e) => {
@@ -97,7 +124,7 @@ pub(super) fn validate_file(
 /// what they mean, and a setting found inside a match table gets a hint about TOML's table rules.
 fn schema_message(message: &str) -> String {
     let mut text = message.trim_end().lines().map(str::trim).collect::<Vec<_>>().join("; ");
-    text = text.replace("expected u32", "expected a non-negative integer");
+    text = text.replace("expected u32", "expected a non-negative integer (at most 4294967295)");
     const SETTINGS: [&str; 8] =
         ["strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu", "queue_pattern"];
     let misplaced = SETTINGS.iter().any(|k| text.starts_with(&format!("unknown field `{k}`")));
@@ -109,7 +136,7 @@ fn schema_message(message: &str) -> String {
 
 impl FileCtx<'_> {
     fn loc(&self, offset: usize) -> Location {
-        Location::at(self.path, self.text, offset)
+        self.lines.locate(self.path, self.text, offset)
     }
 
     /// Location of character `inner` inside the string value spanning `span`, when the value is
@@ -128,23 +155,19 @@ impl FileCtx<'_> {
         GlobalLayer {
             banned_cpus,
             respect_isolation: g.respect_isolation,
-            reconcile_interval: g.reconcile_interval.and_then(|v| self.duration("reconcile_interval", &v, false)),
-            debounce: g.debounce.and_then(|v| self.duration("debounce", &v, true)),
+            reconcile_interval: g.reconcile_interval.and_then(|v| self.duration("reconcile_interval", &v, &RECONCILE)),
+            debounce: g.debounce.and_then(|v| self.duration("debounce", &v, &DEBOUNCE)),
             restore_on_exit: g.restore_on_exit,
             log_format: g.log_format,
         }
     }
 
-    /// A duration value; zero only where `zero_ok`.
-    fn duration(&mut self, key: &'static str, v: &Spanned<String>, zero_ok: bool) -> Option<Duration> {
-        let expected = if zero_ok {
-            "a whole number followed by ms, s, m or h, e.g. \"100ms\", \"5s\", \"2m\", \"1h\""
-        } else {
-            "a whole number above zero followed by ms, s, m or h, e.g. \"100ms\", \"5s\", \"2m\", \"1h\""
-        };
+    /// A duration value within `range`, whose words say what it is.
+    fn duration(&mut self, key: &'static str, v: &Spanned<String>, range: &DurationRange) -> Option<Duration> {
         match parse_duration(v.get_ref()) {
-            Some(d) if zero_ok || !d.is_zero() => Some(d),
+            Some(d) if d >= range.min && d <= range.max => Some(d),
             _ => {
+                let expected = range.expected;
                 let at = self.loc(v.span().start);
                 self.errors.push(ConfigError::Duration { at, key, value: v.get_ref().clone(), expected });
                 None
@@ -252,6 +275,12 @@ impl FileCtx<'_> {
                 self.errors.push(ConfigError::PinWithoutCpus { at: self.loc(s.span().start) });
             }
         }
+        if let Some(n) = &r.node {
+            if *n.get_ref() >= MAX_NUMNODES {
+                let at = self.loc(n.span().start);
+                self.errors.push(ConfigError::NodeBeyondKernel { at, node: *n.get_ref(), max: MAX_NUMNODES });
+            }
+        }
         if let Some(q) = &r.queues_per_cpu {
             if *q.get_ref() == 0 {
                 self.errors.push(ConfigError::ZeroQueuesPerCpu { at: self.loc(q.span().start) });
@@ -279,7 +308,7 @@ impl FileCtx<'_> {
             cpus,
             exclude_cpus,
             admin_cpus,
-            node: r.node,
+            node: r.node.as_ref().map(|n| *n.get_ref()),
             order: r.order,
             queues_per_cpu: r.queues_per_cpu.as_ref().map(|q| *q.get_ref()),
             queue_pattern,

@@ -6,7 +6,7 @@
 //! Guarantee: one INFO entry per applied change carrying `IRQ`, `IRQ_NAME`, `DEVICE`, `DRIVER`,
 //! `QUEUE`, `CPUS_OLD`, `CPUS_NEW`, `STRATEGY`, `REASON`.
 
-use std::io::IsTerminal;
+use std::io::Write;
 use std::path::Path;
 
 use tracing_subscriber::layer::SubscriberExt;
@@ -15,6 +15,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::apply::{Change, WriteOutcome};
 use crate::config::LogFormat;
+use crate::text::{printable, printable_lines};
 
 /// journald's native socket; deliberately not under `--root`: the log goes to the real journal.
 pub const JOURNAL_SOCKET: &str = "/run/systemd/journal/socket";
@@ -62,17 +63,30 @@ pub fn init(format: LogFormat) -> Result<Sink, LoggingError> {
             Err(e) if format == LogFormat::Journal => return Err(LoggingError::Journal(e)),
             Err(_) => return init(LogFormat::Text),
         },
+        // No colour codes: every control character in a line is escaped (names from sysfs may
+        // hold terminal escapes), which would also escape the colours.
         Sink::Text => registry
-            .with(
-                tracing_subscriber::fmt::layer()
-                    .with_writer(std::io::stderr)
-                    .with_ansi(std::io::stderr().is_terminal()),
-            )
+            .with(tracing_subscriber::fmt::layer().with_writer(|| Printable(std::io::stderr())).with_ansi(false))
             .try_init(),
         Sink::Json => registry.with(tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr)).try_init(),
     };
     installed.map_err(|e| LoggingError::Install(e.to_string()))?;
     Ok(sink)
+}
+
+/// A writer that passes text on with its control characters escaped, newlines and tabs aside.
+struct Printable<W>(W);
+
+impl<W: Write> Write for Printable<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0.write_all(printable_lines(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 fn list(set: Option<&crate::cpuset::CpuSet>) -> String {
@@ -82,8 +96,9 @@ fn list(set: Option<&crate::cpuset::CpuSet>) -> String {
 /// Logs one change of a pass: INFO with the journal fields for a write, WARN with the error
 /// class for a failure, INFO for an IRQ learned to be kernel-managed or gone.
 pub fn log_change(c: &Change) {
-    let who = c.device_name.as_deref().unwrap_or(&c.device);
+    let who = printable(c.device_name.as_deref().unwrap_or(&c.device));
     let irq_name = c.irq_name.as_deref().unwrap_or("");
+    let shown_name = printable(irq_name);
     let driver = c.driver.as_deref().unwrap_or("");
     let queue = c.queue.map(|q| q.to_string()).unwrap_or_default();
     let old = list(c.old.as_ref());
@@ -105,7 +120,7 @@ pub fn log_change(c: &Change) {
                 cpus_new = new.as_str(),
                 strategy = c.strategy.as_str(),
                 reason = c.reason.as_str(),
-                "irq {} ({irq_name}) of {who}: {old} -> {new}{fallback}",
+                "irq {} ({shown_name}) of {who}: {old} -> {new}{fallback}",
                 c.irq
             );
         }

@@ -14,6 +14,7 @@
 //!   the masks found at start when `restore_on_exit`, return.
 //! - The watchdog is pinged from the loop itself: a pass that hangs stops the pings.
 
+pub mod files;
 pub mod ledger;
 pub mod logging;
 pub mod notify;
@@ -220,6 +221,12 @@ impl Daemon {
     /// One full pass; never fails: errors are logged and the previous placement stays.
     pub fn pass(&mut self, why: Vec<String>) {
         let number = *self.passes.borrow() + 1;
+        if number == 1 {
+            let removed = files::remove_stale_temps(&self.root.path(state::STATE_FILE));
+            if removed > 0 {
+                tracing::info!("removed {removed} temporary state file(s) left by a process that did not finish");
+            }
+        }
         match self.plan() {
             Err(e) => {
                 let message = e.to_string();
@@ -262,7 +269,7 @@ impl Daemon {
 
     fn apply(&mut self, number: u64, why: &[String], plan: Plan) {
         for w in self.ledger.new_warnings(&plan) {
-            tracing::warn!("{w}");
+            tracing::warn!("{}", crate::text::printable(&w));
         }
         for d in self.ledger.observe(&plan) {
             let found = d.found.map_or("unreadable".into(), |f| f.to_list_string());

@@ -2,8 +2,7 @@
 //! and why. Written atomically (temporary file in the same directory, then `rename(2)`), so a
 //! reader sees the previous or the new state, never half of one.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -53,23 +52,13 @@ pub struct StateRecord<'a> {
 /// Writes `record` to `ROOT/run/irqwise/state.json` atomically.
 pub fn write_state(root: &Root, record: &StateRecord) -> Result<(), StateError> {
     let path = root.path(STATE_FILE);
-    let text = serde_json::to_vec_pretty(record).map_err(StateError::Encode)?;
-    write_atomically(&path, &text)
+    let mut text = serde_json::to_vec_pretty(record).map_err(StateError::Encode)?;
+    text.push(b'\n');
+    super::files::write_atomically(&path, &text, 0o644).map_err(|(path, source)| StateError::Write { path, source })
 }
 
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|source| StateError::CreateDir { path: dir.into(), source })?;
-    let tmp = dir.join(format!(".state.json.{}", std::process::id()));
-    let write = |tmp: &Path| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(tmp)?;
-        f.write_all(bytes)?;
-        f.write_all(b"\n")
-    };
-    write(&tmp).map_err(|source| StateError::Write { path: tmp.clone(), source })?;
-    std::fs::rename(&tmp, path).map_err(|source| StateError::Rename { from: tmp, to: path.into(), source })
-}
+/// The most bytes `status` reads of the state file (it grows with the IRQs of the machine).
+pub const STATE_FILE_LIMIT: u64 = 256 << 20;
 
 /// What `irqwise status` reads back: the parts of [`StateRecord`] it shows.
 #[derive(Debug, Clone, Deserialize)]
@@ -112,8 +101,8 @@ pub struct PlacementView {
 /// does not exist: the daemon is not running.
 pub fn read_state(root: &Root) -> Result<Option<(String, StateView)>, StateError> {
     let path = root.path(STATE_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
+    let text = match crate::sysfs::read_regular_file(&path, STATE_FILE_LIMIT) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(StateError::Read { path, source }),
     };
@@ -169,17 +158,5 @@ mod tests {
         assert_eq!(ago(1000, 875), "2 min 5 s");
         assert_eq!(ago(10_000, 10_000 - 3840), "1 h 4 min");
         assert_eq!(ago(5, 10), "0 s");
-    }
-
-    #[test]
-    fn write_is_atomic_and_leaves_no_temporary_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("run/irqwise/state.json");
-        write_atomically(&path, b"{}").unwrap();
-        write_atomically(&path, b"{\"a\":1}").unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
-        let names: Vec<_> =
-            std::fs::read_dir(path.parent().unwrap()).unwrap().flatten().map(|e| e.file_name()).collect();
-        assert_eq!(names, vec![std::ffi::OsString::from("state.json")]);
     }
 }

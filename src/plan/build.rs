@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use super::{Action, DevicePlan, Placement, Plan};
 use crate::config::RuleRef;
 use crate::cpuset::CpuSet;
-use crate::devices::{Device, DeviceClass, IrqVector, QueuePattern, Recognition};
+use crate::devices::{Device, DeviceClass, IrqVector, QueuePattern, QueueRole, Recognition};
 use crate::kernel::GroupRules;
 use crate::policy::Policy;
 use crate::strategy::{decide, Decision, DeviceContext, StrategyName};
@@ -51,7 +51,8 @@ pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) ->
 /// dispatch to its strategy, then compare each decision with the current mask.
 fn plan_device(ctx: &PlanContext, dev: &Device, policy: &Policy) -> (DevicePlan, Vec<String>) {
     let taught = policy.queue_pattern.as_ref().map(|(pattern, rule)| with_rule_pattern(dev, pattern, rule));
-    let dev = taught.as_ref().unwrap_or(dev);
+    let (bounded, range_warning) = bound_queue_indexes(taught.as_ref().unwrap_or(dev));
+    let dev = bounded.as_ref().or(taught.as_ref()).unwrap_or(dev);
     let strategy = policy.strategy.unwrap_or_else(|| StrategyName::default_for(dev.class));
     let (dctx, setup) = DeviceContext::new(ctx.topo, dev, policy, ctx.group_rules, ctx.respect_isolation, strategy);
     let decisions = decide(strategy, &dctx, setup.note.as_deref(), ctx.known_managed);
@@ -66,8 +67,31 @@ fn plan_device(ctx: &PlanContext, dev: &Device, policy: &Policy) -> (DevicePlan,
         rules: policy.matched_rules.iter().map(|r| r.to_string()).collect(),
         irqs,
     };
-    let warnings = setup.warning.into_iter().chain(unrecognised_warning(dev, &plan)).collect();
+    let warnings = setup.warning.into_iter().chain(range_warning).chain(unrecognised_warning(dev, &plan)).collect();
     (plan, warnings)
+}
+
+/// `dev` with every queue index that no device of its vector count can have (a name from a hostile
+/// or broken source: `nvme0q4294967295`) turned into a vector left alone, and the warning saying
+/// so; `None` when every index is in range. Guarantees every queue index is below the vector
+/// count, so no index sizes an allocation beyond the device's own size.
+fn bound_queue_indexes(dev: &Device) -> (Option<Device>, Option<String>) {
+    let vectors = dev.vectors.len();
+    let out_of_range = |v: &IrqVector| v.queue.is_some_and(|q| q as usize >= vectors);
+    let Some(first) = dev.vectors.iter().find(|v| out_of_range(v)) else { return (None, None) };
+    let warning = format!(
+        "{}: irq {} ({:?}) names queue {}, but the device has only {vectors} vectors: left alone",
+        dev.bdf,
+        first.irq,
+        first.name.as_deref().unwrap_or(""),
+        first.queue.unwrap_or_default()
+    );
+    let mut dev = dev.clone();
+    for v in dev.vectors.iter_mut().filter(|v| out_of_range(v)) {
+        let index = v.queue.unwrap_or_default();
+        (v.role, v.queue, v.recognised) = (QueueRole::Misc, None, Recognition::IndexOutOfRange { index, vectors });
+    }
+    (Some(dev), Some(warning))
 }
 
 /// `dev` with every vector whose name matches the rule's `queue_pattern` read by it; the others
@@ -91,7 +115,10 @@ fn unrecognised_warning(dev: &Device, plan: &DevicePlan) -> Option<String> {
         .irqs
         .iter()
         .zip(&dev.vectors)
-        .filter(|(p, v)| p.action == Action::Skip && dev.class == DeviceClass::Nic && !v.recognised.is_recognised())
+        .filter(|(p, v)| {
+            let impossible = matches!(v.recognised, Recognition::IndexOutOfRange { .. });
+            p.action == Action::Skip && dev.class == DeviceClass::Nic && !v.recognised.is_recognised() && !impossible
+        })
         .map(|(p, _)| p)
         .collect();
     let first = left.first()?;

@@ -13,6 +13,7 @@ mod nodes;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub use super::MAX_NUMNODES;
 use super::{NumaNode, OfflineMasks, Topology};
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::sysfs::{parse_cpulist_at, read_in_parallel, Root, SysfsError};
@@ -36,10 +37,6 @@ pub struct TopologyWarning {
     /// The rule applied instead.
     pub instead: String,
 }
-
-/// The highest NUMA node count a Linux kernel supports (`MAX_NUMNODES` with `NODES_SHIFT` = 10):
-/// node ids at or above it are not real and never size anything.
-pub const MAX_NUMNODES: u32 = 1024;
 
 /// The distance the kernel assumes between two nodes it has no table for (`REMOTE_DISTANCE`), and
 /// from a node to itself (`LOCAL_DISTANCE`), include/linux/topology.h.
