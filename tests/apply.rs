@@ -213,13 +213,13 @@ fn a_symlink_to_a_device_in_place_of_the_file_is_refused_not_written() {
 }
 
 #[test]
-fn directory_in_place_of_the_file_is_other() {
+fn directory_in_place_of_the_file_is_refused_as_invalid() {
     let (_dir, out, writer) = real_failure(|d| {
         fs::remove_file(d.join("smp_affinity_list")).unwrap();
         fs::create_dir(d.join("smp_affinity_list")).unwrap();
     });
-    assert_eq!(class_of(&out, 2), Some(FailureClass::Other));
-    assert!(error_of(&out, 2).contains("EISDIR"), "{}", error_of(&out, 2));
+    assert_eq!(class_of(&out, 2), Some(FailureClass::Invalid));
+    assert!(error_of(&out, 2).contains("is a directory, not a regular file"), "{}", error_of(&out, 2));
     assert_eq!(writer.calls_for(2).len(), 1, "only ENOSPC is retried");
 }
 

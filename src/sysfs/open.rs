@@ -31,7 +31,14 @@ pub(super) fn open_in(dir: &OwnedFd, rel: &Path, flags: OFlags) -> io::Result<Ow
 /// Opens `rel` for writing beneath `dir` without following any symlink; `ELOOP` or `EXDEV` when
 /// the path would leave `dir` or goes through a link.
 pub(super) fn open_write_beneath(dir: &OwnedFd, rel: &Path) -> io::Result<OwnedFd> {
-    let flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+    // First a look without opening for writing: a FIFO, socket or device is refused as what it
+    // is (opening a FIFO for writing would only say ENXIO, or wake a reader).
+    regular(open_beneath(dir, rel, OFlags::PATH | OFlags::CLOEXEC)?)?;
+    open_beneath(dir, rel, OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK)
+}
+
+/// `rel` opened with `flags` beneath `dir`, no symlink followed (see [`open_write_beneath`]).
+fn open_beneath(dir: &OwnedFd, rel: &Path, flags: OFlags) -> io::Result<OwnedFd> {
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
     match rustix::fs::openat2(dir, rel, flags, Mode::empty(), resolve) {
         Err(rustix::io::Errno::NOSYS) => open_walking(dir, rel, flags),
@@ -89,8 +96,13 @@ fn describe(kind: rustix::fs::FileType) -> &'static str {
     }
 }
 
-/// Reads all of `file`, at most `limit` bytes; longer is an `InvalidData` error saying so.
+/// Reads all of `file`, at most `limit` bytes; longer is an `InvalidData` error saying so. A file
+/// whose size already says it is longer (a plain file; procfs and sysfs report 0 or a page) is
+/// refused before any byte is read or any memory taken for it.
 pub(super) fn read_capped(file: File, limit: u64, capacity: usize) -> io::Result<Vec<u8>> {
+    if file.metadata()?.len() > limit {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("longer than {limit} bytes")));
+    }
     let mut bytes = Vec::with_capacity(capacity);
     let n = file.take(limit + 1).read_to_end(&mut bytes)?;
     if n as u64 > limit {
