@@ -31,14 +31,14 @@ pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormat>, once: bo
     if once {
         daemon.pass(vec!["once".into()]);
         let exit = if daemon.last_report().all_ok() && daemon.last_error().is_none() { 0 } else { 1 };
-        return Ok(Outcome { text: String::new(), exit });
+        return Ok(Outcome::with_exit(String::new(), exit));
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the tokio runtime: {e}")))?;
     runtime.block_on(daemon.run()).map_err(cli_error)?;
-    Ok(Outcome { text: String::new(), exit: 0 })
+    Ok(Outcome::default())
 }
 
 /// `irqwise status [--json]`: the state file as written, or a human summary of it.
@@ -47,8 +47,8 @@ pub fn status(root: &Root, json: bool) -> Result<Outcome, CliError> {
         return Err(CliError::Failed(format!("irqwise is not running (no {})", root.path(STATE_FILE).display())));
     };
     if json {
-        return Ok(Outcome { text, exit: 0 });
+        return Ok(Outcome::ok(text));
     }
     let alive = i32::try_from(view.pid).is_ok_and(process_exists);
-    Ok(Outcome { text: render_status(&view, unix_now(), alive), exit: 0 })
+    Ok(Outcome::ok(render_status(&view, unix_now(), alive)))
 }

@@ -76,10 +76,6 @@ pub enum ConfigError {
     Schema { at: Location, message: String },
     #[error("{at}: {key}: {source}")]
     CpuList { at: Location, key: &'static str, source: CpuSetError },
-    #[error(
-        "{at}: {key} = {value:?} names CPU(s) {beyond} that this machine cannot have; expected CPUs within the possible set {possible}"
-    )]
-    CpusBeyondMachine { at: Location, key: &'static str, value: String, beyond: CpuSet, possible: CpuSet },
     #[error("{at}: {key} = {value:?} is not a valid duration; expected {expected}")]
     Duration { at: Location, key: &'static str, value: String, expected: &'static str },
     #[error("{at}: match.{key} = {value:?} is not a valid glob pattern: {source}")]
@@ -90,10 +86,6 @@ pub enum ConfigError {
         "{at}: cpus = {cpus:?} leaves no CPU once {excluded} (exclude_cpus and global banned_cpus) are removed; expected at least one allowed CPU"
     )]
     EmptyAllowedSet { at: Location, cpus: String, excluded: CpuSet },
-    #[error(
-        "{at}: banned_cpus = {value:?} bans every possible CPU ({possible}); expected at least one CPU left for device IRQs"
-    )]
-    EverythingBanned { at: Location, value: String, possible: CpuSet },
     #[error("{at}: admin_cpus = {value:?} contains {overlap}, which the same rule excludes; expected CPUs outside exclude_cpus")]
     AdminCpusExcluded { at: Location, value: String, overlap: CpuSet },
     #[error("{at}: queue_pattern = {value:?} {source}")]
@@ -116,12 +108,10 @@ impl ConfigError {
             ConfigError::NotUtf8 { at, .. }
             | ConfigError::Schema { at, .. }
             | ConfigError::CpuList { at, .. }
-            | ConfigError::CpusBeyondMachine { at, .. }
             | ConfigError::Duration { at, .. }
             | ConfigError::Glob { at, .. }
             | ConfigError::PinWithoutCpus { at }
             | ConfigError::EmptyAllowedSet { at, .. }
-            | ConfigError::EverythingBanned { at, .. }
             | ConfigError::AdminCpusExcluded { at, .. }
             | ConfigError::ZeroQueuesPerCpu { at }
             | ConfigError::NodeBeyondKernel { at, .. }
@@ -144,12 +134,33 @@ pub enum ConfigWarning {
     RuleSetsNothing { at: Location },
     #[error("{at}: warning: {key} has no effect here: {why}")]
     SettingIgnored { at: Location, key: &'static str, why: &'static str },
+    /// A CPU list naming CPUs this machine cannot have: cut to the machine (`instead` says what
+    /// is left, or the fallback when nothing is).
+    #[error("{at}: warning: {key} = {value:?} names CPU(s) {beyond} this machine does not have (its possible CPUs: {possible}); {instead}")]
+    CpusBeyondMachine {
+        at: Location,
+        key: &'static str,
+        value: String,
+        beyond: CpuSet,
+        possible: CpuSet,
+        instead: String,
+    },
+    /// `banned_cpus` bans every CPU this machine has: void here.
+    #[error("{at}: warning: banned_cpus = {value:?} bans every CPU of this machine ({possible}); the ban is ignored on this machine")]
+    EverythingBanned { at: Location, value: String, possible: CpuSet },
+    /// A node id this machine does not have: the device's own node is used.
+    #[error("{at}: warning: node = {node}: this machine has no node {node} (its nodes: {nodes}); devices the rule matches keep their own node")]
+    NodeNotOnMachine { at: Location, node: u32, nodes: String },
 }
 
 impl ConfigWarning {
     pub fn location(&self) -> &Location {
         match self {
-            ConfigWarning::RuleSetsNothing { at } | ConfigWarning::SettingIgnored { at, .. } => at,
+            ConfigWarning::RuleSetsNothing { at }
+            | ConfigWarning::SettingIgnored { at, .. }
+            | ConfigWarning::CpusBeyondMachine { at, .. }
+            | ConfigWarning::EverythingBanned { at, .. }
+            | ConfigWarning::NodeNotOnMachine { at, .. } => at,
         }
     }
 }

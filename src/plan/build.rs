@@ -55,7 +55,10 @@ fn plan_device(ctx: &PlanContext, dev: &Device, policy: &Policy) -> (DevicePlan,
     let dev = bounded.as_ref().or(taught.as_ref()).unwrap_or(dev);
     let strategy = policy.strategy.unwrap_or_else(|| StrategyName::default_for(dev.class));
     let (dctx, setup) = DeviceContext::new(ctx.topo, dev, policy, ctx.group_rules, ctx.respect_isolation, strategy);
-    let decisions = decide(strategy, &dctx, setup.note.as_deref(), ctx.known_managed);
+    let notes: Vec<&str> =
+        setup.note.iter().map(String::as_str).chain(policy.voided.iter().map(|(_, n)| n.as_str())).collect();
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    let decisions = decide(strategy, &dctx, note.as_deref(), ctx.known_managed);
     let irqs = dev.vectors.iter().zip(decisions).map(|(v, d)| place(ctx, v, d, &dctx.node_cpus.cpus)).collect();
     let plan = DevicePlan {
         bdf: dev.bdf.clone(),

@@ -22,9 +22,25 @@ pub(super) fn open_in(dir: &OwnedFd, rel: &Path, flags: OFlags) -> io::Result<Ow
     let flags =
         if flags.contains(OFlags::PATH) { flags | OFlags::CLOEXEC } else { flags | OFlags::CLOEXEC | OFlags::NOCTTY };
     let resolve = ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS;
-    match rustix::fs::openat2(dir, rel, flags, Mode::empty(), resolve) {
+    match openat2_retrying(dir, rel, flags, resolve) {
         Err(rustix::io::Errno::NOSYS) => Ok(rustix::fs::openat(dir, rel, flags, Mode::empty())?),
         other => Ok(other?),
+    }
+}
+
+/// How often an `openat2` that lost a race with a rename or mount elsewhere is tried again.
+const RACE_RETRIES: usize = 64;
+
+/// `openat2`, tried again while it fails with `EAGAIN`: the kernel refuses a `RESOLVE_IN_ROOT`
+/// or `RESOLVE_BENEATH` lookup that a concurrent rename or mount anywhere on the system may have
+/// raced with, and asks the caller to retry (openat2(2)).
+fn openat2_retrying(dir: &OwnedFd, rel: &Path, flags: OFlags, resolve: ResolveFlags) -> rustix::io::Result<OwnedFd> {
+    let mut tries = 0;
+    loop {
+        match rustix::fs::openat2(dir, rel, flags, Mode::empty(), resolve) {
+            Err(rustix::io::Errno::AGAIN) if tries < RACE_RETRIES => tries += 1,
+            other => return other,
+        }
     }
 }
 
@@ -40,7 +56,7 @@ pub(super) fn open_write_beneath(dir: &OwnedFd, rel: &Path) -> io::Result<OwnedF
 /// `rel` opened with `flags` beneath `dir`, no symlink followed (see [`open_write_beneath`]).
 fn open_beneath(dir: &OwnedFd, rel: &Path, flags: OFlags) -> io::Result<OwnedFd> {
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
-    match rustix::fs::openat2(dir, rel, flags, Mode::empty(), resolve) {
+    match openat2_retrying(dir, rel, flags, resolve) {
         Err(rustix::io::Errno::NOSYS) => open_walking(dir, rel, flags),
         other => Ok(other?),
     }

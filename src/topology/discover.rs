@@ -55,6 +55,12 @@ impl Topology {
         discover(root)
     }
 
+    /// Just the NUMA node ids under `root` (below [`MAX_NUMNODES`]), without reading the nodes;
+    /// empty without NUMA information.
+    pub fn discover_node_ids(root: &Root) -> Result<Vec<u32>, TopologyError> {
+        Ok(numbered_ids(root, NODE_DIR, "node")?.into_iter().filter(|&n| n < MAX_NUMNODES).collect())
+    }
+
     /// Just the possible CPUs under `root`, by the same rule as [`Topology::discover`] (the
     /// `possible` list, else the `cpuN` directories), without reading every CPU's files.
     pub fn discover_possible(root: &Root) -> Result<CpuSet, TopologyError> {
