@@ -197,7 +197,7 @@ async fn status_shows_the_last_pass_and_json_is_the_state_file() {
             .unwrap()
     };
     let missing = status(&[]);
-    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(missing.status.code(), Some(3), "not running, like systemctl status");
     let err = String::from_utf8_lossy(&missing.stderr);
     assert!(err.contains("irqwise is not running (no ") && err.contains("run/irqwise/state.json)"), "{err}");
 
@@ -207,7 +207,7 @@ async fn status_shows_the_last_pass_and_json_is_the_state_file() {
     let text = status(&[]);
     assert!(text.status.success());
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains(&format!("irqwise pid {}", std::process::id())), "{text}");
+    assert!(text.contains(&format!("irqwise is running (pid {})", std::process::id())), "{text}");
     assert!(text.contains("because of: start"), "{text}");
     assert!(text.contains("9 IRQs on 1 devices: 9 placed, 0 kernel-managed, 0 failed"), "{text}");
     assert!(text.contains(&format!("irq {:>5} eth1-TxRx-0", irqs[0])), "{text}");

@@ -41,14 +41,19 @@ pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormat>, once: bo
     Ok(Outcome::default())
 }
 
-/// `irqwise status [--json]`: the state file as written, or a human summary of it.
+/// `irqwise status [--json]`, with `systemctl status`'s exit codes: 0 when the daemon that wrote
+/// the state file runs, 3 when it does not (no state file, or its process is gone), 1 when the
+/// state file cannot be read.
 pub fn status(root: &Root, json: bool) -> Result<Outcome, CliError> {
+    const NOT_RUNNING: u8 = 3;
     let Some((text, view)) = read_state(root).map_err(|e| CliError::Failed(e.to_string()))? else {
-        return Err(CliError::Failed(format!("irqwise is not running (no {})", root.path(STATE_FILE).display())));
+        let stderr = format!("irqwise is not running (no {})\n", root.path(STATE_FILE).display());
+        return Ok(Outcome { text: String::new(), stderr, exit: NOT_RUNNING });
     };
-    if json {
-        return Ok(Outcome::ok(text));
-    }
     let alive = i32::try_from(view.pid).is_ok_and(process_exists);
-    Ok(Outcome::ok(render_status(&view, unix_now(), alive)))
+    let exit = if alive { 0 } else { NOT_RUNNING };
+    if json {
+        return Ok(Outcome::with_exit(text, exit));
+    }
+    Ok(Outcome::with_exit(render_status(&view, unix_now(), alive), exit))
 }

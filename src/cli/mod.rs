@@ -71,9 +71,7 @@ impl CliError {
     }
 }
 
-/// The version of every JSON document irqwise prints, its first key: tools check it before
-/// reading the rest.
-pub const JSON_SCHEMA: u32 = 1;
+pub use crate::JSON_SCHEMA;
 
 /// A JSON document with `"schema"` first and `value`'s own keys after it.
 #[derive(serde::Serialize)]

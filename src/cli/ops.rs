@@ -73,14 +73,14 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
     for c in &report.changes {
         let old = c.old.as_ref().map_or("?".into(), |o| o.to_list_string());
         let line = match &c.result {
-            WriteOutcome::Written { cpus, .. } | WriteOutcome::WrittenFallback { cpus, .. } => {
-                let fb = if matches!(c.result, WriteOutcome::WrittenFallback { .. }) {
-                    " (fallback: no vectors left)"
-                } else {
-                    ""
-                };
-                format!("irq {} {}: {old} -> {cpus}{fb}", c.irq, c.irq_name.as_deref().unwrap_or("-"))
+            WriteOutcome::Written { cpus, .. } => {
+                format!("irq {} {}: {old} -> {cpus}", c.irq, c.irq_name.as_deref().unwrap_or("-"))
             }
+            WriteOutcome::WrittenFallback { cpus, step, .. } => format!(
+                "irq {} {}: {old} -> {cpus} (fallback: no vectors left on the chosen CPUs, widened to {step})",
+                c.irq,
+                c.irq_name.as_deref().unwrap_or("-")
+            ),
             WriteOutcome::Managed { .. } => format!("irq {}: kernel-managed, left alone", c.irq),
             WriteOutcome::Gone { .. } => format!("irq {}: gone (device removed?), skipped", c.irq),
             WriteOutcome::Failed { class, error } => format!("irq {}: FAILED ({class:?}): {error}", c.irq),

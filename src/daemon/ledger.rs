@@ -152,7 +152,7 @@ mod tests {
             desired: Some(set(desired)),
             action,
             reason: "test".into(),
-            fallback: None,
+            fallbacks: Vec::new(),
             mismatch: None,
         }
     }

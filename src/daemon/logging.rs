@@ -7,7 +7,6 @@
 //! `QUEUE`, `CPUS_OLD`, `CPUS_NEW`, `STRATEGY`, `REASON`.
 
 use std::io::Write;
-use std::path::Path;
 
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -40,22 +39,29 @@ pub enum Sink {
     Json,
 }
 
-/// Chooses the sink: an explicit format wins; `auto` means the journal when its socket exists.
-pub fn choose_sink(format: LogFormat, journal_socket_exists: bool) -> Sink {
+/// Chooses the sink: an explicit format wins; `auto` means the journal when systemd started the
+/// process (run by hand on a systemd host, the log belongs on the terminal).
+pub fn choose_sink(format: LogFormat, started_by_systemd: bool) -> Sink {
     match format {
         LogFormat::Journal => Sink::Journal,
         LogFormat::Text => Sink::Text,
         LogFormat::Json => Sink::Json,
-        LogFormat::Auto if journal_socket_exists => Sink::Journal,
+        LogFormat::Auto if started_by_systemd => Sink::Journal,
         LogFormat::Auto => Sink::Text,
     }
+}
+
+/// Whether systemd started this process: it sets `INVOCATION_ID` for every unit it runs and
+/// `JOURNAL_STREAM` when stdout or stderr go to the journal.
+pub fn started_by_systemd() -> bool {
+    std::env::var_os("INVOCATION_ID").is_some() || std::env::var_os("JOURNAL_STREAM").is_some()
 }
 
 /// Installs the global subscriber for `format`. With `auto`, a journal that cannot be opened
 /// falls back to text; an explicit `journal` that cannot be opened is an error.
 pub fn init(format: LogFormat) -> Result<Sink, LoggingError> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
-    let sink = choose_sink(format, Path::new(JOURNAL_SOCKET).exists());
+    let sink = choose_sink(format, started_by_systemd());
     let registry = tracing_subscriber::registry().with(filter);
     let installed = match sink {
         Sink::Journal => match tracing_journald::layer() {
@@ -105,10 +111,9 @@ pub fn log_change(c: &Change) {
     match &c.result {
         WriteOutcome::Written { cpus, .. } | WriteOutcome::WrittenFallback { cpus, .. } => {
             let new = cpus.to_list_string();
-            let fallback = if matches!(c.result, WriteOutcome::WrittenFallback { .. }) {
-                " (no vectors left there: node's CPUs)"
-            } else {
-                ""
+            let fallback = match &c.result {
+                WriteOutcome::WrittenFallback { step, .. } => format!(" (no vectors left there: widened to {step})"),
+                _ => String::new(),
             };
             tracing::info!(
                 irq = c.irq,
@@ -158,6 +163,6 @@ mod tests {
         assert_eq!(choose_sink(LogFormat::Json, true), Sink::Json);
         assert_eq!(choose_sink(LogFormat::Journal, false), Sink::Journal);
         assert_eq!(choose_sink(LogFormat::Auto, true), Sink::Journal);
-        assert_eq!(choose_sink(LogFormat::Auto, false), Sink::Text);
+        assert_eq!(choose_sink(LogFormat::Auto, false), Sink::Text, "run by hand: the terminal");
     }
 }

@@ -319,6 +319,7 @@ impl Daemon {
     fn write_state(&mut self, number: u64, why: &[String]) {
         let status = self.last_counts.status_line();
         let record = StateRecord {
+            schema: crate::JSON_SCHEMA,
             pid: std::process::id(),
             started: self.started,
             last_pass: unix_now(),
@@ -328,8 +329,8 @@ impl Daemon {
             status: &status,
             error: self.last_error.as_deref(),
             config_sources: &self.config.sources,
-            plan: &self.last_plan,
-            report: &self.last_report,
+            plan: state::PlanState::of(&self.last_plan),
+            report: state::ReportState::of(&self.last_report),
         };
         match state::write_state(&self.root, &record) {
             Ok(()) => self.state_failed = false,

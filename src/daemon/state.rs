@@ -1,12 +1,15 @@
 //! The state file `ROOT/run/irqwise/state.json`: what the daemon last planned and applied, when
-//! and why. Written atomically (temporary file in the same directory, then `rename(2)`), so a
-//! reader sees the previous or the new state, never half of one.
+//! and why. Written atomically (see [`super::files`]), so a reader sees the previous or the new
+//! state, never half of one; world-readable, so monitoring reads it without root. Compact: CPU
+//! sets are kernel list strings (`"0-3,8"`) and JSON has no indentation, so the file grows with
+//! the number of IRQs, not with IRQs × CPUs.
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::apply::ApplyReport;
+use crate::apply::{ApplyReport, WriteOutcome};
+use crate::cpuset::CpuSet;
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
 
@@ -32,6 +35,8 @@ pub enum StateError {
 /// What the daemon writes after every pass.
 #[derive(Debug, Serialize)]
 pub struct StateRecord<'a> {
+    /// The version of this document ([`crate::JSON_SCHEMA`]).
+    pub schema: u32,
     pub pid: u32,
     /// Unix seconds.
     pub started: u64,
@@ -45,14 +50,114 @@ pub struct StateRecord<'a> {
     /// The last pass's error, if it failed (the plan and report are then the previous ones).
     pub error: Option<&'a str>,
     pub config_sources: &'a [PathBuf],
-    pub plan: &'a Plan,
-    pub report: &'a ApplyReport,
+    pub plan: PlanState,
+    pub report: ReportState,
 }
 
-/// Writes `record` to `ROOT/run/irqwise/state.json` atomically.
+/// The plan as the state keeps it: every IRQ's action and CPUs, as list strings.
+#[derive(Debug, Serialize)]
+pub struct PlanState {
+    pub devices: Vec<DeviceState>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DeviceState {
+    pub bdf: String,
+    pub name: Option<String>,
+    pub driver: Option<String>,
+    pub strategy: &'static str,
+    pub node: Option<u32>,
+    pub irqs: Vec<IrqState>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct IrqState {
+    pub irq: u32,
+    pub name: Option<String>,
+    pub queue: Option<u32>,
+    pub action: &'static str,
+    pub current: Option<String>,
+    pub desired: Option<String>,
+}
+
+/// The last pass's writes as the state keeps them.
+#[derive(Debug, Serialize)]
+pub struct ReportState {
+    pub changes: Vec<ChangeState>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ChangeState {
+    pub irq: u32,
+    pub result: &'static str,
+    pub old: Option<String>,
+    pub new: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A CPU set as the state file writes it.
+fn list(set: Option<&CpuSet>) -> Option<String> {
+    set.map(CpuSet::to_list_string)
+}
+
+impl PlanState {
+    pub fn of(plan: &Plan) -> PlanState {
+        let devices = plan
+            .devices
+            .iter()
+            .map(|d| DeviceState {
+                bdf: d.bdf.clone(),
+                name: d.name.clone(),
+                driver: d.driver.clone(),
+                strategy: d.strategy.as_str(),
+                node: d.node,
+                irqs: d
+                    .irqs
+                    .iter()
+                    .map(|p| IrqState {
+                        irq: p.irq,
+                        name: p.name.clone(),
+                        queue: p.queue,
+                        action: p.action.as_str(),
+                        current: list(p.current.as_ref()),
+                        desired: list(p.desired.as_ref()),
+                    })
+                    .collect(),
+            })
+            .collect();
+        PlanState { devices, warnings: plan.warnings.clone() }
+    }
+}
+
+impl ReportState {
+    pub fn of(report: &ApplyReport) -> ReportState {
+        let changes = report
+            .changes
+            .iter()
+            .map(|c| ChangeState {
+                irq: c.irq,
+                result: match &c.result {
+                    WriteOutcome::Written { .. } => "written",
+                    WriteOutcome::WrittenFallback { .. } => "written_fallback",
+                    WriteOutcome::Managed { .. } => "managed",
+                    WriteOutcome::Gone { .. } => "gone",
+                    WriteOutcome::Failed { .. } => "failed",
+                },
+                old: list(c.old.as_ref()),
+                new: list(c.new_cpus()),
+                error: c.result.error().map(String::from),
+            })
+            .collect();
+        ReportState { changes }
+    }
+}
+
+/// Writes `record` to `ROOT/run/irqwise/state.json` atomically, mode 0644.
 pub fn write_state(root: &Root, record: &StateRecord) -> Result<(), StateError> {
     let path = root.path(STATE_FILE);
-    let mut text = serde_json::to_vec_pretty(record).map_err(StateError::Encode)?;
+    let mut text = serde_json::to_vec(record).map_err(StateError::Encode)?;
     text.push(b'\n');
     super::files::write_atomically(&path, &text, 0o644).map_err(|(path, source)| StateError::Write { path, source })
 }
@@ -93,8 +198,8 @@ pub struct PlacementView {
     pub irq: u32,
     pub name: Option<String>,
     pub action: String,
-    pub desired: Option<crate::cpuset::CpuSet>,
-    pub current: Option<crate::cpuset::CpuSet>,
+    pub desired: Option<String>,
+    pub current: Option<String>,
 }
 
 /// Reads the state file as raw text (`status --json`) and parsed (`status`). `Ok(None)` when it
@@ -113,8 +218,11 @@ pub fn read_state(root: &Root) -> Result<Option<(String, StateView)>, StateError
 /// The human summary of `irqwise status`; `now` in unix seconds, `alive` whether `pid` runs.
 pub fn render_status(s: &StateView, now: u64, alive: bool) -> String {
     let mut out = String::new();
-    let note = if alive { String::new() } else { format!(" (process {} is gone: this is the state it left)", s.pid) };
-    out.push_str(&format!("irqwise pid {}{note}, running for {}\n", s.pid, ago(now, s.started)));
+    if alive {
+        out.push_str(&format!("irqwise is running (pid {}) for {}\n", s.pid, ago(now, s.started)));
+    } else {
+        out.push_str(&format!("irqwise is not running: process {} is gone; this is the state it left\n", s.pid));
+    }
     out.push_str(&format!(
         "last pass: {} ago (pass {}), because of: {}\n",
         ago(now, s.last_pass),
@@ -130,7 +238,7 @@ pub fn render_status(s: &StateView, now: u64, alive: bool) -> String {
         let driver = d.driver.as_deref().unwrap_or("-");
         out.push_str(&format!("\n{} {name} ({driver}): {}\n", d.bdf, d.strategy));
         for p in &d.irqs {
-            let cpus = p.desired.as_ref().or(p.current.as_ref()).map_or("?".into(), |c| c.to_list_string());
+            let cpus = p.desired.as_deref().or(p.current.as_deref()).unwrap_or("?");
             let pname = p.name.as_deref().unwrap_or("-");
             out.push_str(&format!("  irq {:>5} {pname:<24} {:<8} {cpus}\n", p.irq, p.action));
         }

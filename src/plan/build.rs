@@ -9,7 +9,6 @@ use std::collections::BTreeSet;
 
 use super::{Action, DevicePlan, Placement, Plan};
 use crate::config::RuleRef;
-use crate::cpuset::CpuSet;
 use crate::devices::{Device, DeviceClass, IrqVector, QueuePattern, QueueRole, Recognition};
 use crate::kernel::GroupRules;
 use crate::policy::Policy;
@@ -59,7 +58,7 @@ fn plan_device(ctx: &PlanContext, dev: &Device, policy: &Policy) -> (DevicePlan,
         setup.note.iter().map(String::as_str).chain(policy.voided.iter().map(|(_, n)| n.as_str())).collect();
     let note = (!notes.is_empty()).then(|| notes.join("; "));
     let decisions = decide(strategy, &dctx, note.as_deref(), ctx.known_managed);
-    let irqs = dev.vectors.iter().zip(decisions).map(|(v, d)| place(ctx, v, d, &dctx.node_cpus.cpus)).collect();
+    let irqs = dev.vectors.iter().zip(decisions).map(|(v, d)| place(ctx, &dctx, v, d)).collect();
     let plan = DevicePlan {
         bdf: dev.bdf.clone(),
         class: dev.class,
@@ -136,9 +135,9 @@ fn unrecognised_warning(dev: &Device, plan: &DevicePlan) -> Option<String> {
     ))
 }
 
-/// Compares a decision with the IRQ's current mask.
-/// `fallback` is written instead when the desired CPUs have no free vectors (ENOSPC).
-fn place(ctx: &PlanContext, v: &IrqVector, d: Decision, fallback: &CpuSet) -> Placement {
+/// Compares a decision with the IRQ's current mask; a placement to write gets its ENOSPC
+/// fallbacks from `dctx`.
+fn place(ctx: &PlanContext, dctx: &DeviceContext, v: &IrqVector, d: Decision) -> Placement {
     let managed = d.managed || v.managed || ctx.known_managed.contains(&v.irq);
     // An unreadable current mask is still written: the target is known, and the writer
     // classifies whatever is wrong with the file (gone, not writable, ...) instead of the IRQ
@@ -154,6 +153,10 @@ fn place(ctx: &PlanContext, v: &IrqVector, d: Decision, fallback: &CpuSet) -> Pl
         (Action::Managed, _) if !d.managed => "kernel-managed: cannot be moved".to_string(),
         _ => d.reason,
     };
+    let fallbacks = match (&action, &d.desired) {
+        (Action::Set, Some(want)) => dctx.fallbacks(want),
+        _ => Vec::new(),
+    };
     Placement {
         irq: v.irq,
         name: v.name.clone(),
@@ -165,7 +168,7 @@ fn place(ctx: &PlanContext, v: &IrqVector, d: Decision, fallback: &CpuSet) -> Pl
         desired: if managed && !d.managed { v.current.clone() } else { d.desired },
         action,
         reason,
-        fallback: (action == Action::Set && !fallback.is_empty()).then(|| fallback.clone()),
+        fallbacks,
         mismatch: d.mismatch,
     }
 }
