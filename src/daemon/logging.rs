@@ -99,6 +99,13 @@ fn list(set: Option<&crate::cpuset::CpuSet>) -> String {
     set.map_or_else(|| "?".to_string(), |s| s.to_list_string())
 }
 
+/// A change that ended as it did last pass: at debug level only (it was logged when it started;
+/// the state file counts the repeats).
+pub fn log_change_quietly(c: &Change) {
+    let error = c.result.error().unwrap_or("widened again");
+    tracing::debug!(irq = c.irq, device = c.device.as_str(), "irq {} again: {}", c.irq, printable(error));
+}
+
 /// Logs one change of a pass: INFO with the journal fields for a write, WARN with the error
 /// class for a failure, INFO for an IRQ learned to be kernel-managed or gone.
 pub fn log_change(c: &Change) {

@@ -18,6 +18,7 @@ pub mod files;
 pub mod ledger;
 pub mod logging;
 pub mod notify;
+pub mod originals;
 pub mod peers;
 pub mod state;
 
@@ -35,8 +36,9 @@ use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
 use crate::topology::Topology;
 
-use ledger::Ledger;
+use ledger::{Ledger, Loudness};
 use notify::Notifier;
+use originals::Originals;
 use state::StateRecord;
 
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +62,9 @@ pub struct Daemon {
     last_error: Option<String>,
     /// The last topology that could be read, planned on when a re-read fails.
     last_topology: Option<Topology>,
+    /// The masks to restore on exit, as recorded on disk.
+    originals: Originals,
+    originals_failed: bool,
     started: u64,
     passes: watch::Sender<u64>,
     notifier: Notifier,
@@ -104,6 +109,8 @@ impl Daemon {
             last_counts: Summary::default(),
             last_error: None,
             last_topology: None,
+            originals: Originals::default(),
+            originals_failed: false,
             started: unix_now(),
             passes: watch::channel(0).0,
             notifier: Notifier::new(),
@@ -222,10 +229,22 @@ impl Daemon {
     pub fn pass(&mut self, why: Vec<String>) {
         let number = *self.passes.borrow() + 1;
         if number == 1 {
-            let removed = files::remove_stale_temps(&self.root.path(state::STATE_FILE));
+            let removed = files::remove_stale_temps(&self.root.path(state::STATE_FILE))
+                + files::remove_stale_temps(&self.root.path(originals::ORIGINALS_FILE));
             if removed > 0 {
-                tracing::info!("removed {removed} temporary state file(s) left by a process that did not finish");
+                tracing::info!("removed {removed} temporary file(s) left by a process that did not finish");
             }
+            let (originals, problem) = Originals::load(&self.root);
+            if let Some(e) = problem {
+                tracing::warn!("{e}");
+            }
+            if !originals.is_empty() {
+                tracing::info!(
+                    "{} IRQ(s) irqwise changed earlier this boot keep their recorded original masks",
+                    originals.len()
+                );
+            }
+            self.originals = originals;
         }
         match self.plan() {
             Err(e) => {
@@ -280,8 +299,35 @@ impl Daemon {
                 d.placed.to_list_string()
             );
         }
+        // The originals are on disk before the first write that changes them.
+        if self.originals.note_plan(&plan) {
+            if let Err(e) = self.originals.save(&self.root) {
+                if !self.originals_failed {
+                    tracing::warn!("{e}; restore_on_exit would not know these IRQs' masks after a restart");
+                }
+                self.originals_failed = true;
+            } else {
+                self.originals_failed = false;
+            }
+        }
         let report = apply_plan(&plan, &ProcIrq::new(self.root.clone()));
-        report.changes.iter().for_each(logging::log_change);
+        let targets: std::collections::BTreeMap<u32, &crate::cpuset::CpuSet> =
+            plan.writes().filter_map(|(_, p)| Some((p.irq, p.desired.as_ref()?))).collect();
+        for c in &report.changes {
+            let target = targets.get(&c.irq).copied().cloned().unwrap_or_default();
+            match self.ledger.loudness(c, &target) {
+                Loudness::Loud => logging::log_change(c),
+                Loudness::Quiet => logging::log_change_quietly(c),
+                Loudness::Recovered(n) => {
+                    tracing::info!(
+                        irq = c.irq,
+                        "irq {}: written again after {n} passes that ended the same way",
+                        c.irq
+                    );
+                    logging::log_change(c);
+                }
+            }
+        }
         self.ledger.record(&plan, &report);
         self.known_managed.extend(report.learned_managed.iter().copied());
         for news in self.ledger.managed_news(&plan) {
@@ -330,6 +376,7 @@ impl Daemon {
             error: self.last_error.as_deref(),
             config_sources: &self.config.sources,
             plan: state::PlanState::of(&self.last_plan),
+            repeated: self.ledger.repeated(),
             report: state::ReportState::of(&self.last_report),
         };
         match state::write_state(&self.root, &record) {
@@ -342,14 +389,16 @@ impl Daemon {
         }
     }
 
-    /// `STOPPING=1`, then (with `restore_on_exit`) writes back the masks found at start.
+    /// `STOPPING=1`, then (with `restore_on_exit`) writes back the masks the IRQs had before
+    /// irqwise first changed them (this daemon or an earlier one of the same boot) and forgets
+    /// the record.
     fn shutdown(&mut self) {
         self.notifier.stopping();
         if !self.config.global.restore_on_exit {
             return;
         }
         let writer = ProcIrq::new(self.root.clone());
-        let todo = self.ledger.restore_list();
+        let todo = self.originals.restore_list();
         let mut restored = 0;
         for (irq, cpus) in &todo {
             match writer.write(*irq, cpus) {
@@ -360,8 +409,9 @@ impl Daemon {
             }
         }
         if !todo.is_empty() {
-            tracing::info!("restored {restored} of {} IRQs to the masks found at start", todo.len());
+            tracing::info!("restored {restored} of {} IRQs to the masks they had before irqwise", todo.len());
         }
+        self.originals.clear(&self.root);
     }
 }
 

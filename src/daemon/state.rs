@@ -51,6 +51,8 @@ pub struct StateRecord<'a> {
     pub error: Option<&'a str>,
     pub config_sources: &'a [PathBuf],
     pub plan: PlanState,
+    /// Writes that ended the same way pass after pass (logged once, counted here).
+    pub repeated: Vec<super::ledger::Repeated>,
     pub report: ReportState,
 }
 
@@ -177,6 +179,17 @@ pub struct StateView {
     pub status: String,
     pub error: Option<String>,
     pub plan: PlanView,
+    #[serde(default)]
+    pub repeated: Vec<RepeatedView>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RepeatedView {
+    pub irq: u32,
+    pub name: Option<String>,
+    pub target: String,
+    pub outcome: String,
+    pub count: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -232,6 +245,13 @@ pub fn render_status(s: &StateView, now: u64, alive: bool) -> String {
     out.push_str(&format!("{}; {} written in that pass\n", s.status, s.summary.written));
     if let Some(e) = &s.error {
         out.push_str(&format!("last pass failed: {e}\n"));
+    }
+    for r in &s.repeated {
+        let name = r.name.as_deref().unwrap_or("-");
+        out.push_str(&format!(
+            "irq {} ({name}) -> {}: {} in each of the last {} passes (logged once)\n",
+            r.irq, r.target, r.outcome, r.count
+        ));
     }
     for d in &s.plan.devices {
         let name = d.name.as_deref().unwrap_or("-");
