@@ -4,20 +4,21 @@ BIN := target/release/irqwise
 
 .PHONY: run test deps build bench fmt clippy assets deb rpm install uninstall package-test fuzz
 
-build:
+build: deps
 	$(CARGO) build --release
 
 run: build
 	$(BIN) topology
 	$(BIN) plan
 
-# Installs missing build dependencies (Debian, as root), then runs every test target.
+# Installs missing build dependencies (Debian or Ubuntu, as root); otherwise stops with the exact
+# command that installs them.
 deps:
 	@missing=""; \
 	for p in libudev-dev pkg-config; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-		else echo "missing build dependencies:$$missing (run as root or install them)" >&2; exit 1; fi; \
+		else echo "missing build dependencies; install them with: sudo apt-get install -y$$missing" >&2; exit 1; fi; \
 	fi
 
 # Style first (formatting, then clippy with warnings as errors), then every test target.

@@ -30,7 +30,7 @@ use tokio::time::{interval, Interval, MissedTickBehavior};
 
 use crate::apply::{apply_plan, AffinityWriter, ApplyReport, ProcIrq};
 use crate::config::{Config, ConfigPaths};
-use crate::engine::{load_config, plan_with_topology, EngineError, PlannedPass};
+use crate::engine::{load_config_with_warnings, plan_with_topology, EngineError, PlannedPass};
 use crate::events::{Batch, Debouncer, EventConfig, EventSources, EventsError, Trigger};
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
@@ -65,6 +65,8 @@ pub struct Daemon {
     /// The masks to restore on exit, as recorded on disk.
     originals: Originals,
     originals_failed: bool,
+    /// Configuration warnings already logged.
+    config_warned: std::collections::BTreeSet<String>,
     started: u64,
     passes: watch::Sender<u64>,
     notifier: Notifier,
@@ -111,6 +113,7 @@ impl Daemon {
             last_topology: None,
             originals: Originals::default(),
             originals_failed: false,
+            config_warned: std::collections::BTreeSet::new(),
             started: unix_now(),
             passes: watch::channel(0).0,
             notifier: Notifier::new(),
@@ -205,8 +208,9 @@ impl Daemon {
 
     /// Reloads the configuration; on any error logs each one and keeps the current config.
     pub fn reload(&mut self) {
-        match load_config(&self.root, &self.paths) {
-            Ok(config) => {
+        match load_config_with_warnings(&self.root, &self.paths) {
+            Ok((config, warnings)) => {
+                self.note_config_warnings(&warnings);
                 let g = (&config.global, &self.config.global);
                 if g.0.debounce != g.1.debounce || g.0.reconcile_interval != g.1.reconcile_interval {
                     tracing::warn!("debounce and reconcile_interval changes take effect at the next restart");
@@ -222,6 +226,17 @@ impl Daemon {
                 tracing::error!("configuration not reloaded ({} error(s)); keeping the previous one", errors.0.len());
             }
             Err(e) => tracing::error!("configuration not reloaded: {e}; keeping the previous one"),
+        }
+    }
+
+    /// Logs the configuration's warnings not logged before (at start; on reload only new ones:
+    /// a fleet file's CPUs this machine lacks are said once).
+    pub fn note_config_warnings(&mut self, warnings: &[crate::config::ConfigWarning]) {
+        for w in warnings {
+            let text = w.to_string();
+            if self.config_warned.insert(text.clone()) {
+                tracing::warn!("{}", crate::text::printable(&text));
+            }
         }
     }
 

@@ -182,3 +182,47 @@ fn misc_target(topo: &Topology, policy: &Policy, node_cpus: &Target) -> Target {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devices::{Device, DeviceClass};
+    use crate::kernel::KernelVersion;
+    use crate::topology::synthetic::SyntheticMachine;
+
+    #[test]
+    fn enospc_fallbacks_widen_core_cluster_llc_node_then_everything() {
+        // 2 nodes × 8 cores × 2 threads, 4-core clusters: CPU 9's core is 9,25; its cluster
+        // 8-11,24-27; its LLC and node 8-15,24-31.
+        let topo = SyntheticMachine { cores_per_cluster: 4, ..SyntheticMachine::new(2, 8, 2) }.build();
+        let dev = Device {
+            bdf: "0000:01:00.0".into(),
+            class: DeviceClass::Nic,
+            pci_class: 0x020000,
+            vendor: None,
+            device: None,
+            driver: None,
+            name: None,
+            interfaces: vec![],
+            node: Some(1),
+            local_cpus: None,
+            vectors: vec![],
+            nvme: None,
+        };
+        let policy = Policy::default();
+        let rules = GroupRules::for_kernel(KernelVersion { major: 6, minor: 11 });
+        let (ctx, _) = DeviceContext::new(&topo, &dev, &policy, rules, true, StrategyName::NumaHop);
+        let steps: Vec<(&str, String)> =
+            ctx.fallbacks(&CpuSet::single(9)).into_iter().map(|f| (f.step, f.cpus.to_list_string())).collect();
+        assert_eq!(
+            steps,
+            [
+                ("same core", "9,25".to_string()),
+                ("same cluster", "8-11,24-27".to_string()),
+                ("same LLC", "8-15,24-31".to_string()),
+                ("every usable CPU", "0-31".to_string()),
+            ],
+            "the node is the LLC here, so that step adds nothing and is skipped"
+        );
+    }
+}
