@@ -61,7 +61,7 @@ fn nic(node: Option<u32>, queues: u32) -> Device {
 
 fn plan_one(topo: &Topology, dev: Device, policy: Policy) -> (DevicePlan, Vec<String>) {
     let known = BTreeSet::new();
-    let ctx = PlanContext { topo, group_rules: group_rules(topo), respect_isolation: true, known_managed: &known };
+    let ctx = PlanContext { topo, home: None, group_rules: group_rules(topo), respect_isolation: true, known_managed: &known };
     let plan = build_plan(&ctx, &[dev], &[policy]);
     (plan.devices[0].clone(), plan.warnings)
 }
@@ -196,7 +196,7 @@ fn nvme_without_io_queues_places_its_admin_queue_on_its_node() {
     dev.driver = Some("nvme".into());
     dev.vectors = vec![vector(100, QueueRole::Admin, None)];
     dev.nvme =
-        Some(NvmeInfo { controller: "nvme0".into(), model: None, serial: None, namespace: None, blk_mq: Vec::new() });
+        Some(NvmeInfo { controller: "nvme0".into(), model: None, serial: None, namespace: None, blk_mq: Vec::new(), write_queues: None });
     let (d, _) = plan_one(&machine(), dev, Policy::default());
     assert_eq!(d.strategy, StrategyName::ClusterGroup);
     assert_eq!(irq(&d, 100).desired, Some(cpus("0-1,4-5")));

@@ -237,5 +237,6 @@ fn finish_global(layer: GlobalLayer) -> Global {
         debounce: layer.debounce.unwrap_or(d.debounce),
         restore_on_exit: layer.restore_on_exit.unwrap_or(d.restore_on_exit),
         log_format: layer.log_format.unwrap_or(d.log_format),
+        spill: layer.spill.unwrap_or(d.spill),
     }
 }

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, QueuePattern};
 use crate::kernel::SpreadOrder;
-use crate::strategy::StrategyName;
+use crate::strategy::{Spill, StrategyName};
 
 pub use duration::parse_duration;
 pub use error::{ConfigError, ConfigErrors, ConfigWarning, Location};
@@ -60,6 +60,8 @@ pub struct Global {
     /// Put back the affinities found at start when the daemon stops (default false).
     pub restore_on_exit: bool,
     pub log_format: LogFormat,
+    /// Where NUMA-hop queues go beyond the device's node (default `kernel`: the next hop).
+    pub spill: Spill,
 }
 
 impl Default for Global {
@@ -71,6 +73,7 @@ impl Default for Global {
             debounce: Duration::from_millis(100),
             restore_on_exit: false,
             log_format: LogFormat::Auto,
+            spill: Spill::Kernel,
         }
     }
 }
@@ -125,6 +128,8 @@ pub struct Settings {
     /// How to read the queue index (and role) out of the device's IRQ names, tried before the
     /// driver table: for drivers irqwise does not know.
     pub queue_pattern: Option<QueuePattern>,
+    /// NUMA-hop: where queues go beyond the device's node (overrides the global `spill`).
+    pub spill: Option<Spill>,
     /// Settings this machine made void (`cpus` naming none of its CPUs), by key, with the words
     /// plan reasons give for the fallback.
     pub voided: Vec<(&'static str, String)>,

@@ -14,7 +14,7 @@ use toml::Spanned;
 use super::LogFormat;
 use crate::devices::DeviceClass;
 use crate::kernel::SpreadOrder;
-use crate::strategy::StrategyName;
+use crate::strategy::{Spill, StrategyName};
 
 /// One config file (main file or drop-in).
 #[derive(Debug, Default)]
@@ -32,6 +32,7 @@ pub struct RawGlobal {
     pub debounce: Option<Spanned<String>>,
     pub restore_on_exit: Option<bool>,
     pub log_format: Option<LogFormat>,
+    pub spill: Option<Spill>,
 }
 
 /// One `[[device]]` table.
@@ -46,6 +47,7 @@ pub struct RawRule {
     pub order: Option<SpreadOrder>,
     pub queues_per_cpu: Option<Spanned<u32>>,
     pub queue_pattern: Option<Spanned<String>>,
+    pub spill: Option<Spill>,
     /// Some key of this rule had the wrong type or name (already an error).
     pub refused_key: bool,
 }
@@ -72,9 +74,9 @@ pub struct SchemaError {
 /// The keys of each table, for "unknown field" messages.
 const TOP: &[&str] = &["global", "device"];
 const GLOBAL: &[&str] =
-    &["banned_cpus", "respect_isolation", "reconcile_interval", "debounce", "restore_on_exit", "log_format"];
+    &["banned_cpus", "respect_isolation", "reconcile_interval", "debounce", "restore_on_exit", "log_format", "spill"];
 pub const RULE: &[&str] =
-    &["match", "strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu", "queue_pattern"];
+    &["match", "strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu", "queue_pattern", "spill"];
 const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "nvme_serial", "property"];
 
 /// Reads `text` into the raw structure, keeping every key that has the right type, and returns
@@ -158,6 +160,7 @@ impl Reader {
                 "debounce" => g.debounce = self.value(v),
                 "restore_on_exit" => g.restore_on_exit = self.value(v),
                 "log_format" => g.log_format = self.value(v),
+                "spill" => g.spill = self.value(v),
                 other => self.unknown(&key, other, GLOBAL),
             }
         }
@@ -181,6 +184,7 @@ impl Reader {
                 "order" => r.order = self.value(v),
                 "queues_per_cpu" => r.queues_per_cpu = self.value(v),
                 "queue_pattern" => r.queue_pattern = self.value(v),
+                "spill" => r.spill = self.value(v),
                 other => self.unknown(&key, other, RULE),
             }
         }

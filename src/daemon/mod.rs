@@ -34,7 +34,7 @@ use crate::engine::{load_config_with_warnings, plan_with_topology, EngineError, 
 use crate::events::{Batch, Debouncer, EventConfig, EventSources, EventsError, Trigger};
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
-use crate::topology::Topology;
+use crate::topology::{home_topology, Topology, TopologyMemory};
 
 use ledger::{Ledger, Loudness};
 use notify::Notifier;
@@ -62,6 +62,8 @@ pub struct Daemon {
     last_error: Option<String>,
     /// The last topology that could be read, planned on when a re-read fails.
     last_topology: Option<Topology>,
+    /// Every CPU's masks as last seen online: queue homes stay put while CPUs come and go.
+    memory: TopologyMemory,
     /// The masks to restore on exit, as recorded on disk.
     originals: Originals,
     originals_failed: bool,
@@ -111,6 +113,7 @@ impl Daemon {
             last_counts: Summary::default(),
             last_error: None,
             last_topology: None,
+            memory: TopologyMemory::default(),
             originals: Originals::default(),
             originals_failed: false,
             config_warned: std::collections::BTreeSet::new(),
@@ -289,6 +292,7 @@ impl Daemon {
         let (topology, warnings) = match Topology::discover_with_warnings(&self.root) {
             Ok((topology, warnings)) => {
                 self.last_topology = Some(topology.clone());
+                self.memory.remember(&topology);
                 (topology, warnings.iter().map(|w| w.to_string()).collect())
             }
             Err(e) => match &self.last_topology {
@@ -298,7 +302,8 @@ impl Daemon {
                 None => return Err(e.into()),
             },
         };
-        plan_with_topology(&self.root, &self.config, &self.known_managed, topology, warnings)
+        let home = home_topology(&topology, Some(&self.memory));
+        plan_with_topology(&self.root, &self.config, &self.known_managed, topology, Some(&home), warnings)
     }
 
     fn apply(&mut self, number: u64, why: &[String], plan: Plan) {
@@ -346,9 +351,16 @@ impl Daemon {
         self.ledger.record(&plan, &report);
         self.known_managed.extend(report.learned_managed.iter().copied());
         for news in self.ledger.managed_news(&plan) {
-            if news.mismatched.is_empty() {
+            if news.predicted == 0 {
                 tracing::info!(
-                    "{}: {} IRQs are kernel-managed; predicted placement matches",
+                    "{}: {} IRQs are kernel-managed; placement chosen by the driver (not predicted)",
+                    news.device,
+                    news.managed
+                );
+            } else if news.mismatched.is_empty() {
+                let of = if news.predicted < news.managed { format!(" for {}", news.predicted) } else { String::new() };
+                tracing::info!(
+                    "{}: {} IRQs are kernel-managed; predicted placement matches{of}",
                     news.device,
                     news.managed
                 );

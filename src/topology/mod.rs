@@ -2,9 +2,11 @@
 //! shown by [`report`], or built in memory by [`synthetic`].
 
 pub mod discover;
+mod home;
 mod model;
 pub mod report;
 pub mod synthetic;
 
 pub use discover::TopologyError;
+pub use home::{home_topology, TopologyMemory};
 pub use model::{Cpu, NumaNode, OfflineMasks, Topology, MAX_NUMNODES};
