@@ -145,8 +145,13 @@ pub fn plan_with_topology(
         .collect();
     let policies: Vec<_> = facts.iter().map(|f| resolve(config, f)).collect();
     let (group_rules, kernel_warning) = plan_rules(root, &topology);
-    let ctx =
-        PlanContext { topo: &topology, home, group_rules, respect_isolation: config.global.respect_isolation, known_managed };
+    let ctx = PlanContext {
+        topo: &topology,
+        home,
+        group_rules,
+        respect_isolation: config.global.respect_isolation,
+        known_managed,
+    };
     let mut plan = build_plan(&ctx, &discovery.devices, &policies);
     plan.warnings.splice(0..0, warnings);
     plan.warnings.extend(kernel_warning);

@@ -75,8 +75,18 @@ pub struct SchemaError {
 const TOP: &[&str] = &["global", "device"];
 const GLOBAL: &[&str] =
     &["banned_cpus", "respect_isolation", "reconcile_interval", "debounce", "restore_on_exit", "log_format", "spill"];
-pub const RULE: &[&str] =
-    &["match", "strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu", "queue_pattern", "spill"];
+pub const RULE: &[&str] = &[
+    "match",
+    "strategy",
+    "cpus",
+    "exclude_cpus",
+    "admin_cpus",
+    "node",
+    "order",
+    "queues_per_cpu",
+    "queue_pattern",
+    "spill",
+];
 const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "nvme_serial", "property"];
 
 /// Reads `text` into the raw structure, keeping every key that has the right type, and returns

@@ -320,7 +320,9 @@ impl Daemon {
             );
         }
         // The originals are on disk before the first write that changes them.
-        if self.originals.note_plan(&plan) {
+        let root = &self.root;
+        let present = |bdf: &str| root.exists(format!("{}/{bdf}", crate::devices::discover::PCI_DEVICES));
+        if self.originals.note_plan(&plan, &present) {
             if let Err(e) = self.originals.save(&self.root) {
                 if !self.originals_failed {
                     tracing::warn!("{e}; restore_on_exit would not know these IRQs' masks after a restart");

@@ -60,7 +60,11 @@ fn alone(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> QueueAllocation 
     let (demand, keys) = demand(ctx, known_managed);
     let mut result = allocate(ctx.home, std::slice::from_ref(&demand));
     let assignments = result.devices.pop().unwrap_or_default();
-    QueueAllocation { units: keys.into_iter().zip(assignments).collect(), load: result.load, order_words: order_words(ctx) }
+    QueueAllocation {
+        units: keys.into_iter().zip(assignments).collect(),
+        load: result.load,
+        order_words: order_words(ctx),
+    }
 }
 
 /// Queue IRQs go where the allocator put their unit (rx i and tx i together); non-queue IRQs get

@@ -21,13 +21,27 @@ pub struct TopologyMemory {
 }
 
 impl TopologyMemory {
-    /// Records every online CPU of `topo`, replacing what was seen before: the latest view of an
-    /// online CPU is the truth (a core may have changed with a CPU hot-replace).
+    /// Records every online CPU of `topo`. What its masks say about online CPUs is the truth
+    /// now; about offline ones they say nothing (the kernel drops an offline CPU from its
+    /// siblings' masks), so those members are kept from what was seen before.
     pub fn remember(&mut self, topo: &Topology) {
+        let offline = topo.possible.difference(&topo.online);
         for c in &topo.online {
-            if let Some(cpu) = topo.cpus.get(&c) {
-                self.seen.insert(c, cpu.clone());
+            let Some(cpu) = topo.cpus.get(&c) else { continue };
+            let mut record = cpu.clone();
+            if let Some(old) = self.seen.get(&c) {
+                let keep = |now: &mut Option<CpuSet>, then: &Option<CpuSet>| {
+                    if let Some(gone) = then.as_ref().map(|t| t.intersection(&offline)).filter(|g| !g.is_empty()) {
+                        *now = Some(now.as_ref().map_or_else(|| gone.clone(), |n| n.union(&gone)));
+                    }
+                };
+                keep(&mut record.core, &old.core);
+                keep(&mut record.cluster, &old.cluster);
+                keep(&mut record.llc, &old.llc);
+                keep(&mut record.package, &old.package);
+                keep(&mut record.die, &old.die);
             }
+            self.seen.insert(c, record);
         }
     }
 
@@ -102,7 +116,9 @@ mod tests {
         let mut memory = TopologyMemory::default();
         memory.remember(&topo);
         let down = offline_x86(&topo, 9);
+        memory.remember(&down);
         assert_eq!(home_topology(&down, Some(&memory)), home_topology(&topo, Some(&memory)));
+        assert_eq!(home_topology(&down, Some(&memory)).sibling_mask(3), [3, 9].into_iter().collect());
         assert_eq!(home_topology(&topo, None), topo, "all online: home is the machine itself");
     }
 
