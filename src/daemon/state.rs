@@ -45,6 +45,9 @@ pub struct StateRecord<'a> {
     pub status: &'a str,
     /// The last pass's error, if it failed (the plan and report are then the previous ones).
     pub error: Option<&'a str>,
+    /// Why the last reload was rejected (the previous configuration is still in force); absent
+    /// after a successful reload and before the first.
+    pub config_error: Option<&'a str>,
     pub config_sources: &'a [PathBuf],
     pub plan: &'a Plan,
     pub report: &'a ApplyReport,
@@ -82,6 +85,9 @@ pub struct StateView {
     pub summary: Summary,
     pub status: String,
     pub error: Option<String>,
+    /// Absent in state files of versions that did not record it.
+    #[serde(default)]
+    pub config_error: Option<String>,
     pub plan: PlanView,
 }
 
@@ -135,6 +141,9 @@ pub fn render_status(s: &StateView, now: u64, alive: bool) -> String {
     out.push_str(&format!("{}; {} written in that pass\n", s.status, s.summary.written));
     if let Some(e) = &s.error {
         out.push_str(&format!("last pass failed: {e}\n"));
+    }
+    if let Some(e) = &s.config_error {
+        out.push_str(&format!("last reload rejected, previous configuration kept: {}\n", e.replace('\n', "; ")));
     }
     for d in &s.plan.devices {
         let name = d.name.as_deref().unwrap_or("-");
