@@ -36,6 +36,10 @@ invalid_kept() {
 check invalid_kept "the daemon keeps running, not signalled, with the last good placement" -- invalid_kept
 
 rm -f $DROPINS/50-vm-node0.toml $DROPINS/60-vm-bad.toml
-systemctl reload irqwise.service
+systemctl reload irqwise.service; RELOAD_RC=$?
 read_masks "$NIC_IRQS"
-check back "drop-ins removed, reloaded: the startup placement again" -- [ "$MASKS" = "$STARTUP_MASKS" ]
+back() {
+  REPLY="exit $RELOAD_RC; $MASKS"
+  [ $RELOAD_RC = 0 ] && [ "$MASKS" = "$STARTUP_MASKS" ] && [ "$GOOD" != "$STARTUP_MASKS" ]
+}
+check back "drop-ins removed, reloaded: from node 0 back to the startup placement" -- back

@@ -9,12 +9,12 @@ jmark
 now; T0=$NOW
 kill -STOP "$PID0"
 scramble
-wait_until 120000 active_new_pid "$PID0"
-measure watchdog_restart_ms "$WAITED_MS"
+wait_until 120000 active_new_pid "$PID0"; WATCHDOG_MS=$WAITED_MS
+measure watchdog_restart_ms "$WATCHDOG_MS"
 watchdog() {
   local info="MainPID $PID0 -> $(main_pid), NRestarts $NR0 -> $(prop NRestarts), $(prop ActiveState)"
   REPLY=$info
-  [ "$WAITED_MS" -ge 0 ] || return 1
+  [ "$WATCHDOG_MS" -ge 0 ] || return 1
   unit_log_has 'Watchdog timeout' || { REPLY="$info; no watchdog timeout in the journal"; return 1; }
   REPLY="$info; systemd: $REPLY"
   [ "$(prop NRestarts)" = $((NR0 + 1)) ]
@@ -36,12 +36,12 @@ SEGV_SENT=1
 kill -0 "$PID0" 2>/dev/null && { kill -SEGV "$PID0"; SEGV_SENT=2; }
 measure segv_signals $SEGV_SENT
 scramble
-wait_until 60000 active_new_pid "$PID0"
-measure segv_restart_ms "$WAITED_MS"
+wait_until 60000 active_new_pid "$PID0"; SEGV_MS=$WAITED_MS
+measure segv_restart_ms "$SEGV_MS"
 crash() {
   local info="MainPID $PID0 -> $(main_pid), NRestarts $NR0 -> $(prop NRestarts)"
   REPLY=$info
-  [ "$WAITED_MS" -ge 0 ] && [ "$(prop NRestarts)" = $((NR0 + 1)) ] || return 1
+  [ "$SEGV_MS" -ge 0 ] && [ "$(prop NRestarts)" = $((NR0 + 1)) ] || return 1
   unit_log_has 'status=11/SEGV' || { REPLY="$info; no status=11/SEGV in the journal"; return 1; }
   REPLY="$info; systemd: $REPLY"
 }

@@ -4,13 +4,15 @@ SCEN=journal
 # PLACEHOLDER until irqwise logs MESSAGE_ID= and ships a journal catalog (observability work): it
 # reports SKIP, never PASS, while neither exists; once they do it becomes a real assertion.
 CATALOG=$(ls /usr/lib/systemd/catalog/irqwise*.catalog 2>/dev/null | head -1)
-# Only the daemon's own entries (_SYSTEMD_UNIT=): -u also lists systemd's, which have IDs.
-if [ -z "$CATALOG" ] && ! journalctl _SYSTEMD_UNIT=$UNIT -o export | grep -aq '^MESSAGE_ID='; then
+# Only irqwise's own entries: -u also lists systemd's, which have IDs, and so does a process
+# systemd fails to start in the unit's cgroup.
+OWN="_SYSTEMD_UNIT=$UNIT SYSLOG_IDENTIFIER=irqwise"
+if [ -z "$CATALOG" ] && ! journalctl $OWN -o export | grep -aq '^MESSAGE_ID='; then
   result message_catalog SKIP "placeholder: no MESSAGE_ID in irqwise's entries and no catalog installed yet"
 else
   catalog() {
     local id
-    id=$(journalctl _SYSTEMD_UNIT=$UNIT -o export | grep -a '^MESSAGE_ID=' | head -1 | cut -d= -f2)
+    id=$(journalctl $OWN -o export | grep -a '^MESSAGE_ID=' | head -1 | cut -d= -f2)
     REPLY="catalog ${CATALOG:-none}, first MESSAGE_ID ${id:-none}"
     [ -n "$CATALOG" ] && [ -n "$id" ] || return 1
     journalctl -u $UNIT -x MESSAGE_ID="$id" -n 1 --no-pager | grep -q '^-- '

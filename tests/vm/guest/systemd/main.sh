@@ -56,6 +56,14 @@ scramble() { local i; for i in $NIC_IRQS; do echo 0-7 > /proc/irq/$i/smp_affinit
 # unit_log_has PATTERN: the unit's journal since the mark matches the extended regex PATTERN
 # (REPLY = the first matching line).
 unit_log_has() { REPLY=$(jsince -u $UNIT | grep -E -m1 -- "$1" | sed 's/^\[[^]]*\] [^ ]* //'); [ -n "$REPLY" ]; }
+# daemon_quiet: the running daemon (MainPID) logged no denied call, read-only path, dropped
+# event source or failed notification in its whole life (REPLY = the first such line).
+daemon_quiet() {
+  journalctl --sync 2>/dev/null
+  REPLY=$(journalctl --no-pager -o cat _SYSTEMD_UNIT=$UNIT _PID="$(main_pid)" |
+    grep -E -m1 'Operation not permitted|Permission denied|Read-only file system|running without|cannot notify|state file not written')
+  [ -z "$REPLY" ]
+}
 nic_up() { nic_queues "$NIC"; [ "$(count "$QIRQS")" -ge 8 ]; }
 
 SCEN=harness
