@@ -2,22 +2,23 @@
 CARGO ?= cargo
 BIN := target/release/irqwise
 
-.PHONY: run test deps build bench fmt clippy assets deb rpm install uninstall package-test
+.PHONY: run test deps build bench fmt clippy assets deb rpm install uninstall package-test fuzz
 
-build:
+build: deps
 	$(CARGO) build --release
 
 run: build
 	$(BIN) topology
 	$(BIN) plan
 
-# Installs missing build dependencies (Debian, as root), then runs every test target.
+# Installs missing build dependencies (Debian or Ubuntu, as root); otherwise stops with the exact
+# command that installs them.
 deps:
 	@missing=""; \
 	for p in libudev-dev pkg-config; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-		else echo "missing build dependencies:$$missing (run as root or install them)" >&2; exit 1; fi; \
+		else echo "missing build dependencies; install them with: sudo apt-get install -y$$missing" >&2; exit 1; fi; \
 	fi
 
 # Style first (formatting, then clippy with warnings as errors), then every test target.
@@ -27,6 +28,11 @@ test: deps
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
 		$(CARGO) nextest run --all-targets --no-fail-fast && $(CARGO) test --doc; \
 	else $(CARGO) test --all-targets --no-fail-fast; fi
+
+# Hostile input at length: 500 mutated fixture roots through the real plan and apply, and
+# 10,000 cases of each parser property (make test runs the same tests with 24 and 256 cases).
+fuzz: deps
+	IRQWISE_FUZZ_CASES=500 PROPTEST_CASES=10000 $(CARGO) test --release --test fuzz_roots --test parser_props -- --nocapture
 
 bench: deps
 	$(CARGO) bench --bench spreading

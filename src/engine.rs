@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use crate::config::{self, Config, ConfigErrors, ConfigPaths};
+use crate::config::{self, Config, ConfigErrors, ConfigPaths, ConfigWarning, Machine};
 use crate::cpuset::CpuSet;
 use crate::devices::{discover_devices, udev_properties, Device, DevicesError};
 use crate::kernel::{GroupRules, KernelVersion, KernelVersionError};
@@ -56,11 +56,29 @@ pub fn possible_cpus(root: &Root) -> Result<CpuSet, TopologyError> {
     Topology::discover_possible(root)
 }
 
-/// Loads the configuration at `paths`, validating CPU lists against `root`'s possible CPUs. The
-/// one loader of the CLI, the daemon's start and its reloads.
+/// What a configuration is validated against: `root`'s possible CPUs and node ids.
+pub fn machine(root: &Root) -> Result<Machine, TopologyError> {
+    let nodes = Topology::discover_node_ids(root)?.into_iter().collect();
+    Ok(Machine { possible: possible_cpus(root)?, nodes: Some(nodes) })
+}
+
+/// Loads the configuration at `paths`, validated against `root`'s machine, with its warnings.
+/// The one loader of the CLI, the daemon's start and its reloads: only errors refuse a
+/// configuration.
+pub fn load_config_with_warnings(
+    root: &Root,
+    paths: &ConfigPaths,
+) -> Result<(Config, Vec<ConfigWarning>), EngineError> {
+    let report = config::check(paths, &machine(root)?);
+    match report.config {
+        Some(config) => Ok((config, report.warnings)),
+        None => Err(EngineError::Config(ConfigErrors(report.errors))),
+    }
+}
+
+/// [`load_config_with_warnings`] without the warnings.
 pub fn load_config(root: &Root, paths: &ConfigPaths) -> Result<Config, EngineError> {
-    let possible = possible_cpus(root)?;
-    Ok(config::load(paths, &possible).map_err(ConfigErrors)?)
+    load_config_with_warnings(root, paths).map(|(c, _)| c)
 }
 
 /// The kernel version whose rules apply: `explicit` (`--kernel`), else the root's `osrelease`,
@@ -102,7 +120,20 @@ pub fn group_rules(topo: &Topology) -> GroupRules {
 
 /// Discovers topology and devices under `root` and plans them with `config`.
 pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) -> Result<PlannedPass, EngineError> {
-    let topology = Topology::discover(root)?;
+    let (topology, warnings) = Topology::discover_with_warnings(root)?;
+    let warnings = warnings.iter().map(|w| w.to_string()).collect();
+    plan_with_topology(root, config, known_managed, topology, warnings)
+}
+
+/// Discovers the devices under `root` and plans them on `topology` (just discovered, or the
+/// daemon's last good one), its discovery's `warnings` first among the plan's.
+pub fn plan_with_topology(
+    root: &Root,
+    config: &Config,
+    known_managed: &BTreeSet<u32>,
+    topology: Topology,
+    warnings: Vec<String>,
+) -> Result<PlannedPass, EngineError> {
     let discovery = discover_devices(root, &topology)?;
     let facts: Vec<DeviceFacts> = discovery
         .devices
@@ -114,6 +145,7 @@ pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) ->
     let ctx =
         PlanContext { topo: &topology, group_rules, respect_isolation: config.global.respect_isolation, known_managed };
     let mut plan = build_plan(&ctx, &discovery.devices, &policies);
+    plan.warnings.splice(0..0, warnings);
     plan.warnings.extend(kernel_warning);
     plan.warnings.extend(discovery.warnings.iter().map(|w| w.to_string()));
     plan.warnings.extend(unmatched_rules(config, &facts).into_iter().map(|r| format!("rule at {r} matches no device")));

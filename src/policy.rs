@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::config::{Config, Match, Rule, RuleRef};
 use crate::cpuset::CpuSet;
-use crate::devices::{Device, DeviceClass};
+use crate::devices::{Device, DeviceClass, QueuePattern};
 use crate::kernel::SpreadOrder;
 use crate::strategy::StrategyName;
 
@@ -71,8 +71,13 @@ pub struct Policy {
     pub node: Option<u32>,
     pub order: Option<SpreadOrder>,
     pub queues_per_cpu: Option<u32>,
+    /// The last matching rule's `queue_pattern`, and that rule: read before the driver table.
+    pub queue_pattern: Option<(QueuePattern, RuleRef)>,
     /// Every rule that matched, in application order (what `plan` shows as "decided by").
     pub matched_rules: Vec<RuleRef>,
+    /// Settings of the deciding rules this machine made void, by key, with the words plan
+    /// reasons give for the fallback (a later rule setting the key drops the note).
+    pub voided: Vec<(&'static str, String)>,
 }
 
 impl Policy {
@@ -117,8 +122,18 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
         overwrite(&mut policy.node, s.node);
         overwrite(&mut policy.order, s.order);
         overwrite(&mut policy.queues_per_cpu, s.queues_per_cpu);
+        overwrite(&mut policy.queue_pattern, s.queue_pattern.clone().map(|p| (p, rule.source.clone())));
         if s.exclude_cpus.is_some() {
             exclude = s.exclude_cpus.as_ref();
+        }
+        for (key, set) in [("cpus", s.cpus.is_some()), ("admin_cpus", s.admin_cpus.is_some())] {
+            if set {
+                policy.voided.retain(|(k, _)| *k != key);
+            }
+        }
+        for (key, note) in &s.voided {
+            policy.voided.retain(|(k, _)| k != key);
+            policy.voided.push((key, note.clone()));
         }
         policy.matched_rules.push(rule.source.clone());
     }

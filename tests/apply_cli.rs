@@ -70,7 +70,7 @@ fn injected_failures_are_classified_and_the_other_irqs_still_written() {
     let irq_dir = |irq: u32| root.join(format!("proc/irq/{irq}"));
     // A managed IRQ on a 6.12+ kernel: smp_affinity without write bits.
     fs::set_permissions(irq_dir(managed).join("smp_affinity"), fs::Permissions::from_mode(0o444)).unwrap();
-    // A write that fails: ENOSPC from /dev/full, on the desired set and on the fallback.
+    // A file that is a symlink out of the root (to /dev/full): refused, never written.
     fs::remove_file(irq_dir(full).join("smp_affinity_list")).unwrap();
     symlink("/dev/full", irq_dir(full).join("smp_affinity_list")).unwrap();
     // A directory where the file should be.
@@ -90,12 +90,12 @@ fn injected_failures_are_classified_and_the_other_irqs_still_written() {
     assert_eq!(affinity(root, managed), managed_before, "untouched");
 
     let c = change(&report, full);
-    assert_eq!((c["result"].as_str(), c["class"].as_str()), (Some("failed"), Some("novectors")), "{c}");
+    assert_eq!((c["result"].as_str(), c["class"].as_str()), (Some("failed"), Some("invalid")), "{c}");
     let error = c["error"].as_str().unwrap();
-    assert_eq!(error.matches("ENOSPC").count(), 2, "desired and fallback both failed: {error}");
+    assert!(error.contains("ELOOP") && error.contains("symlink"), "refused as a link: {error}");
     let c = change(&report, isdir);
-    assert_eq!((c["result"].as_str(), c["class"].as_str()), (Some("failed"), Some("other")), "{c}");
-    assert!(c["error"].as_str().unwrap().contains("EISDIR"), "{c}");
+    assert_eq!((c["result"].as_str(), c["class"].as_str()), (Some("failed"), Some("invalid")), "{c}");
+    assert!(c["error"].as_str().unwrap().contains("is a directory"), "{c}");
 
     let broken: BTreeSet<u32> = [managed, full, isdir].into();
     let mut written = 0;
@@ -115,8 +115,8 @@ fn injected_failures_are_classified_and_the_other_irqs_still_written() {
     let out = irqwise(root, config.path()).arg("apply").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text.contains(&format!("irq {full}: FAILED (NoVectors)")), "{text}");
-    assert!(text.contains(&format!("irq {isdir}: FAILED (Other)")), "{text}");
+    assert!(text.contains(&format!("irq {full}: FAILED (Invalid)")), "{text}");
+    assert!(text.contains(&format!("irq {isdir}: FAILED (Invalid)")), "{text}");
     assert!(text.contains("0 written, 6 kept, 1 managed, 0 skipped, 2 failed"), "{text}");
 }
 

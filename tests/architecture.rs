@@ -8,13 +8,15 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Files and directories (every `.rs` below) of the pure core.
-const PURE_CORE: [&str; 10] = [
+const PURE_CORE: [&str; 12] = [
     "src/cpuset.rs",
     "src/topology/model.rs",
     "src/topology/report.rs",
     "src/topology/synthetic.rs",
     "src/devices/model.rs",
     "src/devices/irq_names.rs",
+    "src/devices/name_table.rs",
+    "src/devices/recognise.rs",
     "src/kernel",
     "src/strategy",
     "src/plan",

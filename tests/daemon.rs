@@ -13,8 +13,8 @@ use std::path::Path;
 use daemon_fixture::{affinities, affinity, nic_root, set_affinity, write_config, Hotplug, Running};
 use irqwise::config::{Config, ConfigPaths};
 use irqwise::cpuset::CpuSet;
-use irqwise::engine::load_config;
 use irqwise::engine::plan_pass;
+use irqwise::engine::{load_config, load_config_with_warnings};
 use irqwise::events::{Trigger, UeventAction};
 use irqwise::plan::Action;
 use irqwise::sysfs::Root;
@@ -152,18 +152,34 @@ async fn a_failing_pass_keeps_the_daemon_and_the_placement() {
     let mut d = Running::start(root.path(), cfg.path());
     d.wait_passes(1).await;
     let placed = affinities(root.path(), &irqs);
-    let online = root.path().join("sys/devices/system/cpu/online");
-    let good = std::fs::read_to_string(&online).unwrap();
-    std::fs::write(&online, "garbage\n").unwrap();
+    let state = || -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(root.path().join("run/irqwise/state.json")).unwrap()).unwrap()
+    };
+    // The PCI bus cannot be listed: the pass fails, the placement stays.
+    let bus = root.path().join("sys/bus/pci/devices");
+    let away = root.path().join("sys/bus/pci/devices.away");
+    std::fs::rename(&bus, &away).unwrap();
+    std::fs::write(&bus, "not a directory\n").unwrap();
     d.trigger(Trigger::Reconcile).await;
     assert_eq!(affinities(root.path(), &irqs), placed);
-    let state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(root.path().join("run/irqwise/state.json")).unwrap()).unwrap();
-    assert!(state["error"].as_str().is_some_and(|e| e.contains("garbage")), "{}", state["error"]);
-    std::fs::write(&online, good).unwrap();
+    assert!(state()["error"].as_str().is_some_and(|e| e.contains("cannot list PCI devices")), "{}", state()["error"]);
+    std::fs::remove_file(&bus).unwrap();
+    std::fs::rename(&away, &bus).unwrap();
     set_affinity(root.path(), irqs[0], &set("0-15"));
     d.trigger(Trigger::Reconcile).await;
     assert_eq!(affinities(root.path(), &irqs), placed, "recovered on the next pass");
+    assert!(state()["error"].is_null());
+
+    // The CPU topology cannot be read at all: the last one read is planned on, drift restored.
+    let cpu = root.path().join("sys/devices/system/cpu");
+    let cpu_away = root.path().join("sys/devices/system/cpu.away");
+    std::fs::rename(&cpu, &cpu_away).unwrap();
+    set_affinity(root.path(), irqs[1], &set("0-15"));
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(affinities(root.path(), &irqs), placed, "planned on the last good topology");
+    let warnings = state()["plan"]["warnings"].to_string();
+    assert!(warnings.contains("planning with the last one read"), "{warnings}");
+    std::fs::rename(&cpu_away, &cpu).unwrap();
     d.stop().await;
 }
 
@@ -181,7 +197,7 @@ async fn status_shows_the_last_pass_and_json_is_the_state_file() {
             .unwrap()
     };
     let missing = status(&[]);
-    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(missing.status.code(), Some(3), "not running, like systemctl status");
     let err = String::from_utf8_lossy(&missing.stderr);
     assert!(err.contains("irqwise is not running (no ") && err.contains("run/irqwise/state.json)"), "{err}");
 
@@ -191,7 +207,7 @@ async fn status_shows_the_last_pass_and_json_is_the_state_file() {
     let text = status(&[]);
     assert!(text.status.success());
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains(&format!("irqwise pid {}", std::process::id())), "{text}");
+    assert!(text.contains(&format!("irqwise is running (pid {})", std::process::id())), "{text}");
     assert!(text.contains("because of: start"), "{text}");
     assert!(text.contains("9 IRQs on 1 devices: 9 placed, 0 kernel-managed, 0 failed"), "{text}");
     assert!(text.contains(&format!("irq {:>5} eth1-TxRx-0", irqs[0])), "{text}");
@@ -216,6 +232,9 @@ fn the_daemon_validates_the_config_against_the_same_possible_cpus_as_the_cli() {
     let config = load_config(&Root::new(root.path()), &ConfigPaths::under(cfg.path())).unwrap();
     assert_eq!(config.global.banned_cpus, set("4"));
     write_config(cfg.path(), "[global]\nbanned_cpus = \"16\"\n");
-    let err = load_config(&Root::new(root.path()), &ConfigPaths::under(cfg.path())).unwrap_err();
-    assert!(err.to_string().contains("0-15"), "CPU 16 is beyond the 16 cpuN directories: {err}");
+    let (config, warnings) =
+        load_config_with_warnings(&Root::new(root.path()), &ConfigPaths::under(cfg.path())).unwrap();
+    assert!(config.global.banned_cpus.is_empty());
+    let w = warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>().join("\n");
+    assert!(w.contains("0-15"), "CPU 16 is beyond the 16 cpuN directories: {w}");
 }

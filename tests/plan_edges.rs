@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use irqwise::cpuset::CpuSet;
-use irqwise::devices::{Device, DeviceClass, IrqVector, NvmeInfo, QueueRole};
+use irqwise::devices::{Device, DeviceClass, IrqVector, NvmeInfo, QueueRole, Recognition};
 use irqwise::engine::group_rules;
 use irqwise::plan::{build_plan, Action, DevicePlan, Placement, PlanContext, StrategyName};
 use irqwise::policy::Policy;
@@ -31,6 +31,7 @@ fn vector(irq: u32, role: QueueRole, queue: Option<u32>) -> IrqVector {
         name: Some(format!("v{irq}")),
         role,
         queue,
+        recognised: Recognition::Table { driver: "test", pattern: "v{q}" },
         managed: false,
         current: Some(cpus("0-7")),
         effective: None,

@@ -60,13 +60,14 @@ const NIC: &str = "sys/devices/pci0000:00/0000:00:03.0";
 const SSD: &str = "sys/devices/pci0000:00/0000:00:04.0";
 
 /// A small machine laid out like a live kernel's sysfs (PCI and block devices behind symlinks),
-/// with noise that discovery does not read and one unreadable file (IRQ 24's `affinity_hint`
-/// is a directory).
+/// with noise that discovery does not read and one unreadable file (`nohz_full` is a directory:
+/// discovery warns and goes on, so the snapshot still holds everything else).
 fn build_fixture(root: &Path) {
     for (f, c) in [("possible", "0-3"), ("present", "0-3"), ("online", "0-1"), ("offline", "2-3"), ("isolated", "")] {
         put(root, &format!("{CPU}/{f}"), &format!("{c}\n"), 0o444);
     }
     put(root, &format!("{CPU}/kernel_max"), "8191\n", 0o444);
+    fs::create_dir_all(root.join(format!("{CPU}/nohz_full"))).unwrap();
     put(root, &format!("{CPU}/cpufreq/boost"), "1\n", 0o644);
     for cpu in 0..2 {
         let d = format!("{CPU}/cpu{cpu}");
@@ -139,11 +140,7 @@ fn build_fixture(root: &Path) {
         put(root, &format!("proc/irq/{irq}/smp_affinity_list"), "0\n", rw);
         put(root, &format!("proc/irq/{irq}/effective_affinity"), "1\n", 0o444);
         put(root, &format!("proc/irq/{irq}/effective_affinity_list"), "0\n", 0o444);
-        if irq == 24 {
-            fs::create_dir_all(root.join(format!("proc/irq/{irq}/affinity_hint"))).unwrap();
-        } else {
-            put(root, &format!("proc/irq/{irq}/affinity_hint"), "0\n", 0o444);
-        }
+        put(root, &format!("proc/irq/{irq}/affinity_hint"), "0\n", 0o444);
         put(root, &format!("proc/irq/{irq}/node"), "0\n", 0o444);
         put(root, &format!("proc/irq/{irq}/spurious"), "count 0\n", 0o444);
         put(root, &format!("sys/kernel/irq/{irq}/actions"), "virtio0-input.0\n", 0o444);
@@ -159,22 +156,21 @@ fn build_fixture(root: &Path) {
 }
 
 /// The files discovery reads in that fixture, listed by hand from what each reader reads: the
-/// global CPU lists, each CPU's topology and last-level cache files, the node's `cpulist` and
+/// global CPU lists (`nohz_full` is skipped: unreadable), the possible nodes, each CPU's topology and last-level cache files, the node's `cpulist` and
 /// `distance` (not `cpumap`: `cpulist` is there), each device's identity files and IRQ entries,
 /// the NVMe identity and the blk-mq map of the first namespace with one (from its `cpuN`
 /// entries, so not `cpu_list`), each IRQ's files and its action names, the kernel release, and
 /// the two files kept for diagnosis.
 fn expected_files() -> BTreeSet<String> {
     let mut f: Vec<String> =
-        ["possible", "present", "online", "isolated", "nohz_full"].iter().map(|n| format!("{CPU}/{n}")).collect();
-    f.retain(|n| !n.ends_with("nohz_full")); // absent in the fixture
+        ["possible", "present", "online", "isolated"].iter().map(|n| format!("{CPU}/{n}")).collect();
     f.push(format!("{CPU}/cpu1/online"));
     for cpu in 0..2 {
         let d = format!("{CPU}/cpu{cpu}");
         f.extend(["topology/core_cpus_list", "topology/physical_package_id"].map(|n| format!("{d}/{n}")));
         f.extend(["level", "type", "shared_cpu_list"].map(|n| format!("{d}/cache/index0/{n}")));
     }
-    f.extend(["node0/cpulist", "node0/distance"].map(|n| format!("sys/devices/system/node/{n}")));
+    f.extend(["possible", "node0/cpulist", "node0/distance"].map(|n| format!("sys/devices/system/node/{n}")));
     let nic = "sys/bus/pci/devices/0000:00:03.0";
     let ssd = "sys/bus/pci/devices/0000:00:04.0";
     for dev in [nic, ssd] {
@@ -188,7 +184,7 @@ fn expected_files() -> BTreeSet<String> {
     f.extend(["proc/interrupts", "proc/cmdline"].map(String::from));
     for irq in [24, 27] {
         let names = ["smp_affinity", "smp_affinity_list", "effective_affinity_list", "affinity_hint"];
-        f.extend(names.iter().filter(|n| irq != 24 || **n != "affinity_hint").map(|n| format!("proc/irq/{irq}/{n}")));
+        f.extend(names.iter().map(|n| format!("proc/irq/{irq}/{n}")));
         f.push(format!("sys/kernel/irq/{irq}/actions"));
     }
     f.extend(["proc/sys/kernel/osrelease", "proc/sys/kernel/arch"].map(String::from));
@@ -237,7 +233,7 @@ fn fixture_snapshot_holds_exactly_what_discovery_reads() {
     assert_eq!(report.files_copied, expected_files().len());
     assert_eq!(report.links_created, links.len());
     let skipped: Vec<_> = report.skipped.iter().map(|s| s.path.clone()).collect();
-    assert_eq!(skipped, vec![src.path().join("proc/irq/24/affinity_hint")], "the unreadable file is counted");
+    assert_eq!(skipped, vec![src.path().join(format!("{CPU}/nohz_full"))], "the unreadable file is counted");
 
     // The snapshot is itself a root: snapshotting it again gives the same tree.
     let again = tempfile::tempdir().unwrap();

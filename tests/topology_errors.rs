@@ -1,5 +1,6 @@
 //! Malformed sysfs: each test writes a good tree (`common/sysfs_tree.rs`), spoils one file, and
-//! checks discovery fails with a message naming that file and the bad content — never a panic.
+//! checks discovery degrades: one warning naming that file and the bad content, the documented
+//! rule applied instead, the rest of the machine as before — never a panic or a refusal.
 
 #[path = "common/sysfs_tree.rs"]
 mod sysfs_tree;
@@ -47,124 +48,182 @@ fn good_machine() -> Topology {
     t
 }
 
-/// Writes the good machine, lets `spoil` break it, and returns discovery's error message.
-fn error_after(spoil: impl FnOnce(&Path)) -> String {
+/// Writes the good machine, lets `spoil` break it, and returns what discovery made of it and its
+/// warnings (the unspoiled tree reads without any).
+fn degraded_after(spoil: impl FnOnce(&Path)) -> (Topology, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     sysfs_tree::write_topology(dir.path(), &good_machine());
-    Topology::discover(&Root::new(dir.path())).expect("the unspoiled tree reads");
+    let (_, clean) = Topology::discover_with_warnings(&Root::new(dir.path())).expect("the unspoiled tree reads");
+    assert!(clean.is_empty(), "{clean:?}");
     spoil(dir.path());
-    match Topology::discover(&Root::new(dir.path())) {
-        Ok(_) => panic!("discovery accepted the spoiled tree"),
-        Err(e) => e.to_string(),
-    }
+    let (topo, warnings) =
+        Topology::discover_with_warnings(&Root::new(dir.path())).expect("a spoiled file degrades, never refuses");
+    (topo, warnings.iter().map(|w| w.to_string()).collect())
 }
 
-fn assert_names(msg: &str, file: &str, content: &str) {
-    assert!(msg.contains(file), "error does not name {file}: {msg}");
-    assert!(msg.contains(content), "error does not show {content}: {msg}");
+/// The one warning names `file` and shows `content`.
+fn assert_one_warning(warnings: &[String], file: &str, content: &str) -> String {
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    let msg = warnings[0].clone();
+    assert!(msg.contains(file), "warning does not name {file}: {msg}");
+    assert!(msg.contains(content), "warning does not show {content}: {msg}");
+    msg
 }
 
-#[test]
-fn garbage_online_list() {
-    let msg = error_after(|d| fs::write(d.join(CPU).join("online"), "0-3,zz\n").unwrap());
-    assert_names(&msg, "sys/devices/system/cpu/online", "\"zz\"");
-}
-
-#[test]
-fn garbage_node_cpulist() {
-    let msg = error_after(|d| fs::write(d.join(NODE).join("node1/cpulist"), "2-\n").unwrap());
-    assert_names(&msg, "node/node1/cpulist", "\"2-\"");
+fn set(list: &str) -> CpuSet {
+    CpuSet::parse_list(list).unwrap()
 }
 
 #[test]
-fn truncated_distance_row() {
-    let msg = error_after(|d| fs::write(d.join(NODE).join("node0/distance"), "10\n").unwrap());
-    assert_names(&msg, "node/node0/distance", "\"10\"");
-    assert!(msg.contains("expected 2"), "{msg}");
+fn garbage_online_list_falls_back_to_each_cpus_online_file() {
+    let (topo, w) = degraded_after(|d| {
+        fs::write(d.join(CPU).join("online"), "0-3,zz\n").unwrap();
+        fs::write(d.join(CPU).join("cpu3/online"), "0\n").unwrap();
+    });
+    assert_one_warning(&w, "sys/devices/system/cpu/online", "\"zz\"");
+    assert_eq!(topo.online, set("0-2"), "cpu3/online says 0");
 }
 
 #[test]
-fn non_numeric_distance() {
-    let msg = error_after(|d| fs::write(d.join(NODE).join("node1/distance"), "20 ten\n").unwrap());
-    assert_names(&msg, "node/node1/distance", "\"20 ten\"");
+fn an_empty_online_list_falls_back_to_each_cpus_online_file() {
+    let (topo, w) = degraded_after(|d| fs::write(d.join(CPU).join("online"), "\n").unwrap());
+    assert_one_warning(&w, "sys/devices/system/cpu/online", "empty");
+    assert_eq!(topo.online, set("0-3"));
 }
 
 #[test]
-fn non_numeric_physical_package_id() {
-    let msg = error_after(|d| fs::write(d.join(CPU).join("cpu2/topology/physical_package_id"), "socket0\n").unwrap());
-    assert_names(&msg, "cpu2/topology/physical_package_id", "\"socket0\"");
+fn garbage_node_cpulist_leaves_cpus_to_their_node_links() {
+    let (topo, w) = degraded_after(|d| fs::write(d.join(NODE).join("node1/cpulist"), "2-\n").unwrap());
+    assert_one_warning(&w, "node/node1/cpulist", "2-");
+    assert_eq!(topo.nodes[&1].cpus, set("2-3"), "cpu2/node1 and cpu3/node1 links still say so");
 }
 
 #[test]
-fn non_numeric_core_id() {
-    let msg = error_after(|d| fs::write(d.join(CPU).join("cpu3/topology/core_id"), "1a\n").unwrap());
-    assert_names(&msg, "cpu3/topology/core_id", "\"1a\"");
+fn truncated_distance_row_gets_the_kernels_default_distances() {
+    let (topo, w) = degraded_after(|d| fs::write(d.join(NODE).join("node0/distance"), "10\n").unwrap());
+    let msg = assert_one_warning(&w, "node/node0/distance", "\"10\"");
+    assert!(msg.contains("expected 2") && msg.contains("default"), "{msg}");
+    assert_eq!(topo.nodes[&0].distance, vec![10, 20]);
+    assert_eq!(topo.nodes[&1].distance, vec![20, 10], "the other row is untouched");
 }
 
 #[test]
-fn garbage_sibling_mask() {
-    let msg = error_after(|d| fs::write(d.join(CPU).join("cpu1/topology/core_cpus_list"), "0-1,x\n").unwrap());
-    assert_names(&msg, "cpu1/topology/core_cpus_list", "\"x\"");
+fn non_numeric_distance_gets_the_kernels_default_distances() {
+    let (topo, w) = degraded_after(|d| fs::write(d.join(NODE).join("node1/distance"), "20 ten\n").unwrap());
+    assert_one_warning(&w, "node/node1/distance", "\"20 ten\"");
+    assert_eq!(topo.nodes[&1].distance, vec![20, 10]);
 }
 
 #[test]
-fn garbage_cpu_online_flag() {
-    let msg = error_after(|d| {
+fn a_missing_distance_file_gets_the_kernels_default_distances() {
+    let (topo, w) = degraded_after(|d| fs::remove_file(d.join(NODE).join("node1/distance")).unwrap());
+    assert_one_warning(&w, "node/node1/distance", "missing");
+    assert_eq!(topo.nodes[&1].distance, vec![20, 10]);
+}
+
+#[test]
+fn non_numeric_physical_package_id_is_only_reported() {
+    let (topo, w) =
+        degraded_after(|d| fs::write(d.join(CPU).join("cpu2/topology/physical_package_id"), "socket0\n").unwrap());
+    assert_one_warning(&w, "cpu2/topology/physical_package_id", "\"socket0\"");
+    assert_eq!(topo.cpus[&2], good_machine().cpus[&2], "nothing irqwise uses depends on it");
+}
+
+#[test]
+fn non_numeric_core_id_is_only_reported() {
+    let (_, w) = degraded_after(|d| fs::write(d.join(CPU).join("cpu3/topology/core_id"), "1a\n").unwrap());
+    assert_one_warning(&w, "cpu3/topology/core_id", "\"1a\"");
+}
+
+#[test]
+fn garbage_sibling_mask_makes_that_level_unknown() {
+    let (topo, w) = degraded_after(|d| fs::write(d.join(CPU).join("cpu1/topology/core_cpus_list"), "0-1,x\n").unwrap());
+    assert_one_warning(&w, "cpu1/topology/core_cpus_list", "\"x\"");
+    assert_eq!(topo.cpus[&1].core, None);
+    assert_eq!(topo.cpus[&0].core, Some(set("0-1")), "the other CPUs keep theirs");
+}
+
+#[test]
+fn a_sibling_list_without_the_cpu_itself_gets_the_cpu_added() {
+    let (topo, w) = degraded_after(|d| fs::write(d.join(CPU).join("cpu1/topology/core_cpus_list"), "0\n").unwrap());
+    assert_one_warning(&w, "cpu1/topology/core_cpus_list", "does not hold CPU 1");
+    assert_eq!(topo.cpus[&1].core, Some(set("0-1")));
+}
+
+#[test]
+fn garbage_cpu_online_flag_is_left_to_the_directory() {
+    let (topo, w) = degraded_after(|d| {
         fs::remove_file(d.join(CPU).join("online")).unwrap();
         fs::write(d.join(CPU).join("cpu1/online"), "yes\n").unwrap();
     });
-    assert_names(&msg, "cpu1/online", "\"yes\"");
+    assert_one_warning(&w, "cpu1/online", "\"yes\"");
+    assert!(topo.online.contains(1));
 }
 
 #[test]
-fn garbage_cache_level() {
-    let msg = error_after(|d| fs::write(d.join(CPU).join("cpu0/cache/index3/level"), "L3\n").unwrap());
-    assert_names(&msg, "cpu0/cache/index3/level", "\"L3\"");
+fn garbage_cache_level_makes_the_cache_unknown() {
+    let (topo, w) = degraded_after(|d| fs::write(d.join(CPU).join("cpu0/cache/index3/level"), "L3\n").unwrap());
+    assert_one_warning(&w, "cpu0/cache/index3/level", "\"L3\"");
+    assert_eq!(topo.cpus[&0].llc, None);
 }
 
 /// A directory where a file is expected (tests run as root, so mode 000 would still read).
 #[test]
-fn unreadable_possible_list() {
-    let msg = error_after(|d| {
+fn unreadable_possible_list_falls_back_to_the_cpu_directories() {
+    let (topo, w) = degraded_after(|d| {
         let possible = d.join(CPU).join("possible");
         fs::remove_file(&possible).unwrap();
         fs::create_dir(&possible).unwrap();
     });
-    assert_names(&msg, "sys/devices/system/cpu/possible", "cannot read");
+    assert_one_warning(&w, "sys/devices/system/cpu/possible", "unreadable");
+    assert_eq!(topo.possible, set("0-3"));
 }
 
 #[test]
-fn unreadable_sibling_list() {
-    let msg = error_after(|d| {
+fn unreadable_sibling_list_makes_that_level_unknown() {
+    let (topo, w) = degraded_after(|d| {
         let file = d.join(CPU).join("cpu2/topology/package_cpus_list");
         fs::remove_file(&file).unwrap();
         fs::create_dir(&file).unwrap();
     });
-    assert_names(&msg, "cpu2/topology/package_cpus_list", "cannot read");
+    assert_one_warning(&w, "cpu2/topology/package_cpus_list", "directory");
+    assert_eq!(topo.cpus[&2].package, None);
 }
 
 #[test]
-fn online_cpu_outside_possible() {
-    let msg = error_after(|d| fs::write(d.join(CPU).join("online"), "0-5\n").unwrap());
-    assert_names(&msg, "sys/devices/system/cpu/online", "\"4-5\"");
+fn online_cpu_outside_possible_is_left_out() {
+    let (topo, w) = degraded_after(|d| fs::write(d.join(CPU).join("online"), "0-5\n").unwrap());
+    assert_one_warning(&w, "sys/devices/system/cpu/online", "\"4-5\"");
+    assert_eq!(topo.online, set("0-3"));
 }
 
 #[test]
-fn cpu_claims_a_missing_node() {
-    let msg = error_after(|d| {
+fn cpu_claiming_a_missing_node_is_placed_by_the_node_cpulists() {
+    let (topo, w) = degraded_after(|d| {
         fs::remove_dir(d.join(CPU).join("cpu3/node1")).unwrap();
         fs::create_dir(d.join(CPU).join("cpu3/node7")).unwrap();
     });
-    assert_names(&msg, "cpu3/node7", "node 7");
+    assert_one_warning(&w, "cpu3/node7", "node 7");
+    assert_eq!(topo.cpus[&3].node, Some(1), "node1/cpulist lists it");
 }
 
 /// Without a `possible` list the CPU ids come from the `cpuN` directories; an id beyond what a
-/// CpuSet can hold is an error naming the directory, not a panic.
+/// CpuSet can hold is left out with a warning naming the directory, not a panic.
 #[test]
-fn cpu_directory_beyond_the_maximum_without_possible_list() {
-    let msg = error_after(|root| {
+fn cpu_directory_beyond_the_maximum_without_possible_list_is_left_out() {
+    let (topo, w) = degraded_after(|root| {
         fs::remove_file(root.join(CPU).join("possible")).unwrap();
         fs::create_dir_all(root.join(CPU).join("cpu9000")).unwrap();
     });
-    assert!(msg.contains("cpu9000") && msg.contains("9000") && msg.contains("8192"), "{msg}");
+    let msg = assert_one_warning(&w, "cpu9000", "9000");
+    assert!(msg.contains("8192"), "{msg}");
+    assert_eq!(topo.possible, set("0-3"));
+}
+
+#[test]
+fn a_root_without_any_cpu_is_an_error_naming_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join(CPU)).unwrap();
+    let e = Topology::discover(&Root::new(dir.path())).unwrap_err().to_string();
+    assert!(e.contains("sys/devices/system/cpu") && e.contains("no possible CPU"), "{e}");
 }

@@ -1,7 +1,6 @@
 //! [`ProcIrq`]: the real [`AffinityWriter`], writing `ROOT/proc/irq/N/smp_affinity_list`.
 
-use std::fs::OpenOptions;
-use std::io::{self, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
@@ -11,9 +10,10 @@ use crate::sysfs::Root;
 
 /// Writes IRQ affinities under a [`Root`] (`/` on a live system, a fixture tree in tests).
 ///
-/// Invariants: the list form is written with one `write(2)`; the file is opened without
-/// `O_CREAT`, so a missing IRQ fails with ENOENT instead of creating a file; an IRQ whose
-/// affinity files have no write bit is never opened for writing.
+/// Invariants: the list form is written with one `write(2)`; the file is opened beneath the
+/// root without following any symlink and without `O_CREAT`, so a missing IRQ fails with ENOENT
+/// and a link out of the root fails with ELOOP/EXDEV instead of writing elsewhere; only a
+/// regular file is written; an IRQ whose affinity files have no write bit is never written.
 #[derive(Debug, Clone)]
 pub struct ProcIrq {
     pub root: Root,
@@ -24,36 +24,33 @@ impl ProcIrq {
         ProcIrq { root }
     }
 
-    fn irq_file(&self, irq: u32, name: &str) -> PathBuf {
-        self.root.path(format!("proc/irq/{irq}/{name}"))
+    fn rel(irq: u32, name: &str) -> String {
+        format!("proc/irq/{irq}/{name}")
     }
 
-    /// Refuses (without writing) when `smp_affinity` or `smp_affinity_list` lacks the owner write
-    /// bit (procfs creates them `S_IWUSR` only when the IRQ may be moved).
-    /// Root ignores modes on open, so this is the only way to see a managed IRQ on ≥ 6.12.
-    /// A missing file is not an error here: the open that follows reports it.
+    fn irq_file(&self, irq: u32, name: &str) -> PathBuf {
+        self.root.path(Self::rel(irq, name))
+    }
+
+    /// Refuses (without writing) when `smp_affinity` lacks the owner write bit (procfs creates
+    /// it `S_IWUSR` only when the IRQ may be moved). Root ignores modes on open, so this is the
+    /// only way to see a managed IRQ on ≥ 6.12. A missing file is not an error here: the open
+    /// that follows reports it.
     fn check_writable(&self, irq: u32, value: &str) -> Result<(), ApplyError> {
-        for name in ["smp_affinity", "smp_affinity_list"] {
-            let path = self.irq_file(irq, name);
-            match std::fs::metadata(&path) {
-                Ok(meta) => {
-                    let mode = meta.permissions().mode() & 0o7777;
-                    if mode & 0o200 == 0 {
-                        return Err(ApplyError::ReadOnly { irq, path, mode, value: value.into() });
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(source) => return Err(ApplyError::Stat { path, value: value.into(), source }),
+        let name = "smp_affinity";
+        match self.root.mode(Self::rel(irq, name)) {
+            Ok(Some(mode)) if mode & 0o200 == 0 => {
+                Err(ApplyError::ReadOnly { irq, path: self.irq_file(irq, name), mode, value: value.into() })
             }
+            Ok(_) => Ok(()),
+            Err(e) => Err(ApplyError::Read(e)),
         }
-        Ok(())
     }
 
     /// Reads back what the kernel now holds after writing `written`.
     fn verify(&self, irq: u32, written: &CpuSet) -> Verification {
         let readback = self.read_current(irq).ok();
-        let effective =
-            self.root.read_cpulist_optional(format!("proc/irq/{irq}/effective_affinity_list")).ok().flatten();
+        let effective = self.root.read_cpulist_optional(Self::rel(irq, "effective_affinity_list")).ok().flatten();
         Verification {
             matches: readback.as_ref() == Some(written),
             readback,
@@ -67,12 +64,17 @@ impl AffinityWriter for ProcIrq {
         let value = format!("{}\n", cpus.to_list_string());
         self.check_writable(irq, &value)?;
         let path = self.irq_file(irq, "smp_affinity_list");
-        // Truncate matters only for fixture trees (plain files); procfs ignores O_TRUNC.
-        let mut file = OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(&path)
+        let mut file = self
+            .root
+            .open_write(Self::rel(irq, "smp_affinity_list"))
             .map_err(|source| ApplyError::Open { path: path.clone(), value: value.clone(), source })?;
+        let mode = file.metadata().map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644);
+        if mode & 0o200 == 0 {
+            return Err(ApplyError::ReadOnly { irq, path, mode, value });
+        }
+        // Only a fixture's plain file needs emptying; procfs ignores the length, and a failure
+        // here leaves the write below to report what is wrong.
+        let _ = file.set_len(0);
         match file.write(value.as_bytes()) {
             Ok(n) if n == value.len() => {}
             Ok(written) => return Err(ApplyError::ShortWrite { path, value, written }),
@@ -83,6 +85,6 @@ impl AffinityWriter for ProcIrq {
     }
 
     fn read_current(&self, irq: u32) -> Result<CpuSet, ApplyError> {
-        Ok(self.root.read_cpulist(format!("proc/irq/{irq}/smp_affinity_list"))?)
+        Ok(self.root.read_cpulist(Self::rel(irq, "smp_affinity_list"))?)
     }
 }

@@ -69,10 +69,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Validate the configuration; non-zero exit with file:line:column on error.
+    /// Validate the configuration (against --root's machine): every error and warning of every
+    /// file with file:line:column; exit 2 on errors.
     CheckConfig {
         /// Files to check instead of the configured lookup.
         paths: Vec<PathBuf>,
+        /// Fail (exit 2) on warnings too, e.g. CPUs or nodes this machine lacks.
+        #[arg(long)]
+        strict: bool,
+        /// Print every error and warning as JSON instead.
+        #[arg(long)]
+        json: bool,
     },
     /// Check the configuration, then make the running daemon PID reload it (SIGHUP) and wait
     /// until it has; an invalid configuration fails (exit 2) without signalling. The unit's

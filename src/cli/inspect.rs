@@ -3,6 +3,7 @@
 use serde_json::json;
 
 use super::{to_json_text, CliError};
+use crate::cpuset::MAX_CPUS;
 use crate::engine::kernel_rules;
 use crate::kernel::{group_cpus_evenly, spread_order, GroupAlgorithm, GroupRules, SpreadOrder};
 use crate::sysfs::Root;
@@ -10,12 +11,18 @@ use crate::topology::Topology;
 
 /// `irqwise topology [--json]`.
 pub fn topology(root: &Root, json: bool) -> Result<String, CliError> {
-    let topo = Topology::discover(root)?;
-    Ok(if json {
-        to_json_text(&crate::topology::report::to_json(&topo))
-    } else {
-        crate::topology::report::to_table(&topo)
-    })
+    let (topo, warnings) = Topology::discover_with_warnings(root)?;
+    let warnings: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+    if json {
+        let mut doc = crate::topology::report::to_json(&topo);
+        doc["warnings"] = json!(warnings);
+        return Ok(to_json_text(&doc));
+    }
+    let mut text = crate::topology::report::to_table(&topo);
+    for w in &warnings {
+        text.push_str(&format!("warning: {w}\n"));
+    }
+    Ok(text)
 }
 
 /// `irqwise spread numa --node N [--order ...] [--json]`.
@@ -43,6 +50,9 @@ pub fn spread_numa(root: &Root, node: i64, order: SpreadOrder, json: bool) -> Re
 pub fn spread_groups(root: &Root, groups: usize, kernel: Option<&str>, json: bool) -> Result<String, CliError> {
     if groups == 0 {
         return Err(CliError::ZeroGroups(groups));
+    }
+    if groups > MAX_CPUS as usize {
+        return Err(CliError::TooManyGroups(groups));
     }
     let topo = Topology::discover(root)?;
     let version = kernel_rules(root, &topo, kernel)?;

@@ -28,10 +28,11 @@ const DAEMON_NAME: &str = "irqwise";
 /// invalid (the daemon was not signalled, or rejected it itself), 1 when the daemon could not
 /// be signalled or recorded no reload in time.
 pub fn reload(root: &Root, paths: &ConfigPaths, pid: u32, timeout: Duration) -> Result<Outcome, CliError> {
-    let checked = check_config(root, paths, &[])?;
+    let checked = check_config(root, paths, &[], false, false)?;
     if checked.exit != 0 {
         return Err(CliError::ConfigRejected(format!(
-            "configuration invalid; irqwise (pid {pid}) was not signalled and keeps the configuration it has:\n{}",
+            "configuration invalid; irqwise (pid {pid}) was not signalled and keeps the configuration it has:\n{}{}",
+            checked.stderr,
             checked.text.trim_end()
         )));
     }
@@ -39,8 +40,11 @@ pub fn reload(root: &Root, paths: &ConfigPaths, pid: u32, timeout: Duration) -> 
     let before = current_state(root).filter(|s| s.pid == pid).map(|s| s.passes);
     kill(target, Signal::SIGHUP).map_err(|e| CliError::Failed(format!("cannot signal irqwise (pid {pid}): {e}")))?;
     let summary = checked.text.lines().last().unwrap_or_default().to_string();
+    // The configuration's warnings (CPUs this machine lacks, ...) go where check-config puts them.
+    let warnings = checked.stderr;
     if timeout.is_zero() {
-        return Ok(Outcome { text: format!("sent SIGHUP to irqwise (pid {pid}); {summary}\n"), exit: 0 });
+        let text = format!("sent SIGHUP to irqwise (pid {pid}); {summary}\n");
+        return Ok(Outcome { text, stderr: warnings, exit: 0 });
     }
     let state = wait_for_reload(root, pid, before, timeout)?;
     if let Some(errors) = state.config_error {
@@ -53,6 +57,7 @@ pub fn reload(root: &Root, paths: &ConfigPaths, pid: u32, timeout: Duration) -> 
             "irqwise (pid {pid}) reloaded the configuration ({summary}); pass {}: {}\n",
             state.passes, state.status
         ),
+        stderr: warnings,
         exit: 0,
     })
 }
@@ -84,7 +89,7 @@ fn current_state(root: &Root) -> Option<StateView> {
 /// Whether `state` is what daemon `pid` wrote after a pass that includes a reload, later than
 /// pass `before` (the last pass of `pid` seen before the signal, if any).
 pub fn reload_recorded(state: &StateView, pid: u32, before: Option<u64>) -> bool {
-    state.pid == pid && before.map_or(true, |b| state.passes > b) && state.triggers.iter().any(|t| t == "reload")
+    state.pid == pid && before.is_none_or(|b| state.passes > b) && state.triggers.iter().any(|t| t == "reload")
 }
 
 /// Polls the state file until [`reload_recorded`]; fails when `pid` exits or `timeout` passes.

@@ -14,9 +14,11 @@
 //!   the masks found at start when `restore_on_exit`, return.
 //! - The watchdog is pinged from the loop itself: a pass that hangs stops the pings.
 
+pub mod files;
 pub mod ledger;
 pub mod logging;
 pub mod notify;
+pub mod originals;
 pub mod peers;
 pub mod state;
 
@@ -28,13 +30,15 @@ use tokio::time::{interval, Interval, MissedTickBehavior};
 
 use crate::apply::{apply_plan, AffinityWriter, ApplyReport, ProcIrq};
 use crate::config::{Config, ConfigPaths};
-use crate::engine::{load_config, plan_pass, EngineError};
+use crate::engine::{load_config_with_warnings, plan_with_topology, EngineError, PlannedPass};
 use crate::events::{Batch, Debouncer, EventConfig, EventSources, EventsError, Trigger};
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
+use crate::topology::Topology;
 
-use ledger::Ledger;
+use ledger::{Ledger, Loudness};
 use notify::Notifier;
+use originals::Originals;
 use state::StateRecord;
 
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +61,13 @@ pub struct Daemon {
     last_counts: Summary,
     last_error: Option<String>,
     config_error: Option<String>,
+    /// The last topology that could be read, planned on when a re-read fails.
+    last_topology: Option<Topology>,
+    /// The masks to restore on exit, as recorded on disk.
+    originals: Originals,
+    originals_failed: bool,
+    /// Configuration warnings already logged.
+    config_warned: std::collections::BTreeSet<String>,
     started: u64,
     passes: watch::Sender<u64>,
     notifier: Notifier,
@@ -101,6 +112,10 @@ impl Daemon {
             last_counts: Summary::default(),
             last_error: None,
             config_error: None,
+            last_topology: None,
+            originals: Originals::default(),
+            originals_failed: false,
+            config_warned: std::collections::BTreeSet::new(),
             started: unix_now(),
             passes: watch::channel(0).0,
             notifier: Notifier::new(),
@@ -196,8 +211,9 @@ impl Daemon {
     /// Reloads the configuration; on any error logs each one and keeps the current config. The
     /// outcome goes to the state file (`config_error`), where `irqwise reload` reads it.
     pub fn reload(&mut self) {
-        match load_config(&self.root, &self.paths) {
-            Ok(config) => {
+        match load_config_with_warnings(&self.root, &self.paths) {
+            Ok((config, warnings)) => {
+                self.note_config_warnings(&warnings);
                 let g = (&config.global, &self.config.global);
                 if g.0.debounce != g.1.debounce || g.0.reconcile_interval != g.1.reconcile_interval {
                     tracing::warn!("debounce and reconcile_interval changes take effect at the next restart");
@@ -222,10 +238,39 @@ impl Daemon {
         }
     }
 
+    /// Logs the configuration's warnings not logged before (at start; on reload only new ones:
+    /// a fleet file's CPUs this machine lacks are said once).
+    pub fn note_config_warnings(&mut self, warnings: &[crate::config::ConfigWarning]) {
+        for w in warnings {
+            let text = w.to_string();
+            if self.config_warned.insert(text.clone()) {
+                tracing::warn!("{}", crate::text::printable(&text));
+            }
+        }
+    }
+
     /// One full pass; never fails: errors are logged and the previous placement stays.
     pub fn pass(&mut self, why: Vec<String>) {
         let number = *self.passes.borrow() + 1;
-        match plan_pass(&self.root, &self.config, &self.known_managed) {
+        if number == 1 {
+            let removed = files::remove_stale_temps(&self.root.path(state::STATE_FILE))
+                + files::remove_stale_temps(&self.root.path(originals::ORIGINALS_FILE));
+            if removed > 0 {
+                tracing::info!("removed {removed} temporary file(s) left by a process that did not finish");
+            }
+            let (originals, problem) = Originals::load(&self.root);
+            if let Some(e) = problem {
+                tracing::warn!("{e}");
+            }
+            if !originals.is_empty() {
+                tracing::info!(
+                    "{} IRQ(s) irqwise changed earlier this boot keep their recorded original masks",
+                    originals.len()
+                );
+            }
+            self.originals = originals;
+        }
+        match self.plan() {
             Err(e) => {
                 let message = e.to_string();
                 if self.last_error.as_deref() != Some(message.as_str()) {
@@ -247,9 +292,27 @@ impl Daemon {
         self.passes.send_replace(number);
     }
 
+    /// Discovers and plans; when the topology cannot be read, plans on the last one that could
+    /// (saying so in the plan's warnings) rather than giving up the pass.
+    fn plan(&mut self) -> Result<PlannedPass, EngineError> {
+        let (topology, warnings) = match Topology::discover_with_warnings(&self.root) {
+            Ok((topology, warnings)) => {
+                self.last_topology = Some(topology.clone());
+                (topology, warnings.iter().map(|w| w.to_string()).collect())
+            }
+            Err(e) => match &self.last_topology {
+                Some(last) => {
+                    (last.clone(), vec![format!("cannot read the topology ({e}); planning with the last one read")])
+                }
+                None => return Err(e.into()),
+            },
+        };
+        plan_with_topology(&self.root, &self.config, &self.known_managed, topology, warnings)
+    }
+
     fn apply(&mut self, number: u64, why: &[String], plan: Plan) {
         for w in self.ledger.new_warnings(&plan) {
-            tracing::warn!("{w}");
+            tracing::warn!("{}", crate::text::printable(&w));
         }
         for d in self.ledger.observe(&plan) {
             let found = d.found.map_or("unreadable".into(), |f| f.to_list_string());
@@ -260,8 +323,35 @@ impl Daemon {
                 d.placed.to_list_string()
             );
         }
+        // The originals are on disk before the first write that changes them.
+        if self.originals.note_plan(&plan) {
+            if let Err(e) = self.originals.save(&self.root) {
+                if !self.originals_failed {
+                    tracing::warn!("{e}; restore_on_exit would not know these IRQs' masks after a restart");
+                }
+                self.originals_failed = true;
+            } else {
+                self.originals_failed = false;
+            }
+        }
         let report = apply_plan(&plan, &ProcIrq::new(self.root.clone()));
-        report.changes.iter().for_each(logging::log_change);
+        let targets: std::collections::BTreeMap<u32, &crate::cpuset::CpuSet> =
+            plan.writes().filter_map(|(_, p)| Some((p.irq, p.desired.as_ref()?))).collect();
+        for c in &report.changes {
+            let target = targets.get(&c.irq).copied().cloned().unwrap_or_default();
+            match self.ledger.loudness(c, &target) {
+                Loudness::Loud => logging::log_change(c),
+                Loudness::Quiet => logging::log_change_quietly(c),
+                Loudness::Recovered(n) => {
+                    tracing::info!(
+                        irq = c.irq,
+                        "irq {}: written again after {n} passes that ended the same way",
+                        c.irq
+                    );
+                    logging::log_change(c);
+                }
+            }
+        }
         self.ledger.record(&plan, &report);
         self.known_managed.extend(report.learned_managed.iter().copied());
         for news in self.ledger.managed_news(&plan) {
@@ -299,6 +389,7 @@ impl Daemon {
     fn write_state(&mut self, number: u64, why: &[String]) {
         let status = self.last_counts.status_line();
         let record = StateRecord {
+            schema: crate::JSON_SCHEMA,
             pid: std::process::id(),
             started: self.started,
             last_pass: unix_now(),
@@ -309,8 +400,9 @@ impl Daemon {
             error: self.last_error.as_deref(),
             config_error: self.config_error.as_deref(),
             config_sources: &self.config.sources,
-            plan: &self.last_plan,
-            report: &self.last_report,
+            plan: state::PlanState::of(&self.last_plan),
+            repeated: self.ledger.repeated(),
+            report: state::ReportState::of(&self.last_report),
         };
         match state::write_state(&self.root, &record) {
             Ok(()) => self.state_failed = false,
@@ -322,14 +414,16 @@ impl Daemon {
         }
     }
 
-    /// `STOPPING=1`, then (with `restore_on_exit`) writes back the masks found at start.
+    /// `STOPPING=1`, then (with `restore_on_exit`) writes back the masks the IRQs had before
+    /// irqwise first changed them (this daemon or an earlier one of the same boot) and forgets
+    /// the record.
     fn shutdown(&mut self) {
         self.notifier.stopping();
         if !self.config.global.restore_on_exit {
             return;
         }
         let writer = ProcIrq::new(self.root.clone());
-        let todo = self.ledger.restore_list();
+        let todo = self.originals.restore_list();
         let mut restored = 0;
         for (irq, cpus) in &todo {
             match writer.write(*irq, cpus) {
@@ -340,8 +434,9 @@ impl Daemon {
             }
         }
         if !todo.is_empty() {
-            tracing::info!("restored {restored} of {} IRQs to the masks found at start", todo.len());
+            tracing::info!("restored {restored} of {} IRQs to the masks they had before irqwise", todo.len());
         }
+        self.originals.clear(&self.root);
     }
 }
 

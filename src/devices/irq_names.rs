@@ -1,10 +1,7 @@
-//! IRQ action names: parsing `/proc/interrupts` and reading a queue role out of a name.
-//!
-//! Both functions here are pure: they take text and return data.
+//! IRQ action names from `/proc/interrupts` text. Pure: text in, data out. What a name means is
+//! read by [`super::recognise`].
 
 use std::collections::BTreeMap;
-
-use super::{DeviceClass, QueueRole};
 
 /// One problem found in `/proc/interrupts` text: the 1-based line number and the line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,7 +13,8 @@ pub struct BadLine {
 
 /// Action names per numbered IRQ from `/proc/interrupts` text.
 ///
-/// Guarantees: only numbered IRQ lines (`  N: ...`) appear in the map; lines for IRQs without an
+/// Guarantees: only numbered IRQ lines (`  N: ...`) appear in the map, the first line of an IRQ
+/// listed twice (a problem reported) winning; lines for IRQs without an
 /// action (counts and chip columns only) map to an empty list; architecture lines (`NMI:`,
 /// `LOC:`, ...) are ignored. The action list is the text after the last run of two or more
 /// spaces following the chip name (the kernel prints `"  %s"` before the first action and
@@ -50,6 +48,14 @@ pub fn parse_proc_interrupts(text: &str) -> (BTreeMap<u32, Vec<String>>, Vec<Bad
             bad.push(BadLine { line_no: i + 1, line: line.into(), problem: "IRQ number out of range" });
             continue;
         };
+        if names.contains_key(&irq) {
+            bad.push(BadLine {
+                line_no: i + 1,
+                line: line.into(),
+                problem: "IRQ listed twice (its first line is used)",
+            });
+            continue;
+        }
         names.insert(irq, actions_after_counts(rest, ncpus));
     }
     (names, bad)
@@ -139,149 +145,9 @@ fn looks_like_chip_column(field: &str) -> bool {
     trigger && !field.contains(' ')
 }
 
-/// The queue role and 0-based queue index of one IRQ action name on a device of `class`.
-///
-/// Guarantees: never fails; anything unrecognised is `(Misc, None)`; a queue index is returned
-/// only with `Io`, `Rx`, `Tx` or `RxTx`. NVMe names are read only on NVMe devices, NIC schemes
-/// only on NICs; virtio-blk (`virtioN-req.Q`) is recognised on any class.
-pub fn classify(name: &str, class: DeviceClass) -> (QueueRole, Option<u32>) {
-    let name = name.trim();
-    if let Some(found) = classify_virtio(name) {
-        return found;
-    }
-    match class {
-        DeviceClass::Nvme => classify_nvme(name),
-        DeviceClass::Nic => classify_nic(name),
-        DeviceClass::Other => (QueueRole::Misc, None),
-    }
-}
-
-/// `nvmeXq0` → admin; `nvmeXqN` → I/O queue N-1.
-fn classify_nvme(name: &str) -> (QueueRole, Option<u32>) {
-    let parsed = name.strip_prefix("nvme").and_then(|r| r.split_once('q')).and_then(|(ctrl, q)| {
-        let ctrl_ok = !ctrl.is_empty() && ctrl.bytes().all(|b| b.is_ascii_digit());
-        ctrl_ok.then(|| number(q)).flatten()
-    });
-    match parsed {
-        Some(0) => (QueueRole::Admin, None),
-        Some(n) => (QueueRole::Io, Some(n - 1)),
-        None => (QueueRole::Misc, None),
-    }
-}
-
-/// `virtioN-input.Q` / `-output.Q` (virtio-net), `virtioN-req.Q` (virtio-blk), `virtioN-config`.
-fn classify_virtio(name: &str) -> Option<(QueueRole, Option<u32>)> {
-    let rest = name.strip_prefix("virtio")?;
-    let (idx, what) = rest.split_once('-')?;
-    if idx.is_empty() || !idx.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let Some((kind, q)) = what.split_once('.') else { return Some((QueueRole::Misc, None)) };
-    let role = match kind {
-        "input" => QueueRole::Rx,
-        "output" => QueueRole::Tx,
-        "req" => QueueRole::Io,
-        _ => return Some((QueueRole::Misc, None)),
-    };
-    Some(number(q).map_or((QueueRole::Misc, None), |q| (role, Some(q))))
-}
-
-/// The common NIC schemes: mlx5, and `<prefix><sep><kind><sep>N` suffixes of ice, i40e, ixgbe,
-/// igb, igc, e1000e, bnxt (`-TxRx-N`, `-rx-N`, `-tx-N`), ena (`-Tx-Rx-N`), vmxnet3 (`-rxtx-N`),
-/// qede (`-fp-N`), hinic (`_qpN`, `_rxqN`, `_txqN`) and gve (`gve-ntfy-blkN@pci:...`).
-fn classify_nic(name: &str) -> (QueueRole, Option<u32>) {
-    // mlx5 (and mlx5 sub-functions): "mlx5_comp7@pci:0000:81:00.0", "mlx5_async0@pci:...".
-    let base = name.split_once('@').map_or(name, |(b, _)| b);
-    if let Some(n) = base.strip_prefix("mlx5_comp").and_then(number) {
-        return (QueueRole::RxTx, Some(n));
-    }
-    if let Some(n) = base.strip_prefix("gve-ntfy-blk").and_then(number) {
-        return (QueueRole::RxTx, Some(n));
-    }
-    // "<prefix>-<kind>-N": split off the trailing number, then match the kind case-insensitively.
-    if let Some((head, n)) = name.rsplit_once('-').and_then(|(h, n)| number(n).map(|n| (h, n))) {
-        let lower = head.to_ascii_lowercase();
-        let kinds: [(&str, QueueRole); 6] = [
-            ("-tx-rx", QueueRole::RxTx),
-            ("-txrx", QueueRole::RxTx),
-            ("-rxtx", QueueRole::RxTx),
-            ("-fp", QueueRole::RxTx),
-            ("-rx", QueueRole::Rx),
-            ("-tx", QueueRole::Tx),
-        ];
-        for (suffix, role) in kinds {
-            if lower.ends_with(suffix) && lower.len() > suffix.len() {
-                return (role, Some(n));
-            }
-        }
-    }
-    // hinic: "<if>_qp3", "<if>_rxq3", "<if>_txq3".
-    if let Some((_, tail)) = name.rsplit_once('_') {
-        let hinic: [(&str, QueueRole); 3] = [("qp", QueueRole::RxTx), ("rxq", QueueRole::Rx), ("txq", QueueRole::Tx)];
-        for (kind, role) in hinic {
-            if let Some(n) = tail.strip_prefix(kind).and_then(number) {
-                return (role, Some(n));
-            }
-        }
-    }
-    (QueueRole::Misc, None)
-}
-
-/// A plain decimal number (no sign, no spaces).
-fn number(s: &str) -> Option<u32> {
-    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use DeviceClass::{Nic, Nvme, Other};
-    use QueueRole::*;
-
-    #[test]
-    fn classify_table() {
-        // (name, class, expected role, expected queue): each row from the driver's naming scheme.
-        let table: &[(&str, DeviceClass, QueueRole, Option<u32>)] = &[
-            ("nvme0q0", Nvme, Admin, None),
-            ("nvme0q1", Nvme, Io, Some(0)),
-            ("nvme12q64", Nvme, Io, Some(63)),
-            ("nvmeq1", Nvme, Misc, None),
-            ("nvme0q", Nvme, Misc, None),
-            ("nvme0q1", Nic, Misc, None),
-            ("virtio0-input.0", Nic, Rx, Some(0)),
-            ("virtio3-output.15", Nic, Tx, Some(15)),
-            ("virtio0-config", Nic, Misc, None),
-            ("virtio0-control", Nic, Misc, None),
-            ("virtio4-input", Other, Misc, None),
-            ("virtio1-req.2", Other, Io, Some(2)),
-            ("virtio3-rx", Other, Misc, None),
-            ("ice-eth2-TxRx-5", Nic, RxTx, Some(5)),
-            ("i40e-ens1f0-TxRx-0", Nic, RxTx, Some(0)),
-            ("eth0-TxRx-11", Nic, RxTx, Some(11)),
-            ("eth0-rxtx-3", Nic, RxTx, Some(3)),
-            ("eth0-rx-0", Nic, Rx, Some(0)),
-            ("eth0-tx-1", Nic, Tx, Some(1)),
-            ("eth0", Nic, Misc, None),
-            ("eth0-event-4", Nic, Misc, None),
-            ("ens5-Tx-Rx-7", Nic, RxTx, Some(7)),
-            ("ena-mgmnt@pci:0000:00:05.0", Nic, Misc, None),
-            ("mlx5_comp7@pci:0000:81:00.0", Nic, RxTx, Some(7)),
-            ("mlx5_async0@pci:0000:81:00.0", Nic, Misc, None),
-            ("mlx5_comp7@pci:0000:81:00.0", Other, Misc, None),
-            ("eno1-fp-2", Nic, RxTx, Some(2)),
-            ("enp3s0_qp4", Nic, RxTx, Some(4)),
-            ("enp3s0_rxq1", Nic, Rx, Some(1)),
-            ("gve-ntfy-blk9@pci:0000:00:04.0", Nic, RxTx, Some(9)),
-            ("ice-0000:81:00.0:misc", Nic, Misc, None),
-            ("-tx-3", Nic, Misc, None),
-            ("eth0-TxRx-x", Nic, Misc, None),
-            ("eth0-TxRx-99999999999", Nic, Misc, None),
-            ("", Nic, Misc, None),
-        ];
-        for &(name, class, role, queue) in table {
-            assert_eq!(classify(name, class), (role, queue), "{name:?} on {class:?}");
-        }
-    }
 
     #[test]
     fn proc_interrupts_formats() {

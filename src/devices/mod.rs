@@ -1,10 +1,14 @@
-//! Devices: the model ([`model`]), the pure reading of IRQ names ([`irq_names`]), and discovery
+//! Devices: the model ([`model`]), the pure reading of IRQ names ([`irq_names`], the driver
+//! table [`name_table`] and [`recognise`]), and discovery
 //! from sysfs/procfs ([`discover`]).
 
 pub mod discover;
 pub mod irq_names;
 mod model;
+pub mod name_table;
+pub mod recognise;
 
 pub use discover::{discover_devices, udev_properties, DeviceError, DevicesError, Discovery, PCI_DEVICES};
-pub use irq_names::{classify, parse_proc_interrupts};
-pub use model::{Device, DeviceClass, IrqVector, NvmeInfo, QueueRole};
+pub use irq_names::parse_proc_interrupts;
+pub use model::{Device, DeviceClass, IrqVector, NvmeInfo, QueueRole, Recognition};
+pub use recognise::{recognise_device, NameContext, QueuePattern, QueuePatternError, Recognised};

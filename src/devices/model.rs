@@ -52,8 +52,60 @@ pub enum QueueRole {
     Tx,
     /// A combined receive/transmit queue pair.
     RxTx,
-    /// Configuration, async events, link state, or a name we do not recognise.
+    /// Configuration, async events, link state, mailbox, or a name not recognised (then
+    /// [`IrqVector::recognised`] says so).
     Misc,
+}
+
+/// How a vector's role and queue were read from its name: which entry of the driver table
+/// ([`super::name_table`]) or which config rule, or that nothing recognised it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "by", rename_all = "kebab-case")]
+pub enum Recognition {
+    /// A pattern of the driver table entry of `driver`.
+    Table { driver: &'static str, pattern: &'static str },
+    /// The `queue_pattern` of the config rule at `rule` (`file:line`).
+    Rule { rule: String, pattern: String },
+    /// The driver has a table entry but no pattern of it matches the name.
+    NotRecognised { driver: String },
+    /// irqwise knows no names of this driver (or the device has none).
+    UnknownDriver { driver: Option<String> },
+    /// The name gave queue `index`, which no device of `vectors` vectors can have: a name from a
+    /// hostile or broken source. Never placed, whatever the class.
+    IndexOutOfRange { index: u32, vectors: usize },
+}
+
+impl Recognition {
+    /// Whether the name was understood (by the table or a rule).
+    pub fn is_recognised(&self) -> bool {
+        matches!(self, Recognition::Table { .. } | Recognition::Rule { .. })
+    }
+
+    /// The reason a vector is left alone because its name was not understood; `None` when it was.
+    pub fn unrecognised_reason(&self) -> Option<String> {
+        match self {
+            Recognition::Table { .. } | Recognition::Rule { .. } => None,
+            Recognition::NotRecognised { driver } => Some(format!("name not recognised for driver {driver}")),
+            Recognition::UnknownDriver { driver: Some(d) } => {
+                Some(format!("name not recognised for driver {d} (irqwise knows no names of it)"))
+            }
+            Recognition::UnknownDriver { driver: None } => Some("name not recognised (device has no driver)".into()),
+            Recognition::IndexOutOfRange { index, vectors } => {
+                Some(format!("queue index {index} read from its name is beyond the device's {vectors} vectors"))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Recognition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Recognition::Table { driver, pattern } => write!(f, "{driver} \"{pattern}\""),
+            Recognition::Rule { rule, pattern } => write!(f, "rule {rule} '{pattern}'"),
+            Recognition::NotRecognised { .. } | Recognition::UnknownDriver { .. } => f.write_str("not recognised"),
+            Recognition::IndexOutOfRange { index, .. } => write!(f, "queue index {index} out of range"),
+        }
+    }
 }
 
 /// One interrupt of a device. `queue` is set only for `Io`, `Rx`, `Tx` and `RxTx`.
@@ -65,6 +117,8 @@ pub struct IrqVector {
     pub role: QueueRole,
     /// 0-based queue index (`nvme0q1` → I/O queue 0; `virtio0-input.3` → rx 3).
     pub queue: Option<u32>,
+    /// How `role` and `queue` were read from the name.
+    pub recognised: Recognition,
     /// Kernel-managed as far as discovery can tell: `smp_affinity` has no owner write bit
     /// (kernels ≥ 6.12). Older kernels only reveal it when a write fails with EIO.
     pub managed: bool,

@@ -8,8 +8,8 @@
 use std::collections::BTreeSet;
 
 use super::{Action, DevicePlan, Placement, Plan};
-use crate::cpuset::CpuSet;
-use crate::devices::{Device, IrqVector};
+use crate::config::RuleRef;
+use crate::devices::{Device, DeviceClass, IrqVector, QueuePattern, QueueRole, Recognition};
 use crate::kernel::GroupRules;
 use crate::policy::Policy;
 use crate::strategy::{decide, Decision, DeviceContext, StrategyName};
@@ -28,7 +28,8 @@ pub struct PlanContext<'a> {
 }
 
 /// Plans every device; `policies[i]` belongs to `devices[i]` (missing entries = class defaults).
-/// A device whose node (configured or its own) does not exist on this machine adds a warning.
+/// A device whose node (configured or its own) does not exist on this machine adds a warning, and
+/// so does a NIC with IRQs left alone because their names were not recognised (one per device).
 pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) -> Plan {
     let default = Policy::default();
     let mut warnings = Vec::new();
@@ -36,21 +37,28 @@ pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) ->
         .iter()
         .enumerate()
         .map(|(i, d)| {
-            let (plan, warning) = plan_device(ctx, d, policies.get(i).unwrap_or(&default));
-            warnings.extend(warning);
+            let (plan, device_warnings) = plan_device(ctx, d, policies.get(i).unwrap_or(&default));
+            warnings.extend(device_warnings);
             plan
         })
         .collect();
     Plan { kernel: ctx.topo.kernel.clone(), devices, warnings }
 }
 
-/// One device's plan, and a warning when its node does not exist on this machine: dispatch to
-/// its strategy, then compare each decision with the current mask.
-fn plan_device(ctx: &PlanContext, dev: &Device, policy: &Policy) -> (DevicePlan, Option<String>) {
+/// One device's plan, and its warnings (its node does not exist on this machine; IRQs left alone
+/// for unrecognised names): read the names with the rule's `queue_pattern` if it has one,
+/// dispatch to its strategy, then compare each decision with the current mask.
+fn plan_device(ctx: &PlanContext, dev: &Device, policy: &Policy) -> (DevicePlan, Vec<String>) {
+    let taught = policy.queue_pattern.as_ref().map(|(pattern, rule)| with_rule_pattern(dev, pattern, rule));
+    let (bounded, range_warning) = bound_queue_indexes(taught.as_ref().unwrap_or(dev));
+    let dev = bounded.as_ref().or(taught.as_ref()).unwrap_or(dev);
     let strategy = policy.strategy.unwrap_or_else(|| StrategyName::default_for(dev.class));
     let (dctx, setup) = DeviceContext::new(ctx.topo, dev, policy, ctx.group_rules, ctx.respect_isolation, strategy);
-    let decisions = decide(strategy, &dctx, setup.note.as_deref(), ctx.known_managed);
-    let irqs = dev.vectors.iter().zip(decisions).map(|(v, d)| place(ctx, v, d, &dctx.node_cpus.cpus)).collect();
+    let notes: Vec<&str> =
+        setup.note.iter().map(String::as_str).chain(policy.voided.iter().map(|(_, n)| n.as_str())).collect();
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    let decisions = decide(strategy, &dctx, note.as_deref(), ctx.known_managed);
+    let irqs = dev.vectors.iter().zip(decisions).map(|(v, d)| place(ctx, &dctx, v, d)).collect();
     let plan = DevicePlan {
         bdf: dev.bdf.clone(),
         class: dev.class,
@@ -61,12 +69,75 @@ fn plan_device(ctx: &PlanContext, dev: &Device, policy: &Policy) -> (DevicePlan,
         rules: policy.matched_rules.iter().map(|r| r.to_string()).collect(),
         irqs,
     };
-    (plan, setup.warning)
+    let warnings = setup.warning.into_iter().chain(range_warning).chain(unrecognised_warning(dev, &plan)).collect();
+    (plan, warnings)
 }
 
-/// Compares a decision with the IRQ's current mask.
-/// `fallback` is written instead when the desired CPUs have no free vectors (ENOSPC).
-fn place(ctx: &PlanContext, v: &IrqVector, d: Decision, fallback: &CpuSet) -> Placement {
+/// `dev` with every queue index that no device of its vector count can have (a name from a hostile
+/// or broken source: `nvme0q4294967295`) turned into a vector left alone, and the warning saying
+/// so; `None` when every index is in range. Guarantees every queue index is below the vector
+/// count, so no index sizes an allocation beyond the device's own size.
+fn bound_queue_indexes(dev: &Device) -> (Option<Device>, Option<String>) {
+    let vectors = dev.vectors.len();
+    let out_of_range = |v: &IrqVector| v.queue.is_some_and(|q| q as usize >= vectors);
+    let Some(first) = dev.vectors.iter().find(|v| out_of_range(v)) else { return (None, None) };
+    let warning = format!(
+        "{}: irq {} ({:?}) names queue {}, but the device has only {vectors} vectors: left alone",
+        dev.bdf,
+        first.irq,
+        first.name.as_deref().unwrap_or(""),
+        first.queue.unwrap_or_default()
+    );
+    let mut dev = dev.clone();
+    for v in dev.vectors.iter_mut().filter(|v| out_of_range(v)) {
+        let index = v.queue.unwrap_or_default();
+        (v.role, v.queue, v.recognised) = (QueueRole::Misc, None, Recognition::IndexOutOfRange { index, vectors });
+    }
+    (Some(dev), Some(warning))
+}
+
+/// `dev` with every vector whose name matches the rule's `queue_pattern` read by it; the others
+/// keep what the driver table made of them.
+fn with_rule_pattern(dev: &Device, pattern: &QueuePattern, rule: &RuleRef) -> Device {
+    let mut dev = dev.clone();
+    for v in &mut dev.vectors {
+        let names = v.name.as_deref().unwrap_or_default();
+        if let Some((role, queue)) = names.split(", ").find_map(|n| pattern.recognise(n)) {
+            let by = Recognition::Rule { rule: rule.to_string(), pattern: pattern.to_string() };
+            (v.role, v.queue, v.recognised) = (role, Some(queue), by);
+        }
+    }
+    dev
+}
+
+/// The one warning for a device some of whose IRQs are left alone because their names were not
+/// recognised, naming the first such IRQ and how to teach irqwise the names.
+fn unrecognised_warning(dev: &Device, plan: &DevicePlan) -> Option<String> {
+    let left: Vec<&Placement> = plan
+        .irqs
+        .iter()
+        .zip(&dev.vectors)
+        .filter(|(p, v)| {
+            let impossible = matches!(v.recognised, Recognition::IndexOutOfRange { .. });
+            p.action == Action::Skip && dev.class == DeviceClass::Nic && !v.recognised.is_recognised() && !impossible
+        })
+        .map(|(p, _)| p)
+        .collect();
+    let first = left.first()?;
+    let driver = dev.driver.as_deref().unwrap_or("(none)");
+    Some(format!(
+        "{} ({driver}): {} of {} IRQs left alone because irqwise does not recognise their names for driver {driver} (e.g. irq {} {:?}); a [[device]] rule with queue_pattern can teach it",
+        dev.bdf,
+        left.len(),
+        dev.vectors.len(),
+        first.irq,
+        first.name.as_deref().unwrap_or("")
+    ))
+}
+
+/// Compares a decision with the IRQ's current mask; a placement to write gets its ENOSPC
+/// fallbacks from `dctx`.
+fn place(ctx: &PlanContext, dctx: &DeviceContext, v: &IrqVector, d: Decision) -> Placement {
     let managed = d.managed || v.managed || ctx.known_managed.contains(&v.irq);
     // An unreadable current mask is still written: the target is known, and the writer
     // classifies whatever is wrong with the file (gone, not writable, ...) instead of the IRQ
@@ -82,17 +153,22 @@ fn place(ctx: &PlanContext, v: &IrqVector, d: Decision, fallback: &CpuSet) -> Pl
         (Action::Managed, _) if !d.managed => "kernel-managed: cannot be moved".to_string(),
         _ => d.reason,
     };
+    let fallbacks = match (&action, &d.desired) {
+        (Action::Set, Some(want)) => dctx.fallbacks(want),
+        _ => Vec::new(),
+    };
     Placement {
         irq: v.irq,
         name: v.name.clone(),
         role: v.role,
         queue: v.queue,
+        recognised: v.recognised.clone(),
         managed,
         current: v.current.clone(),
         desired: if managed && !d.managed { v.current.clone() } else { d.desired },
         action,
         reason,
-        fallback: (action == Action::Set && !fallback.is_empty()).then(|| fallback.clone()),
+        fallbacks,
         mismatch: d.mismatch,
     }
 }

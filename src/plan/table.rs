@@ -1,6 +1,6 @@
 //! Human rendering of a [`Plan`]: one block per device, one row per IRQ.
 
-use super::{Action, Plan};
+use super::{Action, Placement, Plan};
 use crate::cpuset::CpuSet;
 use crate::devices::QueueRole;
 
@@ -27,6 +27,20 @@ fn role(r: QueueRole, queue: Option<u32>) -> String {
     }
 }
 
+/// How a device's IRQ names were read, one entry per table pattern or rule in order of first use,
+/// each with its number of IRQs: `ice "ice-{if}-TxRx-{q}" (8), not recognised (1)`.
+fn recognised_summary(irqs: &[Placement]) -> String {
+    let mut groups: Vec<(String, usize)> = Vec::new();
+    for p in irqs {
+        let label = p.recognised.to_string();
+        match groups.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, n)) => *n += 1,
+            None => groups.push((label, 1)),
+        }
+    }
+    groups.iter().map(|(l, n)| format!("{l} ({n})")).collect::<Vec<_>>().join(", ")
+}
+
 pub(super) fn render(plan: &Plan) -> String {
     let mut out = String::new();
     for d in &plan.devices {
@@ -41,6 +55,7 @@ pub(super) fn render(plan: &Plan) -> String {
             d.strategy.as_str(),
             if d.rules.is_empty() { String::new() } else { format!(" rules {}", d.rules.join(", ")) }
         ));
+        out.push_str(&format!("  names: {}\n", recognised_summary(&d.irqs)));
         for p in &d.irqs {
             let arrow = match p.action {
                 Action::Keep | Action::Skip => cpus(&p.current),

@@ -87,6 +87,32 @@ impl<'a> DeviceContext<'a> {
         (ctx, Setup { note, warning })
     }
 
+    /// What to write, widest last, when the kernel has no free vectors on `desired` (ENOSPC):
+    /// the usable CPUs of the same core, cluster, last-level cache and node as `desired`, then
+    /// every usable CPU. Guarantees each step strictly wider than `desired` and the step before.
+    pub fn fallbacks(&self, desired: &CpuSet) -> Vec<crate::plan::Fallback> {
+        let around = |mask: &dyn Fn(u32) -> CpuSet| -> CpuSet {
+            desired.iter().fold(desired.clone(), |acc, c| acc.union(&mask(c))).intersection(&self.usable)
+        };
+        let llc = |c: u32| self.topo.cpus.get(&c).and_then(|cpu| cpu.llc.clone()).unwrap_or_default();
+        let steps: [(&'static str, CpuSet); 5] = [
+            ("same core", around(&|c| self.topo.sibling_mask(c))),
+            ("same cluster", around(&|c| self.topo.cluster_mask(c))),
+            ("same LLC", around(&llc)),
+            ("the node", desired.union(&self.node_cpus.cpus).intersection(&self.usable)),
+            ("every usable CPU", self.usable.clone()),
+        ];
+        let mut out: Vec<crate::plan::Fallback> = Vec::new();
+        let mut widest = desired.clone();
+        for (step, cpus) in steps {
+            if widest.is_subset(&cpus) && cpus != widest {
+                widest = cpus.clone();
+                out.push(crate::plan::Fallback { cpus, step });
+            }
+        }
+        out
+    }
+
     /// The device's queue grouping, computed once per device.
     pub fn queue_grouping(&self) -> &QueueGrouping {
         self.grouping.get_or_init(|| {
@@ -154,5 +180,49 @@ fn misc_target(topo: &Topology, policy: &Policy, node_cpus: &Target) -> Target {
                 Target { cpus: left, why: "the configured admin_cpus".to_string() }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devices::{Device, DeviceClass};
+    use crate::kernel::KernelVersion;
+    use crate::topology::synthetic::SyntheticMachine;
+
+    #[test]
+    fn enospc_fallbacks_widen_core_cluster_llc_node_then_everything() {
+        // 2 nodes × 8 cores × 2 threads, 4-core clusters: CPU 9's core is 9,25; its cluster
+        // 8-11,24-27; its LLC and node 8-15,24-31.
+        let topo = SyntheticMachine { cores_per_cluster: 4, ..SyntheticMachine::new(2, 8, 2) }.build();
+        let dev = Device {
+            bdf: "0000:01:00.0".into(),
+            class: DeviceClass::Nic,
+            pci_class: 0x020000,
+            vendor: None,
+            device: None,
+            driver: None,
+            name: None,
+            interfaces: vec![],
+            node: Some(1),
+            local_cpus: None,
+            vectors: vec![],
+            nvme: None,
+        };
+        let policy = Policy::default();
+        let rules = GroupRules::for_kernel(KernelVersion { major: 6, minor: 11 });
+        let (ctx, _) = DeviceContext::new(&topo, &dev, &policy, rules, true, StrategyName::NumaHop);
+        let steps: Vec<(&str, String)> =
+            ctx.fallbacks(&CpuSet::single(9)).into_iter().map(|f| (f.step, f.cpus.to_list_string())).collect();
+        assert_eq!(
+            steps,
+            [
+                ("same core", "9,25".to_string()),
+                ("same cluster", "8-11,24-27".to_string()),
+                ("same LLC", "8-15,24-31".to_string()),
+                ("every usable CPU", "0-31".to_string()),
+            ],
+            "the node is the LLC here, so that step adds nothing and is skipped"
+        );
     }
 }

@@ -133,7 +133,19 @@ pub fn role_word(r: QueueRole) -> &'static str {
     }
 }
 
-/// The decision for a non-queue vector: the context's misc target.
+/// The decision for a non-queue vector: the context's misc target, except that a NIC vector
+/// whose name was not recognised is left alone (it may be a queue the driver already spread;
+/// giving it the node's CPUs would undo that).
 pub fn misc_decision(ctx: &DeviceContext, v: &IrqVector) -> Decision {
+    if let Some(why) = unrecognised(ctx, v) {
+        return Decision::leave(&why);
+    }
     Decision::fixed(&ctx.misc.cpus, format!("{} IRQ: {}", role_word(v.role), ctx.misc.why))
+}
+
+/// Why a vector is left alone for want of a recognised name: NIC vectors, whose unknown names
+/// may be queues, and any vector whose name gave an impossible queue index; `None` otherwise.
+pub fn unrecognised(ctx: &DeviceContext, v: &IrqVector) -> Option<String> {
+    let impossible = matches!(v.recognised, crate::devices::Recognition::IndexOutOfRange { .. });
+    (ctx.device.class == DeviceClass::Nic || impossible).then(|| v.recognised.unrecognised_reason()).flatten()
 }

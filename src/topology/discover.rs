@@ -2,19 +2,23 @@
 //!
 //! Everything here is I/O and light validation: what sysfs shows is kept as read (masks of an
 //! online CPU are already the kernel's view and are not "repaired"); what it does not show stays
-//! `None`. Every failure names the file and the content found.
+//! `None`. Quirky or contradictory files degrade: each costs a [`TopologyWarning`] naming the
+//! file, the content and the rule applied instead, and affects only what depends on it. Only a
+//! root without any CPU is an error.
 
 mod caches;
 mod cpu;
 mod nodes;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
+pub use super::MAX_NUMNODES;
 use super::{NumaNode, OfflineMasks, Topology};
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::sysfs::{parse_cpulist_at, read_in_parallel, Root, SysfsError};
 
-/// Topology discovery failed; the error names the file and what was wrong with it.
+/// Topology discovery failed: the root shows no CPU at all.
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
     #[error(transparent)]
@@ -23,16 +27,44 @@ pub enum TopologyError {
     Inconsistent { path: String, problem: String },
 }
 
+/// A file discovery could not take as it stood, and what it did instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {problem}; {instead}")]
+pub struct TopologyWarning {
+    pub path: PathBuf,
+    /// What is wrong with it (the content quoted where it matters).
+    pub problem: String,
+    /// The rule applied instead.
+    pub instead: String,
+}
+
+/// The distance the kernel assumes between two nodes it has no table for (`REMOTE_DISTANCE`), and
+/// from a node to itself (`LOCAL_DISTANCE`), include/linux/topology.h.
+pub const REMOTE_DISTANCE: u32 = 20;
+pub const LOCAL_DISTANCE: u32 = 10;
+
 impl Topology {
-    /// Reads the topology under `root` (`ROOT/sys/devices/system/{cpu,node}`, `ROOT/proc/sys/kernel`).
+    /// Reads the topology under `root` (`ROOT/sys/devices/system/{cpu,node}`, `ROOT/proc/sys/kernel`),
+    /// dropping the warnings (see [`Topology::discover_with_warnings`]).
     pub fn discover(root: &Root) -> Result<Topology, TopologyError> {
+        discover(root).map(|(t, _)| t)
+    }
+
+    /// Reads the topology and what had to be worked around on the way, in file order.
+    pub fn discover_with_warnings(root: &Root) -> Result<(Topology, Vec<TopologyWarning>), TopologyError> {
         discover(root)
+    }
+
+    /// Just the NUMA node ids under `root` (below [`MAX_NUMNODES`]), without reading the nodes;
+    /// empty without NUMA information.
+    pub fn discover_node_ids(root: &Root) -> Result<Vec<u32>, TopologyError> {
+        Ok(numbered_ids(root, NODE_DIR, "node")?.into_iter().filter(|&n| n < MAX_NUMNODES).collect())
     }
 
     /// Just the possible CPUs under `root`, by the same rule as [`Topology::discover`] (the
     /// `possible` list, else the `cpuN` directories), without reading every CPU's files.
     pub fn discover_possible(root: &Root) -> Result<CpuSet, TopologyError> {
-        possible(root)
+        possible(root, &mut Vec::new())
     }
 }
 
@@ -41,33 +73,73 @@ pub(crate) const CPU_DIR: &str = "sys/devices/system/cpu";
 /// `ROOT/sys/devices/system/node`.
 pub(crate) const NODE_DIR: &str = "sys/devices/system/node";
 
-/// The possible CPUs: the `possible` list, else one per `cpuN` directory.
-fn possible(root: &Root) -> Result<CpuSet, TopologyError> {
-    match read_cpu_list(root, "possible")? {
-        Some(set) => Ok(set),
-        None => cpus_from_dirs(root, &numbered_ids(root, CPU_DIR, "cpu")?),
-    }
+/// A warning about `rel` under `root`.
+pub(super) fn warning(
+    root: &Root,
+    rel: &str,
+    problem: impl Into<String>,
+    instead: impl Into<String>,
+) -> TopologyWarning {
+    TopologyWarning { path: root.path(rel), problem: problem.into(), instead: instead.into() }
 }
 
-fn discover(root: &Root) -> Result<Topology, TopologyError> {
-    let possible = possible(root)?;
-    let present = read_cpu_list(root, "present")?.unwrap_or_else(|| possible.clone());
-    let global_online = read_cpu_list(root, "online")?;
-    let isolated = read_cpu_list(root, "isolated")?.unwrap_or_default();
-    let nohz_full = read_cpu_list(root, "nohz_full")?.unwrap_or_default();
-    check_subset(root, "present", &present, "possible", &possible)?;
-    if let Some(list) = &global_online {
-        check_subset(root, "online", list, "present", &present)?;
+/// The possible CPUs: the `possible` list, else one per `cpuN` directory (ids of `MAX_CPUS` and
+/// above left out, with a warning). No CPU at all is the one error.
+fn possible(root: &Root, warnings: &mut Vec<TopologyWarning>) -> Result<CpuSet, TopologyError> {
+    if let Some(set) = read_cpu_list(root, "possible", warnings, "the cpuN directories are used")? {
+        if !set.is_empty() {
+            return Ok(set);
+        }
     }
+    let ids = numbered_ids(root, CPU_DIR, "cpu")?;
+    let mut cpus = CpuSet::new();
+    for id in ids {
+        if id >= MAX_CPUS {
+            let rel = format!("{CPU_DIR}/cpu{id}");
+            warnings.push(warning(
+                root,
+                &rel,
+                format!("CPU id {id} is not below the maximum of {MAX_CPUS} CPUs"),
+                "left out",
+            ));
+        } else {
+            cpus.insert(id);
+        }
+    }
+    if cpus.is_empty() {
+        return Err(TopologyError::Inconsistent {
+            path: root.path(CPU_DIR).display().to_string(),
+            problem: "no possible CPU: neither a usable `possible` list nor any cpuN directory".into(),
+        });
+    }
+    Ok(cpus)
+}
 
-    let node_dirs = nodes::read_nodes(root)?;
-    // Each CPU's directory is read on its own (in parallel: ~17 files per CPU); the first error
-    // in CPU order is the one reported, as in a sequential scan.
+fn discover(root: &Root) -> Result<(Topology, Vec<TopologyWarning>), TopologyError> {
+    let mut w = Vec::new();
+    let possible = possible(root, &mut w)?;
+    let present = read_cpu_list(root, "present", &mut w, "every possible CPU counts as present")?;
+    let present = within(root, "present", present.unwrap_or_else(|| possible.clone()), "possible", &possible, &mut w);
+    let global_online = match read_cpu_list(root, "online", &mut w, "each CPU's own online file is used")? {
+        Some(list) if list.is_empty() => {
+            let problem = "empty, but a running machine has at least one online CPU";
+            w.push(warning(root, &format!("{CPU_DIR}/online"), problem, "each CPU's own online file is used"));
+            None
+        }
+        Some(list) => Some(within(root, "online", list, "present", &present, &mut w)),
+        None => None,
+    };
+    let isolated = read_cpu_list(root, "isolated", &mut w, "no CPU counts as isolated")?.unwrap_or_default();
+    let nohz_full = read_cpu_list(root, "nohz_full", &mut w, "no CPU counts as nohz_full")?.unwrap_or_default();
+
+    let node_dirs = nodes::read_nodes(root, &mut w)?;
+    // Each CPU's directory is read on its own (in parallel: ~17 files per CPU); warnings are
+    // kept in CPU order, as in a sequential scan.
     let ids: Vec<u32> = possible.iter().collect();
     let read = read_in_parallel(&ids, |&id| cpu::read_cpu(root, id, &node_dirs));
     let mut cpus = BTreeMap::new();
-    for (id, c) in ids.into_iter().zip(read) {
-        let mut c = c?;
+    for (id, (mut c, cpu_warnings)) in ids.into_iter().zip(read) {
+        w.extend(cpu_warnings);
         c.present = present.contains(id);
         c.online = match &global_online {
             Some(list) => list.contains(id),
@@ -75,6 +147,7 @@ fn discover(root: &Root) -> Result<Topology, TopologyError> {
         };
         cpus.insert(id, c);
     }
+    w.extend(nodes::cpus_in_several_nodes(root, &node_dirs, &cpus));
     let online: CpuSet = cpus.values().filter(|c| c.online).map(|c| c.id).collect();
 
     let mut nodes = BTreeMap::new();
@@ -83,21 +156,11 @@ fn discover(root: &Root) -> Result<Topology, TopologyError> {
         nodes.insert(id, NumaNode { id, cpus: members, distance: dir.distance.clone() });
     }
 
-    let kernel = read_trimmed(root, "proc/sys/kernel/osrelease")?;
-    let arch = read_trimmed(root, "proc/sys/kernel/arch")?;
+    let kernel = read_trimmed(root, "proc/sys/kernel/osrelease", &mut w);
+    let arch = read_trimmed(root, "proc/sys/kernel/arch", &mut w);
     let offline_masks = offline_masks_for(arch.as_deref());
-    Ok(Topology { kernel, arch, possible, present, online, isolated, nohz_full, cpus, nodes, offline_masks })
-}
-
-/// The possible CPUs when `possible` is absent: one per `cpuN` directory, each below MAX_CPUS.
-fn cpus_from_dirs(root: &Root, ids: &[u32]) -> Result<CpuSet, TopologyError> {
-    match ids.iter().find(|&&id| id >= MAX_CPUS) {
-        Some(bad) => Err(TopologyError::Inconsistent {
-            path: root.path(CPU_DIR).join(format!("cpu{bad}")).display().to_string(),
-            problem: format!("CPU id {bad} is not below the maximum of {MAX_CPUS} CPUs"),
-        }),
-        None => Ok(ids.iter().copied().collect()),
-    }
+    let topo = Topology { kernel, arch, possible, present, online, isolated, nohz_full, cpus, nodes, offline_masks };
+    Ok((topo, w))
 }
 
 /// What the kernel leaves in an offline CPU's masks: x86 (and unknown arch) clears them, the
@@ -115,44 +178,87 @@ fn is_x86(arch: &str) -> bool {
     matches!(arch, "x86_64" | "x86" | "i386" | "i486" | "i586" | "i686" | "amd64")
 }
 
-/// A global CPU list under `CPU_DIR` (`possible`, `online`, ...), `None` when the file is absent.
-/// Tolerates the `(null)` and stray NUL bytes some kernels print for an empty `nohz_full`.
-fn read_cpu_list(root: &Root, name: &str) -> Result<Option<CpuSet>, SysfsError> {
+/// A global CPU list under `CPU_DIR` (`possible`, `online`, ...), `None` when the file is absent,
+/// or unreadable or malformed (a warning ending in `instead`). Tolerates the `(null)` some
+/// kernels print for an empty `nohz_full`, and NUL bytes anywhere.
+fn read_cpu_list(
+    root: &Root,
+    name: &str,
+    warnings: &mut Vec<TopologyWarning>,
+    instead: &str,
+) -> Result<Option<CpuSet>, TopologyError> {
     let rel = format!("{CPU_DIR}/{name}");
-    let Some(text) = root.read_small_optional(&rel)? else { return Ok(None) };
+    let text = match root.read_small_optional(&rel) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(None),
+        Err(e) => {
+            warnings.push(warning(root, &rel, format!("unreadable ({})", io_problem(&e)), instead));
+            return Ok(None);
+        }
+    };
     let cleaned = text.replace('\0', "");
     let cleaned = cleaned.trim();
     if cleaned == "(null)" {
         return Ok(Some(CpuSet::new()));
     }
-    parse_cpulist_at(&root.path(&rel), cleaned).map(Some)
+    match parse_cpulist_at(&root.path(&rel), cleaned) {
+        Ok(set) => Ok(Some(set)),
+        Err(e) => {
+            warnings.push(warning(root, &rel, cpulist_problem(&e), instead));
+            Ok(None)
+        }
+    }
 }
 
-/// A one-line text file, trimmed; `None` when absent.
-fn read_trimmed(root: &Root, rel: &str) -> Result<Option<String>, SysfsError> {
-    Ok(root.read_small_optional(rel)?.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
-}
-
-/// Fails unless `inner ⊆ outer`, naming the file of `inner` and the CPUs that stick out.
-fn check_subset(
+/// `set ∩ outer`, with a warning naming the file of `set` and the CPUs outside `outer`.
+fn within(
     root: &Root,
-    inner_name: &str,
-    inner: &CpuSet,
+    name: &str,
+    set: CpuSet,
     outer_name: &str,
     outer: &CpuSet,
-) -> Result<(), TopologyError> {
-    let extra = inner.difference(outer);
+    warnings: &mut Vec<TopologyWarning>,
+) -> CpuSet {
+    let extra = set.difference(outer);
     if extra.is_empty() {
-        return Ok(());
+        return set;
     }
-    Err(TopologyError::Inconsistent {
-        path: root.path(format!("{CPU_DIR}/{inner_name}")).display().to_string(),
-        problem: format!(
+    warnings.push(warning(
+        root,
+        &format!("{CPU_DIR}/{name}"),
+        format!(
             "CPUs {:?} are listed but are not in {outer_name} ({:?})",
             extra.to_list_string(),
             outer.to_list_string()
         ),
-    })
+        format!("they are left out of {name}"),
+    ));
+    set.intersection(outer)
+}
+
+/// A one-line text file, trimmed; `None` when absent, empty or unreadable (with a warning).
+fn read_trimmed(root: &Root, rel: &str, warnings: &mut Vec<TopologyWarning>) -> Option<String> {
+    match root.read_small_optional(rel) {
+        Ok(text) => text.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
+        Err(e) => {
+            warnings.push(warning(root, rel, format!("unreadable ({})", io_problem(&e)), "taken as unknown"));
+            None
+        }
+    }
+}
+
+/// How a warning describes a read error: the I/O error alone (the path is the warning's own).
+pub(super) fn io_problem(e: &SysfsError) -> String {
+    match e {
+        SysfsError::Read { source, .. } | SysfsError::ListDir { source, .. } => source.to_string(),
+        SysfsError::Parse { content, expected, .. } => format!("unexpected content {content:?}, expected {expected}"),
+        SysfsError::CpuList { source, .. } => source.to_string(),
+    }
+}
+
+/// How a warning describes a CPU list that does not parse.
+pub(super) fn cpulist_problem(e: &SysfsError) -> String {
+    io_problem(e)
 }
 
 /// Ids of the entries of directory `dir` named `PREFIX<decimal>`, ascending (see
@@ -168,14 +274,10 @@ pub(crate) fn is_numbered(name: &str, prefix: &str) -> bool {
 }
 
 /// Ids of directory entries named `PREFIX<decimal>` (`cpu12`, `node3`), ascending; other names
-/// (`cpufreq`, `cpuidle`, `online`) are skipped.
+/// (`cpufreq`, `cpuidle`, `online`) and numbers beyond `u32` are skipped.
 pub(crate) fn numbered_entries(names: &[String], prefix: &str) -> Vec<u32> {
-    let mut ids: Vec<u32> = names
-        .iter()
-        .filter_map(|n| n.strip_prefix(prefix))
-        .filter(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
-        .filter_map(|rest| rest.parse().ok())
-        .collect();
+    let mut ids: Vec<u32> =
+        names.iter().filter(|n| is_numbered(n, prefix)).filter_map(|n| n.strip_prefix(prefix)?.parse().ok()).collect();
     ids.sort_unstable();
     ids
 }
@@ -186,8 +288,10 @@ mod tests {
 
     #[test]
     fn numbered_entries_keep_only_prefix_and_digits() {
-        let names: Vec<String> =
-            ["cpu10", "cpu2", "cpufreq", "cpuidle", "cpu", "online", "cpu3x"].iter().map(|s| s.to_string()).collect();
+        let names: Vec<String> = ["cpu10", "cpu2", "cpufreq", "cpuidle", "cpu", "online", "cpu3x", "cpu99999999999"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         assert_eq!(numbered_entries(&names, "cpu"), vec![2, 10]);
     }
 

@@ -210,6 +210,13 @@ impl FixtureRoot {
         self
     }
 
+    /// Gives device `bdf` (already written) the network interface `ifname` (`net/<ifname>/`).
+    pub fn net_interface(&mut self, bdf: &str, ifname: &str) -> &mut Self {
+        let host = format!("pci{}", &bdf[..bdf.len().min(7)]);
+        fs::create_dir_all(self.path("sys/devices").join(host).join(bdf).join("net").join(ifname)).unwrap();
+        self
+    }
+
     /// A device of any PCI `class` with one legacy INTx interrupt (no `msi_irqs/`).
     pub fn intx_device(&mut self, bdf: &str, class: u32, driver: &str, node: Option<u32>, name: &str) -> &mut Self {
         let dev = self.pci_device(bdf, class, driver, node);

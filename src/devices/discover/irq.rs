@@ -7,8 +7,8 @@ use std::sync::{Mutex, OnceLock};
 
 use super::DeviceError;
 use crate::cpuset::CpuSet;
-use crate::devices::irq_names::{classify, parse_proc_interrupts};
-use crate::devices::{DeviceClass, IrqVector, QueueRole};
+use crate::devices::irq_names::parse_proc_interrupts;
+use crate::devices::{IrqVector, QueueRole, Recognition};
 use crate::sysfs::{Root, SysfsError};
 
 /// Where the action names of IRQs come from, decided once per discovery. Shared by the threads
@@ -82,13 +82,18 @@ fn read_proc_interrupts(root: &Root, warnings: &mut Vec<DeviceError>) -> BTreeMa
         Ok(Some(bytes)) => {
             String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
         }
-        Ok(None) => String::new(),
+        Ok(None) => return BTreeMap::new(),
         Err(e) => {
             warnings.push(DeviceError::Names(e));
             return BTreeMap::new();
         }
     };
     let (from_proc, bad) = parse_proc_interrupts(&text);
+    if from_proc.is_empty() && bad.is_empty() {
+        let line = text.lines().next().unwrap_or_default().to_string();
+        let problem = "names no IRQ at all, so no vector's role is known (NIC vectors are left alone)";
+        warnings.push(DeviceError::Interrupts { path: path.clone(), line_no: 1, line, problem });
+    }
     for b in bad {
         warnings.push(DeviceError::Interrupts {
             path: path.clone(),
@@ -133,22 +138,19 @@ impl Requested {
     }
 }
 
-/// Reads vector `irq` of device `bdf`. Guarantees: always returns a vector; each unreadable or
-/// malformed affinity file becomes `None` there plus one warning naming the file.
+/// Reads vector `irq` of device `bdf` and its action names. Guarantees: always returns a vector,
+/// its role not yet read from the names (`Misc`, not recognised: the caller reads the whole
+/// device's names at once); each unreadable or malformed affinity file becomes `None` there
+/// plus one warning naming the file.
 pub(super) fn read_vector(
     root: &Root,
     names: &IrqNames,
     bdf: &str,
-    class: DeviceClass,
     irq: u32,
     warnings: &mut Vec<DeviceError>,
-) -> IrqVector {
+) -> (IrqVector, Vec<String>) {
     let actions = names.actions(root, irq);
-    let (role, queue) = actions
-        .iter()
-        .map(|a| classify(a, class))
-        .find(|(role, _)| *role != QueueRole::Misc)
-        .unwrap_or((QueueRole::Misc, None));
+    let (role, queue, recognised) = (QueueRole::Misc, None, Recognition::UnknownDriver { driver: None });
     let name = (!actions.is_empty()).then(|| actions.join(", "));
     let dir = format!("proc/irq/{irq}");
     let mut warn = |source: SysfsError| warnings.push(DeviceError::Irq { bdf: bdf.into(), irq, source });
@@ -172,7 +174,7 @@ pub(super) fn read_vector(
         warn(e);
         false
     });
-    IrqVector { irq, name, role, queue, managed, current, effective, hint }
+    (IrqVector { irq, name, role, queue, recognised, managed, current, effective, hint }, actions)
 }
 
 /// `affinity_hint` as a set; `None` when the file is absent or the mask is all zero.

@@ -3,101 +3,138 @@
 use std::collections::BTreeMap;
 
 use super::nodes::NodeDir;
-use super::TopologyError;
-use super::{caches, is_numbered, numbered_entries, CPU_DIR};
+use super::{caches, cpulist_problem, io_problem, is_numbered, numbered_entries, warning, TopologyWarning};
+use super::{CPU_DIR, MAX_NUMNODES, NODE_DIR};
 use crate::cpuset::CpuSet;
 use crate::sysfs::{parse_cpulist_at, Root, SysfsError};
 use crate::topology::Cpu;
 
-/// Reads CPU `id`. `present` is left false (the caller owns the global lists); `online` is the
-/// CPU's own `online` file, or true when the directory exists without one (x86 cpu0) or with an
-/// empty one, or false when there is no directory at all (possible but never brought up). The
-/// caller overrides `online` with the global `online` list when there is one.
-pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> Result<Cpu, TopologyError> {
+/// Reads CPU `id`, never failing: what cannot be read stays unknown, with a warning. `present` is
+/// left false (the caller owns the global lists); `online` is the CPU's own `online` file, or
+/// true when the directory exists without one (x86 cpu0) or with an empty one, or false when
+/// there is no directory at all (possible but never brought up). The caller overrides `online`
+/// with the global `online` list when there is one.
+pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> (Cpu, Vec<TopologyWarning>) {
     let dir = format!("{CPU_DIR}/cpu{id}");
+    let mut w = Vec::new();
     let mut cpu = Cpu::bare(id);
     // What matters of the listing: that it is not empty, `topology/` and the `nodeM` link.
-    let entries = root.list_dir_noting(&dir, |n| n == "topology" || is_numbered(n, "node"))?;
-    cpu.online = match root.read_small_optional(format!("{dir}/online"))? {
-        // An empty file is how captured trees record one they could not read: it says nothing.
-        Some(text) if !text.trim().is_empty() => parse_online_flag(root, &format!("{dir}/online"), &text)?,
-        _ => !entries.is_empty(),
+    let entries = match root.list_dir_noting(&dir, |n| n == "topology" || is_numbered(n, "node")) {
+        Ok(entries) => entries,
+        Err(e) => {
+            w.push(warning(root, &dir, format!("cannot be listed ({})", io_problem(&e)), "the CPU is taken as bare"));
+            Vec::new()
+        }
     };
-    cpu.node = cpu_node(root, id, &dir, &entries, nodes)?;
+    let online_rel = format!("{dir}/online");
+    cpu.online = match root.read_small_optional(&online_rel) {
+        // An empty file is how captured trees record one they could not read: it says nothing.
+        Ok(Some(text)) if !text.trim().is_empty() => match text.trim() {
+            "1" => true,
+            "0" => false,
+            other => {
+                let problem = format!("unexpected content {other:?}, expected 0 or 1");
+                w.push(warning(root, &online_rel, problem, "the global online list decides"));
+                !entries.is_empty()
+            }
+        },
+        Ok(_) => !entries.is_empty(),
+        Err(e) => {
+            let problem = format!("unreadable ({})", io_problem(&e));
+            w.push(warning(root, &online_rel, problem, "the global online list decides"));
+            !entries.is_empty()
+        }
+    };
+    cpu.node = cpu_node(root, id, &dir, &entries, nodes, &mut w);
 
     let topo = format!("{dir}/topology");
     if entries.iter().any(|e| e == "topology") {
-        // The ids are not stored, but a garbled one means the directory cannot be trusted.
-        read_id(root, &format!("{topo}/physical_package_id"), "a package id (integer, -1 when unknown)")?;
-        read_id(root, &format!("{topo}/core_id"), "a core id (integer)")?;
-        read_id(root, &format!("{topo}/cluster_id"), "a cluster id (integer, -1 when unknown)")?;
-        cpu.package =
-            read_mask(root, &topo, &["package_cpus_list", "core_siblings_list"], &["package_cpus", "core_siblings"])?;
+        // The ids are not stored; a garbled one is only worth saying.
+        for (name, expected) in [
+            ("physical_package_id", "a package id (integer, -1 when unknown)"),
+            ("core_id", "a core id (integer)"),
+            ("cluster_id", "a cluster id (integer, -1 when unknown)"),
+        ] {
+            let rel = format!("{topo}/{name}");
+            if let Err(e) = root.read_number_optional::<i64>(&rel, expected) {
+                w.push(warning(root, &rel, io_problem(&e), "ignored (irqwise does not use it)"));
+            }
+        }
+        let mut mask = |lists: &[&str], masks: &[&str]| match read_mask(root, &topo, lists, masks) {
+            Ok(m) => m,
+            Err((rel, e)) => {
+                w.push(warning(root, &rel, cpulist_problem(&e), "that level is taken as unknown"));
+                None
+            }
+        };
+        cpu.package = mask(&["package_cpus_list", "core_siblings_list"], &["package_cpus", "core_siblings"]);
         // The kernel's die mask is the package where it has no dies.
-        cpu.die = read_mask(root, &topo, &["die_cpus_list"], &["die_cpus"])?.or_else(|| cpu.package.clone());
-        cpu.cluster = read_mask(root, &topo, &["cluster_cpus_list"], &["cluster_cpus"])?;
-        cpu.core =
-            read_mask(root, &topo, &["core_cpus_list", "thread_siblings_list"], &["core_cpus", "thread_siblings"])?;
+        cpu.die = mask(&["die_cpus_list"], &["die_cpus"]).or_else(|| cpu.package.clone());
+        cpu.cluster = mask(&["cluster_cpus_list"], &["cluster_cpus"]);
+        cpu.core = mask(&["core_cpus_list", "thread_siblings_list"], &["core_cpus", "thread_siblings"]);
+        // The kernel's sibling and cluster masks always hold the CPU itself.
+        for (level, file) in [(&mut cpu.core, "core_cpus_list"), (&mut cpu.cluster, "cluster_cpus_list")] {
+            if let Some(m) = level.as_mut().filter(|m| !m.is_empty() && !m.contains(id)) {
+                let problem = format!("{m} does not hold CPU {id} itself");
+                w.push(warning(root, &format!("{topo}/{file}"), problem, format!("CPU {id} is added to it")));
+                m.insert(id);
+            }
+        }
     }
-    cpu.llc = caches::last_level_cache(root, &format!("{dir}/cache"))?;
-    Ok(cpu)
-}
-
-/// `cpuN/online` holds `0` or `1`.
-fn parse_online_flag(root: &Root, rel: &str, text: &str) -> Result<bool, SysfsError> {
-    match text.trim() {
-        "1" => Ok(true),
-        "0" => Ok(false),
-        _ => Err(SysfsError::Parse { path: root.path(rel), content: text.into(), expected: "0 or 1" }),
-    }
-}
-
-/// An id file that may be absent; its content must be an integer.
-fn read_id(root: &Root, rel: &str, expected: &'static str) -> Result<Option<i64>, SysfsError> {
-    root.read_number_optional::<i64>(rel, expected)
+    cpu.llc = match caches::last_level_cache(root, &format!("{dir}/cache")) {
+        Ok(llc) => llc,
+        Err(e) => {
+            w.push(warning(root, &format!("{dir}/cache"), e.to_string(), "the last-level cache is taken as unknown"));
+            None
+        }
+    };
+    (cpu, w)
 }
 
 /// The first file that exists among the list-format names, then the hex-mask names; `None` when
-/// none exists. An empty file is `Some(empty)`: the kernel said "no CPUs", which matters.
-fn read_mask(root: &Root, dir: &str, lists: &[&str], masks: &[&str]) -> Result<Option<CpuSet>, SysfsError> {
+/// none exists. An empty file is `Some(empty)`: the kernel said "no CPUs", which matters. An
+/// error comes with the file it is about.
+fn read_mask(root: &Root, dir: &str, lists: &[&str], masks: &[&str]) -> Result<Option<CpuSet>, (String, SysfsError)> {
     for name in lists {
         let rel = format!("{dir}/{name}");
-        if let Some(text) = root.read_small_optional(&rel)? {
-            return parse_cpulist_at(&root.path(&rel), &text).map(Some);
+        match root.read_small_optional(&rel) {
+            Ok(Some(text)) => return parse_cpulist_at(&root.path(&rel), &text).map(Some).map_err(|e| (rel, e)),
+            Ok(None) => {}
+            Err(e) => return Err((rel, e)),
         }
     }
     for name in masks {
         let rel = format!("{dir}/{name}");
-        if let Some(text) = root.read_small_optional(&rel)? {
-            return CpuSet::parse_mask(&text)
-                .map(Some)
-                .map_err(|source| SysfsError::CpuList { path: root.path(&rel), source });
+        match root.read_small_optional(&rel) {
+            Ok(Some(text)) => {
+                return CpuSet::parse_mask(&text)
+                    .map(Some)
+                    .map_err(|source| (rel.clone(), SysfsError::CpuList { path: root.path(&rel), source }))
+            }
+            Ok(None) => {}
+            Err(e) => return Err((rel, e)),
         }
     }
     Ok(None)
 }
 
-/// The CPU's node: a `nodeM` entry in its directory, else the lowest node whose `cpulist` holds
-/// it (firmware bugs can list a CPU in several), else `None`. A `nodeM` entry naming a node
-/// without a directory under `node/` is an error.
+/// The CPU's node: a `nodeM` entry in its directory naming a node that has a directory, else the
+/// lowest node whose `cpulist` holds it (firmware bugs can list a CPU in several), else `None`.
 fn cpu_node(
     root: &Root,
     id: u32,
     dir: &str,
     entries: &[String],
     nodes: &BTreeMap<u32, NodeDir>,
-) -> Result<Option<u32>, TopologyError> {
-    if let Some(&node) = numbered_entries(entries, "node").first() {
-        if !nodes.contains_key(&node) {
-            return Err(TopologyError::Inconsistent {
-                path: root.path(format!("{dir}/node{node}")).display().to_string(),
-                problem: format!(
-                    "CPU {id} claims node {node}, but {} has no node{node} directory",
-                    root.path(super::NODE_DIR).display()
-                ),
-            });
+    w: &mut Vec<TopologyWarning>,
+) -> Option<u32> {
+    if let Some(&node) = numbered_entries(entries, "node").iter().find(|&&n| n < MAX_NUMNODES) {
+        if nodes.contains_key(&node) {
+            return Some(node);
         }
-        return Ok(Some(node));
+        let problem =
+            format!("CPU {id} claims node {node}, but {} has no node{node} directory", root.path(NODE_DIR).display());
+        w.push(warning(root, &format!("{dir}/node{node}"), problem, "the node cpulists decide"));
     }
-    Ok(nodes.iter().find(|(_, n)| n.cpus.as_ref().is_some_and(|s| s.contains(id))).map(|(&node, _)| node))
+    nodes.iter().find(|(_, n)| n.cpus.as_ref().is_some_and(|s| s.contains(id))).map(|(&node, _)| node)
 }
