@@ -171,7 +171,7 @@ fn find_dropins(dirs: &[PathBuf], errors: &mut Vec<ConfigError>) -> (Vec<PathBuf
         }
         for name in names {
             let path = dir.join(&name);
-            if Path::new(&name).extension().map_or(true, |ext| ext != "toml") || path.is_dir() {
+            if Path::new(&name).extension().is_none_or(|ext| ext != "toml") || path.is_dir() {
                 continue;
             }
             if let Some(lower) = by_name.insert(name, path.clone()) {

@@ -124,7 +124,7 @@ impl NumaView {
         let mut best: Option<(u32, u32)> = None;
         for &k in self.online_by_node.keys() {
             if let Some(d) = topo.distance(node, k) {
-                if best.map_or(true, |(_, bd)| d < bd) {
+                if best.is_none_or(|(_, bd)| d < bd) {
                     best = Some((k, d));
                 }
             }
