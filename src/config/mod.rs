@@ -131,8 +131,10 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Whether the rule sets nothing at all (a setting this machine made void still counts as
+    /// set: the rule is not a no-op on the machines that have those CPUs).
     pub fn is_empty(&self) -> bool {
-        Settings { voided: Vec::new(), ..self.clone() } == Settings::default()
+        *self == Settings::default()
     }
 }
 

@@ -91,8 +91,20 @@ pub(super) fn read_device(
     };
     warnings.extend(implausible_node);
     let name = nvme.as_ref().map(|n| n.controller.clone()).or_else(|| interfaces.first().cloned());
+    // An IRQ without a handler is not in use (a NIC frees its queue IRQs at link down): nothing
+    // to place, and no name to read.
+    let named: Vec<(u32, Vec<String>)> = irqs
+        .into_iter()
+        .filter_map(|irq| match names.actions(root, irq) {
+            Some(a) if a.is_empty() => None,
+            a => Some((irq, a.unwrap_or_default())),
+        })
+        .collect();
+    if named.is_empty() {
+        return Ok(None);
+    }
     let (mut vectors, actions): (Vec<_>, Vec<_>) =
-        irqs.into_iter().map(|irq| read_vector(root, names, bdf, irq, warnings)).unzip();
+        named.into_iter().map(|(irq, a)| read_vector(root, a, bdf, irq, warnings)).unzip();
     let ctx = NameContext { driver: driver.as_deref(), class, interfaces: &interfaces };
     for (v, r) in vectors.iter_mut().zip(recognise_device(&ctx, &actions)) {
         (v.role, v.queue, v.recognised) = (r.role, r.queue, r.by);
