@@ -60,6 +60,7 @@ pub struct Daemon {
     last_report: ApplyReport,
     last_counts: Summary,
     last_error: Option<String>,
+    config_error: Option<String>,
     /// The last topology that could be read, planned on when a re-read fails.
     last_topology: Option<Topology>,
     /// Every CPU's masks as last seen online: queue homes stay put while CPUs come and go.
@@ -112,6 +113,7 @@ impl Daemon {
             last_report: ApplyReport::default(),
             last_counts: Summary::default(),
             last_error: None,
+            config_error: None,
             last_topology: None,
             memory: TopologyMemory::default(),
             originals: Originals::default(),
@@ -209,7 +211,8 @@ impl Daemon {
         }
     }
 
-    /// Reloads the configuration; on any error logs each one and keeps the current config.
+    /// Reloads the configuration; on any error logs each one and keeps the current config. The
+    /// outcome goes to the state file (`config_error`), where `irqwise reload` reads it.
     pub fn reload(&mut self) {
         match load_config_with_warnings(&self.root, &self.paths) {
             Ok((config, warnings)) => {
@@ -221,14 +224,20 @@ impl Daemon {
                 tracing::info!("configuration reloaded from {} file(s)", config.sources.len());
                 self.config = config;
                 self.ledger.forget_warnings();
+                self.config_error = None;
             }
             Err(EngineError::Config(errors)) => {
                 for e in &errors.0 {
                     tracing::error!("{e}");
                 }
                 tracing::error!("configuration not reloaded ({} error(s)); keeping the previous one", errors.0.len());
+                let lines: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
+                self.config_error = Some(lines.join("\n"));
             }
-            Err(e) => tracing::error!("configuration not reloaded: {e}; keeping the previous one"),
+            Err(e) => {
+                tracing::error!("configuration not reloaded: {e}; keeping the previous one");
+                self.config_error = Some(e.to_string());
+            }
         }
     }
 
@@ -403,6 +412,7 @@ impl Daemon {
             summary: self.last_counts,
             status: &status,
             error: self.last_error.as_deref(),
+            config_error: self.config_error.as_deref(),
             config_sources: &self.config.sources,
             plan: state::PlanState::of(&self.last_plan),
             repeated: self.ledger.repeated(),
