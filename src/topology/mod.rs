@@ -3,6 +3,7 @@
 
 pub mod discover;
 mod home;
+pub mod memory_file;
 mod model;
 pub mod report;
 pub mod synthetic;
