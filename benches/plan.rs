@@ -264,6 +264,7 @@ fn plan_only(bencher: divan::Bencher) {
     let ctx = PlanContext {
         topo,
         home: None,
+        first: None,
         group_rules: group_rules(topo),
         respect_isolation: true,
         known_managed: &known,

@@ -34,7 +34,7 @@ use crate::engine::{load_config_with_warnings, plan_with_topology, EngineError, 
 use crate::events::{Batch, Debouncer, EventConfig, EventSources, EventsError, Trigger};
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
-use crate::topology::{home_topology, memory_file, Topology, TopologyMemory};
+use crate::topology::{memory_file, Topology, TopologyMemory};
 
 use ledger::{Ledger, Loudness};
 use notify::Notifier;
@@ -338,8 +338,7 @@ impl Daemon {
                 None => return Err(e.into()),
             },
         };
-        let home = home_topology(&topology, Some(&self.memory));
-        plan_with_topology(&self.root, &self.config, &self.known_managed, topology, Some(&home), warnings)
+        plan_with_topology(&self.root, &self.config, &self.known_managed, topology, Some(&self.memory), warnings)
     }
 
     fn apply(&mut self, number: u64, why: &[String], plan: Plan) {
@@ -395,12 +394,21 @@ impl Daemon {
                     news.device,
                     news.managed
                 );
-            } else if news.mismatched.is_empty() {
+            } else if news.mismatched.is_empty() && news.uncertain.is_empty() {
                 let of = if news.predicted < news.managed { format!(" for {}", news.predicted) } else { String::new() };
                 tracing::info!(
                     "{}: {} IRQs are kernel-managed; predicted placement matches{of}",
                     news.device,
                     news.managed
+                );
+            } else if news.mismatched.is_empty() {
+                let irqs: Vec<String> = news.uncertain.iter().map(u32::to_string).collect();
+                tracing::info!(
+                    "{}: {} IRQs are kernel-managed; predicted placement matches where it can be known; IRQ(s) {} uncertain: {}",
+                    news.device,
+                    news.managed,
+                    irqs.join(", "),
+                    news.uncertain_reason.as_deref().unwrap_or("unknown")
                 );
             } else {
                 let irqs: Vec<String> = news.mismatched.iter().map(u32::to_string).collect();

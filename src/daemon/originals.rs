@@ -166,6 +166,7 @@ mod tests {
                 reason: String::new(),
                 fallbacks: Vec::new(),
                 mismatch: None,
+                uncertain: None,
             })
             .collect();
         let dev = DevicePlan {

@@ -73,8 +73,9 @@ pub(super) fn render(plan: &Plan) -> String {
         }
     }
     let s = plan.summary();
+    let uncertain = if s.uncertain > 0 { format!(", {} uncertain", s.uncertain) } else { String::new() };
     out.push_str(&format!(
-        "{} IRQs on {} devices: {} to set, {} kept, {} kernel-managed ({} differ from prediction), {} skipped\n",
+        "{} IRQs on {} devices: {} to set, {} kept, {} kernel-managed ({} differ from prediction{uncertain}), {} skipped\n",
         s.irqs, s.devices, s.set, s.kept, s.managed, s.mismatched, s.skipped
     ));
     for w in &plan.warnings {

@@ -68,6 +68,9 @@ pub struct Machine<'a> {
     pub now: &'a Topology,
     /// [`crate::topology::home_topology`] of `now`: what homes and stable masks are computed on.
     pub home: &'a Topology,
+    /// The machine as first seen this boot, when it spreads differently from now
+    /// ([`crate::topology::TopologyMemory::first_topology`]).
+    pub first: Option<&'a Topology>,
     /// The running kernel's `group_cpus_evenly()` rules.
     pub group_rules: GroupRules,
     /// Keep isolated and nohz_full CPUs free of device IRQs.
@@ -82,6 +85,8 @@ pub struct DeviceContext<'a> {
     pub topo: &'a Topology,
     /// The machine with every present CPU online.
     pub home: &'a Topology,
+    /// The machine as first seen this boot, when it spreads differently from now.
+    pub first: Option<&'a Topology>,
     pub device: &'a Device,
     pub policy: &'a Policy,
     /// The running kernel's `group_cpus_evenly()` rules.
@@ -146,6 +151,7 @@ impl<'a> DeviceContext<'a> {
         let ctx = DeviceContext {
             topo,
             home: machine.home,
+            first: machine.first,
             device,
             policy,
             group_rules: machine.group_rules,
@@ -198,20 +204,22 @@ impl<'a> DeviceContext<'a> {
         out
     }
 
-    /// The device's queue grouping, computed once per device.
+    /// The device's queue grouping on the machine now, computed once per device.
     pub fn queue_grouping(&self) -> &QueueGrouping {
-        self.grouping.get_or_init(|| {
-            let queues = self.device.vectors.iter().filter_map(queue_index).max().map_or(0, |q| q + 1);
-            let write_queues = self.device.nvme.as_ref().and_then(|n| n.write_queues).unwrap_or(0);
-            let sets = if self.device.driver.as_deref() == Some("nvme") {
-                nvme_irq_sets(queues, write_queues)
-            } else {
-                vec![queues]
-            };
-            let groups =
-                sets.iter().flat_map(|&n| group_cpus_evenly(self.topo, n as usize, self.group_rules).groups).collect();
-            QueueGrouping { queues, sets, groups }
-        })
+        self.grouping.get_or_init(|| self.queue_grouping_on(self.topo))
+    }
+
+    /// The device's queue grouping as `group_cpus_evenly()` computes it on `topo`.
+    pub fn queue_grouping_on(&self, topo: &Topology) -> QueueGrouping {
+        let queues = self.device.vectors.iter().filter_map(queue_index).max().map_or(0, |q| q + 1);
+        let write_queues = self.device.nvme.as_ref().and_then(|n| n.write_queues).unwrap_or(0);
+        let sets = if self.device.driver.as_deref() == Some("nvme") {
+            nvme_irq_sets(queues, write_queues)
+        } else {
+            vec![queues]
+        };
+        let groups = sets.iter().flat_map(|&n| group_cpus_evenly(topo, n as usize, self.group_rules).groups).collect();
+        QueueGrouping { queues, sets, groups }
     }
 }
 
@@ -305,7 +313,7 @@ mod tests {
         };
         let policy = Policy::default();
         let group_rules = GroupRules::for_kernel(KernelVersion { major: 6, minor: 11 });
-        let machine = Machine { now: &topo, home: &topo, group_rules, respect_isolation: true };
+        let machine = Machine { now: &topo, home: &topo, first: None, group_rules, respect_isolation: true };
         let (ctx, _) = DeviceContext::new(&machine, &dev, &policy, StrategyName::NumaHop);
         let steps: Vec<(&str, String)> =
             ctx.fallbacks(&CpuSet::single(9)).into_iter().map(|f| (f.step, f.cpus.to_list_string())).collect();
