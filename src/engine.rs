@@ -5,12 +5,16 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use crate::config::GuardScope;
 use crate::config::{self, Config, ConfigErrors, ConfigPaths, ConfigWarning, Machine};
 use crate::cpuset::CpuSet;
 use crate::devices::{discover_devices, udev_properties, Device, DevicesError};
 use crate::kernel::{GroupRules, KernelVersion, KernelVersionError};
+use crate::plan::guard::{guard, Forbidden, GuardInput};
 use crate::plan::{build_plan, Plan, PlanContext};
+use crate::policy::Policy;
 use crate::policy::{resolve, unmatched_rules, DeviceFacts};
+use crate::strategy::leave::PASSTHROUGH_DRIVERS;
 use crate::sysfs::Root;
 use crate::topology::{home_topology, memory_file, Topology, TopologyError, TopologyMemory};
 
@@ -136,6 +140,32 @@ pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) ->
     plan_with_topology(root, config, known_managed, topology, Some(&home), warnings)
 }
 
+/// The CPUs device interrupts must avoid, by source: the global `banned_cpus`, and with
+/// `respect_isolation` the isolated and nohz_full CPUs.
+pub fn forbidden_cpus(config: &Config, topo: &Topology) -> Forbidden {
+    let mut sources = vec![("banned".to_string(), config.global.banned_cpus.clone())];
+    if config.global.respect_isolation {
+        sources.push(("isolated".into(), topo.isolated.clone()));
+        sources.push(("nohz_full".into(), topo.nohz_full.difference(&topo.isolated)));
+    }
+    sources.retain(|(_, s)| !s.is_empty());
+    Forbidden { sources }
+}
+
+/// Devices the guard leaves alone: a rule's `guard = false`, and devices passed through to a
+/// guest or user-space driver (their IRQs follow its CPUs) unless a rule chose a strategy.
+fn guard_exempt(devices: &[Device], policies: &[Policy]) -> BTreeSet<String> {
+    devices
+        .iter()
+        .zip(policies)
+        .filter(|(d, p)| {
+            let passthrough = d.driver.as_deref().is_some_and(|drv| PASSTHROUGH_DRIVERS.contains(&drv));
+            p.guard_exempt || (passthrough && p.strategy.is_none())
+        })
+        .map(|(d, _)| d.bdf.clone())
+        .collect()
+}
+
 /// Discovers the devices under `root` and plans them on `topology` (just discovered, or the
 /// daemon's last good one), its discovery's `warnings` first among the plan's. `home` is the
 /// machine with every present CPU online as the daemon remembers it (`None`: derived from
@@ -164,6 +194,14 @@ pub fn plan_with_topology(
         known_managed,
     };
     let mut plan = build_plan(&ctx, &discovery.devices, &policies);
+    if config.global.guard == GuardScope::All {
+        let nodes = topology.nodes.iter().map(|(&id, n)| (id, n.cpus.clone())).collect();
+        let exempt = guard_exempt(&discovery.devices, &policies);
+        let forbidden = forbidden_cpus(config, &topology);
+        let allowed = topology.online.difference(&forbidden.cpus());
+        let input = GuardInput { forbidden, allowed, nodes: &nodes, exempt: &exempt, refused: known_managed };
+        guard(&mut plan, &discovery.loose, &input);
+    }
     plan.warnings.splice(0..0, warnings);
     plan.warnings.extend(kernel_warning);
     plan.warnings.extend(discovery.warnings.iter().map(|w| w.to_string()));

@@ -238,5 +238,6 @@ fn finish_global(layer: GlobalLayer) -> Global {
         restore_on_exit: layer.restore_on_exit.unwrap_or(d.restore_on_exit),
         log_format: layer.log_format.unwrap_or(d.log_format),
         spill: layer.spill.unwrap_or(d.spill),
+        guard: layer.guard.unwrap_or(d.guard),
     }
 }

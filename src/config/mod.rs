@@ -62,6 +62,8 @@ pub struct Global {
     pub log_format: LogFormat,
     /// Where NUMA-hop queues go beyond the device's node (default `kernel`: the next hop).
     pub spill: Spill,
+    /// Which IRQs are kept off banned and isolated CPUs (default `all`).
+    pub guard: GuardScope,
 }
 
 impl Default for Global {
@@ -74,6 +76,7 @@ impl Default for Global {
             restore_on_exit: false,
             log_format: LogFormat::Auto,
             spill: Spill::Kernel,
+            guard: GuardScope::All,
         }
     }
 }
@@ -130,6 +133,11 @@ pub struct Settings {
     pub queue_pattern: Option<QueuePattern>,
     /// NUMA-hop: where queues go beyond the device's node (overrides the global `spill`).
     pub spill: Option<Spill>,
+    /// `false`: the guard leaves this device's IRQs alone even on banned CPUs.
+    pub guard: Option<bool>,
+    /// `true`: isolated and nohz_full CPUs named in `cpus` are used (without it they are left out,
+    /// with a warning).
+    pub allow_isolated: Option<bool>,
     /// Settings this machine made void (`cpus` naming none of its CPUs), by key, with the words
     /// plan reasons give for the fallback.
     pub voided: Vec<(&'static str, String)>,
@@ -177,6 +185,18 @@ impl Serialize for RuleRef {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
+}
+
+/// `guard = ...`: which IRQs irqwise keeps off banned and isolated CPUs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GuardScope {
+    /// Every movable IRQ, as irqbalance does with its banned list: the devices irqwise places,
+    /// and every other IRQ (their masks lose the banned CPUs).
+    #[default]
+    All,
+    /// Only the devices irqwise places.
+    Placed,
 }
 
 /// `log_format = ...` and `--log-format`: where the daemon logs.

@@ -11,7 +11,7 @@ use serde::de::{Deserialize, IntoDeserializer};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::LogFormat;
+use super::{GuardScope, LogFormat};
 use crate::devices::DeviceClass;
 use crate::kernel::SpreadOrder;
 use crate::strategy::{Spill, StrategyName};
@@ -33,6 +33,7 @@ pub struct RawGlobal {
     pub restore_on_exit: Option<bool>,
     pub log_format: Option<LogFormat>,
     pub spill: Option<Spill>,
+    pub guard: Option<GuardScope>,
 }
 
 /// One `[[device]]` table.
@@ -48,6 +49,8 @@ pub struct RawRule {
     pub queues_per_cpu: Option<Spanned<u32>>,
     pub queue_pattern: Option<Spanned<String>>,
     pub spill: Option<Spill>,
+    pub guard: Option<bool>,
+    pub allow_isolated: Option<bool>,
     /// Some key of this rule had the wrong type or name (already an error).
     pub refused_key: bool,
 }
@@ -73,8 +76,16 @@ pub struct SchemaError {
 
 /// The keys of each table, for "unknown field" messages.
 const TOP: &[&str] = &["global", "device"];
-const GLOBAL: &[&str] =
-    &["banned_cpus", "respect_isolation", "reconcile_interval", "debounce", "restore_on_exit", "log_format", "spill"];
+const GLOBAL: &[&str] = &[
+    "banned_cpus",
+    "respect_isolation",
+    "reconcile_interval",
+    "debounce",
+    "restore_on_exit",
+    "log_format",
+    "spill",
+    "guard",
+];
 pub const RULE: &[&str] = &[
     "match",
     "strategy",
@@ -86,6 +97,8 @@ pub const RULE: &[&str] = &[
     "queues_per_cpu",
     "queue_pattern",
     "spill",
+    "guard",
+    "allow_isolated",
 ];
 const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "nvme_serial", "property"];
 
@@ -171,6 +184,7 @@ impl Reader {
                 "restore_on_exit" => g.restore_on_exit = self.value(v),
                 "log_format" => g.log_format = self.value(v),
                 "spill" => g.spill = self.value(v),
+                "guard" => g.guard = self.value(v),
                 other => self.unknown(&key, other, GLOBAL),
             }
         }
@@ -195,6 +209,8 @@ impl Reader {
                 "queues_per_cpu" => r.queues_per_cpu = self.value(v),
                 "queue_pattern" => r.queue_pattern = self.value(v),
                 "spill" => r.spill = self.value(v),
+                "guard" => r.guard = self.value(v),
+                "allow_isolated" => r.allow_isolated = self.value(v),
                 other => self.unknown(&key, other, RULE),
             }
         }

@@ -14,7 +14,7 @@ use super::duration::parse_duration;
 use super::error::{ConfigError, ConfigWarning, LineIndex, Location};
 use super::glob::Glob;
 use super::schema::{read, RawGlobal, RawMatch, RawRule};
-use super::{LogFormat, Machine, Match, Rule, RuleRef, Settings};
+use super::{GuardScope, LogFormat, Machine, Match, Rule, RuleRef, Settings};
 use crate::devices::{DeviceClass, QueuePattern};
 use crate::strategy::{Spill, StrategyName};
 use crate::topology::MAX_NUMNODES;
@@ -30,6 +30,7 @@ pub(super) struct GlobalLayer {
     pub restore_on_exit: Option<bool>,
     pub log_format: Option<LogFormat>,
     pub spill: Option<Spill>,
+    pub guard: Option<GuardScope>,
 }
 
 impl GlobalLayer {
@@ -47,6 +48,7 @@ impl GlobalLayer {
         take(&mut self.restore_on_exit, later.restore_on_exit);
         take(&mut self.log_format, later.log_format);
         take(&mut self.spill, later.spill);
+        take(&mut self.guard, later.guard);
     }
 }
 
@@ -130,8 +132,19 @@ pub(super) fn validate_file(
 fn schema_message(message: &str) -> String {
     let mut text = message.trim_end().lines().map(str::trim).collect::<Vec<_>>().join("; ");
     text = text.replace("expected u32", "expected a non-negative integer (at most 4294967295)");
-    const SETTINGS: [&str; 9] =
-        ["strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu", "queue_pattern", "spill"];
+    const SETTINGS: [&str; 11] = [
+        "strategy",
+        "cpus",
+        "exclude_cpus",
+        "admin_cpus",
+        "node",
+        "order",
+        "queues_per_cpu",
+        "queue_pattern",
+        "spill",
+        "guard",
+        "allow_isolated",
+    ];
     let misplaced = SETTINGS.iter().any(|k| text.starts_with(&format!("unknown field `{k}`")));
     if misplaced && text.contains("expected one of `pci`") {
         text.push_str(" (keys after a [device.match] header belong to the match table: put the rule's settings before that header, or write match = { ... } inline)");
@@ -166,6 +179,7 @@ impl FileCtx<'_> {
             restore_on_exit: g.restore_on_exit,
             log_format: g.log_format,
             spill: g.spill,
+            guard: g.guard,
         }
     }
 
@@ -376,6 +390,8 @@ impl FileCtx<'_> {
             queues_per_cpu: r.queues_per_cpu.as_ref().map(|q| *q.get_ref()),
             queue_pattern,
             spill: r.spill,
+            guard: r.guard,
+            allow_isolated: r.allow_isolated,
             voided,
         };
         self.rule_warnings(&rule_at, &settings, matcher.class, &r);
