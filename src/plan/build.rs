@@ -14,7 +14,9 @@ use crate::devices::{Device, DeviceClass, IrqVector, QueuePattern, QueueRole, Re
 use crate::kernel::GroupRules;
 use crate::policy::Policy;
 use crate::strategy::allocator::allocate;
-use crate::strategy::{decide, numa_hop, Decision, DeviceContext, Machine, QueueAllocation, StrategyName};
+use crate::strategy::{
+    decide, numa_hop, Decision, DeviceContext, GroupingCache, Machine, QueueAllocation, StrategyName,
+};
 use crate::topology::{home_topology, Topology};
 
 /// Machine-wide inputs of planning.
@@ -56,8 +58,14 @@ pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) ->
             &derived
         }
     };
-    let machine =
-        Machine { now: ctx.topo, home, group_rules: ctx.group_rules, respect_isolation: ctx.respect_isolation };
+    let groupings = GroupingCache::default();
+    let machine = Machine {
+        now: ctx.topo,
+        home,
+        group_rules: ctx.group_rules,
+        respect_isolation: ctx.respect_isolation,
+        groupings: &groupings,
+    };
     let prepared: Vec<Prepared> =
         devices.iter().enumerate().map(|(i, d)| prepare(d, policies.get(i).unwrap_or(default))).collect();
     let mut contexts: Vec<_> =

@@ -62,6 +62,26 @@ pub fn nvme_irq_sets(nrirqs: u32, write_queues: u32) -> Vec<u32> {
     }
 }
 
+/// `group_cpus_evenly()` results of one plan by (vector count, rules): a machine with 32 NVMe
+/// drives of the same queue count computes one grouping. Valid for one topology only.
+#[derive(Debug, Default)]
+pub struct GroupingCache(std::cell::RefCell<std::collections::HashMap<(usize, GroupRules), Groups>>);
+
+/// One shared grouping.
+type Groups = std::rc::Rc<Vec<CpuSet>>;
+
+impl GroupingCache {
+    /// `group_cpus_evenly(topo, n, rules).groups`, computed once per (n, rules).
+    pub fn groups(&self, topo: &Topology, n: usize, rules: GroupRules) -> Groups {
+        if let Some(g) = self.0.borrow().get(&(n, rules)) {
+            return g.clone();
+        }
+        let g = Groups::new(group_cpus_evenly(topo, n, rules).groups);
+        self.0.borrow_mut().insert((n, rules), g.clone());
+        g
+    }
+}
+
 /// The machine as planning sees it: now, and at home (every present CPU online).
 #[derive(Debug, Clone, Copy)]
 pub struct Machine<'a> {
@@ -72,6 +92,8 @@ pub struct Machine<'a> {
     pub group_rules: GroupRules,
     /// Keep isolated and nohz_full CPUs free of device IRQs.
     pub respect_isolation: bool,
+    /// Groupings computed for `now` during this plan.
+    pub groupings: &'a GroupingCache,
 }
 
 /// One device as the strategies see it. Invariants: `node` is `None` or a node the machine has;
@@ -99,6 +121,7 @@ pub struct DeviceContext<'a> {
     pub misc: Target,
     /// NUMA-hop: the machine-wide allocator's result for this device's queues.
     pub queues: Option<QueueAllocation>,
+    groupings: &'a GroupingCache,
     grouping: OnceCell<QueueGrouping>,
 }
 
@@ -161,6 +184,7 @@ impl<'a> DeviceContext<'a> {
             node_cpus,
             misc,
             queues: None,
+            groupings: machine.groupings,
             grouping: OnceCell::new(),
         };
         (ctx, Setup { note, warning })
@@ -204,6 +228,11 @@ impl<'a> DeviceContext<'a> {
         out
     }
 
+    /// The plan's grouping cache.
+    pub fn groupings(&self) -> &GroupingCache {
+        self.groupings
+    }
+
     /// The device's queue grouping, computed once per device.
     pub fn queue_grouping(&self) -> &QueueGrouping {
         self.grouping.get_or_init(|| {
@@ -214,8 +243,10 @@ impl<'a> DeviceContext<'a> {
             } else {
                 vec![queues]
             };
-            let groups =
-                sets.iter().flat_map(|&n| group_cpus_evenly(self.topo, n as usize, self.group_rules).groups).collect();
+            let groups = sets
+                .iter()
+                .flat_map(|&n| self.groupings.groups(self.topo, n as usize, self.group_rules).as_ref().clone())
+                .collect();
             QueueGrouping { queues, sets, groups }
         })
     }
@@ -314,6 +345,17 @@ mod tests {
     use crate::topology::synthetic::SyntheticMachine;
 
     #[test]
+    fn a_grouping_is_computed_once_per_vector_count_and_rules() {
+        let topo = SyntheticMachine::new(2, 4, 2).build();
+        let rules = GroupRules::for_kernel(KernelVersion { major: 6, minor: 11 });
+        let cache = GroupingCache::default();
+        let a = cache.groups(&topo, 4, rules);
+        assert!(std::rc::Rc::ptr_eq(&a, &cache.groups(&topo, 4, rules)), "the second drive reuses the first's");
+        assert_eq!(*a, group_cpus_evenly(&topo, 4, rules).groups);
+        assert!(!std::rc::Rc::ptr_eq(&a, &cache.groups(&topo, 5, rules)));
+    }
+
+    #[test]
     fn enospc_fallbacks_widen_core_cluster_llc_node_then_everything() {
         // 2 nodes × 8 cores × 2 threads, 4-core clusters: CPU 9's core is 9,25; its cluster
         // 8-11,24-27; its LLC and node 8-15,24-31.
@@ -334,7 +376,8 @@ mod tests {
         };
         let policy = Policy::default();
         let group_rules = GroupRules::for_kernel(KernelVersion { major: 6, minor: 11 });
-        let machine = Machine { now: &topo, home: &topo, group_rules, respect_isolation: true };
+        let groupings = GroupingCache::default();
+        let machine = Machine { now: &topo, home: &topo, group_rules, respect_isolation: true, groupings: &groupings };
         let (ctx, _) = DeviceContext::new(&machine, &dev, &policy, StrategyName::NumaHop);
         let steps: Vec<(&str, String)> =
             ctx.fallbacks(&CpuSet::single(9)).into_iter().map(|f| (f.step, f.cpus.to_list_string())).collect();

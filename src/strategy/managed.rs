@@ -13,7 +13,6 @@ use std::collections::BTreeSet;
 use super::{queue_index, Decision, DeviceContext};
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, IrqVector, QueueRole};
-use crate::kernel::group_cpus_evenly;
 
 /// Replaces the decision of every IRQ whose placement the kernel computes with the kernel's
 /// placement (flagging where the current mask or blk-mq's map differ from it), and for storage
@@ -118,7 +117,7 @@ impl StorageLayout {
         if flags[pre + run..].iter().any(|&m| m) {
             return None;
         }
-        let groups = group_cpus_evenly(ctx.topo, run, ctx.group_rules).groups;
+        let groups = ctx.groupings().groups(ctx.topo, run, ctx.group_rules).as_ref().clone();
         Some(StorageLayout { pre: pre as u32, groups })
     }
 
