@@ -132,20 +132,9 @@ pub(super) fn validate_file(
 fn schema_message(message: &str) -> String {
     let mut text = message.trim_end().lines().map(str::trim).collect::<Vec<_>>().join("; ");
     text = text.replace("expected u32", "expected a non-negative integer (at most 4294967295)");
-    const SETTINGS: [&str; 11] = [
-        "strategy",
-        "cpus",
-        "exclude_cpus",
-        "admin_cpus",
-        "node",
-        "order",
-        "queues_per_cpu",
-        "queue_pattern",
-        "spill",
-        "guard",
-        "allow_isolated",
-    ];
-    let misplaced = SETTINGS.iter().any(|k| text.starts_with(&format!("unknown field `{k}`")));
+    // A rule's settings: every key of a [[device]] table but its match.
+    let settings = super::schema::RULE.iter().filter(|k| **k != "match");
+    let misplaced = settings.into_iter().any(|k| text.starts_with(&format!("unknown field `{k}`")));
     if misplaced && text.contains("expected one of `pci`") {
         text.push_str(" (keys after a [device.match] header belong to the match table: put the rule's settings before that header, or write match = { ... } inline)");
     }
