@@ -2,6 +2,7 @@
 //! `plan`/`apply` and the daemon share these functions, so a daemon pass and a one-shot `apply`
 //! always agree; so do their configuration loading and kernel-version choice.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -12,7 +13,7 @@ use crate::kernel::{GroupRules, KernelVersion, KernelVersionError};
 use crate::plan::{build_plan, Plan, PlanContext};
 use crate::policy::{resolve, unmatched_rules, DeviceFacts};
 use crate::sysfs::Root;
-use crate::topology::{Topology, TopologyError};
+use crate::topology::{Isolation, Topology, TopologyError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -44,7 +45,10 @@ const OSRELEASE: &str = "proc/sys/kernel/osrelease";
 /// Everything one planning pass saw and decided.
 #[derive(Debug)]
 pub struct PlannedPass {
+    /// The topology planned on: every CPU an isolation source isolates counts as `isolated`.
     pub topology: Topology,
+    /// Every isolation source found, with where it came from.
+    pub isolation: Isolation,
     pub devices: Vec<Device>,
     pub plan: Plan,
 }
@@ -134,6 +138,12 @@ pub fn plan_with_topology(
     topology: Topology,
     warnings: Vec<String>,
 ) -> Result<PlannedPass, EngineError> {
+    let (isolation, isolation_warnings) = Isolation::discover(root, &topology);
+    let mut warnings = warnings;
+    warnings.extend(isolation_warnings.iter().map(|w| w.to_string()));
+    let (topology, config, void_ban) = with_isolation(topology, config, &isolation);
+    warnings.extend(void_ban);
+    let config = config.as_ref();
     let discovery = discover_devices(root, &topology)?;
     let facts: Vec<DeviceFacts> = discovery
         .devices
@@ -149,5 +159,39 @@ pub fn plan_with_topology(
     plan.warnings.extend(kernel_warning);
     plan.warnings.extend(discovery.warnings.iter().map(|w| w.to_string()));
     plan.warnings.extend(unmatched_rules(config, &facts).into_iter().map(|r| format!("rule at {r} matches no device")));
-    Ok(PlannedPass { topology, devices: discovery.devices, plan })
+    Ok(PlannedPass { topology, isolation, devices: discovery.devices, plan })
+}
+
+/// What the isolation sources change for planning: every CPU a source isolates joins the
+/// topology's `isolated` (so `respect_isolation` keeps it free as it keeps `isolcpus` CPUs), and
+/// with `import_irqbalance_banned` the banned list joins `banned_cpus`, unless with them every
+/// online CPU would be banned: then the imported list is void, and the warning says so.
+pub fn with_isolation<'c>(
+    mut topology: Topology,
+    config: &'c Config,
+    isolation: &Isolation,
+) -> (Topology, Cow<'c, Config>, Option<String>) {
+    topology.isolated.extend_with(&isolation.isolated().intersection(&topology.possible));
+    let banned = isolation.banned();
+    if !config.global.import_irqbalance_banned || banned.is_subset(&config.global.banned_cpus) {
+        return (topology, Cow::Borrowed(config), None);
+    }
+    let all = banned.union(&config.global.banned_cpus);
+    if !topology.online.is_empty() && topology.online.is_subset(&all) {
+        let from: Vec<String> = isolation
+            .sources
+            .iter()
+            .filter(|s| s.effect() == crate::topology::isolation::Effect::Banned)
+            .map(|s| format!("{} in {}", s.setting, s.path))
+            .collect();
+        let warning = format!(
+            "irqbalance's banned list ({}) bans every online CPU ({}): it is not imported",
+            from.join(", "),
+            topology.online
+        );
+        return (topology, Cow::Borrowed(config), Some(warning));
+    }
+    let mut config = config.clone();
+    config.global.banned_cpus = all;
+    (topology, Cow::Owned(config), None)
 }

@@ -73,6 +73,8 @@ pub struct Policy {
     pub queues_per_cpu: Option<u32>,
     /// The last matching rule's `queue_pattern`, and that rule: read before the driver table.
     pub queue_pattern: Option<(QueuePattern, RuleRef)>,
+    /// The last matching rule's `xps` (`None`: the global setting).
+    pub xps: Option<bool>,
     /// Every rule that matched, in application order (what `plan` shows as "decided by").
     pub matched_rules: Vec<RuleRef>,
     /// Settings of the deciding rules this machine made void, by key, with the words plan
@@ -123,6 +125,7 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
         overwrite(&mut policy.order, s.order);
         overwrite(&mut policy.queues_per_cpu, s.queues_per_cpu);
         overwrite(&mut policy.queue_pattern, s.queue_pattern.clone().map(|p| (p, rule.source.clone())));
+        overwrite(&mut policy.xps, s.xps);
         if s.exclude_cpus.is_some() {
             exclude = s.exclude_cpus.as_ref();
         }

@@ -8,9 +8,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Files and directories (every `.rs` below) of the pure core.
-const PURE_CORE: [&str; 12] = [
+const PURE_CORE: [&str; 13] = [
     "src/cpuset.rs",
     "src/topology/model.rs",
+    "src/topology/isolation.rs",
     "src/topology/report.rs",
     "src/topology/synthetic.rs",
     "src/devices/model.rs",

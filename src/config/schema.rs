@@ -11,7 +11,7 @@ use serde::de::{Deserialize, IntoDeserializer};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::LogFormat;
+use super::{LogFormat, OnDrift};
 use crate::devices::DeviceClass;
 use crate::kernel::SpreadOrder;
 use crate::strategy::StrategyName;
@@ -32,6 +32,9 @@ pub struct RawGlobal {
     pub debounce: Option<Spanned<String>>,
     pub restore_on_exit: Option<bool>,
     pub log_format: Option<LogFormat>,
+    pub xps: Option<bool>,
+    pub import_irqbalance_banned: Option<bool>,
+    pub on_drift: Option<OnDrift>,
 }
 
 /// One `[[device]]` table.
@@ -46,6 +49,7 @@ pub struct RawRule {
     pub order: Option<SpreadOrder>,
     pub queues_per_cpu: Option<Spanned<u32>>,
     pub queue_pattern: Option<Spanned<String>>,
+    pub xps: Option<Spanned<bool>>,
     /// Some key of this rule had the wrong type or name (already an error).
     pub refused_key: bool,
 }
@@ -71,10 +75,29 @@ pub struct SchemaError {
 
 /// The keys of each table, for "unknown field" messages.
 const TOP: &[&str] = &["global", "device"];
-const GLOBAL: &[&str] =
-    &["banned_cpus", "respect_isolation", "reconcile_interval", "debounce", "restore_on_exit", "log_format"];
-pub const RULE: &[&str] =
-    &["match", "strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu", "queue_pattern"];
+const GLOBAL: &[&str] = &[
+    "banned_cpus",
+    "respect_isolation",
+    "reconcile_interval",
+    "debounce",
+    "restore_on_exit",
+    "log_format",
+    "xps",
+    "import_irqbalance_banned",
+    "on_drift",
+];
+pub const RULE: &[&str] = &[
+    "match",
+    "strategy",
+    "cpus",
+    "exclude_cpus",
+    "admin_cpus",
+    "node",
+    "order",
+    "queues_per_cpu",
+    "queue_pattern",
+    "xps",
+];
 const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "nvme_serial", "property"];
 
 /// Reads `text` into the raw structure, keeping every key that has the right type, and returns
@@ -158,6 +181,9 @@ impl Reader {
                 "debounce" => g.debounce = self.value(v),
                 "restore_on_exit" => g.restore_on_exit = self.value(v),
                 "log_format" => g.log_format = self.value(v),
+                "xps" => g.xps = self.value(v),
+                "import_irqbalance_banned" => g.import_irqbalance_banned = self.value(v),
+                "on_drift" => g.on_drift = self.value(v),
                 other => self.unknown(&key, other, GLOBAL),
             }
         }
@@ -181,6 +207,7 @@ impl Reader {
                 "order" => r.order = self.value(v),
                 "queues_per_cpu" => r.queues_per_cpu = self.value(v),
                 "queue_pattern" => r.queue_pattern = self.value(v),
+                "xps" => r.xps = self.value(v),
                 other => self.unknown(&key, other, RULE),
             }
         }

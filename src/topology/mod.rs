@@ -1,10 +1,13 @@
 //! The machine's CPUs and NUMA nodes: the model ([`model`]), read from sysfs by [`discover`],
-//! shown by [`report`], or built in memory by [`synthetic`].
+//! shown by [`report`], or built in memory by [`synthetic`]; the CPUs kept free of device IRQs and
+//! who asked for it in [`isolation`].
 
 pub mod discover;
+pub mod isolation;
 mod model;
 pub mod report;
 pub mod synthetic;
 
 pub use discover::TopologyError;
+pub use isolation::Isolation;
 pub use model::{Cpu, NumaNode, OfflineMasks, Topology, MAX_NUMNODES};
