@@ -8,10 +8,12 @@ use std::path::PathBuf;
 
 use crate::config::{self, Config, ConfigErrors, ConfigPaths, ConfigWarning, Machine};
 use crate::cpuset::CpuSet;
-use crate::devices::{discover_devices, udev_properties, Device, DevicesError};
+use crate::devices::discover::net_queues::read_net_queues;
+use crate::devices::{discover_devices, udev_properties, Device, DeviceClass, DevicesError};
 use crate::kernel::{GroupRules, KernelVersion, KernelVersionError};
-use crate::plan::{build_plan, Plan, PlanContext};
-use crate::policy::{resolve, unmatched_rules, DeviceFacts};
+use crate::plan::xps::{plan_xps, XpsPlan};
+use crate::plan::{build_plan, Plan, PlanContext, StrategyName};
+use crate::policy::{resolve, unmatched_rules, DeviceFacts, Policy};
 use crate::sysfs::Root;
 use crate::topology::{Isolation, Topology, TopologyError};
 
@@ -155,11 +157,50 @@ pub fn plan_with_topology(
     let ctx =
         PlanContext { topo: &topology, group_rules, respect_isolation: config.global.respect_isolation, known_managed };
     let mut plan = build_plan(&ctx, &discovery.devices, &policies);
+    plan_transmit_steering(root, config, &topology, &discovery.devices, &policies, &mut plan);
     plan.warnings.splice(0..0, warnings);
     plan.warnings.extend(kernel_warning);
     plan.warnings.extend(discovery.warnings.iter().map(|w| w.to_string()));
     plan.warnings.extend(unmatched_rules(config, &facts).into_iter().map(|r| format!("rule at {r} matches no device")));
     Ok(PlannedPass { topology, isolation, devices: discovery.devices, plan })
+}
+
+/// Plans the transmit steering of every NIC placed by NUMA hop (`plan.devices[i]` is
+/// `devices[i]`, decided by `policies[i]`): from its one interface's tx queues, or left alone
+/// with the reason (`xps = false`, no interface, several interfaces, no readable queues).
+fn plan_transmit_steering(
+    root: &Root,
+    config: &Config,
+    topology: &Topology,
+    devices: &[Device],
+    policies: &[Policy],
+    plan: &mut Plan,
+) {
+    for ((dp, dev), policy) in plan.devices.iter_mut().zip(devices).zip(policies) {
+        if dp.class != DeviceClass::Nic || dp.strategy != StrategyName::NumaHop {
+            continue;
+        }
+        let name = dev.interfaces.first().map(String::as_str);
+        let xps = if !policy.xps.unwrap_or(config.global.xps) {
+            XpsPlan::skip(name, "xps = false")
+        } else {
+            match dev.interfaces.as_slice() {
+                [] => XpsPlan::skip(None, "the device has no network interface"),
+                [one] => match read_net_queues(root, &dev.bdf, one) {
+                    Ok(queues) => plan_xps(topology, dp, queues.as_ref()),
+                    Err(e) => XpsPlan::skip(name, e),
+                },
+                many => XpsPlan::skip(
+                    None,
+                    format!(
+                        "several network interfaces ({}): their tx queues cannot be tied to this function's IRQs",
+                        many.join(", ")
+                    ),
+                ),
+            }
+        };
+        dp.xps = Some(xps);
+    }
 }
 
 /// What the isolation sources change for planning: every CPU a source isolates joins the

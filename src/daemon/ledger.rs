@@ -224,6 +224,7 @@ mod tests {
             strategy: StrategyName::NumaHop,
             rules: vec![],
             irqs,
+            xps: None,
         };
         Plan { kernel: None, devices: vec![dev], warnings: vec![] }
     }

@@ -68,6 +68,7 @@ fn plan_device(ctx: &PlanContext, dev: &Device, policy: &Policy) -> (DevicePlan,
         strategy,
         rules: policy.matched_rules.iter().map(|r| r.to_string()).collect(),
         irqs,
+        xps: None,
     };
     let warnings = setup.warning.into_iter().chain(range_warning).chain(unrecognised_warning(dev, &plan)).collect();
     (plan, warnings)
