@@ -25,7 +25,8 @@ pub fn topology(root: &Root, paths: &ConfigPaths, json: bool) -> Result<String, 
             Global::default()
         }
     };
-    let applied = Applied { respect_isolation: global.respect_isolation, import_banned: global.import_irqbalance_banned };
+    let applied =
+        Applied { respect_isolation: global.respect_isolation, import_banned: global.import_irqbalance_banned };
     if json {
         let mut doc = crate::topology::report::to_json(&topo);
         doc["isolation"] = isolation_json(&isolation, applied);

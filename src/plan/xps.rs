@@ -66,13 +66,16 @@ pub fn plan_xps(topo: &Topology, device: &DevicePlan, queues: Option<&NetQueues>
         match &q.xps {
             XpsState::Cpus(set) => current.push(set.clone()),
             XpsState::Absent => {
-                let why = format!("tx-{} has no xps_cpus (a kernel without CONFIG_XPS, or a single-queue device)", q.index);
+                let why =
+                    format!("tx-{} has no xps_cpus (a kernel without CONFIG_XPS, or a single-queue device)", q.index);
                 return XpsPlan::skip(interface, why);
             }
             XpsState::Unreadable(e) => return XpsPlan::skip(interface, format!("tx-{}/xps_cpus: {e}", q.index)),
         }
     }
-    if let Some((q, tc)) = queues.tx.iter().find_map(|q| Some((q.index, q.traffic_class.as_deref()?)).filter(|(_, tc)| *tc != "0")) {
+    if let Some((q, tc)) =
+        queues.tx.iter().find_map(|q| Some((q.index, q.traffic_class.as_deref()?)).filter(|(_, tc)| *tc != "0"))
+    {
         let why = format!("the device uses traffic classes (tx-{q}/traffic_class is {tc:?}): XPS is per class there");
         return XpsPlan::skip(interface, why);
     }
@@ -106,13 +109,14 @@ pub fn plan_xps(topo: &Topology, device: &DevicePlan, queues: Option<&NetQueues>
 /// as planned (kernel-managed ones as predicted). Why not, when none serves it or it is left
 /// alone.
 fn irq_cpus(device: &DevicePlan, txq: u32) -> Result<CpuSet, String> {
-    let serving = |role: QueueRole| -> Vec<_> {
-        device.irqs.iter().filter(|p| p.role == role && p.queue == Some(txq)).collect()
-    };
+    let serving =
+        |role: QueueRole| -> Vec<_> { device.irqs.iter().filter(|p| p.role == role && p.queue == Some(txq)).collect() };
     let tx = serving(QueueRole::Tx);
     let vectors = if tx.is_empty() { serving(QueueRole::RxTx) } else { tx };
     if vectors.is_empty() {
-        return Err(format!("tx queue {txq} has no queue IRQ of its own, so its completions cannot be placed near its senders"));
+        return Err(format!(
+            "tx queue {txq} has no queue IRQ of its own, so its completions cannot be placed near its senders"
+        ));
     }
     let mut cpus = CpuSet::new();
     for p in vectors {
@@ -136,7 +140,13 @@ pub(super) fn render(x: &XpsPlan) -> String {
             Action::Set => format!("{} -> {}", show(&q.current), show(&q.desired)),
             _ => show(&q.current),
         };
-        out.push_str(&format!("    tx {:>4}  irq on {:<12} xps {:<30} {}\n", q.txq, show(&q.irq_cpus), arrow, q.action.as_str()));
+        out.push_str(&format!(
+            "    tx {:>4}  irq on {:<12} xps {:<30} {}\n",
+            q.txq,
+            show(&q.irq_cpus),
+            arrow,
+            q.action.as_str()
+        ));
     }
     out
 }

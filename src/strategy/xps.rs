@@ -87,11 +87,11 @@ mod tests {
         // Node 1's queues (0-5) get node 1's CPUs; each queue's sibling comes with it.
         assert!(set("6,18").is_subset(&sets[0]) && set("11,23").is_subset(&sets[5]), "{sets:?}");
         let node1 = set("6-11,18-23");
-        for q in 0..6 {
-            assert!(sets[q].is_subset(&node1), "queue {q} on node 1 sends only for node 1: {}", sets[q]);
+        for (q, s) in sets.iter().enumerate().take(6) {
+            assert!(s.is_subset(&node1), "queue {q} on node 1 sends only for node 1: {s}");
         }
-        for q in 6..8 {
-            assert!(sets[q].intersection(&node1).is_empty(), "queue {q}: {}", sets[q]);
+        for (q, s) in sets.iter().enumerate().skip(6) {
+            assert!(s.intersection(&node1).is_empty(), "queue {q}: {s}");
         }
     }
 

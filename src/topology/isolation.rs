@@ -314,13 +314,16 @@ pub fn parse_irqbalance(text: &str, possible: &CpuSet, path: &str) -> (Vec<Isola
             Ok(set) => {
                 let cpus = set.intersection(possible);
                 if !cpus.is_empty() {
-                    sources.push(IsolationSource { kind: IsolationKind::IrqbalanceBanned, path: path.into(), setting, cpus });
+                    sources.push(IsolationSource {
+                        kind: IsolationKind::IrqbalanceBanned,
+                        path: path.into(),
+                        setting,
+                        cpus,
+                    });
                 }
             }
-            Err(e) => problems.push(SettingProblem {
-                problem: format!("{setting:?}: {e}"),
-                instead: format!("{var} bans no CPU"),
-            }),
+            Err(e) => problems
+                .push(SettingProblem { problem: format!("{setting:?}: {e}"), instead: format!("{var} bans no CPU") }),
         }
     }
     (sources, problems)
@@ -491,12 +494,8 @@ mod tests {
 
     #[test]
     fn avoid_joins_the_sources_each_flag_allows_and_names_them() {
-        let source = |kind, cpus: &str| IsolationSource {
-            kind,
-            path: "/x".into(),
-            setting: String::new(),
-            cpus: set(cpus),
-        };
+        let source =
+            |kind, cpus: &str| IsolationSource { kind, path: "/x".into(), setting: String::new(), cpus: set(cpus) };
         let iso = Isolation {
             sources: vec![
                 source(IsolationKind::CgroupPartition, "10-11"),

@@ -37,14 +37,16 @@ pub fn pci_device_dir(root: &Root, bdf: &str) -> Option<String> {
 /// `Ok(None)` when the interface has no queue directory; `Err` (what is wrong) when the device's
 /// real directory cannot be found.
 pub fn read_net_queues(root: &Root, bdf: &str, interface: &str) -> Result<Option<NetQueues>, String> {
-    let dev = pci_device_dir(root, bdf)
-        .ok_or_else(|| format!("{} is not a link into sys/devices", root.path(format!("{PCI_DEVICES}/{bdf}")).display()))?;
+    let dev = pci_device_dir(root, bdf).ok_or_else(|| {
+        format!("{} is not a link into sys/devices", root.path(format!("{PCI_DEVICES}/{bdf}")).display())
+    })?;
     if interface.contains('/') || interface == ".." || interface == "." {
         return Err(format!("interface name {interface:?} is not a file name"));
     }
     let mut candidates = vec![format!("{dev}/net/{interface}")];
     let children = root.list_dir_noting(&dev, |n| n.starts_with("virtio")).map_err(|e| e.to_string())?;
-    candidates.extend(children.iter().filter(|c| c.starts_with("virtio")).map(|c| format!("{dev}/{c}/net/{interface}")));
+    candidates
+        .extend(children.iter().filter(|c| c.starts_with("virtio")).map(|c| format!("{dev}/{c}/net/{interface}")));
     let Some(ifdir) = candidates.into_iter().find(|c| root.is_dir(c)) else { return Ok(None) };
     let dir = format!("{ifdir}/queues");
     let names = root.list_dir_noting(&dir, |n| n.starts_with("tx-")).map_err(|e| e.to_string())?;

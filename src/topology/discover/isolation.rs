@@ -23,7 +23,10 @@ impl Isolation {
     pub fn discover(root: &Root, topo: &Topology) -> (Isolation, Vec<TopologyWarning>) {
         let mut sources = Vec::new();
         let mut warnings = Vec::new();
-        let sysfs = [(IsolationKind::Isolated, "isolated", &topo.isolated), (IsolationKind::NohzFull, "nohz_full", &topo.nohz_full)];
+        let sysfs = [
+            (IsolationKind::Isolated, "isolated", &topo.isolated),
+            (IsolationKind::NohzFull, "nohz_full", &topo.nohz_full),
+        ];
         for (kind, name, cpus) in sysfs {
             if !cpus.is_empty() {
                 let path = root.path(format!("{}/{name}", super::CPU_DIR)).display().to_string();
@@ -63,7 +66,12 @@ fn cgroup_partitions(root: &Root, topo: &Topology, warnings: &mut Vec<TopologyWa
             })
         }
         Err(e) => {
-            warnings.push(warning(root, CGROUP_ISOLATED, cpulist_problem(&e), "no CPU counts as in an isolated partition"));
+            warnings.push(warning(
+                root,
+                CGROUP_ISOLATED,
+                cpulist_problem(&e),
+                "no CPU counts as in an isolated partition",
+            ));
             None
         }
     }
