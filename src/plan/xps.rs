@@ -26,7 +26,9 @@ pub struct TxQueuePlan {
     pub desired: CpuSet,
     /// `keep` or `set`.
     pub action: Action,
-    /// The `xps_cpus` file, relative to the root (through no symlink).
+    /// The `xps_cpus` file, relative to the root (through no symlink). Not in the JSON: a
+    /// snapshot's copy of a device lives elsewhere than the device.
+    #[serde(skip)]
     pub file: String,
 }
 

@@ -14,10 +14,14 @@ pub const MAX_TX_QUEUES: u32 = 4096;
 
 /// The real directory of PCI device `bdf`, relative to the root: the target of
 /// `sys/bus/pci/devices/BDF` resolved without the filesystem (sysfs device directories hold no
-/// symlink). `None` when that is not a link into `sys/devices`.
+/// symlink), or that entry itself where it is a directory (a snapshot's copy). `None` when it is
+/// neither a link into `sys/devices` nor a directory. Not recorded for snapshots: reads go
+/// through the bus entry, as every other reader's do.
 pub fn pci_device_dir(root: &Root, bdf: &str) -> Option<String> {
     let link = format!("{PCI_DEVICES}/{bdf}");
-    let target = root.link_target(&link).ok()?;
+    let Some(target) = root.link_target(&link).ok() else {
+        return root.is_dir(&link).then_some(link);
+    };
     let mut parts: Vec<String> =
         if target.is_absolute() { Vec::new() } else { PCI_DEVICES.split('/').map(String::from).collect() };
     for c in target.components() {
@@ -33,23 +37,21 @@ pub fn pci_device_dir(root: &Root, bdf: &str) -> Option<String> {
     dir.starts_with("sys/devices/").then_some(dir)
 }
 
-/// The transmit queues of `interface` of PCI device `bdf` (its own `net/` or a virtio child's):
-/// `Ok(None)` when the interface has no queue directory; `Err` (what is wrong) when the device's
-/// real directory cannot be found.
+/// The transmit queues of `interface` of PCI device `bdf` (its own `net/` or a virtio child's),
+/// read through `sys/bus/pci/devices/BDF` like the rest of the device; `NetQueues::dir` is the
+/// same directory through no symlink, for writing. `Ok(None)` when the interface has no queue
+/// directory; `Err` (what is wrong) when the device's real directory cannot be found.
 pub fn read_net_queues(root: &Root, bdf: &str, interface: &str) -> Result<Option<NetQueues>, String> {
-    let dev = pci_device_dir(root, bdf).ok_or_else(|| {
-        format!("{} is not a link into sys/devices", root.path(format!("{PCI_DEVICES}/{bdf}")).display())
-    })?;
     if interface.contains('/') || interface == ".." || interface == "." {
         return Err(format!("interface name {interface:?} is not a file name"));
     }
-    let mut candidates = vec![format!("{dev}/net/{interface}")];
-    let children = root.list_dir_noting(&dev, |n| n.starts_with("virtio")).map_err(|e| e.to_string())?;
-    candidates
-        .extend(children.iter().filter(|c| c.starts_with("virtio")).map(|c| format!("{dev}/{c}/net/{interface}")));
-    let Some(ifdir) = candidates.into_iter().find(|c| root.is_dir(c)) else { return Ok(None) };
-    let dir = format!("{ifdir}/queues");
-    let names = root.list_dir_noting(&dir, |n| n.starts_with("tx-")).map_err(|e| e.to_string())?;
+    let bus = format!("{PCI_DEVICES}/{bdf}");
+    let mut candidates = vec![format!("net/{interface}")];
+    let children = root.list_dir_noting(&bus, |n| n.starts_with("virtio")).map_err(|e| e.to_string())?;
+    candidates.extend(children.iter().filter(|c| c.starts_with("virtio")).map(|c| format!("{c}/net/{interface}")));
+    let Some(inside) = candidates.into_iter().find(|c| root.is_dir(format!("{bus}/{c}"))) else { return Ok(None) };
+    let read_dir = format!("{bus}/{inside}/queues");
+    let names = root.list_dir_noting(&read_dir, |n| n.starts_with("tx-")).map_err(|e| e.to_string())?;
     let mut indexes: Vec<u32> = names
         .iter()
         .filter_map(|n| n.strip_prefix("tx-"))
@@ -61,8 +63,10 @@ pub fn read_net_queues(root: &Root, bdf: &str, interface: &str) -> Result<Option
         return Ok(None);
     }
     indexes.sort_unstable();
-    let tx = indexes.into_iter().map(|index| read_tx_queue(root, &dir, index)).collect();
-    Ok(Some(NetQueues { interface: interface.to_string(), dir, tx }))
+    let dev =
+        pci_device_dir(root, bdf).ok_or_else(|| format!("{bus} is neither a link into sys/devices nor a directory"))?;
+    let tx = indexes.into_iter().map(|index| read_tx_queue(root, &read_dir, index)).collect();
+    Ok(Some(NetQueues { interface: interface.to_string(), dir: format!("{dev}/{inside}/queues"), tx }))
 }
 
 /// One `tx-N` directory.
@@ -83,10 +87,12 @@ fn read_tx_queue(root: &Root, dir: &str, index: u32) -> TxQueue {
     TxQueue { index, xps, traffic_class }
 }
 
-/// Whether `path` (relative) names a file inside the root's `sys/devices` tree.
+/// Whether `path` (relative) names a file inside the root's device tree: `sys/devices`, or a
+/// snapshot's copy of a PCI device under `sys/bus/pci/devices`.
 pub fn is_device_path(path: &str) -> bool {
     let p = Path::new(path);
-    p.starts_with("sys/devices") && p.components().all(|c| matches!(c, Component::Normal(_)))
+    (p.starts_with("sys/devices") || p.starts_with(PCI_DEVICES))
+        && p.components().all(|c| matches!(c, Component::Normal(_)))
 }
 
 #[cfg(test)]
