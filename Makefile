@@ -106,7 +106,9 @@ package-test: deb rpm
 
 # Real-kernel end-to-end suite (tests/vm/): boots Debian's stock kernel in QEMU (2 NUMA nodes,
 # NVMe, vmxnet3), runs `irqwise run` through CPU/link/device hot-plug and SIGHUP, compares with
-# irqbalance. Installs qemu-system-x86, linux-image-amd64, busybox-static, cpio when root.
+# irqbalance; then installs the .deb (make deb) in a debootstrapped Debian 12 guest and checks the
+# unit under systemd as PID 1. Installs qemu-system-x86, linux-image-amd64, busybox-static, cpio,
+# debootstrap, e2fsprogs when root.
 .PHONY: test-vm
 test-vm:
 	tests/vm/run.sh

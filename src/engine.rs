@@ -128,16 +128,19 @@ pub fn group_rules(topo: &Topology) -> GroupRules {
 pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) -> Result<PlannedPass, EngineError> {
     let (topology, warnings) = Topology::discover_with_warnings(root)?;
     let warnings = warnings.iter().map(|w| w.to_string()).collect();
-    plan_with_topology(root, config, known_managed, topology, warnings)
+    plan_with_topology(root, config, known_managed, topology, None, warnings)
 }
 
 /// Discovers the devices under `root` and plans them on `topology` (just discovered, or the
-/// daemon's last good one), its discovery's `warnings` first among the plan's.
+/// daemon's last good one), its discovery's `warnings` first among the plan's. `home` is the
+/// machine with every present CPU online as the daemon remembers it (`None`: derived from
+/// `topology` alone).
 pub fn plan_with_topology(
     root: &Root,
     config: &Config,
     known_managed: &BTreeSet<u32>,
     topology: Topology,
+    home: Option<&Topology>,
     warnings: Vec<String>,
 ) -> Result<PlannedPass, EngineError> {
     let (isolation, isolation_warnings) = Isolation::discover(root, &topology);
@@ -146,6 +149,13 @@ pub fn plan_with_topology(
     let (topology, config, void_ban) = with_isolation(topology, config, &isolation);
     warnings.extend(void_ban);
     let config = config.as_ref();
+    // The remembered machine is isolated the same way, so queue homes avoid the same CPUs.
+    let home = home.map(|h| {
+        let mut h = h.clone();
+        h.isolated.extend_with(&isolation.isolated().intersection(&h.possible));
+        h
+    });
+    let home = home.as_ref();
     let discovery = discover_devices(root, &topology)?;
     let facts: Vec<DeviceFacts> = discovery
         .devices
@@ -154,8 +164,13 @@ pub fn plan_with_topology(
         .collect();
     let policies: Vec<_> = facts.iter().map(|f| resolve(config, f)).collect();
     let (group_rules, kernel_warning) = plan_rules(root, &topology);
-    let ctx =
-        PlanContext { topo: &topology, group_rules, respect_isolation: config.global.respect_isolation, known_managed };
+    let ctx = PlanContext {
+        topo: &topology,
+        home,
+        group_rules,
+        respect_isolation: config.global.respect_isolation,
+        known_managed,
+    };
     let mut plan = build_plan(&ctx, &discovery.devices, &policies);
     plan_transmit_steering(root, config, &topology, &discovery.devices, &policies, &mut plan);
     plan.warnings.splice(0..0, warnings);

@@ -12,7 +12,7 @@ use crate::config::{Config, Match, Rule, RuleRef};
 use crate::cpuset::CpuSet;
 use crate::devices::{Device, DeviceClass, QueuePattern};
 use crate::kernel::SpreadOrder;
-use crate::strategy::StrategyName;
+use crate::strategy::{Spill, StrategyName};
 
 /// What the rules can match a device on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -71,6 +71,9 @@ pub struct Policy {
     pub node: Option<u32>,
     pub order: Option<SpreadOrder>,
     pub queues_per_cpu: Option<u32>,
+    /// Where NUMA-hop queues go beyond the node: the last matching rule's `spill`, else the
+    /// global one.
+    pub spill: Spill,
     /// The last matching rule's `queue_pattern`, and that rule: read before the driver table.
     pub queue_pattern: Option<(QueuePattern, RuleRef)>,
     /// The last matching rule's `xps` (`None`: the global setting).
@@ -116,6 +119,7 @@ pub fn matches(m: &Match, facts: &DeviceFacts) -> bool {
 pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
     let mut policy = Policy::default();
     let mut exclude: Option<&CpuSet> = None;
+    let mut spill = None;
     for rule in config.rules.iter().filter(|r| matches(&r.matcher, facts)) {
         let s = &rule.settings;
         overwrite(&mut policy.strategy, s.strategy);
@@ -124,6 +128,7 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
         overwrite(&mut policy.node, s.node);
         overwrite(&mut policy.order, s.order);
         overwrite(&mut policy.queues_per_cpu, s.queues_per_cpu);
+        spill = s.spill.or(spill);
         overwrite(&mut policy.queue_pattern, s.queue_pattern.clone().map(|p| (p, rule.source.clone())));
         overwrite(&mut policy.xps, s.xps);
         if s.exclude_cpus.is_some() {
@@ -140,6 +145,7 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
         }
         policy.matched_rules.push(rule.source.clone());
     }
+    policy.spill = spill.unwrap_or(config.global.spill);
     policy.exclude_cpus =
         exclude.map_or_else(|| config.global.banned_cpus.clone(), |e| e.union(&config.global.banned_cpus));
     policy

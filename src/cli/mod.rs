@@ -5,10 +5,12 @@ pub mod args;
 mod daemon;
 mod inspect;
 mod ops;
+mod reload;
 
 pub use daemon::{run, status};
 pub use inspect::{spread_groups, spread_numa, topology};
 pub use ops::{apply, check_config, config_paths, plan, snapshot, Outcome};
+pub use reload::{reload, reload_recorded};
 
 use crate::engine::{EngineError, KernelRulesError};
 use crate::topology::TopologyError;
@@ -36,6 +38,10 @@ pub enum CliError {
     NotAConfigDir(std::path::PathBuf),
     #[error("{0}")]
     Failed(String),
+    /// The configuration is invalid: `reload` did not signal the daemon, or the daemon kept
+    /// its previous configuration.
+    #[error("{0}")]
+    ConfigRejected(String),
 }
 
 /// Fails unless `root` holds `sys/devices/system/cpu`.
@@ -65,7 +71,8 @@ impl CliError {
             | CliError::NotARoot { .. }
             | CliError::NotAConfigDir(_)
             | CliError::KernelRules(KernelRulesError::Explicit(_))
-            | CliError::Engine(EngineError::Config(_)) => 2,
+            | CliError::Engine(EngineError::Config(_))
+            | CliError::ConfigRejected(_) => 2,
             CliError::Topology(_) | CliError::Engine(_) | CliError::KernelRules(_) | CliError::Failed(_) => 1,
         }
     }

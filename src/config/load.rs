@@ -240,5 +240,6 @@ fn finish_global(layer: GlobalLayer) -> Global {
         xps: layer.xps.unwrap_or(d.xps),
         import_irqbalance_banned: layer.import_irqbalance_banned.unwrap_or(d.import_irqbalance_banned),
         on_drift: layer.on_drift.unwrap_or(d.on_drift),
+        spill: layer.spill.unwrap_or(d.spill),
     }
 }

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, QueuePattern};
 use crate::kernel::SpreadOrder;
-use crate::strategy::StrategyName;
+use crate::strategy::{Spill, StrategyName};
 
 pub use duration::parse_duration;
 pub use error::{ConfigError, ConfigErrors, ConfigWarning, Location};
@@ -69,6 +69,8 @@ pub struct Global {
     pub import_irqbalance_banned: bool,
     /// What to do with an IRQ whose mask someone else changed (default: restore it).
     pub on_drift: OnDrift,
+    /// Where NUMA-hop queues go beyond the device's node (default `kernel`: the next hop).
+    pub spill: Spill,
 }
 
 impl Default for Global {
@@ -83,6 +85,7 @@ impl Default for Global {
             xps: true,
             import_irqbalance_banned: true,
             on_drift: OnDrift::Restore,
+            spill: Spill::Kernel,
         }
     }
 }
@@ -139,6 +142,8 @@ pub struct Settings {
     pub queue_pattern: Option<QueuePattern>,
     /// NIC: align transmit steering with the queue IRQs (over the global `xps`).
     pub xps: Option<bool>,
+    /// NUMA-hop: where queues go beyond the device's node (overrides the global `spill`).
+    pub spill: Option<Spill>,
     /// Settings this machine made void (`cpus` naming none of its CPUs), by key, with the words
     /// plan reasons give for the fallback.
     pub voided: Vec<(&'static str, String)>,

@@ -14,7 +14,7 @@ use toml::Spanned;
 use super::{LogFormat, OnDrift};
 use crate::devices::DeviceClass;
 use crate::kernel::SpreadOrder;
-use crate::strategy::StrategyName;
+use crate::strategy::{Spill, StrategyName};
 
 /// One config file (main file or drop-in).
 #[derive(Debug, Default)]
@@ -35,6 +35,7 @@ pub struct RawGlobal {
     pub xps: Option<bool>,
     pub import_irqbalance_banned: Option<bool>,
     pub on_drift: Option<OnDrift>,
+    pub spill: Option<Spill>,
 }
 
 /// One `[[device]]` table.
@@ -50,6 +51,7 @@ pub struct RawRule {
     pub queues_per_cpu: Option<Spanned<u32>>,
     pub queue_pattern: Option<Spanned<String>>,
     pub xps: Option<Spanned<bool>>,
+    pub spill: Option<Spill>,
     /// Some key of this rule had the wrong type or name (already an error).
     pub refused_key: bool,
 }
@@ -85,6 +87,7 @@ const GLOBAL: &[&str] = &[
     "xps",
     "import_irqbalance_banned",
     "on_drift",
+    "spill",
 ];
 pub const RULE: &[&str] = &[
     "match",
@@ -97,6 +100,7 @@ pub const RULE: &[&str] = &[
     "queues_per_cpu",
     "queue_pattern",
     "xps",
+    "spill",
 ];
 const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "nvme_serial", "property"];
 
@@ -184,6 +188,7 @@ impl Reader {
                 "xps" => g.xps = self.value(v),
                 "import_irqbalance_banned" => g.import_irqbalance_banned = self.value(v),
                 "on_drift" => g.on_drift = self.value(v),
+                "spill" => g.spill = self.value(v),
                 other => self.unknown(&key, other, GLOBAL),
             }
         }
@@ -208,6 +213,7 @@ impl Reader {
                 "queues_per_cpu" => r.queues_per_cpu = self.value(v),
                 "queue_pattern" => r.queue_pattern = self.value(v),
                 "xps" => r.xps = self.value(v),
+                "spill" => r.spill = self.value(v),
                 other => self.unknown(&key, other, RULE),
             }
         }

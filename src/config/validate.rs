@@ -16,7 +16,7 @@ use super::glob::Glob;
 use super::schema::{read, RawGlobal, RawMatch, RawRule};
 use super::{LogFormat, Machine, Match, OnDrift, Rule, RuleRef, Settings};
 use crate::devices::{DeviceClass, QueuePattern};
-use crate::strategy::StrategyName;
+use crate::strategy::{Spill, StrategyName};
 use crate::topology::MAX_NUMNODES;
 
 /// `[global]` keys one file sets (`None`: not set here). `banned_cpus` keeps where it was
@@ -32,6 +32,7 @@ pub(super) struct GlobalLayer {
     pub xps: Option<bool>,
     pub import_irqbalance_banned: Option<bool>,
     pub on_drift: Option<OnDrift>,
+    pub spill: Option<Spill>,
 }
 
 impl GlobalLayer {
@@ -51,6 +52,7 @@ impl GlobalLayer {
         take(&mut self.xps, later.xps);
         take(&mut self.import_irqbalance_banned, later.import_irqbalance_banned);
         take(&mut self.on_drift, later.on_drift);
+        take(&mut self.spill, later.spill);
     }
 }
 
@@ -134,8 +136,18 @@ pub(super) fn validate_file(
 fn schema_message(message: &str) -> String {
     let mut text = message.trim_end().lines().map(str::trim).collect::<Vec<_>>().join("; ");
     text = text.replace("expected u32", "expected a non-negative integer (at most 4294967295)");
-    const SETTINGS: [&str; 9] =
-        ["strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu", "queue_pattern", "xps"];
+    const SETTINGS: [&str; 10] = [
+        "strategy",
+        "cpus",
+        "exclude_cpus",
+        "admin_cpus",
+        "node",
+        "order",
+        "queues_per_cpu",
+        "queue_pattern",
+        "xps",
+        "spill",
+    ];
     let misplaced = SETTINGS.iter().any(|k| text.starts_with(&format!("unknown field `{k}`")));
     if misplaced && text.contains("expected one of `pci`") {
         text.push_str(" (keys after a [device.match] header belong to the match table: put the rule's settings before that header, or write match = { ... } inline)");
@@ -172,6 +184,7 @@ impl FileCtx<'_> {
             xps: g.xps,
             import_irqbalance_banned: g.import_irqbalance_banned,
             on_drift: g.on_drift,
+            spill: g.spill,
         }
     }
 
@@ -382,6 +395,7 @@ impl FileCtx<'_> {
             queues_per_cpu: r.queues_per_cpu.as_ref().map(|q| *q.get_ref()),
             queue_pattern,
             xps: r.xps.as_ref().map(|v| *v.get_ref()),
+            spill: r.spill,
             voided,
         };
         self.rule_warnings(&rule_at, &settings, matcher.class, &r);
@@ -426,6 +440,9 @@ impl FileCtx<'_> {
         }
         if s.order.is_some() && matches!(s.strategy, Some(StrategyName::Pin | StrategyName::ClusterGroup)) {
             self.warnings.push(ignored("order", "it applies to the numa-hop strategy only"));
+        }
+        if s.spill.is_some() && matches!(s.strategy, Some(StrategyName::Pin | StrategyName::ClusterGroup)) {
+            self.warnings.push(ignored("spill", "it applies to the numa-hop strategy only"));
         }
     }
 }

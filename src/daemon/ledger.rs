@@ -30,6 +30,8 @@ pub struct Drift {
 pub struct ManagedNews {
     pub device: String,
     pub managed: usize,
+    /// How many of them irqwise predicted (the others' placement is the driver's choice).
+    pub predicted: usize,
     /// IRQs whose actual mask differs from the predicted one.
     pub mismatched: Vec<u32>,
 }
@@ -174,7 +176,8 @@ impl Ledger {
             let device = d.name.clone().unwrap_or_else(|| d.bdf.clone());
             seen.insert(d.bdf.clone());
             if self.managed_reported.insert(d.bdf.clone(), !mismatched.is_empty()) != Some(!mismatched.is_empty()) {
-                news.push(ManagedNews { device, managed: managed.len(), mismatched });
+                let predicted = managed.iter().filter(|p| p.mismatch.is_some()).count();
+                news.push(ManagedNews { device, managed: managed.len(), predicted, mismatched });
             }
         }
         self.managed_reported.retain(|bdf, _| seen.contains(bdf));
@@ -291,7 +294,7 @@ mod tests {
         let mut p = plan(vec![placement(40, "0", "0", Action::Managed), placement(41, "1", "1", Action::Managed)]);
         p.devices[0].irqs[1].mismatch = Some(false);
         let news = ledger.managed_news(&p);
-        assert_eq!(news, vec![ManagedNews { device: "eth0".into(), managed: 2, mismatched: vec![] }]);
+        assert_eq!(news, vec![ManagedNews { device: "eth0".into(), managed: 2, predicted: 1, mismatched: vec![] }]);
         assert!(ledger.managed_news(&p).is_empty(), "not on every pass");
         p.devices[0].irqs[1].mismatch = Some(true);
         assert_eq!(ledger.managed_news(&p)[0].mismatched, vec![41]);

@@ -41,7 +41,7 @@ use crate::events::files::{WatchHow, WatchTarget};
 use crate::events::{Batch, Debouncer, EventConfig, EventSources, EventsError, Trigger};
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
-use crate::topology::Topology;
+use crate::topology::{home_topology, Topology, TopologyMemory};
 
 use ledger::{Ledger, Loudness};
 use notify::Notifier;
@@ -68,8 +68,11 @@ pub struct Daemon {
     last_report: ApplyReport,
     last_counts: Summary,
     last_error: Option<String>,
+    config_error: Option<String>,
     /// The last topology that could be read, planned on when a re-read fails.
     last_topology: Option<Topology>,
+    /// Every CPU's masks as last seen online: queue homes stay put while CPUs come and go.
+    memory: TopologyMemory,
     /// The masks to restore on exit, as recorded on disk.
     originals: Originals,
     originals_failed: bool,
@@ -123,7 +126,9 @@ impl Daemon {
             last_report: ApplyReport::default(),
             last_counts: Summary::default(),
             last_error: None,
+            config_error: None,
             last_topology: None,
+            memory: TopologyMemory::default(),
             originals: Originals::default(),
             originals_failed: false,
             config_warned: std::collections::BTreeSet::new(),
@@ -224,7 +229,8 @@ impl Daemon {
         }
     }
 
-    /// Reloads the configuration; on any error logs each one and keeps the current config.
+    /// Reloads the configuration; on any error logs each one and keeps the current config. The
+    /// outcome goes to the state file (`config_error`), where `irqwise reload` reads it.
     pub fn reload(&mut self) {
         match load_config_with_warnings(&self.root, &self.paths) {
             Ok((config, warnings)) => {
@@ -243,14 +249,20 @@ impl Daemon {
                     );
                 }
                 self.respected.clear();
+                self.config_error = None;
             }
             Err(EngineError::Config(errors)) => {
                 for e in &errors.0 {
                     tracing::error!("{e}");
                 }
                 tracing::error!("configuration not reloaded ({} error(s)); keeping the previous one", errors.0.len());
+                let lines: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
+                self.config_error = Some(lines.join("\n"));
             }
-            Err(e) => tracing::error!("configuration not reloaded: {e}; keeping the previous one"),
+            Err(e) => {
+                tracing::error!("configuration not reloaded: {e}; keeping the previous one");
+                self.config_error = Some(e.to_string());
+            }
         }
     }
 
@@ -315,6 +327,7 @@ impl Daemon {
         let (topology, warnings) = match Topology::discover_with_warnings(&self.root) {
             Ok((topology, warnings)) => {
                 self.last_topology = Some(topology.clone());
+                self.memory.remember(&topology);
                 (topology, warnings.iter().map(|w| w.to_string()).collect())
             }
             Err(e) => match &self.last_topology {
@@ -324,7 +337,8 @@ impl Daemon {
                 None => return Err(e.into()),
             },
         };
-        plan_with_topology(&self.root, &self.config, &self.known_managed, topology, warnings)
+        let home = home_topology(&topology, Some(&self.memory));
+        plan_with_topology(&self.root, &self.config, &self.known_managed, topology, Some(&home), warnings)
     }
 
     fn apply(&mut self, number: u64, why: &[String], plan: Plan) {
@@ -341,7 +355,9 @@ impl Daemon {
             );
         }
         // The originals are on disk before the first write that changes them.
-        if self.originals.note_plan(&plan) {
+        let root = &self.root;
+        let present = |bdf: &str| root.exists(format!("{}/{bdf}", crate::devices::discover::PCI_DEVICES));
+        if self.originals.note_plan(&plan, &present) {
             if let Err(e) = self.originals.save(&self.root) {
                 if !self.originals_failed {
                     tracing::warn!("{e}; restore_on_exit would not know these IRQs' masks after a restart");
@@ -374,9 +390,16 @@ impl Daemon {
         self.ledger.record(&plan, &report);
         self.known_managed.extend(report.learned_managed.iter().copied());
         for news in self.ledger.managed_news(&plan) {
-            if news.mismatched.is_empty() {
+            if news.predicted == 0 {
                 tracing::info!(
-                    "{}: {} IRQs are kernel-managed; predicted placement matches",
+                    "{}: {} IRQs are kernel-managed; placement chosen by the driver (not predicted)",
+                    news.device,
+                    news.managed
+                );
+            } else if news.mismatched.is_empty() {
+                let of = if news.predicted < news.managed { format!(" for {}", news.predicted) } else { String::new() };
+                tracing::info!(
+                    "{}: {} IRQs are kernel-managed; predicted placement matches{of}",
                     news.device,
                     news.managed
                 );
@@ -485,6 +508,7 @@ impl Daemon {
             summary: self.last_counts,
             status: &status,
             error: self.last_error.as_deref(),
+            config_error: self.config_error.as_deref(),
             config_sources: &self.config.sources,
             plan: state::PlanState::of(&self.last_plan),
             repeated: self.ledger.repeated(),

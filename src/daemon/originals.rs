@@ -96,14 +96,20 @@ impl Originals {
     }
 
     /// Records, for every IRQ `plan` is about to write that has no record yet, its current mask;
-    /// and drops the entries of IRQs whose device is gone. Returns whether the record changed
-    /// (so it needs saving before the writes).
-    pub fn note_plan(&mut self, plan: &Plan) -> bool {
+    /// and drops the entries of IRQs that now belong to another device or whose device is gone
+    /// (not in the plan and not `present`). An IRQ missing from one plan keeps its entry: a NIC's
+    /// queue IRQs have no handler while its link is down, and come back with irqwise's masks.
+    /// Returns whether the record changed (so it needs saving before the writes).
+    pub fn note_plan(&mut self, plan: &Plan, present: &dyn Fn(&str) -> bool) -> bool {
         let mut changed = false;
         let owners: BTreeMap<u32, &str> =
             plan.devices.iter().flat_map(|d| d.irqs.iter().map(move |p| (p.irq, d.bdf.as_str()))).collect();
+        let planned: std::collections::BTreeSet<&str> = plan.devices.iter().map(|d| d.bdf.as_str()).collect();
         let before = self.entries.len();
-        self.entries.retain(|irq, o| owners.get(irq) == Some(&o.device.as_str()));
+        self.entries.retain(|irq, o| match owners.get(irq) {
+            Some(owner) => *owner == o.device.as_str(),
+            None => planned.contains(o.device.as_str()) || present(&o.device),
+        });
         changed |= self.entries.len() != before;
         for (d, p) in plan.writes() {
             let Some(current) = &p.current else { continue };
@@ -234,14 +240,19 @@ mod tests {
         let root = Root::new(dir.path());
         let (mut o, err) = Originals::load(&root);
         assert!(err.is_none() && o.is_empty());
-        assert!(o.note_plan(&plan("0000:01:00.0", &[(30, "0-7", "2"), (31, "3", "3")])), "30 is recorded");
+        let gone = |_: &str| false;
+        assert!(o.note_plan(&plan("0000:01:00.0", &[(30, "0-7", "2"), (31, "3", "3")]), &gone), "30 is recorded");
         o.save(&root).unwrap();
         // A later daemon of the same boot: the first record stands, later masks do not replace it.
         let (mut again, _) = Originals::load(&root);
-        assert!(!again.note_plan(&plan("0000:01:00.0", &[(30, "2", "5"), (31, "3", "3")])));
+        assert!(!again.note_plan(&plan("0000:01:00.0", &[(30, "2", "5"), (31, "3", "3")]), &gone));
+        assert_eq!(again.restore_list(), vec![(30, set("0-7"))]);
+        // IRQ 30 left the plan (link down: no handler) but its device is still there: kept.
+        assert!(!again.note_plan(&plan("0000:01:00.0", &[(31, "3", "3")]), &gone));
+        assert!(!again.note_plan(&plan("0000:02:00.0", &[(32, "3", "3")]), &|_| true));
         assert_eq!(again.restore_list(), vec![(30, set("0-7"))]);
         // The device went away: its entries go.
-        assert!(again.note_plan(&plan("0000:02:00.0", &[(31, "3", "3")])));
+        assert!(again.note_plan(&plan("0000:02:00.0", &[(31, "3", "3")]), &gone));
         assert!(again.restore_list().is_empty());
     }
 
@@ -252,7 +263,7 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("proc/sys/kernel/random")).unwrap();
         std::fs::write(dir.path().join(BOOT_ID), "boot-a\n").unwrap();
         let (mut o, _) = Originals::load(&root);
-        o.note_plan(&plan("0000:01:00.0", &[(30, "0-7", "2")]));
+        o.note_plan(&plan("0000:01:00.0", &[(30, "0-7", "2")]), &|_| false);
         o.save(&root).unwrap();
         assert_eq!(Originals::load(&root).0.len(), 1);
         std::fs::write(dir.path().join(BOOT_ID), "boot-b\n").unwrap();

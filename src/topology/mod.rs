@@ -3,11 +3,13 @@
 //! who asked for it in [`isolation`].
 
 pub mod discover;
+mod home;
 pub mod isolation;
 mod model;
 pub mod report;
 pub mod synthetic;
 
 pub use discover::TopologyError;
+pub use home::{home_topology, TopologyMemory};
 pub use isolation::Isolation;
 pub use model::{Cpu, NumaNode, OfflineMasks, Topology, MAX_NUMNODES};

@@ -24,8 +24,6 @@ pub(super) fn read_device(
     let dir = format!("{PCI_DEVICES}/{bdf}");
     let err = |e: SysfsError| device_error(root, bdf, e);
     let pci_class = read_hex(root, &format!("{dir}/class"), "a hex PCI class code like 0x010802").map_err(err)?;
-    let class = DeviceClass::from_pci_class(pci_class);
-
     let (mut irqs, msi) = read_irqs(root, &dir).map_err(err)?;
     if irqs.len() > MAX_VECTORS {
         warnings.push(DeviceError::Implausible {
@@ -37,6 +35,7 @@ pub(super) fn read_device(
         irqs.truncate(MAX_VECTORS);
     }
     let driver = root.link_name(format!("{dir}/driver"));
+    let class = DeviceClass::of_device(pci_class, driver.as_deref());
     // An INTx line belongs to the device only while a driver has it; an unbound (or departing)
     // device's legacy line may be shared with others and is not ours to move.
     let irqs = if msi || driver.is_some() {
@@ -44,7 +43,7 @@ pub(super) fn read_device(
     } else {
         Vec::new()
     };
-    if irqs.is_empty() || (class == DeviceClass::Other && !msi) {
+    if irqs.is_empty() || (matches!(class, DeviceClass::Other | DeviceClass::Storage) && !msi) {
         // No interrupts, or the device went away after its class was read.
         if !root.exists(&dir) {
             return Err(DeviceError::Vanished { bdf: bdf.into(), path: root.path(&dir) });
