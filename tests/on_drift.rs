@@ -89,3 +89,26 @@ async fn restore_is_the_default() {
     assert_eq!(affinity(root.path(), irqs[0]), placed);
     d.stop().await;
 }
+
+#[tokio::test]
+async fn transmit_steering_follows_an_irq_left_to_another_owner() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    let queues = fixture::FixtureRoot::at(root.path()).tx_queues(daemon_fixture::NIC, "eth1", 8, &CpuSet::new());
+    let xps = |q: u32| {
+        let text = std::fs::read_to_string(queues.join(format!("tx-{q}/xps_cpus"))).unwrap();
+        CpuSet::parse_mask(text.trim()).unwrap()
+    };
+    write_config(cfg.path(), RESPECT);
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let placed = affinity(root.path(), irqs[0]);
+    assert!(placed.is_subset(&xps(0)), "tx-0 sends from its IRQ's CPU {placed}: {}", xps(0));
+
+    // Queue 0's IRQ moved to CPU 0 by another owner and left there: tx-0 now sends from CPU 0.
+    set_affinity(root.path(), irqs[0], &set("0"));
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(affinity(root.path(), irqs[0]), set("0"));
+    assert!(xps(0).contains(0) && !xps(0).intersects(&placed), "tx-0 follows its IRQ to CPU 0: {}", xps(0));
+    d.stop().await;
+}

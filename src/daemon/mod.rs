@@ -451,7 +451,21 @@ impl Daemon {
                 .collect(),
         };
         let drift = self.ledger.drift(&planned.plan);
-        for news in self.respected.observe(&mut planned.plan, &drift, &defaults) {
+        let news = self.respected.observe(&mut planned.plan, &drift, &defaults);
+        // Transmit steering follows the IRQs where they are, other owners' included.
+        for d in &mut planned.plan.devices {
+            let moved: std::collections::BTreeMap<u32, crate::cpuset::CpuSet> = d
+                .irqs
+                .iter()
+                .filter(|p| self.respected.contains(p.irq))
+                .filter(|p| matches!(p.role, crate::devices::QueueRole::Tx | crate::devices::QueueRole::RxTx))
+                .filter_map(|p| Some((p.queue?, p.current.clone()?)))
+                .collect();
+            if let Some(x) = d.xps.as_mut().filter(|_| !moved.is_empty()) {
+                crate::plan::xps::re_anchor(&planned.topology, x, &moved);
+            }
+        }
+        for news in news {
             match news {
                 RespectNews::Respected(o) => tracing::warn!(
                     irq = o.irq,

@@ -129,6 +129,11 @@ impl Respected {
         news
     }
 
+    /// Whether `irq` is left to another owner.
+    pub fn contains(&self, irq: u32) -> bool {
+        self.owned.contains_key(&irq)
+    }
+
     /// Forgets every respected IRQ (a reloaded configuration starts afresh).
     pub fn clear(&mut self) {
         self.owned.clear();

@@ -107,6 +107,25 @@ pub fn plan_xps(topo: &Topology, device: &DevicePlan, queues: Option<&NetQueues>
     XpsPlan { interface: interface.map(String::from), skipped: None, queues: planned }
 }
 
+/// Re-plans `x` where some queues' IRQs sit elsewhere than planned (IRQs left to another
+/// owner): `moved` gives those queues' IRQ CPUs by tx queue index; every online CPU of `topo`
+/// a sender, as in [`plan_xps`]. Guarantees the same rule over the IRQs as they are.
+pub fn re_anchor(topo: &Topology, x: &mut XpsPlan, moved: &std::collections::BTreeMap<u32, CpuSet>) {
+    if x.skipped.is_some() || !x.queues.iter().any(|q| moved.contains_key(&q.txq)) {
+        return;
+    }
+    for q in &mut x.queues {
+        if let Some(cpus) = moved.get(&q.txq).filter(|c| !c.is_empty()) {
+            q.irq_cpus = cpus.clone();
+        }
+    }
+    let anchors: Vec<CpuSet> = x.queues.iter().map(|q| q.irq_cpus.clone()).collect();
+    for (q, desired) in x.queues.iter_mut().zip(xps_sets(topo, &topo.online, &anchors)) {
+        q.action = if q.current == desired { Action::Keep } else { Action::Set };
+        q.desired = desired;
+    }
+}
+
 /// The CPUs of the IRQ(s) serving tx queue `txq`: its `tx` vectors, else its combined ones,
 /// as planned (kernel-managed ones as predicted). Why not, when none serves it or it is left
 /// alone.
