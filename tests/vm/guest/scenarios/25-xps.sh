@@ -79,7 +79,7 @@ xps_rule() {
   done
   q=0
   while [ $q -lt "$TXQ" ]; do
-    eval "a=\$A_$q; owner=\$O_$a"
+    eval "a=\$A_$q"; eval "owner=\$O_$a"
     if [ "$owner" != "$q" ]; then
       e=0; while [ $e -lt "$TXQ" ]; do eval "[ \$A_$e = $a ] && [ $e != $q ]" && break; e=$((e + 1)); done
       [ $e -lt "$TXQ" ] || { REPLY="tx-$q's IRQ CPU $a sends on tx-$owner"; return 1; }
