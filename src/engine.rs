@@ -15,7 +15,7 @@ use crate::plan::xps::{plan_xps, XpsPlan};
 use crate::plan::{build_plan, Plan, PlanContext, StrategyName};
 use crate::policy::{resolve, unmatched_rules, DeviceFacts, Policy};
 use crate::sysfs::Root;
-use crate::topology::{Isolation, Topology, TopologyError};
+use crate::topology::{home_topology, memory_file, Isolation, Topology, TopologyError, TopologyMemory};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -124,11 +124,22 @@ pub fn group_rules(topo: &Topology) -> GroupRules {
     plan_rules(&Root::default(), topo).0
 }
 
-/// Discovers topology and devices under `root` and plans them with `config`.
+/// Discovers topology and devices under `root` and plans them with `config`. Queue homes use the
+/// running daemon's topology memory of this boot when there is one
+/// ([`crate::topology::memory_file`]), so the plan is the daemon's while CPUs are offline.
 pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) -> Result<PlannedPass, EngineError> {
     let (topology, warnings) = Topology::discover_with_warnings(root)?;
-    let warnings = warnings.iter().map(|w| w.to_string()).collect();
-    plan_with_topology(root, config, known_managed, topology, None, warnings)
+    let mut warnings: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+    let mut memory = match memory_file::load(root) {
+        Ok(m) => m.unwrap_or_default(),
+        Err(e) => {
+            warnings.push(e.to_string());
+            TopologyMemory::default()
+        }
+    };
+    memory.remember(&topology);
+    let home = home_topology(&topology, Some(&memory));
+    plan_with_topology(root, config, known_managed, topology, Some(&home), warnings)
 }
 
 /// Discovers the devices under `root` and plans them on `topology` (just discovered, or the

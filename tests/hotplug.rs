@@ -90,3 +90,29 @@ fn each_cpu_offline_writes_only_the_irqs_that_lived_on_it_and_online_restores_th
 fn placed_irq_action(plan: &Plan, irq: u32) -> Action {
     plan.devices.iter().flat_map(|d| &d.irqs).find(|p| p.irq == irq).map(|p| p.action).unwrap()
 }
+
+#[test]
+fn plan_beside_the_daemon_uses_its_topology_memory_while_a_cpu_is_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fixture::write_cpu_topology(root, 2, 2, 2);
+    let mut f = FixtureRoot::at(root);
+    f.nic("0000:81:00.0", "ice", "ens5", Some(1), 4, NamingScheme::IceTxRx);
+    let irqs: Vec<u32> = f.irqs.values().flatten().copied().collect();
+    let mut memory = TopologyMemory::default();
+    apply(root, &plan(root, &mut memory));
+    // CPU 2 (node 1's first core) goes offline: without memory its sibling 6 looks like a core
+    // of its own, and the homes of the node would be computed differently.
+    let mut hotplug = Hotplug::new(root);
+    hotplug.offline(2, &irqs);
+    let daemon = desired(&plan(root, &mut memory));
+    let alone =
+        desired(&irqwise::engine::plan_pass(&Root::new(root), &Config::default(), &BTreeSet::new()).unwrap().plan);
+    assert_ne!(alone, daemon, "without the daemon's memory the one-shot plan differs");
+    let path = root.join(irqwise::topology::memory_file::MEMORY_FILE);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, irqwise::topology::memory_file::encode(&Root::new(root), &memory)).unwrap();
+    let beside =
+        desired(&irqwise::engine::plan_pass(&Root::new(root), &Config::default(), &BTreeSet::new()).unwrap().plan);
+    assert_eq!(beside, daemon, "irqwise plan beside the daemon shows the daemon's plan");
+}

@@ -41,7 +41,7 @@ use crate::events::files::{WatchHow, WatchTarget};
 use crate::events::{Batch, Debouncer, EventConfig, EventSources, EventsError, Trigger};
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
-use crate::topology::{home_topology, Topology, TopologyMemory};
+use crate::topology::{home_topology, memory_file, Topology, TopologyMemory};
 
 use ledger::{Ledger, Loudness};
 use notify::Notifier;
@@ -73,6 +73,7 @@ pub struct Daemon {
     last_topology: Option<Topology>,
     /// Every CPU's masks as last seen online: queue homes stay put while CPUs come and go.
     memory: TopologyMemory,
+    memory_failed: bool,
     /// The masks to restore on exit, as recorded on disk.
     originals: Originals,
     originals_failed: bool,
@@ -129,6 +130,7 @@ impl Daemon {
             config_error: None,
             last_topology: None,
             memory: TopologyMemory::default(),
+            memory_failed: false,
             originals: Originals::default(),
             originals_failed: false,
             config_warned: std::collections::BTreeSet::new(),
@@ -282,7 +284,8 @@ impl Daemon {
         let number = *self.passes.borrow() + 1;
         if number == 1 {
             let removed = files::remove_stale_temps(&self.root.path(state::STATE_FILE))
-                + files::remove_stale_temps(&self.root.path(originals::ORIGINALS_FILE));
+                + files::remove_stale_temps(&self.root.path(originals::ORIGINALS_FILE))
+                + files::remove_stale_temps(&self.root.path(memory_file::MEMORY_FILE));
             if removed > 0 {
                 tracing::info!("removed {removed} temporary file(s) left by a process that did not finish");
             }
@@ -297,6 +300,11 @@ impl Daemon {
                 );
             }
             self.originals = originals;
+            match memory_file::load(&self.root) {
+                Ok(Some(memory)) => self.memory = memory,
+                Ok(None) => {}
+                Err(e) => tracing::warn!("{e}"),
+            }
         }
         match self.plan() {
             Err(e) => {
@@ -321,13 +329,32 @@ impl Daemon {
         self.passes.send_replace(number);
     }
 
+    /// Saves the topology memory for a restart and for `irqwise plan`; a failure is said once.
+    fn save_memory(&mut self) {
+        let bytes = memory_file::encode(&self.root, &self.memory);
+        match files::write_atomically(&self.root.path(memory_file::MEMORY_FILE), &bytes, 0o644) {
+            Ok(()) => self.memory_failed = false,
+            Err((path, e)) => {
+                if !self.memory_failed {
+                    tracing::warn!(
+                        "cannot write {}: {e}; a restart while CPUs are offline may move queues",
+                        path.display()
+                    );
+                }
+                self.memory_failed = true;
+            }
+        }
+    }
+
     /// Discovers and plans; when the topology cannot be read, plans on the last one that could
     /// (saying so in the plan's warnings) rather than giving up the pass.
     fn plan(&mut self) -> Result<PlannedPass, EngineError> {
         let (topology, warnings) = match Topology::discover_with_warnings(&self.root) {
             Ok((topology, warnings)) => {
                 self.last_topology = Some(topology.clone());
-                self.memory.remember(&topology);
+                if self.memory.remember(&topology) {
+                    self.save_memory();
+                }
                 (topology, warnings.iter().map(|w| w.to_string()).collect())
             }
             Err(e) => match &self.last_topology {

@@ -24,7 +24,10 @@ impl TopologyMemory {
     /// Records every online CPU of `topo`. What its masks say about online CPUs is the truth
     /// now; about offline ones they say nothing (the kernel drops an offline CPU from its
     /// siblings' masks), so those members are kept from what was seen before.
-    pub fn remember(&mut self, topo: &Topology) {
+    /// Returns whether anything changed (so a saved copy needs writing).
+    pub fn remember(&mut self, topo: &Topology) -> bool {
+        let before_len = self.seen.len();
+        let mut changed = false;
         let offline = topo.possible.difference(&topo.online);
         for c in &topo.online {
             let Some(cpu) = topo.cpus.get(&c) else { continue };
@@ -41,8 +44,20 @@ impl TopologyMemory {
                 keep(&mut record.package, &old.package);
                 keep(&mut record.die, &old.die);
             }
+            changed |= self.seen.get(&c) != Some(&record);
             self.seen.insert(c, record);
         }
+        changed || self.seen.len() != before_len
+    }
+
+    /// Every remembered CPU, by id.
+    pub fn cpus(&self) -> impl Iterator<Item = &Cpu> {
+        self.seen.values()
+    }
+
+    /// A memory holding these records (a saved copy read back); later records of the same CPU win.
+    pub fn from_cpus(cpus: impl IntoIterator<Item = Cpu>) -> TopologyMemory {
+        TopologyMemory { seen: cpus.into_iter().map(|c| (c.id, c)).collect() }
     }
 
     /// How many CPUs have been seen online.

@@ -5,6 +5,7 @@
 pub mod discover;
 mod home;
 pub mod isolation;
+pub mod memory_file;
 mod model;
 pub mod report;
 pub mod synthetic;

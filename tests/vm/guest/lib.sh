@@ -324,3 +324,37 @@ idle_cost() {
   measure idle_threads "$S_THREADS"
   if [ -z "$IDLE_CHANGED" ]; then measure idle_mask_changes 0; else measure idle_mask_changes "$(($(count "$IDLE_CHANGED") / 3))"; fi
 }
+
+# moved_only OLD NEW CPU: every IRQ whose mask differs between the mask lists OLD and NEW was on
+# CPU alone in OLD, and every IRQ that was on CPU alone moved (a CPU offline moves only what
+# lived on it). REPLY says what moved or what should not have.
+moved_only() {
+  local e i m was moved="" wrong=""
+  for e in $2; do
+    i=${e%%=*}; m=${e#*=}
+    case " $1 " in *" $i="*) was=" $1 "; was=${was#*" $i="}; was=${was%% *};; *) continue;; esac
+    [ "$m" = "$was" ] && { [ "$was" = "$3" ] && wrong="$wrong irq $i stayed on $3"; continue; }
+    if [ "$was" = "$3" ]; then moved="$moved $i:$was>$m"; else wrong="$wrong irq $i $was>$m"; fi
+  done
+  case " $1" in *"=$3 "*|*"=$3") [ -n "$moved" ] || wrong="$wrong nothing moved off $3";; esac
+  REPLY="moved:${moved:- none}${wrong:+; should not have:$wrong}"
+  [ -z "$wrong" ]
+}
+# log_writes: REPLY = how many IRQ writes the daemon logged since the mark.
+log_writes() { REPLY=$(log_since_mark | grep -cE 'irq [0-9]+ \(.*\) of .*: .* -> '); }
+# cpu_load IRQS: REPLY = "cpu:n ..." queues per CPU by effective affinity; LOAD_SPREAD = max - min
+# over the online CPUs.
+cpu_load() {
+  local i m c n out="" max=0 min=99999
+  online_cpus
+  for c in $ONLINE; do eval "L_$c=0"; done
+  for i in $1; do
+    read -r m < /proc/irq/$i/effective_affinity_list; expand "$m"
+    for c in $REPLY; do eval "L_$c=\$((L_$c + 1))"; done
+  done
+  for c in $ONLINE; do
+    eval "n=\$L_$c"; out="$out $c:$n"
+    [ "$n" -gt "$max" ] && max=$n; [ "$n" -lt "$min" ] && min=$n
+  done
+  LOAD_SPREAD=$((max - min)); REPLY=${out# }
+}

@@ -72,7 +72,7 @@ function kernel_tables() {
   out("")
   out("| Scenario | Checks passed | Reaction time (TCG, pessimistic) |")
   out("|---|---|---|")
-  split("harness startup cpu-offline xps link-flap nic-hotplug sighup idle cli-agree irqbalance", sc, " ")
+  split("harness startup cpu-offline xps link-flap nic-hotplug sighup idle cli-agree two-nics irqbalance", sc, " ")
   r["harness"] = "-"
   r["startup"] = "daemon start to all NIC queues placed: " ms("startup place_ms")
   r["cpu-offline"] = "CPU offline to re-planned: " ms("cpu-offline offline_react_ms") "; online to restored: " ms("cpu-offline online_react_ms")
@@ -82,6 +82,7 @@ function kernel_tables() {
   r["sighup"] = "SIGHUP to re-placed on node 0: " ms("sighup node0_react_ms") "; back: " ms("sighup restore_react_ms")
   r["idle"] = "-"
   r["cli-agree"] = "-"
+  r["two-nics"] = "-"
   r["irqbalance"] = "one pass (--oneshot): " ms("irqbalance oneshot_ms")
   for (i = 1; i in sc; i++) {
     s = sc[i]; if (!(s in total)) continue
@@ -95,6 +96,15 @@ function kernel_tables() {
   out("| masks, queue 0..7 | " val("startup masks") " | " val("irqbalance masks") " |")
   out("| CPU offline: queues off the offline CPU and the kernel's fallback | " yes("cpu-offline offline_react_ms") " | " yes("irqbalance offline_react_ms") " |")
   out("| CPU back online: previous placement returns | " yes("cpu-offline online_react_ms") " | " yes("irqbalance online_react_ms") " |")
+  out("")
+  out("| CPU offline (CPU of queue 0): IRQs written, all NICs | " val("cpu-offline offline_writes") " | - |")
+  out("")
+  out("| Two vmxnet3 NICs on node 1 (16 queue IRQs, 8 CPUs) | irqwise | irqbalance 1.9 |")
+  out("|---|---|---|")
+  out("| queue IRQs per CPU (effective affinity, cpu:count) | " val("two-nics load_irqwise") " | " val("irqbalance load_both") " |")
+  out("| CPU offline: queue IRQs rewritten (queues that lived on the CPU) | " val("two-nics offline_writes") " (" val("two-nics offline_lived") ") | " val("irqbalance offline_moved") " (eth0's queue 0 CPU) |")
+  out("| CPU back online: queue IRQs rewritten | " val("two-nics online_writes") " | - |")
+  out("| `queues_per_cpu = 4`: CPUs of each NIC | " val("two-nics disjoint_cpus") " | - |")
   out("")
   out("Node 1 has 4 CPUs for 8 queues: irqwise gives every queue its own CPU by NUMA distance (node 1's")
   out("cores, their siblings, then node 0); irqbalance (idle NIC) stacks the 8 queues on node 1's CPUs.")

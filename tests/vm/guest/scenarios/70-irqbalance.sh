@@ -7,24 +7,28 @@ else
   stop_daemon >/dev/null 2>&1   # irqwise must not interfere (60-cli.sh normally stopped it)
   mkdir -p /run/irqbalance
   NODE_LIST=$(cat /sys/devices/system/node/node$NIC_NODE/cpulist)
-  for i in $NIC_IRQS; do echo "$NODE_LIST" > /proc/irq/$i/smp_affinity_list; done   # the kernel's default
+  for i in $NIC_IRQS ${NIC2_IRQS:-}; do echo "$NODE_LIST" > /proc/irq/$i/smp_affinity_list; done   # the kernel's default
   now; T0=$NOW
   $IB --oneshot --foreground > /tmp/irqbalance.log 2>&1; IB_RC=$?
   now; measure oneshot_ms $((NOW - T0))
   check ran "irqbalance --oneshot exits 0 (rc $IB_RC)" -- [ $IB_RC = 0 ]
   placement_metrics "$NIC_IRQS" "$NIC_NODE"
+  if [ -n "${NIC2_IRQS:-}" ]; then cpu_load "$NIC_IRQS $NIC2_IRQS"; measure load_both "$REPLY"; fi
   $IB --foreground >> /tmp/irqbalance.log 2>&1 &
   IB_PID=$!
   sleep 12   # past its first 10 s balancing interval
   read -r OFF < /proc/irq/${NIC_IRQS%% *}/effective_affinity_list
   read_masks "$NIC_IRQS"; BEFORE=$MASKS
-  note "daemon mode, before offlining CPU $OFF: $MASKS"
+  read_masks "$NIC_IRQS ${NIC2_IRQS:-}"; BOTH_BEFORE=$MASKS
+  note "daemon mode, before offlining CPU $OFF: $BEFORE"
   now; T0=$NOW
   echo 0 > /sys/devices/system/cpu/cpu$OFF/online
   read_masks "$NIC_IRQS"; note "right after the write: $MASKS"
   settle "$NIC_IRQS" "off_and_not_fallback $OFF" 25000
   measure offline_react_ms "$SETTLE_MS"
   read_masks "$NIC_IRQS"; note "25 s later at most: $MASKS"
+  read_masks "$NIC_IRQS ${NIC2_IRQS:-}"; same_masks "$BOTH_BEFORE" "$MASKS" ""
+  if [ -z "$REPLY" ]; then measure offline_moved 0; else measure offline_moved "$(($(count "$REPLY") / 3))"; fi
   now; T0=$NOW
   echo 1 > /sys/devices/system/cpu/cpu$OFF/online
   settle "$NIC_IRQS" '[ "$MASKS" = "$BEFORE" ]' 25000
