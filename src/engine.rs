@@ -6,15 +6,19 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use crate::config::GuardScope;
 use crate::config::{self, Config, ConfigErrors, ConfigPaths, ConfigWarning, Machine};
 use crate::cpuset::CpuSet;
 use crate::devices::discover::net_queues::read_net_queues;
 use crate::devices::{discover_devices, udev_properties, Device, DeviceClass, DevicesError};
 use crate::kernel::{GroupRules, KernelVersion, KernelVersionError};
+use crate::plan::guard::{guard, Forbidden, GuardInput};
 use crate::plan::xps::{plan_xps, XpsPlan};
 use crate::plan::{build_plan, Plan, PlanContext, StrategyName};
 use crate::policy::{resolve, unmatched_rules, DeviceFacts, Policy};
+use crate::strategy::leave::PASSTHROUGH_DRIVERS;
 use crate::sysfs::Root;
+use crate::topology::isolation::Effect;
 use crate::topology::{home_topology, memory_file, Isolation, Topology, TopologyError, TopologyMemory};
 
 #[derive(Debug, thiserror::Error)]
@@ -142,6 +146,47 @@ pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) ->
     plan_with_topology(root, config, known_managed, topology, Some(&home), warnings)
 }
 
+/// The CPUs device interrupts must avoid, by source: the global `banned_cpus`, every isolation
+/// source the configuration applies (irqbalance's banned list when `banned_imported`, the others
+/// with `respect_isolation`), each named by its kind and holding only the CPUs no earlier source
+/// named, then any isolated or nohz_full CPU of `topo` none of them names.
+pub fn forbidden_cpus(config: &Config, topo: &Topology, isolation: &Isolation, banned_imported: bool) -> Forbidden {
+    let mut sources = vec![("banned".to_string(), config.global.banned_cpus.clone())];
+    let mut named = config.global.banned_cpus.clone();
+    for s in &isolation.sources {
+        let applies = match s.effect() {
+            Effect::Isolated => config.global.respect_isolation,
+            Effect::Banned => banned_imported,
+        };
+        if applies {
+            sources.push((s.kind.word().to_string(), s.cpus.difference(&named)));
+            named.extend_with(&s.cpus);
+        }
+    }
+    if config.global.respect_isolation {
+        // A topology built in memory may isolate CPUs no source file names.
+        sources.push(("isolated".into(), topo.isolated.difference(&named)));
+        named.extend_with(&topo.isolated);
+        sources.push(("nohz_full".into(), topo.nohz_full.difference(&named)));
+    }
+    sources.retain(|(_, s)| !s.is_empty());
+    Forbidden { sources }
+}
+
+/// Devices the guard leaves alone: a rule's `guard = false`, and devices passed through to a
+/// guest or user-space driver (their IRQs follow its CPUs) unless a rule chose a strategy.
+fn guard_exempt(devices: &[Device], policies: &[Policy]) -> BTreeSet<String> {
+    devices
+        .iter()
+        .zip(policies)
+        .filter(|(d, p)| {
+            let passthrough = d.driver.as_deref().is_some_and(|drv| PASSTHROUGH_DRIVERS.contains(&drv));
+            p.guard_exempt || (passthrough && p.strategy.is_none())
+        })
+        .map(|(d, _)| d.bdf.clone())
+        .collect()
+}
+
 /// Discovers the devices under `root` and plans them on `topology` (just discovered, or the
 /// daemon's last good one), its discovery's `warnings` first among the plan's. `home` is the
 /// machine with every present CPU online as the daemon remembers it (`None`: derived from
@@ -157,15 +202,13 @@ pub fn plan_with_topology(
     let (isolation, isolation_warnings) = Isolation::discover(root, &topology);
     let mut warnings = warnings;
     warnings.extend(isolation_warnings.iter().map(|w| w.to_string()));
-    let (topology, config, void_ban) = with_isolation(topology, config, &isolation);
+    let own = config;
+    let (topology, merged, void_ban) = with_isolation(topology, config, &isolation);
     warnings.extend(void_ban);
-    let config = config.as_ref();
+    let banned_imported = matches!(merged, Cow::Owned(_));
+    let config = merged.as_ref();
     // The remembered machine is isolated the same way, so queue homes avoid the same CPUs.
-    let home = home.map(|h| {
-        let mut h = h.clone();
-        h.isolated.extend_with(&isolation.isolated().intersection(&h.possible));
-        h
-    });
+    let home = home.map(|h| isolate(h.clone(), &isolation));
     let home = home.as_ref();
     let discovery = discover_devices(root, &topology)?;
     let facts: Vec<DeviceFacts> = discovery
@@ -183,6 +226,16 @@ pub fn plan_with_topology(
         known_managed,
     };
     let mut plan = build_plan(&ctx, &discovery.devices, &policies);
+    if config.global.guard == GuardScope::All {
+        let nodes = topology.nodes.iter().map(|(&id, n)| (id, n.cpus.clone())).collect();
+        let exempt = guard_exempt(&discovery.devices, &policies);
+        // The configuration as written: the imported banned list is named by its own source.
+        let forbidden = forbidden_cpus(own, &topology, &isolation, banned_imported);
+        let allowed = topology.online.difference(&forbidden.cpus());
+        let input = GuardInput { forbidden, allowed, nodes: &nodes, exempt: &exempt, refused: known_managed };
+        guard(&mut plan, &discovery.loose, &input);
+    }
+    // Transmit steering follows the IRQs as finally planned, the guard's changes included.
     plan_transmit_steering(root, config, &topology, &discovery.devices, &policies, &mut plan);
     plan.warnings.splice(0..0, warnings);
     plan.warnings.extend(kernel_warning);
@@ -229,16 +282,30 @@ fn plan_transmit_steering(
     }
 }
 
+/// `topo` with every CPU an isolation source isolates counted as the kernel would: `nohz_full=`
+/// CPUs as `nohz_full`, the others as `isolated`, within the possible CPUs.
+fn isolate(mut topo: Topology, isolation: &Isolation) -> Topology {
+    use crate::topology::isolation::IsolationKind;
+    for s in isolation.sources.iter().filter(|s| s.effect() == Effect::Isolated) {
+        let cpus = s.cpus.intersection(&topo.possible);
+        match s.kind {
+            IsolationKind::NohzFull | IsolationKind::CmdlineNohzFull => topo.nohz_full.extend_with(&cpus),
+            _ => topo.isolated.extend_with(&cpus),
+        }
+    }
+    topo
+}
+
 /// What the isolation sources change for planning: every CPU a source isolates joins the
 /// topology's `isolated` (so `respect_isolation` keeps it free as it keeps `isolcpus` CPUs), and
 /// with `import_irqbalance_banned` the banned list joins `banned_cpus`, unless with them every
 /// online CPU would be banned: then the imported list is void, and the warning says so.
 pub fn with_isolation<'c>(
-    mut topology: Topology,
+    topology: Topology,
     config: &'c Config,
     isolation: &Isolation,
 ) -> (Topology, Cow<'c, Config>, Option<String>) {
-    topology.isolated.extend_with(&isolation.isolated().intersection(&topology.possible));
+    let topology = isolate(topology, isolation);
     let banned = isolation.banned();
     if !config.global.import_irqbalance_banned || banned.is_subset(&config.global.banned_cpus) {
         return (topology, Cow::Borrowed(config), None);
@@ -248,7 +315,7 @@ pub fn with_isolation<'c>(
         let from: Vec<String> = isolation
             .sources
             .iter()
-            .filter(|s| s.effect() == crate::topology::isolation::Effect::Banned)
+            .filter(|s| s.effect() == Effect::Banned)
             .map(|s| format!("{} in {}", s.setting, s.path))
             .collect();
         let warning = format!(

@@ -155,10 +155,16 @@ fn the_settings_decide_which_sources_apply() {
         "{table}"
     );
 
-    // A rule's own cpus may use an isolated CPU, never a banned one (like banned_cpus).
-    write(cfg.path(), "etc/irqwise/irqwise.toml", "[[device]]\nmatch = { driver = \"ixgbe\" }\ncpus = \"6-11\"\n");
+    // A rule's own cpus may use an isolated CPU when it says so, never a banned one (like
+    // banned_cpus); without allow_isolated the plan warns and leaves the isolated CPU out.
+    let rule = "[[device]]\nmatch = { driver = \"ixgbe\" }\ncpus = \"6-11\"\n";
+    write(cfg.path(), "etc/irqwise/irqwise.toml", rule);
+    let (planned, warnings) = desired(root.path(), cfg.path());
+    assert!(planned.iter().all(|(_, c)| !c.contains(6)), "cgroup-isolated CPU 6 left out: {planned:?}");
+    assert!(warnings.iter().any(|w| w.contains("isolated CPUs 6")), "{warnings:?}");
+    write(cfg.path(), "etc/irqwise/irqwise.toml", &format!("{rule}allow_isolated = true\n"));
     let (planned, _) = desired(root.path(), cfg.path());
-    assert_eq!(planned[0], (irqs[0], set("6")), "explicit cpus name the isolated CPU 6");
+    assert_eq!(planned[0], (irqs[0], set("6")), "explicit cpus with allow_isolated use the isolated CPU 6");
     assert!(planned.iter().all(|(_, c)| !c.contains(7)), "banned CPU 7 stays free: {planned:?}");
 }
 
@@ -263,4 +269,30 @@ fn the_running_daemon_replaces_when_the_banned_list_or_the_partitions_change() {
     // An isolated partition takes CPUs 8-9.
     write(root.path(), "sys/fs/cgroup/cpuset.cpus.isolated", "8-9\n");
     d.wait(second, "cgroup partition", || irqs.iter().all(|&i| !affinity(root.path(), i).intersects(&set("6-9"))));
+}
+
+#[test]
+fn the_guard_names_each_source_when_it_clears_a_left_alone_irq() {
+    let (root, _) = nic_root();
+    let mut r = FixtureRoot::at(root.path());
+    r.msi_device("0000:02:00.0", 0x0c0330, "xhci_hcd", Some(0), &["xhci_hcd"]);
+    let usb = r.irqs_of("0000:02:00.0")[0];
+    write(root.path(), "sys/fs/cgroup/cpuset.cpus.isolated", "6-7\n");
+    write(root.path(), "etc/sysconfig/irqbalance", "IRQBALANCE_BANNED_CPUS=00000300\n");
+    let cfg = tempfile::tempdir().unwrap();
+    let (code, out, err) = irqwise(root.path(), cfg.path(), &["plan", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let plan: Value = serde_json::from_str(&out).unwrap();
+    let p = plan["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| d["irqs"].as_array().unwrap())
+        .find(|p| p["irq"] == usb)
+        .unwrap()
+        .clone();
+    let desired: CpuSet = p["desired"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap() as u32).collect();
+    assert_eq!(desired, set("0-5,10-23"), "{p}");
+    let reason = p["reason"].as_str().unwrap();
+    assert!(reason.contains("cgroup-isolated CPUs 6-7") && reason.contains("irqbalance-banned CPUs 8-9"), "{reason}");
 }

@@ -241,5 +241,6 @@ fn finish_global(layer: GlobalLayer) -> Global {
         import_irqbalance_banned: layer.import_irqbalance_banned.unwrap_or(d.import_irqbalance_banned),
         on_drift: layer.on_drift.unwrap_or(d.on_drift),
         spill: layer.spill.unwrap_or(d.spill),
+        guard: layer.guard.unwrap_or(d.guard),
     }
 }

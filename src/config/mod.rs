@@ -71,6 +71,8 @@ pub struct Global {
     pub on_drift: OnDrift,
     /// Where NUMA-hop queues go beyond the device's node (default `kernel`: the next hop).
     pub spill: Spill,
+    /// Which IRQs are kept off banned and isolated CPUs (default `all`).
+    pub guard: GuardScope,
 }
 
 impl Default for Global {
@@ -86,6 +88,7 @@ impl Default for Global {
             import_irqbalance_banned: true,
             on_drift: OnDrift::Restore,
             spill: Spill::Kernel,
+            guard: GuardScope::All,
         }
     }
 }
@@ -144,6 +147,11 @@ pub struct Settings {
     pub xps: Option<bool>,
     /// NUMA-hop: where queues go beyond the device's node (overrides the global `spill`).
     pub spill: Option<Spill>,
+    /// `false`: the guard leaves this device's IRQs alone even on banned CPUs.
+    pub guard: Option<bool>,
+    /// `true`: isolated and nohz_full CPUs named in `cpus` are used (without it they are left out,
+    /// with a warning).
+    pub allow_isolated: Option<bool>,
     /// Settings this machine made void (`cpus` naming none of its CPUs), by key, with the words
     /// plan reasons give for the fallback.
     pub voided: Vec<(&'static str, String)>,
@@ -191,6 +199,18 @@ impl Serialize for RuleRef {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
+}
+
+/// `guard = ...`: which IRQs irqwise keeps off banned and isolated CPUs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GuardScope {
+    /// Every movable IRQ, as irqbalance does with its banned list: the devices irqwise places,
+    /// and every other IRQ (their masks lose the banned CPUs).
+    #[default]
+    All,
+    /// Only the devices irqwise places.
+    Placed,
 }
 
 /// `log_format = ...` and `--log-format`: where the daemon logs.

@@ -11,7 +11,7 @@ use serde::de::{Deserialize, IntoDeserializer};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::{LogFormat, OnDrift};
+use super::{GuardScope, LogFormat, OnDrift};
 use crate::devices::DeviceClass;
 use crate::kernel::SpreadOrder;
 use crate::strategy::{Spill, StrategyName};
@@ -36,6 +36,7 @@ pub struct RawGlobal {
     pub import_irqbalance_banned: Option<bool>,
     pub on_drift: Option<OnDrift>,
     pub spill: Option<Spill>,
+    pub guard: Option<GuardScope>,
 }
 
 /// One `[[device]]` table.
@@ -52,6 +53,8 @@ pub struct RawRule {
     pub queue_pattern: Option<Spanned<String>>,
     pub xps: Option<Spanned<bool>>,
     pub spill: Option<Spill>,
+    pub guard: Option<bool>,
+    pub allow_isolated: Option<bool>,
     /// Some key of this rule had the wrong type or name (already an error).
     pub refused_key: bool,
 }
@@ -88,6 +91,7 @@ const GLOBAL: &[&str] = &[
     "import_irqbalance_banned",
     "on_drift",
     "spill",
+    "guard",
 ];
 pub const RULE: &[&str] = &[
     "match",
@@ -101,6 +105,8 @@ pub const RULE: &[&str] = &[
     "queue_pattern",
     "xps",
     "spill",
+    "guard",
+    "allow_isolated",
 ];
 const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "nvme_serial", "property"];
 
@@ -189,6 +195,7 @@ impl Reader {
                 "import_irqbalance_banned" => g.import_irqbalance_banned = self.value(v),
                 "on_drift" => g.on_drift = self.value(v),
                 "spill" => g.spill = self.value(v),
+                "guard" => g.guard = self.value(v),
                 other => self.unknown(&key, other, GLOBAL),
             }
         }
@@ -214,6 +221,8 @@ impl Reader {
                 "queue_pattern" => r.queue_pattern = self.value(v),
                 "xps" => r.xps = self.value(v),
                 "spill" => r.spill = self.value(v),
+                "guard" => r.guard = self.value(v),
+                "allow_isolated" => r.allow_isolated = self.value(v),
                 other => self.unknown(&key, other, RULE),
             }
         }

@@ -14,7 +14,7 @@ use super::duration::parse_duration;
 use super::error::{ConfigError, ConfigWarning, LineIndex, Location};
 use super::glob::Glob;
 use super::schema::{read, RawGlobal, RawMatch, RawRule};
-use super::{LogFormat, Machine, Match, OnDrift, Rule, RuleRef, Settings};
+use super::{GuardScope, LogFormat, Machine, Match, OnDrift, Rule, RuleRef, Settings};
 use crate::devices::{DeviceClass, QueuePattern};
 use crate::strategy::{Spill, StrategyName};
 use crate::topology::MAX_NUMNODES;
@@ -33,6 +33,7 @@ pub(super) struct GlobalLayer {
     pub import_irqbalance_banned: Option<bool>,
     pub on_drift: Option<OnDrift>,
     pub spill: Option<Spill>,
+    pub guard: Option<GuardScope>,
 }
 
 impl GlobalLayer {
@@ -53,6 +54,7 @@ impl GlobalLayer {
         take(&mut self.import_irqbalance_banned, later.import_irqbalance_banned);
         take(&mut self.on_drift, later.on_drift);
         take(&mut self.spill, later.spill);
+        take(&mut self.guard, later.guard);
     }
 }
 
@@ -136,7 +138,7 @@ pub(super) fn validate_file(
 fn schema_message(message: &str) -> String {
     let mut text = message.trim_end().lines().map(str::trim).collect::<Vec<_>>().join("; ");
     text = text.replace("expected u32", "expected a non-negative integer (at most 4294967295)");
-    const SETTINGS: [&str; 10] = [
+    const SETTINGS: [&str; 12] = [
         "strategy",
         "cpus",
         "exclude_cpus",
@@ -147,6 +149,8 @@ fn schema_message(message: &str) -> String {
         "queue_pattern",
         "xps",
         "spill",
+        "guard",
+        "allow_isolated",
     ];
     let misplaced = SETTINGS.iter().any(|k| text.starts_with(&format!("unknown field `{k}`")));
     if misplaced && text.contains("expected one of `pci`") {
@@ -185,6 +189,7 @@ impl FileCtx<'_> {
             import_irqbalance_banned: g.import_irqbalance_banned,
             on_drift: g.on_drift,
             spill: g.spill,
+            guard: g.guard,
         }
     }
 
@@ -396,6 +401,8 @@ impl FileCtx<'_> {
             queue_pattern,
             xps: r.xps.as_ref().map(|v| *v.get_ref()),
             spill: r.spill,
+            guard: r.guard,
+            allow_isolated: r.allow_isolated,
             voided,
         };
         self.rule_warnings(&rule_at, &settings, matcher.class, &r);

@@ -383,7 +383,10 @@ impl Daemon {
         }
         // The originals are on disk before the first write that changes them.
         let root = &self.root;
-        let present = |bdf: &str| root.exists(format!("{}/{bdf}", crate::devices::discover::PCI_DEVICES));
+        // IRQs of no device stay recorded: the guard moved them, restore_on_exit puts them back.
+        let present = |bdf: &str| {
+            bdf == crate::devices::NO_DEVICE || root.exists(format!("{}/{bdf}", crate::devices::discover::PCI_DEVICES))
+        };
         if self.originals.note_plan(&plan, &present) {
             if let Err(e) = self.originals.save(&self.root) {
                 if !self.originals_failed {

@@ -11,5 +11,5 @@ pub mod recognise;
 
 pub use discover::{discover_devices, udev_properties, DeviceError, DevicesError, Discovery, PCI_DEVICES};
 pub use irq_names::parse_proc_interrupts;
-pub use model::{Device, DeviceClass, IrqVector, NvmeInfo, QueueRole, Recognition};
+pub use model::{Device, DeviceClass, IrqVector, LooseIrq, NvmeInfo, QueueRole, Recognition, NO_DEVICE};
 pub use recognise::{recognise_device, NameContext, QueuePattern, QueuePatternError, Recognised};

@@ -12,6 +12,7 @@ use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, QueueRole, Recognition};
 
 pub mod build;
+pub mod guard;
 mod table;
 pub mod xps;
 

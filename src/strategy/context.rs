@@ -133,7 +133,13 @@ impl<'a> DeviceContext<'a> {
     ) -> (DeviceContext<'a>, Setup) {
         let topo = machine.now;
         let (node, note) = start_node(topo, policy.node, device.node);
-        let warning = note.as_ref().filter(|_| name != StrategyName::Leave).map(|n| format!("{}: {n}", device.bdf));
+        let placing = name != StrategyName::Leave;
+        let warning = note.as_ref().filter(|_| placing).map(|n| format!("{}: {n}", device.bdf));
+        let isolated = isolated_in_cpus(topo, policy, machine.respect_isolation, &device.bdf).filter(|_| placing);
+        let warning = match (warning, isolated) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
         let usable = usable_cpus(topo, policy, machine.respect_isolation);
         let home_usable = usable_cpus(machine.home, policy, machine.respect_isolation).union(&usable);
         let note = note.or_else(|| {
@@ -215,14 +221,37 @@ impl<'a> DeviceContext<'a> {
     }
 }
 
-/// CPUs a device's IRQs may use: online, not banned or excluded, not isolated unless the
-/// device's own `cpus` names them.
+/// CPUs a device's IRQs may use: online, not banned or excluded, not isolated or nohz_full
+/// unless the rule says `allow_isolated = true`.
 fn usable_cpus(topo: &Topology, policy: &Policy, respect_isolation: bool) -> CpuSet {
-    if policy.cpus.is_none() && respect_isolation {
+    if respect_isolation && !policy.allow_isolated {
         policy.allowed_cpus(&topo.housekeeping())
     } else {
         policy.allowed_cpus(&topo.online)
     }
+}
+
+/// The warning for a rule's `cpus` naming isolated or nohz_full CPUs, which are left out unless
+/// the rule allows them; `None` when it names none (or allows them, or isolation is not
+/// respected).
+fn isolated_in_cpus(topo: &Topology, policy: &Policy, respect_isolation: bool, bdf: &str) -> Option<String> {
+    let cpus = policy.cpus.as_ref().filter(|_| respect_isolation && !policy.allow_isolated)?;
+    let isolated = cpus.intersection(&topo.isolated);
+    let nohz = cpus.intersection(&topo.nohz_full).difference(&isolated);
+    if isolated.is_empty() && nohz.is_empty() {
+        return None;
+    }
+    let mut named = Vec::new();
+    if !isolated.is_empty() {
+        named.push(format!("isolated CPUs {isolated}"));
+    }
+    if !nohz.is_empty() {
+        named.push(format!("nohz_full CPUs {nohz}"));
+    }
+    Some(format!(
+        "{bdf}: the rule's cpus {cpus} include {}: left out (allow_isolated = true in the rule uses them)",
+        named.join(" and ")
+    ))
 }
 
 /// The rule's `node`, else the device's own, and a note when it is not the one asked for. A node

@@ -36,11 +36,24 @@ pub enum IsolationKind {
 
 impl IsolationKind {
     /// What the source does: isolation (which `respect_isolation` governs and a rule's own
-    /// `cpus` may override) or a ban (like `banned_cpus`).
+    /// `cpus` with `allow_isolated` may override) or a ban (like `banned_cpus`).
     pub fn effect(self) -> Effect {
         match self {
             IsolationKind::IrqbalanceBanned => Effect::Banned,
             _ => Effect::Isolated,
+        }
+    }
+
+    /// The word plan reasons use for its CPUs (`cgroup-isolated CPUs 6-7`).
+    pub fn word(self) -> &'static str {
+        match self {
+            IsolationKind::Isolated => "isolated",
+            IsolationKind::NohzFull => "nohz_full",
+            IsolationKind::CgroupPartition => "cgroup-isolated",
+            IsolationKind::CmdlineIsolcpus => "isolcpus",
+            IsolationKind::CmdlineNohzFull => "nohz_full",
+            IsolationKind::CmdlineIrqaffinity => "outside-irqaffinity",
+            IsolationKind::IrqbalanceBanned => "irqbalance-banned",
         }
     }
 
@@ -63,7 +76,7 @@ impl IsolationKind {
 #[serde(rename_all = "lowercase")]
 pub enum Effect {
     /// Like `isolcpus`: applies with `respect_isolation`; a rule naming the CPUs in its own `cpus`
-    /// still gets them.
+    /// with `allow_isolated = true` still gets them.
     Isolated,
     /// Like `banned_cpus`: never used (with `import_irqbalance_banned`).
     Banned,
