@@ -58,26 +58,54 @@ pub fn started_by_systemd() -> bool {
     std::env::var_os("INVOCATION_ID").is_some() || std::env::var_os("JOURNAL_STREAM").is_some()
 }
 
-/// Installs the global subscriber for `format`. With `auto`, a journal that cannot be opened
-/// falls back to text; an explicit `journal` that cannot be opened is an error.
-pub fn init(format: LogFormat) -> Result<Sink, LoggingError> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
-    let sink = choose_sink(format, started_by_systemd());
-    let registry = tracing_subscriber::registry().with(filter);
-    let installed = match sink {
+/// The subscriber below the sink: the registry and the level filter.
+type Base = tracing_subscriber::layer::Layered<EnvFilter, tracing_subscriber::Registry>;
+/// One sink's layer, boxed so a reload can swap it for another.
+type SinkLayer = Box<dyn tracing_subscriber::Layer<Base> + Send + Sync>;
+
+/// The handle that swaps the sink of the installed subscriber.
+static SWITCH: std::sync::OnceLock<tracing_subscriber::reload::Handle<SinkLayer, Base>> = std::sync::OnceLock::new();
+
+/// The layer for `format` and the sink it writes to. With `auto`, a journal that cannot be
+/// opened falls back to text; an explicit `journal` that cannot be opened is an error.
+fn sink_layer(format: LogFormat) -> Result<(SinkLayer, Sink), LoggingError> {
+    Ok(match choose_sink(format, started_by_systemd()) {
         Sink::Journal => match tracing_journald::layer() {
-            Ok(layer) => registry.with(layer.with_field_prefix(None)).try_init(),
+            Ok(layer) => (Box::new(layer.with_field_prefix(None)), Sink::Journal),
             Err(e) if format == LogFormat::Journal => return Err(LoggingError::Journal(e)),
-            Err(_) => return init(LogFormat::Text),
+            Err(_) => return sink_layer(LogFormat::Text),
         },
         // No colour codes: every control character in a line is escaped (names from sysfs may
         // hold terminal escapes), which would also escape the colours.
-        Sink::Text => registry
-            .with(tracing_subscriber::fmt::layer().with_writer(|| Printable(std::io::stderr())).with_ansi(false))
-            .try_init(),
-        Sink::Json => registry.with(tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr)).try_init(),
-    };
-    installed.map_err(|e| LoggingError::Install(e.to_string()))?;
+        Sink::Text => (
+            Box::new(tracing_subscriber::fmt::layer().with_writer(|| Printable(std::io::stderr())).with_ansi(false)),
+            Sink::Text,
+        ),
+        Sink::Json => (Box::new(tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr)), Sink::Json),
+    })
+}
+
+/// Installs the global subscriber for `format` (see [`sink_layer`] for `auto`); [`switch`]
+/// changes its sink later.
+pub fn init(format: LogFormat) -> Result<Sink, LoggingError> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let (layer, sink) = sink_layer(format)?;
+    let (layer, handle) = tracing_subscriber::reload::Layer::new(layer);
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(layer)
+        .try_init()
+        .map_err(|e| LoggingError::Install(e.to_string()))?;
+    let _ = SWITCH.set(handle);
+    Ok(sink)
+}
+
+/// Sends the log to `format`'s sink from now on (a reload that changed `log_format`). An error
+/// leaves the current sink in place.
+pub fn switch(format: LogFormat) -> Result<Sink, LoggingError> {
+    let handle = SWITCH.get().ok_or_else(|| LoggingError::Install("no log subscriber installed".into()))?;
+    let (layer, sink) = sink_layer(format)?;
+    handle.reload(layer).map_err(|e| LoggingError::Install(e.to_string()))?;
     Ok(sink)
 }
 

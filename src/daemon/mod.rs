@@ -57,6 +57,49 @@ pub enum DaemonError {
     Events(#[from] EventsError),
 }
 
+/// When to retry a pass that left the daemon degraded: 1 s after the first, doubling up to the
+/// reconcile interval; forgotten once a pass succeeds. A pass run for another reason in between
+/// does not move the scheduled attempt.
+struct Backoff {
+    delay: Option<std::time::Duration>,
+    at: Option<tokio::time::Instant>,
+    armed: bool,
+}
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff { delay: None, at: None, armed: false }
+    }
+
+    /// After any pass: schedules the next attempt when degraded (first one 1 s away, then twice
+    /// the last delay, at most `cap`), clears the schedule when not.
+    fn after_pass(&mut self, degraded: bool, cap: std::time::Duration) {
+        if !degraded {
+            (self.delay, self.at, self.armed) = (None, None, false);
+            return;
+        }
+        if self.armed {
+            return;
+        }
+        let next = self.delay.map_or(std::time::Duration::from_secs(1), |d| (d * 2).min(cap.max(d)));
+        self.delay = Some(next);
+        self.at = Some(tokio::time::Instant::now() + next);
+        self.armed = true;
+    }
+
+    /// Resolves at the scheduled attempt (never when none is scheduled) and disarms it.
+    async fn wait(&mut self) {
+        match self.at {
+            Some(at) => {
+                tokio::time::sleep_until(at).await;
+                self.armed = false;
+                self.at = None;
+            }
+            None => std::future::pending().await,
+        }
+    }
+}
+
 /// The running daemon's memory. See the module documentation for its guarantees.
 pub struct Daemon {
     root: Root,
@@ -74,6 +117,11 @@ pub struct Daemon {
     /// Every CPU's masks as last seen online: queue homes stay put while CPUs come and go.
     memory: TopologyMemory,
     memory_failed: bool,
+    /// The debounce window and the reconcile period in force: a reload changes them.
+    debounce: watch::Sender<std::time::Duration>,
+    reconcile: watch::Sender<std::time::Duration>,
+    /// `--log-format` was given: the configuration's `log_format` does not apply.
+    log_format_pinned: bool,
     /// The masks to restore on exit, as recorded on disk.
     originals: Originals,
     originals_failed: bool,
@@ -117,6 +165,7 @@ pub fn describe(batch: &Batch) -> Vec<String> {
 impl Daemon {
     /// A daemon for `root` with an already loaded `config`; nothing is read or written yet.
     pub fn new(root: Root, paths: ConfigPaths, config: Config) -> Daemon {
+        let (debounce, reconcile) = (config.global.debounce, config.global.reconcile_interval);
         Daemon {
             root,
             paths,
@@ -131,6 +180,9 @@ impl Daemon {
             last_topology: None,
             memory: TopologyMemory::default(),
             memory_failed: false,
+            debounce: watch::channel(debounce).0,
+            reconcile: watch::channel(reconcile).0,
+            log_format_pinned: false,
             originals: Originals::default(),
             originals_failed: false,
             config_warned: std::collections::BTreeSet::new(),
@@ -178,7 +230,7 @@ impl Daemon {
             watch_files: isolation_files(&self.root),
             ..EventConfig::default()
         };
-        let (_sources, triggers) = start_sources(events)?;
+        let (_sources, triggers) = start_sources(events, &self.reconcile)?;
         self.run_with(triggers).await;
         Ok(())
     }
@@ -186,7 +238,7 @@ impl Daemon {
     /// The loop on an injected trigger stream: initial pass, `READY=1`, then one pass per
     /// debounced batch until a stop (or the end of the stream), then `STOPPING=1` and restore.
     pub async fn run_with(&mut self, triggers: mpsc::Receiver<Trigger>) {
-        let mut debouncer = Debouncer::new(triggers, self.config.global.debounce);
+        let mut debouncer = Debouncer::adjustable(triggers, self.debounce.subscribe());
         // The debouncer runs in its own task: a batch half-collected when the watchdog ticks is
         // never dropped (its future is not cancel-safe).
         let (batch_tx, mut batches) = mpsc::channel::<Batch>(1);
@@ -198,19 +250,27 @@ impl Daemon {
             }
         });
         self.pass(vec!["start".into()]);
-        self.notifier.ready(&self.last_counts.status_line());
+        // READY=1 even when degraded: boot must not wait for a machine irqwise cannot read;
+        // STATUS= says what is wrong and passes are retried with backoff.
+        self.notifier.ready(&self.status_text());
+        let mut retry = Backoff::new();
         let mut watchdog = notify::watchdog_period().map(|period| {
             let mut timer = interval(period);
             timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
             timer
         });
         loop {
+            retry.after_pass(self.degraded().is_some(), self.config.global.reconcile_interval);
             tokio::select! {
                 batch = batches.recv() => match batch {
                     Some(batch) if !batch.stop => self.handle(batch),
                     _ => break,
                 },
                 _ = tick(&mut watchdog) => self.notifier.watchdog(),
+                _ = retry.wait() => {
+                    self.pass(vec!["retry".into()]);
+                    self.notifier.status(&self.status_text());
+                }
             }
         }
         collector.abort();
@@ -224,10 +284,10 @@ impl Daemon {
             self.notifier.reloading();
             self.reload();
             self.pass(why);
-            self.notifier.ready(&self.last_counts.status_line());
+            self.notifier.ready(&self.status_text());
         } else {
             self.pass(why);
-            self.notifier.status(&self.last_counts.status_line());
+            self.notifier.status(&self.status_text());
         }
     }
 
@@ -237,10 +297,7 @@ impl Daemon {
         match load_config_with_warnings(&self.root, &self.paths) {
             Ok((config, warnings)) => {
                 self.note_config_warnings(&warnings);
-                let g = (&config.global, &self.config.global);
-                if g.0.debounce != g.1.debounce || g.0.reconcile_interval != g.1.reconcile_interval {
-                    tracing::warn!("debounce and reconcile_interval changes take effect at the next restart");
-                }
+                self.apply_global(&config.global);
                 tracing::info!("configuration reloaded from {} file(s)", config.sources.len());
                 self.config = config;
                 self.ledger.forget_warnings();
@@ -266,6 +323,58 @@ impl Daemon {
                 self.config_error = Some(e.to_string());
             }
         }
+    }
+
+    /// Why the daemon is not doing its job, if it is not: the last pass failed (the topology
+    /// could not be read), or every write of it failed.
+    pub fn degraded(&self) -> Option<String> {
+        if let Some(e) = &self.last_error {
+            return Some(format!("the last pass failed: {e}"));
+        }
+        let r = &self.last_counts;
+        (r.failed > 0 && r.written == 0).then(|| format!("all {} writes of the last pass failed", r.failed))
+    }
+
+    /// `STATUS=` and the state file's status: the counts, or `degraded: ...` with the reason.
+    pub fn status_text(&self) -> String {
+        match self.degraded() {
+            Some(why) => format!("degraded: {why}; {}", self.last_counts.status_line()),
+            None => self.last_counts.status_line(),
+        }
+    }
+
+    /// Puts a reloaded `[global]` into force where it is not read at each pass: the debounce
+    /// window (from the next batch), the reconcile period (restarted now) and the log sink.
+    fn apply_global(&mut self, new: &crate::config::Global) {
+        let old = &self.config.global;
+        if new.debounce != old.debounce {
+            self.debounce.send_replace(new.debounce);
+            tracing::info!("debounce is now {:?} (was {:?})", new.debounce, old.debounce);
+        }
+        if new.reconcile_interval != old.reconcile_interval {
+            self.reconcile.send_replace(new.reconcile_interval);
+            tracing::info!("reconcile_interval is now {:?} (was {:?})", new.reconcile_interval, old.reconcile_interval);
+        }
+        if new.log_format != old.log_format {
+            if self.log_format_pinned {
+                tracing::info!("log_format in the configuration does not apply: --log-format was given");
+            } else {
+                match logging::switch(new.log_format) {
+                    Ok(sink) => tracing::info!("log format is now {sink:?}"),
+                    Err(e) => tracing::error!("log_format not applied: {e}; the log stays where it was"),
+                }
+            }
+        }
+    }
+
+    /// The debounce window and reconcile period in force (a reload changes them).
+    pub fn windows(&self) -> (std::time::Duration, std::time::Duration) {
+        (*self.debounce.borrow(), *self.reconcile.borrow())
+    }
+
+    /// Marks the log format as given on the command line (`--log-format`): a reload leaves it.
+    pub fn pin_log_format(&mut self) {
+        self.log_format_pinned = true;
     }
 
     /// Logs the configuration's warnings not logged before (at start; on reload only new ones:
@@ -306,6 +415,7 @@ impl Daemon {
                 Err(e) => tracing::warn!("{e}"),
             }
         }
+        let was_degraded = self.degraded().is_some();
         match self.plan() {
             Err(e) => {
                 let message = e.to_string();
@@ -323,6 +433,13 @@ impl Daemon {
                 }
                 let planned = self.respect_owners(planned);
                 self.apply(number, &why, planned.plan);
+            }
+        }
+        if let (false, Some(why)) = (was_degraded, self.degraded()) {
+            if self.last_error.is_none() {
+                tracing::error!(
+                    "degraded: {why}; retrying with backoff (the warnings above say why each write failed)"
+                );
             }
         }
         self.write_state(number, &why);
@@ -541,7 +658,8 @@ impl Daemon {
     }
 
     fn write_state(&mut self, number: u64, why: &[String]) {
-        let status = self.last_counts.status_line();
+        let status = self.status_text();
+        let degraded = self.degraded();
         let record = StateRecord {
             schema: crate::JSON_SCHEMA,
             pid: std::process::id(),
@@ -552,6 +670,7 @@ impl Daemon {
             summary: self.last_counts,
             status: &status,
             error: self.last_error.as_deref(),
+            degraded: degraded.as_deref(),
             config_error: self.config_error.as_deref(),
             config_sources: &self.config.sources,
             plan: state::PlanState::of(&self.last_plan),
@@ -636,9 +755,12 @@ async fn tick(timer: &mut Option<Interval>) {
 
 /// Starts the sources; a netlink source that cannot be opened (not root, no netlink in this
 /// namespace) is dropped with a warning, and the daemon runs on the rest.
-fn start_sources(mut events: EventConfig) -> Result<(EventSources, mpsc::Receiver<Trigger>), DaemonError> {
+fn start_sources(
+    mut events: EventConfig,
+    reconcile: &watch::Sender<std::time::Duration>,
+) -> Result<(EventSources, mpsc::Receiver<Trigger>), DaemonError> {
     loop {
-        match EventSources::start(&events) {
+        match EventSources::start_adjustable(&events, Some(reconcile.subscribe())) {
             Ok(started) => return Ok(started),
             Err(e @ EventsError::UeventMonitor(_)) if events.kernel_uevents => {
                 tracing::warn!(

@@ -49,6 +49,9 @@ pub struct StateRecord<'a> {
     pub status: &'a str,
     /// The last pass's error, if it failed (the plan and report are then the previous ones).
     pub error: Option<&'a str>,
+    /// Why the daemon is degraded (the last pass failed, or all its writes did); absent when not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<&'a str>,
     /// Why the last reload was rejected (the previous configuration is still in force); absent
     /// after a successful reload and before the first.
     pub config_error: Option<&'a str>,
@@ -181,6 +184,8 @@ pub struct StateView {
     pub summary: Summary,
     pub status: String,
     pub error: Option<String>,
+    #[serde(default)]
+    pub degraded: Option<String>,
     /// Absent in state files of versions that did not record it.
     #[serde(default)]
     pub config_error: Option<String>,
@@ -251,6 +256,9 @@ pub fn render_status(s: &StateView, now: u64, alive: bool) -> String {
     out.push_str(&format!("{}; {} written in that pass\n", s.status, s.summary.written));
     if let Some(e) = &s.error {
         out.push_str(&format!("last pass failed: {e}\n"));
+    }
+    if let Some(d) = s.degraded.as_deref().filter(|_| s.error.is_none()) {
+        out.push_str(&format!("degraded: {d}\n"));
     }
     if let Some(e) = &s.config_error {
         out.push_str(&format!("last reload rejected, previous configuration kept: {}\n", e.replace('\n', "; ")));

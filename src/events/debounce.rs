@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::{timeout_at, Instant};
 
 use super::Trigger;
@@ -62,11 +62,17 @@ impl Batch {
 /// A [`Trigger::Stop`] closes the batch at once: shutdown is never delayed by the window.
 pub struct Debouncer {
     rx: mpsc::Receiver<Trigger>,
-    window: Duration,
+    /// The window; read when a batch opens, so a reload changes it from the next batch on.
+    window: watch::Receiver<Duration>,
 }
 
 impl Debouncer {
     pub fn new(rx: mpsc::Receiver<Trigger>, window: Duration) -> Debouncer {
+        Debouncer { rx, window: watch::channel(window).1 }
+    }
+
+    /// A debouncer whose window follows `window` (the daemon's `debounce` after a reload).
+    pub fn adjustable(rx: mpsc::Receiver<Trigger>, window: watch::Receiver<Duration>) -> Debouncer {
         Debouncer { rx, window }
     }
 
@@ -75,7 +81,8 @@ impl Debouncer {
     pub async fn next_batch(&mut self) -> Option<Batch> {
         let mut batch = Batch::default();
         batch.absorb(self.rx.recv().await?);
-        let deadline = Instant::now() + self.window;
+        let window = *self.window.borrow();
+        let deadline = Instant::now() + window;
         while !batch.stop {
             match timeout_at(deadline, self.rx.recv()).await {
                 Ok(Some(trigger)) => batch.absorb(trigger),
@@ -173,6 +180,23 @@ mod tests {
         let batch = debouncer.next_batch().await.unwrap();
         assert!(batch.stop && batch.cpus_changed);
         assert_eq!(start.elapsed(), Duration::from_millis(1), "stop waited for the window");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_adjusted_window_applies_from_the_next_batch() {
+        let (tx, rx) = mpsc::channel(8);
+        let (window, rx_window) = watch::channel(Duration::from_millis(100));
+        let mut debouncer = Debouncer::adjustable(rx, rx_window);
+        tx.send(cpu(0)).await.unwrap();
+        let start = Instant::now();
+        debouncer.next_batch().await.unwrap();
+        assert_eq!(start.elapsed(), Duration::from_millis(100));
+        window.send_replace(Duration::from_secs(2));
+        tx.send(cpu(1)).await.unwrap();
+        let start = Instant::now();
+        debouncer.next_batch().await.unwrap();
+        assert_eq!(start.elapsed(), Duration::from_secs(2));
+        drop(tx);
     }
 
     #[tokio::test(start_paused = true)]
