@@ -23,7 +23,7 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
     let paths = cli::config_paths(cli.global.config.as_deref());
     let ok = Outcome::ok;
     match cli.command {
-        Command::Topology { json } => cli::topology(&root, json).map(ok),
+        Command::Topology { json } => cli::topology(&root, &paths, json).map(ok),
         Command::Spread { what: SpreadCommand::Numa { node, order, json } } => {
             cli::spread_numa(&root, node, order, json).map(ok)
         }

@@ -80,6 +80,8 @@ pub struct Policy {
     pub allow_isolated: bool,
     /// The last matching rule's `queue_pattern`, and that rule: read before the driver table.
     pub queue_pattern: Option<(QueuePattern, RuleRef)>,
+    /// The last matching rule's `xps` (`None`: the global setting).
+    pub xps: Option<bool>,
     /// Every rule that matched, in application order (what `plan` shows as "decided by").
     pub matched_rules: Vec<RuleRef>,
     /// Settings of the deciding rules this machine made void, by key, with the words plan
@@ -135,6 +137,7 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
         guard = s.guard.or(guard);
         allow_isolated = s.allow_isolated.or(allow_isolated);
         overwrite(&mut policy.queue_pattern, s.queue_pattern.clone().map(|p| (p, rule.source.clone())));
+        overwrite(&mut policy.xps, s.xps);
         if s.exclude_cpus.is_some() {
             exclude = s.exclude_cpus.as_ref();
         }

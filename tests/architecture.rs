@@ -8,9 +8,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Files and directories (every `.rs` below) of the pure core.
-const PURE_CORE: [&str; 13] = [
+const PURE_CORE: [&str; 14] = [
     "src/cpuset.rs",
     "src/topology/model.rs",
+    "src/topology/isolation.rs",
     "src/topology/home.rs",
     "src/topology/report.rs",
     "src/topology/synthetic.rs",

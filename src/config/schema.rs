@@ -11,7 +11,7 @@ use serde::de::{Deserialize, IntoDeserializer};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::{GuardScope, LogFormat};
+use super::{GuardScope, LogFormat, OnDrift};
 use crate::devices::DeviceClass;
 use crate::kernel::SpreadOrder;
 use crate::strategy::{Spill, StrategyName};
@@ -32,6 +32,9 @@ pub struct RawGlobal {
     pub debounce: Option<Spanned<String>>,
     pub restore_on_exit: Option<bool>,
     pub log_format: Option<LogFormat>,
+    pub xps: Option<bool>,
+    pub import_irqbalance_banned: Option<bool>,
+    pub on_drift: Option<OnDrift>,
     pub spill: Option<Spill>,
     pub guard: Option<GuardScope>,
 }
@@ -48,6 +51,7 @@ pub struct RawRule {
     pub order: Option<SpreadOrder>,
     pub queues_per_cpu: Option<Spanned<u32>>,
     pub queue_pattern: Option<Spanned<String>>,
+    pub xps: Option<Spanned<bool>>,
     pub spill: Option<Spill>,
     pub guard: Option<bool>,
     pub allow_isolated: Option<bool>,
@@ -83,6 +87,9 @@ const GLOBAL: &[&str] = &[
     "debounce",
     "restore_on_exit",
     "log_format",
+    "xps",
+    "import_irqbalance_banned",
+    "on_drift",
     "spill",
     "guard",
 ];
@@ -96,6 +103,7 @@ pub const RULE: &[&str] = &[
     "order",
     "queues_per_cpu",
     "queue_pattern",
+    "xps",
     "spill",
     "guard",
     "allow_isolated",
@@ -183,6 +191,9 @@ impl Reader {
                 "debounce" => g.debounce = self.value(v),
                 "restore_on_exit" => g.restore_on_exit = self.value(v),
                 "log_format" => g.log_format = self.value(v),
+                "xps" => g.xps = self.value(v),
+                "import_irqbalance_banned" => g.import_irqbalance_banned = self.value(v),
+                "on_drift" => g.on_drift = self.value(v),
                 "spill" => g.spill = self.value(v),
                 "guard" => g.guard = self.value(v),
                 other => self.unknown(&key, other, GLOBAL),
@@ -208,6 +219,7 @@ impl Reader {
                 "order" => r.order = self.value(v),
                 "queues_per_cpu" => r.queues_per_cpu = self.value(v),
                 "queue_pattern" => r.queue_pattern = self.value(v),
+                "xps" => r.xps = self.value(v),
                 "spill" => r.spill = self.value(v),
                 "guard" => r.guard = self.value(v),
                 "allow_isolated" => r.allow_isolated = self.value(v),

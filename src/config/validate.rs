@@ -14,7 +14,7 @@ use super::duration::parse_duration;
 use super::error::{ConfigError, ConfigWarning, LineIndex, Location};
 use super::glob::Glob;
 use super::schema::{read, RawGlobal, RawMatch, RawRule};
-use super::{GuardScope, LogFormat, Machine, Match, Rule, RuleRef, Settings};
+use super::{GuardScope, LogFormat, Machine, Match, OnDrift, Rule, RuleRef, Settings};
 use crate::devices::{DeviceClass, QueuePattern};
 use crate::strategy::{Spill, StrategyName};
 use crate::topology::MAX_NUMNODES;
@@ -29,6 +29,9 @@ pub(super) struct GlobalLayer {
     pub debounce: Option<Duration>,
     pub restore_on_exit: Option<bool>,
     pub log_format: Option<LogFormat>,
+    pub xps: Option<bool>,
+    pub import_irqbalance_banned: Option<bool>,
+    pub on_drift: Option<OnDrift>,
     pub spill: Option<Spill>,
     pub guard: Option<GuardScope>,
 }
@@ -47,6 +50,9 @@ impl GlobalLayer {
         take(&mut self.debounce, later.debounce);
         take(&mut self.restore_on_exit, later.restore_on_exit);
         take(&mut self.log_format, later.log_format);
+        take(&mut self.xps, later.xps);
+        take(&mut self.import_irqbalance_banned, later.import_irqbalance_banned);
+        take(&mut self.on_drift, later.on_drift);
         take(&mut self.spill, later.spill);
         take(&mut self.guard, later.guard);
     }
@@ -167,6 +173,9 @@ impl FileCtx<'_> {
             debounce: g.debounce.and_then(|v| self.duration("debounce", &v, &DEBOUNCE)),
             restore_on_exit: g.restore_on_exit,
             log_format: g.log_format,
+            xps: g.xps,
+            import_irqbalance_banned: g.import_irqbalance_banned,
+            on_drift: g.on_drift,
             spill: g.spill,
             guard: g.guard,
         }
@@ -378,6 +387,7 @@ impl FileCtx<'_> {
             order: r.order,
             queues_per_cpu: r.queues_per_cpu.as_ref().map(|q| *q.get_ref()),
             queue_pattern,
+            xps: r.xps.as_ref().map(|v| *v.get_ref()),
             spill: r.spill,
             guard: r.guard,
             allow_isolated: r.allow_isolated,
@@ -413,6 +423,14 @@ impl FileCtx<'_> {
                 at,
                 key: "queues_per_cpu",
                 why: "it applies to NICs only and this rule matches another class",
+            });
+        }
+        if s.xps.is_some() && class.is_some_and(|c| c != DeviceClass::Nic) {
+            let at = r.xps.as_ref().map_or(at.clone(), |v| self.loc(v.span().start));
+            self.warnings.push(ConfigWarning::SettingIgnored {
+                at,
+                key: "xps",
+                why: "transmit steering applies to NICs only and this rule matches another class",
             });
         }
         if s.order.is_some() && matches!(s.strategy, Some(StrategyName::Pin | StrategyName::ClusterGroup)) {

@@ -76,6 +76,12 @@ impl Ledger {
         let present: BTreeSet<u32> = plan.devices.iter().flat_map(|d| d.irqs.iter().map(|p| p.irq)).collect();
         self.placed.retain(|irq, _| present.contains(irq));
         self.repeated.retain(|irq, _| present.contains(irq));
+        self.drift(plan)
+    }
+
+    /// The IRQs of `plan` whose mask drifted from what the daemon placed while the plan still
+    /// wants that placement; remembers nothing.
+    pub fn drift(&self, plan: &Plan) -> Vec<Drift> {
         let mut drift = Vec::new();
         for p in plan.devices.iter().flat_map(|d| &d.irqs) {
             let Some(placed) = self.placed.get(&p.irq) else { continue };
@@ -227,6 +233,7 @@ mod tests {
             strategy: StrategyName::NumaHop,
             rules: vec![],
             irqs,
+            xps: None,
         };
         Plan { kernel: None, devices: vec![dev], warnings: vec![] }
     }

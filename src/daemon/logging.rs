@@ -4,7 +4,8 @@
 //! Journal fields: tracing-journald upper-cases field names, so the tracing field `irq_name`
 //! becomes the journal field `IRQ_NAME`; with `with_field_prefix(None)` no `F_` is prepended.
 //! Guarantee: one INFO entry per applied change carrying `IRQ`, `IRQ_NAME`, `DEVICE`, `DRIVER`,
-//! `QUEUE`, `CPUS_OLD`, `CPUS_NEW`, `STRATEGY`, `REASON`.
+//! `QUEUE`, `CPUS_OLD`, `CPUS_NEW`, `STRATEGY`, `REASON`; one per transmit-steering change
+//! carrying `DEVICE`, `INTERFACE`, `DRIVER`, `TXQ`, `XPS_OLD`, `XPS_NEW`.
 
 use std::io::Write;
 
@@ -12,7 +13,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
-use crate::apply::{Change, WriteOutcome};
+use crate::apply::{Change, WriteOutcome, XpsChange, XpsOutcome};
 use crate::config::LogFormat;
 use crate::text::{printable, printable_lines};
 
@@ -184,6 +185,55 @@ pub fn log_change(c: &Change) {
             class = ?class,
             "irq {} of {who}: write failed ({class:?}): {error}",
             c.irq
+        ),
+    }
+}
+
+/// Logs one transmit-steering change: INFO with the journal fields for a write, WARN for a
+/// failure (DEBUG when `quiet`: the same failure as the pass before).
+pub fn log_xps_change(x: &XpsChange, quiet: bool) {
+    let interface = x.interface.as_deref().unwrap_or("");
+    let who = printable(if interface.is_empty() { &x.device } else { interface });
+    let driver = x.driver.as_deref().unwrap_or("");
+    let old = x.old.to_list_string();
+    match &x.result {
+        XpsOutcome::Written { new, matches, readback } => {
+            let new = new.to_list_string();
+            let differs = match (matches, readback) {
+                (true, _) => String::new(),
+                (false, Some(r)) => format!(" (read back as {})", r.to_list_string()),
+                (false, None) => " (unreadable after the write)".to_string(),
+            };
+            tracing::info!(
+                device = x.device.as_str(),
+                interface,
+                driver,
+                txq = x.txq,
+                xps_old = old.as_str(),
+                xps_new = new.as_str(),
+                "xps of {who} tx-{}: {} -> {}{differs}",
+                x.txq,
+                if old.is_empty() { "-" } else { &old },
+                if new.is_empty() { "-" } else { &new }
+            );
+        }
+        XpsOutcome::Failed { class, error } if quiet => {
+            tracing::debug!(
+                device = x.device.as_str(),
+                txq = x.txq,
+                "xps of {who} tx-{} again ({class:?}): {}",
+                x.txq,
+                printable(error)
+            )
+        }
+        XpsOutcome::Failed { class, error } => tracing::warn!(
+            device = x.device.as_str(),
+            interface,
+            txq = x.txq,
+            class = ?class,
+            "xps of {who} tx-{}: write failed ({class:?}): {}",
+            x.txq,
+            printable(error)
         ),
     }
 }

@@ -13,6 +13,11 @@
 //!   error and the previous one kept), pass, `READY=1`. `SIGTERM`/`SIGINT`: `STOPPING=1`, restore
 //!   the masks found at start when `restore_on_exit`, return.
 //! - The watchdog is pinged from the loop itself: a pass that hangs stops the pings.
+//! - With `on_drift = "respect"`, an IRQ whose mask another owner changed (not the kernel's
+//!   CPU-offline fallback, not a driver's reset) is left as they set it and reported once, until
+//!   its device goes away or the configuration is reloaded ([`respect`]).
+//! - Every NIC's transmit steering is written with its IRQs, each change logged once; a failure
+//!   that repeats pass after pass is said once.
 
 pub mod files;
 pub mod ledger;
@@ -20,6 +25,7 @@ pub mod logging;
 pub mod notify;
 pub mod originals;
 pub mod peers;
+pub mod respect;
 pub mod state;
 
 use std::collections::BTreeSet;
@@ -28,9 +34,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{interval, Interval, MissedTickBehavior};
 
-use crate::apply::{apply_plan, AffinityWriter, ApplyReport, ProcIrq};
-use crate::config::{Config, ConfigPaths};
+use crate::apply::{apply_plan, apply_xps, AffinityWriter, ApplyReport, ProcIrq, XpsChange, XpsOutcome};
+use crate::config::{Config, ConfigPaths, OnDrift};
 use crate::engine::{load_config_with_warnings, plan_with_topology, EngineError, PlannedPass};
+use crate::events::files::{WatchHow, WatchTarget};
 use crate::events::{Batch, Debouncer, EventConfig, EventSources, EventsError, Trigger};
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
@@ -39,6 +46,7 @@ use crate::topology::{home_topology, memory_file, Topology, TopologyMemory};
 use ledger::{Ledger, Loudness};
 use notify::Notifier;
 use originals::Originals;
+use respect::{KernelDefaults, RespectNews, Respected};
 use state::StateRecord;
 
 #[derive(Debug, thiserror::Error)]
@@ -123,6 +131,10 @@ pub struct Daemon {
     passes: watch::Sender<u64>,
     notifier: Notifier,
     state_failed: bool,
+    /// IRQs left to other owners (`on_drift = "respect"`).
+    respected: Respected,
+    /// Transmit queues whose last `xps_cpus` write failed, with how (said once).
+    xps_failing: std::collections::BTreeMap<(String, u32), crate::apply::FailureClass>,
 }
 
 /// Seconds since the Unix epoch (0 if the clock is before it): the one wall clock of the state
@@ -140,6 +152,7 @@ pub fn describe(batch: &Batch) -> Vec<String> {
         (batch.devices_changed, "device"),
         (batch.overflow, "overflow"),
         (batch.reconcile, "reconcile"),
+        (batch.isolation, "isolation"),
     ];
     why.extend(flags.iter().filter(|(on, _)| *on).map(|(_, w)| w.to_string()));
     for (ifindex, link) in &batch.links {
@@ -177,6 +190,8 @@ impl Daemon {
             passes: watch::channel(0).0,
             notifier: Notifier::new(),
             state_failed: false,
+            respected: Respected::default(),
+            xps_failing: std::collections::BTreeMap::new(),
         }
     }
 
@@ -210,8 +225,11 @@ impl Daemon {
                 "irqbalance (pid {pid}) is running: it will fight irqwise over IRQ placement; stop and disable it (systemctl disable --now irqbalance)"
             );
         }
-        let events =
-            EventConfig { reconcile_interval: Some(self.config.global.reconcile_interval), ..EventConfig::default() };
+        let events = EventConfig {
+            reconcile_interval: Some(self.config.global.reconcile_interval),
+            watch_files: isolation_files(&self.root),
+            ..EventConfig::default()
+        };
         let (_sources, triggers) = start_sources(events, &self.reconcile)?;
         self.run_with(triggers).await;
         Ok(())
@@ -283,6 +301,13 @@ impl Daemon {
                 tracing::info!("configuration reloaded from {} file(s)", config.sources.len());
                 self.config = config;
                 self.ledger.forget_warnings();
+                if !self.respected.is_empty() {
+                    tracing::info!(
+                        "{} IRQ(s) left to other owners are placed again under the reloaded configuration",
+                        self.respected.len()
+                    );
+                }
+                self.respected.clear();
                 self.config_error = None;
             }
             Err(EngineError::Config(errors)) => {
@@ -406,6 +431,7 @@ impl Daemon {
                 if self.last_error.take().is_some() {
                     tracing::info!("pass {number} succeeded again");
                 }
+                let planned = self.respect_owners(planned);
                 self.apply(number, &why, planned.plan);
             }
         }
@@ -488,7 +514,9 @@ impl Daemon {
                 self.originals_failed = false;
             }
         }
-        let report = apply_plan(&plan, &ProcIrq::new(self.root.clone()));
+        let mut report = apply_plan(&plan, &ProcIrq::new(self.root.clone()));
+        report.xps = apply_xps(&plan, &self.root);
+        self.log_xps(&report.xps);
         let targets: std::collections::BTreeMap<u32, &crate::cpuset::CpuSet> =
             plan.writes().filter_map(|(_, p)| Some((p.irq, p.desired.as_ref()?))).collect();
         for c in &report.changes {
@@ -534,7 +562,7 @@ impl Daemon {
         }
         let r = report.summary;
         self.last_counts = r;
-        if !report.changes.is_empty() {
+        if !report.changes.is_empty() || report.xps.iter().any(|x| !x.is_failure()) {
             tracing::info!(
                 "pass {number} ({}): {} written, {} failed; {}",
                 why.join(", "),
@@ -545,6 +573,88 @@ impl Daemon {
         }
         self.last_plan = plan;
         self.last_report = report;
+    }
+
+    /// With `on_drift = "respect"`: takes this pass's drift into the respected set (logging each
+    /// IRQ newly left to another owner, and each given back), and turns every respected IRQ of
+    /// the plan into a `skip` that keeps its mask. Otherwise the plan as it is.
+    fn respect_owners(&mut self, mut planned: PlannedPass) -> PlannedPass {
+        if self.config.global.on_drift != OnDrift::Respect {
+            return planned;
+        }
+        let defaults = KernelDefaults {
+            online: planned.topology.online.clone(),
+            default_affinity: self
+                .root
+                .read_small_optional("proc/irq/default_smp_affinity")
+                .ok()
+                .flatten()
+                .and_then(|t| crate::cpuset::CpuSet::parse_mask(t.trim()).ok()),
+            hints: planned
+                .devices
+                .iter()
+                .flat_map(|d| &d.vectors)
+                .filter_map(|v| Some((v.irq, v.hint.clone()?)))
+                .collect(),
+        };
+        let drift = self.ledger.drift(&planned.plan);
+        let news = self.respected.observe(&mut planned.plan, &drift, &defaults);
+        // Transmit steering follows the IRQs where they are, other owners' included.
+        for d in &mut planned.plan.devices {
+            let moved: std::collections::BTreeMap<u32, crate::cpuset::CpuSet> = d
+                .irqs
+                .iter()
+                .filter(|p| self.respected.contains(p.irq))
+                .filter(|p| matches!(p.role, crate::devices::QueueRole::Tx | crate::devices::QueueRole::RxTx))
+                .filter_map(|p| Some((p.queue?, p.current.clone()?)))
+                .collect();
+            if let Some(x) = d.xps.as_mut().filter(|_| !moved.is_empty()) {
+                crate::plan::xps::re_anchor(&planned.topology, x, &moved);
+            }
+        }
+        for news in news {
+            match news {
+                RespectNews::Respected(o) => tracing::warn!(
+                    irq = o.irq,
+                    device = o.device.as_str(),
+                    "irq {} ({}) of {}: moved from {} to {} by another owner; left as it is (on_drift = respect) until the device goes away or the configuration is reloaded",
+                    o.irq,
+                    crate::text::printable(o.name.as_deref().unwrap_or("")),
+                    o.device,
+                    o.placed,
+                    o.mask
+                ),
+                RespectNews::Released(o) => tracing::info!(
+                    irq = o.irq,
+                    device = o.device.as_str(),
+                    "irq {} of {}: the CPUs another owner gave it ({}) are all offline; irqwise places it again",
+                    o.irq,
+                    o.device,
+                    o.mask
+                ),
+            }
+        }
+        planned
+    }
+
+    /// Logs each transmit-steering change: a write at INFO, a failure at WARN the first time it
+    /// happens and at DEBUG while it repeats; the first success after failures says so.
+    fn log_xps(&mut self, changes: &[XpsChange]) {
+        for x in changes {
+            let key = (x.device.clone(), x.txq);
+            match &x.result {
+                XpsOutcome::Failed { class, .. } => {
+                    let quiet = self.xps_failing.insert(key, *class) == Some(*class);
+                    logging::log_xps_change(x, quiet);
+                }
+                XpsOutcome::Written { .. } => {
+                    if self.xps_failing.remove(&key).is_some() {
+                        tracing::info!(device = x.device.as_str(), txq = x.txq, "xps of tx-{}: written again", x.txq);
+                    }
+                    logging::log_xps_change(x, false);
+                }
+            }
+        }
     }
 
     fn write_state(&mut self, number: u64, why: &[String]) {
@@ -599,8 +709,38 @@ impl Daemon {
         if !todo.is_empty() {
             tracing::info!("restored {restored} of {} IRQs to the masks they had before irqwise", todo.len());
         }
+        let xps = self.originals.restore_xps_list();
+        let mut restored = 0;
+        for (o, cpus) in &xps {
+            match crate::apply::xps::write_xps(&self.root, &o.file, cpus) {
+                Ok(_) => restored += 1,
+                Err(e) => tracing::warn!(
+                    device = o.device.as_str(),
+                    txq = o.txq,
+                    "xps of tx-{}: not restored ({:?}): {e}",
+                    o.txq,
+                    e.class()
+                ),
+            }
+        }
+        if !xps.is_empty() {
+            tracing::info!(
+                "restored the xps_cpus of {restored} of {} tx queues to what they were before irqwise",
+                xps.len()
+            );
+        }
         self.originals.clear(&self.root);
     }
+}
+
+/// The files whose changes run a pass: irqbalance's environment files (in their directories,
+/// so that files created later are seen) and the root cgroup's isolated CPUs.
+pub fn isolation_files(root: &Root) -> Vec<WatchTarget> {
+    use crate::topology::discover::isolation::{CGROUP_ISOLATED, IRQBALANCE_FILES};
+    let mut targets: Vec<WatchTarget> =
+        IRQBALANCE_FILES.iter().map(|f| WatchTarget { path: root.path(f), how: WatchHow::InDirectory }).collect();
+    targets.push(WatchTarget { path: root.path(CGROUP_ISOLATED), how: WatchHow::Itself });
+    targets
 }
 
 /// Waits for the next watchdog tick; forever when the watchdog is off.
@@ -631,6 +771,12 @@ fn start_sources(
             Err(e @ EventsError::Rtnetlink(_)) if events.rtnetlink => {
                 tracing::warn!("{e}; running without link events");
                 events.rtnetlink = false;
+            }
+            Err(e @ (EventsError::Inotify(_) | EventsError::Register { what: "the inotify descriptor", .. }))
+                if !events.watch_files.is_empty() =>
+            {
+                tracing::warn!("{e}; isolation changes are seen by the reconcile timer only");
+                events.watch_files.clear();
             }
             Err(e) => return Err(e.into()),
         }

@@ -5,6 +5,7 @@
 //! [`Discovery::warnings`]; the rest of the machine is still discovered.
 
 mod irq;
+pub mod net_queues;
 mod nvme;
 mod pci;
 mod udev;

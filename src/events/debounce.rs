@@ -27,6 +27,8 @@ pub struct Batch {
     pub stop: bool,
     pub overflow: bool,
     pub reconcile: bool,
+    /// A file that isolates or bans CPUs changed.
+    pub isolation: bool,
     /// How many triggers were absorbed.
     pub triggers: usize,
 }
@@ -45,6 +47,7 @@ impl Batch {
             Trigger::Reload => self.reload = true,
             Trigger::Stop => self.stop = true,
             Trigger::Reconcile => self.reconcile = true,
+            Trigger::Isolation { .. } => self.isolation = true,
         }
     }
 

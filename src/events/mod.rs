@@ -7,7 +7,8 @@
 //! - rtnetlink link messages ([`rtnetlink`]): link up/down, which emits no uevent although many NIC
 //!   drivers allocate their IRQs at link up;
 //! - signals: `SIGHUP` → [`Trigger::Reload`], `SIGTERM`/`SIGINT` → [`Trigger::Stop`];
-//! - a reconcile timer → [`Trigger::Reconcile`] every `reconcile_interval`.
+//! - a reconcile timer → [`Trigger::Reconcile`] every `reconcile_interval`;
+//! - inotify on the files that isolate CPUs ([`files`]) → [`Trigger::Isolation`].
 //!
 //! No event is lost silently: when a netlink socket overflows (ENOBUFS) the source sends one
 //! [`Trigger::Overflow`], which asks for a full rescan, after it has drained the socket (so after
@@ -16,6 +17,7 @@
 //! [`Debouncer`] coalesces bursts into one [`Batch`] per pass without ever delaying a stop.
 
 pub mod debounce;
+pub mod files;
 pub mod rtnetlink;
 pub mod uevent;
 
@@ -52,6 +54,8 @@ pub enum Trigger {
     Stop,
     /// The reconcile timer fired: re-read current masks and re-apply drift.
     Reconcile,
+    /// A file that isolates or bans CPUs changed (`None`: the watch overflowed, any may have).
+    Isolation { path: Option<std::path::PathBuf> },
 }
 
 /// The `ACTION` of a kernel uevent.
@@ -99,6 +103,8 @@ pub enum EventsError {
     Signal { signal: &'static str, source: io::Error },
     #[error("invalid event configuration: {0}")]
     Config(&'static str),
+    #[error("cannot watch the isolation files (inotify): {0}")]
+    Inotify(io::Error),
 }
 
 /// Which sources to start and how.
@@ -117,6 +123,8 @@ pub struct EventConfig {
     /// Capacity of the trigger channel; a full channel makes the sources wait, so the kernel
     /// buffers events and reports an overflow if that buffer fills too.
     pub channel_capacity: usize,
+    /// Files whose changes run a pass (inotify); none: no watch.
+    pub watch_files: Vec<files::WatchTarget>,
 }
 
 impl Default for EventConfig {
@@ -128,6 +136,7 @@ impl Default for EventConfig {
             reconcile_interval: Some(Duration::from_secs(60)),
             recv_buffer_bytes: 16 * 1024 * 1024,
             channel_capacity: 4096,
+            watch_files: Vec::new(),
         }
     }
 }
@@ -181,6 +190,11 @@ impl EventSources {
         if let Some(initial) = config.reconcile_interval {
             let period = period.unwrap_or_else(|| watch::channel(initial).1);
             tasks.push(tokio::spawn(reconcile_timer(period, tx.clone())));
+        }
+        if !config.watch_files.is_empty() {
+            let watch = files::FileWatch::open(&config.watch_files)?;
+            tracing::debug!("watching {} path(s) for isolation changes", watch.watched());
+            tasks.push(tokio::spawn(watch.run(tx.clone())));
         }
         Ok((EventSources { injector: tx, tasks }, rx))
     }

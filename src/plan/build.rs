@@ -142,6 +142,7 @@ fn plan_device(
         strategy,
         rules: policy.matched_rules.iter().map(|r| r.to_string()).collect(),
         irqs,
+        xps: None,
     };
     let warnings =
         setup.warning.into_iter().chain(p.range_warning.clone()).chain(unrecognised_warning(dev, &plan)).collect();

@@ -110,6 +110,7 @@ pub fn guard(plan: &mut Plan, loose: &[LooseIrq], input: &GuardInput) {
             strategy: StrategyName::Leave,
             rules: Vec::new(),
             irqs,
+            xps: None,
         });
     }
 }
@@ -205,6 +206,7 @@ mod tests {
             node: Some(1),
             strategy: StrategyName::Leave,
             rules: vec![],
+            xps: None,
             irqs: vec![
                 placement(30, "0-7", Action::Skip),
                 placement(31, "6-7", Action::Skip),

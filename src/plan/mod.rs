@@ -14,6 +14,7 @@ use crate::devices::{DeviceClass, QueueRole, Recognition};
 pub mod build;
 pub mod guard;
 mod table;
+pub mod xps;
 
 pub use crate::strategy::StrategyName;
 pub use build::{build_plan, PlanContext};
@@ -91,6 +92,9 @@ pub struct DevicePlan {
     /// Config rules that decided this device (`file:line`), in order.
     pub rules: Vec<String>,
     pub irqs: Vec<Placement>,
+    /// A NIC placed by NUMA hop: its transmit steering (`None`: not planned for this device).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xps: Option<xps::XpsPlan>,
 }
 
 /// The counts of one pass: the plan's actions ([`Plan::summary`]), and once applied what the

@@ -71,6 +71,9 @@ pub(super) fn render(plan: &Plan) -> String {
                 p.reason
             ));
         }
+        if let Some(x) = &d.xps {
+            out.push_str(&super::xps::render(x));
+        }
     }
     let s = plan.summary();
     out.push_str(&format!(

@@ -13,6 +13,7 @@ pub mod leave;
 pub mod managed;
 pub mod numa_hop;
 pub mod pin;
+pub mod xps;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,8 +1,10 @@
 //! The machine's CPUs and NUMA nodes: the model ([`model`]), read from sysfs by [`discover`],
-//! shown by [`report`], or built in memory by [`synthetic`].
+//! shown by [`report`], or built in memory by [`synthetic`]; the CPUs kept free of device IRQs and
+//! who asked for it in [`isolation`].
 
 pub mod discover;
 mod home;
+pub mod isolation;
 pub mod memory_file;
 mod model;
 pub mod report;
@@ -10,4 +12,5 @@ pub mod synthetic;
 
 pub use discover::TopologyError;
 pub use home::{home_topology, TopologyMemory};
+pub use isolation::Isolation;
 pub use model::{Cpu, NumaNode, OfflineMasks, Topology, MAX_NUMNODES};
