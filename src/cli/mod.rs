@@ -5,10 +5,12 @@ pub mod args;
 mod daemon;
 mod inspect;
 mod ops;
+mod report;
 
 pub use daemon::{run, status};
 pub use inspect::{spread_groups, spread_numa, topology};
-pub use ops::{apply, check_config, config_paths, plan, snapshot, Outcome};
+pub use ops::{apply, check_config, config_paths, plan, snapshot, Outcome, PlanView, EXIT_CHANGES_PENDING};
+pub use report::{report, ReportRequest};
 
 use crate::engine::{EngineError, KernelRulesError};
 use crate::topology::TopologyError;
@@ -27,6 +29,9 @@ pub enum CliError {
     ZeroGroups(usize),
     #[error("{0}")]
     Failed(String),
+    /// A combination of options that cannot work here.
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl CliError {
@@ -36,6 +41,7 @@ impl CliError {
             CliError::NoSuchNode { .. }
             | CliError::ZeroGroups(_)
             | CliError::KernelRules(KernelRulesError::Explicit(_))
+            | CliError::Usage(_)
             | CliError::Engine(EngineError::Config(_)) => 2,
             CliError::Topology(_) | CliError::Engine(_) | CliError::KernelRules(_) | CliError::Failed(_) => 1,
         }

@@ -74,6 +74,10 @@ pub enum ConfigError {
     AdminCpusExcluded { at: Location, value: String, overlap: CpuSet },
     #[error("{at}: queue_pattern = {value:?} {source}")]
     QueuePattern { at: Location, value: String, source: QueuePatternError },
+    #[error(
+        "{at}: metrics_file = {value:?}; expected an absolute path of a file ending in .prom (node_exporter's textfile collector reads only *.prom), or \"\" for no metrics"
+    )]
+    MetricsFile { at: Location, value: String },
     #[error("{at}: queues_per_cpu = 0; expected an integer of at least 1")]
     ZeroQueuesPerCpu { at: Location },
     #[error(
@@ -97,6 +101,7 @@ impl ConfigError {
             | ConfigError::EverythingBanned { at, .. }
             | ConfigError::AdminCpusExcluded { at, .. }
             | ConfigError::ZeroQueuesPerCpu { at }
+            | ConfigError::MetricsFile { at, .. }
             | ConfigError::QueuePattern { at, .. }
             | ConfigError::EmptyMatch { at, .. } => Some(at),
         }

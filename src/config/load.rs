@@ -214,5 +214,6 @@ fn finish_global(layer: GlobalLayer) -> Global {
         debounce: layer.debounce.unwrap_or(d.debounce),
         restore_on_exit: layer.restore_on_exit.unwrap_or(d.restore_on_exit),
         log_format: layer.log_format.unwrap_or(d.log_format),
+        metrics_file: layer.metrics_file.unwrap_or(d.metrics_file),
     }
 }

@@ -60,6 +60,23 @@ pub struct Global {
     /// Put back the affinities found at start when the daemon stops (default false).
     pub restore_on_exit: bool,
     pub log_format: LogFormat,
+    /// Where the daemon writes its Prometheus metrics (default: node_exporter's textfile
+    /// directory when it exists).
+    pub metrics_file: MetricsFile,
+}
+
+/// `metrics_file = ...`: where the daemon writes its metrics for node_exporter's textfile
+/// collector.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum MetricsFile {
+    /// Not set: `/var/lib/prometheus/node-exporter/irqwise.prom` when that directory exists,
+    /// else nowhere.
+    #[default]
+    Auto,
+    /// `metrics_file = ""`: no metrics.
+    Off,
+    /// An absolute path ending in `.prom`.
+    At(PathBuf),
 }
 
 impl Default for Global {
@@ -71,6 +88,7 @@ impl Default for Global {
             debounce: Duration::from_millis(100),
             restore_on_exit: false,
             log_format: LogFormat::Auto,
+            metrics_file: MetricsFile::Auto,
         }
     }
 }

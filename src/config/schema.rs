@@ -30,6 +30,7 @@ pub struct RawGlobal {
     pub debounce: Option<Spanned<String>>,
     pub restore_on_exit: Option<bool>,
     pub log_format: Option<LogFormat>,
+    pub metrics_file: Option<Spanned<String>>,
 }
 
 /// One `[[device]]` table.

@@ -14,7 +14,7 @@ use super::duration::parse_duration;
 use super::error::{ConfigError, ConfigWarning, Location};
 use super::glob::Glob;
 use super::schema::{RawFile, RawGlobal, RawMatch, RawRule};
-use super::{LogFormat, Match, Rule, RuleRef, Settings};
+use super::{LogFormat, Match, MetricsFile, Rule, RuleRef, Settings};
 use crate::devices::{DeviceClass, QueuePattern};
 use crate::strategy::StrategyName;
 
@@ -28,6 +28,7 @@ pub(super) struct GlobalLayer {
     pub debounce: Option<Duration>,
     pub restore_on_exit: Option<bool>,
     pub log_format: Option<LogFormat>,
+    pub metrics_file: Option<MetricsFile>,
 }
 
 impl GlobalLayer {
@@ -44,6 +45,7 @@ impl GlobalLayer {
         take(&mut self.debounce, later.debounce);
         take(&mut self.restore_on_exit, later.restore_on_exit);
         take(&mut self.log_format, later.log_format);
+        take(&mut self.metrics_file, later.metrics_file);
     }
 }
 
@@ -132,7 +134,25 @@ impl FileCtx<'_> {
             debounce: g.debounce.and_then(|v| self.duration("debounce", &v, true)),
             restore_on_exit: g.restore_on_exit,
             log_format: g.log_format,
+            metrics_file: g.metrics_file.and_then(|v| self.metrics_file(&v)),
         }
+    }
+
+    /// `metrics_file`: empty (off), or an absolute path of a `*.prom` file (node_exporter's
+    /// textfile collector reads no other name).
+    fn metrics_file(&mut self, v: &Spanned<String>) -> Option<MetricsFile> {
+        let text = v.get_ref();
+        if text.is_empty() {
+            return Some(MetricsFile::Off);
+        }
+        let path = std::path::Path::new(text);
+        let named = path.file_name().is_some_and(|n| n.len() > ".prom".len());
+        if path.is_absolute() && named && text.ends_with(".prom") && !text.contains('\0') {
+            return Some(MetricsFile::At(path.to_path_buf()));
+        }
+        let at = self.loc(v.span().start);
+        self.errors.push(ConfigError::MetricsFile { at, value: text.clone() });
+        None
     }
 
     /// A duration value; zero only where `zero_ok`.

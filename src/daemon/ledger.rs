@@ -123,6 +123,11 @@ impl Ledger {
         self.warned.clear();
     }
 
+    /// Whether the daemon has written `irq` since it first saw it (and the IRQ stayed present).
+    pub fn wrote(&self, irq: u32) -> bool {
+        self.changed.contains(&irq)
+    }
+
     /// For `restore_on_exit`: every IRQ the daemon wrote, with the mask it had when first seen.
     pub fn restore_list(&self) -> Vec<(u32, CpuSet)> {
         self.changed.iter().filter_map(|irq| Some((*irq, self.originals.get(irq)?.clone()))).collect()
@@ -149,7 +154,9 @@ mod tests {
             recognised: Recognition::Table { driver: "ixgbe", pattern: "{if}" },
             managed: action == Action::Managed,
             current: Some(set(current)),
+            current_locality: None,
             desired: Some(set(desired)),
+            hint: None,
             action,
             reason: "test".into(),
             fallback: None,
@@ -182,6 +189,7 @@ mod tests {
             strategy: StrategyName::NumaHop,
             reason: "test".into(),
             old: Some(set(old)),
+            wanted: Some(set(new)),
             result: WriteOutcome::Written {
                 cpus: set(new),
                 verified: Verification { readback: Some(set(new)), matches: true, effective: Effective::Absent },

@@ -3,8 +3,10 @@
 //!
 //! Journal fields: tracing-journald upper-cases field names, so the tracing field `irq_name`
 //! becomes the journal field `IRQ_NAME`; with `with_field_prefix(None)` no `F_` is prepended.
-//! Guarantee: one INFO entry per applied change carrying `IRQ`, `IRQ_NAME`, `DEVICE`, `DRIVER`,
-//! `QUEUE`, `CPUS_OLD`, `CPUS_NEW`, `STRATEGY`, `REASON`.
+//! Guarantee: one INFO entry per applied change carrying `MESSAGE_ID`, `IRQ`, `IRQ_NAME`,
+//! `DEVICE`, `DRIVER`, `QUEUE` (only for an IRQ that serves a queue), `CPUS_OLD`, `CPUS_NEW`,
+//! `STRATEGY`, `REASON`; every other entry about an IRQ carries `MESSAGE_ID`, `IRQ`, `DEVICE` and
+//! `DRIVER` too.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -13,6 +15,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
+use super::catalog;
 use crate::apply::{Change, WriteOutcome};
 use crate::config::LogFormat;
 
@@ -79,13 +82,14 @@ fn list(set: Option<&crate::cpuset::CpuSet>) -> String {
     set.map_or_else(|| "?".to_string(), |s| s.to_list_string())
 }
 
-/// Logs one change of a pass: INFO with the journal fields for a write, WARN with the error
-/// class for a failure, INFO for an IRQ learned to be kernel-managed or gone.
+/// Logs one change of a pass, each kind with its `MESSAGE_ID` (see [`super::catalog`]): INFO
+/// with every journal field for a write, WARN with the error class for a failure, INFO for an
+/// IRQ learned to be kernel-managed or gone. Every entry carries `IRQ`, `IRQ_NAME`, `DEVICE`,
+/// `DRIVER`; `QUEUE` only when the IRQ serves a queue (absent, not empty, otherwise).
 pub fn log_change(c: &Change) {
     let who = c.device_name.as_deref().unwrap_or(&c.device);
     let irq_name = c.irq_name.as_deref().unwrap_or("");
     let driver = c.driver.as_deref().unwrap_or("");
-    let queue = c.queue.map(|q| q.to_string()).unwrap_or_default();
     let old = list(c.old.as_ref());
     match &c.result {
         WriteOutcome::Written { cpus, .. } | WriteOutcome::WrittenFallback { cpus, .. } => {
@@ -96,11 +100,12 @@ pub fn log_change(c: &Change) {
                 ""
             };
             tracing::info!(
+                message_id = catalog::MAPPING_APPLIED,
                 irq = c.irq,
                 irq_name,
                 device = c.device.as_str(),
                 driver,
-                queue = queue.as_str(),
+                queue = c.queue,
                 cpus_old = old.as_str(),
                 cpus_new = new.as_str(),
                 strategy = c.strategy.as_str(),
@@ -110,26 +115,43 @@ pub fn log_change(c: &Change) {
             );
         }
         WriteOutcome::Managed { .. } => tracing::info!(
+            message_id = catalog::IRQ_MANAGED,
             irq = c.irq,
+            irq_name,
             device = c.device.as_str(),
+            driver,
+            queue = c.queue,
             "irq {} of {who}: the kernel refused the write (kernel-managed); left alone from now on",
             c.irq
         ),
-        WriteOutcome::Gone { .. } => {
-            tracing::info!(
+        WriteOutcome::Gone { .. } => tracing::info!(
+            message_id = catalog::IRQ_GONE,
+            irq = c.irq,
+            irq_name,
+            device = c.device.as_str(),
+            driver,
+            queue = c.queue,
+            "irq {} of {who}: gone before it was written",
+            c.irq
+        ),
+        WriteOutcome::Failed { class, error } => {
+            let class_name = serde_json::to_value(class).ok().and_then(|v| v.as_str().map(String::from));
+            let wanted = list(c.wanted.as_ref());
+            tracing::warn!(
+                message_id = catalog::WRITE_FAILED,
                 irq = c.irq,
+                irq_name,
                 device = c.device.as_str(),
-                "irq {} of {who}: gone before it was written",
+                driver,
+                queue = c.queue,
+                cpus_old = old.as_str(),
+                cpus_wanted = wanted.as_str(),
+                class = class_name.as_deref().unwrap_or("other"),
+                error = error.as_str(),
+                "irq {} of {who}: write failed ({class:?}): {error}",
                 c.irq
             )
         }
-        WriteOutcome::Failed { class, error } => tracing::warn!(
-            irq = c.irq,
-            device = c.device.as_str(),
-            class = ?class,
-            "irq {} of {who}: write failed ({class:?}): {error}",
-            c.irq
-        ),
     }
 }
 

@@ -13,15 +13,20 @@
 //!   error and the previous one kept), pass, `READY=1`. `SIGTERM`/`SIGINT`: `STOPPING=1`, restore
 //!   the masks found at start when `restore_on_exit`, return.
 //! - The watchdog is pinged from the loop itself: a pass that hangs stops the pings.
+//! - Counters ([`counters`]) run from start to stop, across reloads; after every pass they go to
+//!   the state file and, at most once per second, to `metrics_file` ([`metrics_file`]).
 
+pub mod catalog;
+pub mod counters;
 pub mod ledger;
 pub mod logging;
+pub mod metrics_file;
 pub mod notify;
 pub mod peers;
 pub mod state;
 
-use std::collections::BTreeSet;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::collections::{BTreeSet, VecDeque};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{mpsc, watch};
 use tokio::time::{interval, Interval, MissedTickBehavior};
@@ -34,7 +39,9 @@ use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
 use crate::topology::Topology;
 
+use counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
 use ledger::Ledger;
+use metrics_file::Pacer;
 use notify::Notifier;
 use state::StateRecord;
 
@@ -63,12 +70,23 @@ pub struct Daemon {
     passes: watch::Sender<u64>,
     notifier: Notifier,
     state_failed: bool,
+    counters: Counters,
+    /// The last [`RECENT_CHANGES`] writes, oldest first.
+    recent: VecDeque<RecentChange>,
+    metrics_pacer: Pacer,
+    /// The metrics file that last failed to be written (said once until it works again).
+    metrics_failed: Option<std::path::PathBuf>,
 }
 
 /// Seconds since the Unix epoch (0 if the clock is before it): the one wall clock of the state
 /// file and `status`.
 pub fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// [`unix_now`] with its fraction, for the metrics' timestamps.
+fn unix_now_f64() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Why a batch ran a pass, in words for the log and the state file.
@@ -92,6 +110,7 @@ pub fn describe(batch: &Batch) -> Vec<String> {
 impl Daemon {
     /// A daemon for `root` with an already loaded `config`; nothing is read or written yet.
     pub fn new(root: Root, paths: ConfigPaths, config: Config) -> Daemon {
+        let started = unix_now();
         Daemon {
             root,
             paths,
@@ -103,11 +122,20 @@ impl Daemon {
             last_counts: Summary::default(),
             last_error: None,
             last_topology: None,
-            started: unix_now(),
+            started,
             passes: watch::channel(0).0,
             notifier: Notifier::new(),
             state_failed: false,
+            counters: Counters::new(started),
+            recent: VecDeque::new(),
+            metrics_pacer: Pacer::default(),
+            metrics_failed: None,
         }
+    }
+
+    /// The counters since start (what the metrics file and `status` show).
+    pub fn counters(&self) -> &Counters {
+        &self.counters
     }
 
     pub fn config(&self) -> &Config {
@@ -169,15 +197,22 @@ impl Daemon {
             timer
         });
         loop {
+            let metrics_due = self.metrics_pacer.due();
             tokio::select! {
                 batch = batches.recv() => match batch {
                     Some(batch) if !batch.stop => self.handle(batch),
                     _ => break,
                 },
                 _ = tick(&mut watchdog) => self.notifier.watchdog(),
+                _ = deadline(metrics_due) => self.publish_metrics(),
             }
         }
         collector.abort();
+        // A metrics write still held back by the once-per-second limit is made before stopping.
+        if self.metrics_pacer.due().is_some() {
+            deadline(self.metrics_pacer.due()).await;
+            self.publish_metrics();
+        }
         self.shutdown();
     }
 
@@ -206,39 +241,62 @@ impl Daemon {
                 tracing::info!("configuration reloaded from {} file(s)", config.sources.len());
                 self.config = config;
                 self.ledger.forget_warnings();
+                self.counters.record_reload(true);
             }
             Err(EngineError::Config(errors)) => {
                 for e in &errors.0 {
                     tracing::error!("{e}");
                 }
-                tracing::error!("configuration not reloaded ({} error(s)); keeping the previous one", errors.0.len());
+                tracing::error!(
+                    message_id = catalog::CONFIG_REJECTED,
+                    config_errors = errors.0.len(),
+                    "configuration not reloaded ({} error(s)); keeping the previous one",
+                    errors.0.len()
+                );
+                self.counters.record_reload(false);
             }
-            Err(e) => tracing::error!("configuration not reloaded: {e}; keeping the previous one"),
+            Err(e) => {
+                tracing::error!(
+                    message_id = catalog::CONFIG_REJECTED,
+                    error = %e,
+                    "configuration not reloaded: {e}; keeping the previous one"
+                );
+                self.counters.record_reload(false);
+            }
         }
     }
 
     /// One full pass; never fails: errors are logged and the previous placement stays.
     pub fn pass(&mut self, why: Vec<String>) {
         let number = *self.passes.borrow() + 1;
-        match self.plan() {
+        let began = Instant::now();
+        let ok = match self.plan() {
             Err(e) => {
                 let message = e.to_string();
                 if self.last_error.as_deref() != Some(message.as_str()) {
                     tracing::error!(
+                        message_id = catalog::PASS_FAILED,
+                        pass = number,
+                        triggers = why.join(", "),
+                        error = message.as_str(),
                         "pass {number} ({}) failed, keeping the current placement: {message}",
                         why.join(", ")
                     );
                 }
                 self.last_error = Some(message);
+                false
             }
             Ok(planned) => {
                 if self.last_error.take().is_some() {
                     tracing::info!("pass {number} succeeded again");
                 }
                 self.apply(number, &why, planned.plan);
+                true
             }
-        }
+        };
+        self.counters.record_pass(&why, ok, began.elapsed(), unix_now_f64());
         self.write_state(number, &why);
+        self.publish_metrics();
         self.passes.send_replace(number);
     }
 
@@ -266,20 +324,39 @@ impl Daemon {
         }
         for d in self.ledger.observe(&plan) {
             let found = d.found.map_or("unreadable".into(), |f| f.to_list_string());
+            let placed = d.placed.to_list_string();
+            let (dev, p) = plan.find_irq(d.irq).map_or((None, None), |(dev, p)| (Some(dev), Some(p)));
             tracing::warn!(
+                message_id = catalog::DRIFT_RESTORED,
                 irq = d.irq,
-                "irq {} drifted from {} to {found}, restoring",
-                d.irq,
-                d.placed.to_list_string()
+                irq_name = d.name.as_deref().unwrap_or(""),
+                device = dev.map_or("", |dev| dev.bdf.as_str()),
+                driver = dev.and_then(|dev| dev.driver.as_deref()).unwrap_or(""),
+                queue = p.and_then(|p| p.queue),
+                cpus_placed = placed.as_str(),
+                cpus_found = found.as_str(),
+                "irq {} drifted from {placed} to {found}, restoring",
+                d.irq
             );
+            if let Some(dev) = dev {
+                self.counters.record_drift(DeviceLabels::of(dev));
+            }
         }
         let report = apply_plan(&plan, &ProcIrq::new(self.root.clone()));
         report.changes.iter().for_each(logging::log_change);
         self.ledger.record(&plan, &report);
         self.known_managed.extend(report.learned_managed.iter().copied());
         for news in self.ledger.managed_news(&plan) {
+            // The ledger names a device by its name, else its PCI address.
+            let dev = plan.devices.iter().find(|d| d.name.as_deref().unwrap_or(&d.bdf) == news.device);
+            let bdf = dev.map_or(news.device.as_str(), |d| d.bdf.as_str());
+            let driver = dev.and_then(|d| d.driver.as_deref());
             if news.mismatched.is_empty() {
                 tracing::info!(
+                    message_id = catalog::MANAGED_VERIFIED,
+                    device = bdf,
+                    driver = driver.unwrap_or(""),
+                    managed_irqs = news.managed,
                     "{}: {} IRQs are kernel-managed; predicted placement matches",
                     news.device,
                     news.managed
@@ -287,6 +364,11 @@ impl Daemon {
             } else {
                 let irqs: Vec<String> = news.mismatched.iter().map(u32::to_string).collect();
                 tracing::warn!(
+                    message_id = catalog::MANAGED_MISMATCH,
+                    device = bdf,
+                    driver = driver.unwrap_or(""),
+                    managed_irqs = news.managed,
+                    mismatched_irqs = irqs.join(" "),
                     "{}: {} IRQs are kernel-managed; IRQ(s) {} are not where the kernel's spreading predicts",
                     news.device,
                     news.managed,
@@ -297,13 +379,28 @@ impl Daemon {
         let r = report.summary;
         self.last_counts = r;
         if !report.changes.is_empty() {
+            let status = self.last_counts.status_line();
             tracing::info!(
-                "pass {number} ({}): {} written, {} failed; {}",
+                message_id = catalog::PASS_SUMMARY,
+                pass = number,
+                triggers = why.join(", "),
+                written = r.written,
+                failed = r.failed,
+                status = status.as_str(),
+                "pass {number} ({}): {} written, {} failed; {status}",
                 why.join(", "),
                 r.written,
-                r.failed,
-                self.last_counts.status_line()
+                r.failed
             );
+        }
+        self.counters.record_writes(&report);
+        self.counters.devices = counters::device_states(&plan, &report, |irq| self.ledger.wrote(irq));
+        let at = unix_now();
+        for c in &report.changes {
+            if self.recent.len() == RECENT_CHANGES {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(RecentChange::of(c, number, at));
         }
         self.last_plan = plan;
         self.last_report = report;
@@ -323,12 +420,37 @@ impl Daemon {
             config_sources: &self.config.sources,
             plan: &self.last_plan,
             report: &self.last_report,
+            counters: &self.counters,
+            recent_changes: self.recent.make_contiguous(),
         };
         match state::write_state(&self.root, &record) {
             Ok(()) => self.state_failed = false,
             Err(e) if !self.state_failed => {
                 tracing::warn!("state file not written: {e}");
                 self.state_failed = true;
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// Writes the metrics file (when one is configured or the default directory exists), unless
+    /// the last write was less than a second ago: then it is due at the end of that second and
+    /// the loop calls this again. A failure is logged once per path until a write works.
+    fn publish_metrics(&mut self) {
+        let Some(path) = metrics_file::resolve(&self.root, &self.config.global.metrics_file) else {
+            self.metrics_pacer.forget_pending();
+            return;
+        };
+        let now = Instant::now();
+        if !self.metrics_pacer.offer(now) {
+            return;
+        }
+        self.metrics_pacer.wrote(now);
+        match metrics_file::write_atomically(&path, &self.counters.render(env!("CARGO_PKG_VERSION"))) {
+            Ok(()) => self.metrics_failed = None,
+            Err(e) if self.metrics_failed.as_ref() != Some(&path) => {
+                tracing::warn!("metrics not written: {e}");
+                self.metrics_failed = Some(path);
             }
             Err(_) => {}
         }
@@ -354,6 +476,14 @@ impl Daemon {
         if !todo.is_empty() {
             tracing::info!("restored {restored} of {} IRQs to the masks found at start", todo.len());
         }
+    }
+}
+
+/// Waits until `at`; forever when there is nothing to wait for.
+async fn deadline(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::counters::{render_status_section, Counters, RecentChange};
 use crate::apply::ApplyReport;
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
@@ -48,6 +49,10 @@ pub struct StateRecord<'a> {
     pub config_sources: &'a [PathBuf],
     pub plan: &'a Plan,
     pub report: &'a ApplyReport,
+    /// Since start (the same counters as the metrics file).
+    pub counters: &'a Counters,
+    /// The last writes, oldest first.
+    pub recent_changes: &'a [RecentChange],
 }
 
 /// Writes `record` to `ROOT/run/irqwise/state.json` atomically.
@@ -83,6 +88,11 @@ pub struct StateView {
     pub status: String,
     pub error: Option<String>,
     pub plan: PlanView,
+    /// Absent in state files of versions without counters.
+    #[serde(default)]
+    pub counters: Option<Counters>,
+    #[serde(default)]
+    pub recent_changes: Vec<RecentChange>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -145,6 +155,9 @@ pub fn render_status(s: &StateView, now: u64, alive: bool) -> String {
             let pname = p.name.as_deref().unwrap_or("-");
             out.push_str(&format!("  irq {:>5} {pname:<24} {:<8} {cpus}\n", p.irq, p.action));
         }
+    }
+    if let Some(counters) = &s.counters {
+        out.push_str(&render_status_section(counters, &s.recent_changes, now));
     }
     out
 }

@@ -14,6 +14,7 @@ use crate::devices::{Device, DeviceClass, IrqVector, QueuePattern, Recognition};
 use crate::kernel::GroupRules;
 use crate::policy::Policy;
 use crate::strategy::{decide, Decision, DeviceContext, StrategyName};
+use crate::topology::locality::classify_mask;
 use crate::topology::Topology;
 
 /// Machine-wide inputs of planning.
@@ -55,7 +56,8 @@ fn plan_device(ctx: &PlanContext, dev: &Device, policy: &Policy) -> (DevicePlan,
     let strategy = policy.strategy.unwrap_or_else(|| StrategyName::default_for(dev.class));
     let (dctx, setup) = DeviceContext::new(ctx.topo, dev, policy, ctx.group_rules, ctx.respect_isolation, strategy);
     let decisions = decide(strategy, &dctx, setup.note.as_deref(), ctx.known_managed);
-    let irqs = dev.vectors.iter().zip(decisions).map(|(v, d)| place(ctx, v, d, &dctx.node_cpus.cpus)).collect();
+    let irqs =
+        dev.vectors.iter().zip(decisions).map(|(v, d)| place(ctx, v, d, &dctx.node_cpus.cpus, dctx.node)).collect();
     let plan = DevicePlan {
         bdf: dev.bdf.clone(),
         class: dev.class,
@@ -107,8 +109,9 @@ fn unrecognised_warning(dev: &Device, plan: &DevicePlan) -> Option<String> {
 }
 
 /// Compares a decision with the IRQ's current mask.
-/// `fallback` is written instead when the desired CPUs have no free vectors (ENOSPC).
-fn place(ctx: &PlanContext, v: &IrqVector, d: Decision, fallback: &CpuSet) -> Placement {
+/// `fallback` is written instead when the desired CPUs have no free vectors (ENOSPC); `node` is
+/// the device's node placement starts from (for the current mask's locality).
+fn place(ctx: &PlanContext, v: &IrqVector, d: Decision, fallback: &CpuSet, node: Option<u32>) -> Placement {
     let managed = d.managed || v.managed || ctx.known_managed.contains(&v.irq);
     // An unreadable current mask is still written: the target is known, and the writer
     // classifies whatever is wrong with the file (gone, not writable, ...) instead of the IRQ
@@ -124,6 +127,8 @@ fn place(ctx: &PlanContext, v: &IrqVector, d: Decision, fallback: &CpuSet) -> Pl
         (Action::Managed, _) if !d.managed => "kernel-managed: cannot be moved".to_string(),
         _ => d.reason,
     };
+    let desired = if managed && !d.managed { v.current.clone() } else { d.desired };
+    let current_locality = v.current.as_ref().and_then(|c| classify_mask(ctx.topo, c, desired.as_ref(), node));
     Placement {
         irq: v.irq,
         name: v.name.clone(),
@@ -132,7 +137,9 @@ fn place(ctx: &PlanContext, v: &IrqVector, d: Decision, fallback: &CpuSet) -> Pl
         recognised: v.recognised.clone(),
         managed,
         current: v.current.clone(),
-        desired: if managed && !d.managed { v.current.clone() } else { d.desired },
+        current_locality,
+        desired,
+        hint: v.hint.clone(),
         action,
         reason,
         fallback: (action == Action::Set && !fallback.is_empty()).then(|| fallback.clone()),
