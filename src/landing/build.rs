@@ -11,7 +11,7 @@ use super::counts::{deltas, InterruptCounts};
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, QueueRole};
 use crate::plan::{Action, Plan};
-use crate::topology::locality::{classify_cpu, node_of, Locality};
+use crate::topology::locality::{node_of, Locality, Nearness};
 use crate::topology::Topology;
 
 /// The version of the `report --json` document.
@@ -169,13 +169,14 @@ pub fn build_landing(
                 .iter()
                 .map(|p| {
                     let desired = if p.action == Action::Skip { None } else { p.desired.clone() };
+                    let nearness = Nearness::new(topo, desired.as_ref(), d.node);
                     let mut locality = LocalityCounts::default();
                     let cpus: Vec<CpuLanding> = fired
                         .get(&p.irq)
                         .unwrap_or(&empty)
                         .iter()
                         .map(|(&cpu, &n)| {
-                            let class = classify_cpu(topo, cpu, desired.as_ref(), d.node);
+                            let class = nearness.as_ref().map(|near| near.of_cpu(cpu));
                             locality.add(class, n);
                             CpuLanding { cpu, interrupts: n, rate: per_second(n, seconds), locality: class }
                         })
