@@ -469,7 +469,17 @@ impl Daemon {
             match writer.write(*irq, cpus) {
                 Ok(_) => restored += 1,
                 Err(e) => {
-                    tracing::warn!(irq, "irq {irq}: not restored to {} ({:?}): {e}", cpus.to_list_string(), e.class())
+                    let (dev, p) = self.last_plan.find_irq(*irq).map_or((None, None), |(d, p)| (Some(d), Some(p)));
+                    tracing::warn!(
+                        irq,
+                        irq_name = p.and_then(|p| p.name.as_deref()).unwrap_or(""),
+                        device = dev.map_or("", |d| d.bdf.as_str()),
+                        driver = dev.and_then(|d| d.driver.as_deref()).unwrap_or(""),
+                        queue = p.and_then(|p| p.queue),
+                        "irq {irq}: not restored to {} ({:?}): {e}",
+                        cpus.to_list_string(),
+                        e.class()
+                    )
                 }
             }
         }
