@@ -9,9 +9,10 @@ GUEST_MODULES="nvme vmxnet3"
 # scenario_files: the scenario scripts to run: all, or those whose number prefix is listed in
 # IRQWISE_VM_SCENARIOS.
 scenario_files() {
-  local f
+  local f n
   for f in "$VM_DIR"/guest/scenarios/[0-9][0-9]-*.sh; do
-    if [ -z "${IRQWISE_VM_SCENARIOS:-}" ] || [[ " $IRQWISE_VM_SCENARIOS " == *" $(basename "${f%%-*}") "* ]]; then echo "$f"; fi
+    n=$(basename "$f"); n=${n%%-*}   # the number prefix (the directory may hold a '-' too)
+    if [ -z "${IRQWISE_VM_SCENARIOS:-}" ] || [[ " $IRQWISE_VM_SCENARIOS " == *" $n "* ]]; then echo "$f"; fi
   done
 }
 
