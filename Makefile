@@ -2,7 +2,7 @@
 CARGO ?= cargo
 BIN := target/release/irqwise
 
-.PHONY: run test deps build bench fmt clippy assets deb rpm install uninstall package-test
+.PHONY: run test deps build bench fmt clippy assets deb rpm install uninstall package-test fuzz
 
 build:
 	$(CARGO) build --release
@@ -27,6 +27,11 @@ test: deps
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
 		$(CARGO) nextest run --all-targets --no-fail-fast && $(CARGO) test --doc; \
 	else $(CARGO) test --all-targets --no-fail-fast; fi
+
+# Hostile input at length: 500 mutated fixture roots through the real plan and apply, and
+# 10,000 cases of each parser property (make test runs the same tests with 24 and 256 cases).
+fuzz: deps
+	IRQWISE_FUZZ_CASES=500 PROPTEST_CASES=10000 $(CARGO) test --release --test fuzz_roots --test parser_props -- --nocapture
 
 bench: deps
 	$(CARGO) bench --bench spreading

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use crate::config::{self, Config, ConfigErrors, ConfigPaths};
+use crate::config::{self, Config, ConfigErrors, ConfigPaths, ConfigWarning, Machine};
 use crate::cpuset::CpuSet;
 use crate::devices::{discover_devices, udev_properties, Device, DevicesError};
 use crate::kernel::{GroupRules, KernelVersion, KernelVersionError};
@@ -56,11 +56,29 @@ pub fn possible_cpus(root: &Root) -> Result<CpuSet, TopologyError> {
     Topology::discover_possible(root)
 }
 
-/// Loads the configuration at `paths`, validating CPU lists against `root`'s possible CPUs. The
-/// one loader of the CLI, the daemon's start and its reloads.
+/// What a configuration is validated against: `root`'s possible CPUs and node ids.
+pub fn machine(root: &Root) -> Result<Machine, TopologyError> {
+    let nodes = Topology::discover_node_ids(root)?.into_iter().collect();
+    Ok(Machine { possible: possible_cpus(root)?, nodes: Some(nodes) })
+}
+
+/// Loads the configuration at `paths`, validated against `root`'s machine, with its warnings.
+/// The one loader of the CLI, the daemon's start and its reloads: only errors refuse a
+/// configuration.
+pub fn load_config_with_warnings(
+    root: &Root,
+    paths: &ConfigPaths,
+) -> Result<(Config, Vec<ConfigWarning>), EngineError> {
+    let report = config::check(paths, &machine(root)?);
+    match report.config {
+        Some(config) => Ok((config, report.warnings)),
+        None => Err(EngineError::Config(ConfigErrors(report.errors))),
+    }
+}
+
+/// [`load_config_with_warnings`] without the warnings.
 pub fn load_config(root: &Root, paths: &ConfigPaths) -> Result<Config, EngineError> {
-    let possible = possible_cpus(root)?;
-    Ok(config::load(paths, &possible).map_err(ConfigErrors)?)
+    load_config_with_warnings(root, paths).map(|(c, _)| c)
 }
 
 /// The kernel version whose rules apply: `explicit` (`--kernel`), else the root's `osrelease`,

@@ -22,4 +22,9 @@ pub mod policy;
 pub mod snapshot;
 pub mod strategy;
 pub mod sysfs;
+pub mod text;
 pub mod topology;
+
+/// The version of every JSON document irqwise writes (plan, apply, status and its state file,
+/// topology, spread, check-config), its first key: tools check it before reading the rest.
+pub const JSON_SCHEMA: u32 = 1;

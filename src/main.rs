@@ -9,11 +9,19 @@ use clap::Parser;
 
 use irqwise::cli::args::{Cli, Command, SpreadCommand};
 use irqwise::cli::{self, CliError, Outcome};
+use irqwise::text::printable_lines;
 
 fn run(cli: Cli) -> Result<Outcome, CliError> {
     let root = irqwise::sysfs::Root::new(&cli.global.root);
+    // A mistyped --root or --config must not plan "nothing" and succeed.
+    if !matches!(cli.command, Command::Status { .. }) {
+        cli::require_root(&root)?;
+    }
+    if let Some(dir) = &cli.global.config {
+        cli::require_config_dir(dir)?;
+    }
     let paths = cli::config_paths(cli.global.config.as_deref());
-    let ok = |text: String| Outcome { text, exit: 0 };
+    let ok = Outcome::ok;
     match cli.command {
         Command::Topology { json } => cli::topology(&root, json).map(ok),
         Command::Spread { what: SpreadCommand::Numa { node, order, json } } => {
@@ -29,7 +37,7 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::Report { interval, json, watch, between_samples } => {
             cli::report(&root, &paths, &cli::ReportRequest { interval, json, watch, between_samples })
         }
-        Command::CheckConfig { paths: files } => cli::check_config(&root, &paths, &files),
+        Command::CheckConfig { paths: files, strict, json } => cli::check_config(&root, &paths, &files, strict, json),
         Command::Snapshot { out } => cli::snapshot(&root, &out).map(ok),
         Command::Run { once } => cli::run(&root, &paths, cli.global.log_format, once),
         Command::Status { json } => cli::status(&root, json),
@@ -38,12 +46,15 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
-        Ok(Outcome { text, exit }) => {
-            print!("{text}");
+        // Names and contents read from the system may hold control characters: escaped here,
+        // once, for every command's output.
+        Ok(Outcome { text, stderr, exit }) => {
+            eprint!("{}", printable_lines(&stderr));
+            print!("{}", printable_lines(&text));
             ExitCode::from(exit)
         }
         Err(e) => {
-            eprintln!("irqwise: {e}");
+            eprintln!("irqwise: {}", printable_lines(&e.to_string()));
             ExitCode::from(e.exit_code())
         }
     }

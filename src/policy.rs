@@ -75,6 +75,9 @@ pub struct Policy {
     pub queue_pattern: Option<(QueuePattern, RuleRef)>,
     /// Every rule that matched, in application order (what `plan` shows as "decided by").
     pub matched_rules: Vec<RuleRef>,
+    /// Settings of the deciding rules this machine made void, by key, with the words plan
+    /// reasons give for the fallback (a later rule setting the key drops the note).
+    pub voided: Vec<(&'static str, String)>,
 }
 
 impl Policy {
@@ -122,6 +125,15 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
         overwrite(&mut policy.queue_pattern, s.queue_pattern.clone().map(|p| (p, rule.source.clone())));
         if s.exclude_cpus.is_some() {
             exclude = s.exclude_cpus.as_ref();
+        }
+        for (key, set) in [("cpus", s.cpus.is_some()), ("admin_cpus", s.admin_cpus.is_some())] {
+            if set {
+                policy.voided.retain(|(k, _)| *k != key);
+            }
+        }
+        for (key, note) in &s.voided {
+            policy.voided.retain(|(k, _)| k != key);
+            policy.voided.push((key, note.clone()));
         }
         policy.matched_rules.push(rule.source.clone());
     }

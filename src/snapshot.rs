@@ -19,14 +19,14 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::devices::{discover_devices, udev_properties};
-use crate::sysfs::{Access, Root};
+use crate::sysfs::{Access, EntryKind, Root};
 use crate::topology::Topology;
 
 /// A snapshot could not be written; every variant names the path concerned.
@@ -128,17 +128,16 @@ impl Copier<'_> {
         let through = traversed(accesses);
         let mut links = Vec::new();
         for (rel, access) in accesses {
-            let from = self.src.path(rel);
-            let is_link = fs::symlink_metadata(&from).is_ok_and(|m| m.file_type().is_symlink());
-            let target = fs::metadata(&from);
+            let entry = self.src.entry(rel).ok();
+            let is_link = entry.is_some_and(|e| e.symlink);
             match access {
                 Access::Link => links.push(rel.clone()),
                 Access::Entry if is_link && !through.contains(rel) => links.push(rel.clone()),
                 Access::Read => self.file(rel)?,
-                Access::Listed | Access::Exists | Access::Entry => match target {
-                    Ok(m) if m.is_dir() => self.dir(rel)?,
-                    Ok(_) => self.file(rel)?,
-                    Err(_) => {}
+                Access::Listed | Access::Exists | Access::Entry => match entry.and_then(|e| e.target) {
+                    Some(EntryKind::Dir) => self.dir(rel)?,
+                    Some(_) => self.file(rel)?,
+                    None => {}
                 },
             }
         }
@@ -166,25 +165,16 @@ impl Copier<'_> {
     /// cannot be read still shows its directory (an IRQ whose files fail is still requested).
     fn parent(&mut self, rel: &Path) -> Result<(), SnapshotError> {
         match rel.parent() {
-            Some(p) if !p.as_os_str().is_empty() && fs::metadata(self.src.path(p)).is_ok_and(|m| m.is_dir()) => {
-                self.dir(p)
-            }
+            Some(p) if !p.as_os_str().is_empty() && self.src.is_dir(p) => self.dir(p),
             _ => Ok(()),
         }
     }
 
-    /// Copies one file, content and mode; absent → nothing, unreadable → skipped.
+    /// Copies one file, content and mode, as read inside the source root (a link out of it
+    /// leads nowhere); absent → nothing, unreadable or not a regular file → skipped.
     fn file(&mut self, rel: &Path) -> Result<(), SnapshotError> {
         let from = self.src.path(rel);
-        let read = fs::metadata(&from).and_then(|m| {
-            if m.is_dir() {
-                return Err(io::Error::from_raw_os_error(nix::errno::Errno::EISDIR as i32));
-            }
-            let mut bytes = Vec::new();
-            fs::File::open(&from)?.take(COPY_LIMIT).read_to_end(&mut bytes)?;
-            Ok((m, bytes))
-        });
-        let (meta, bytes) = match read {
+        let (bytes, mode) = match self.src.read_file(rel, COPY_LIMIT) {
             Ok(x) => x,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => {
@@ -200,7 +190,6 @@ impl Copier<'_> {
             len: bytes.len(),
             source,
         })?;
-        let mode = meta.permissions().mode() & 0o7777;
         fs::set_permissions(&path, fs::Permissions::from_mode(mode)).map_err(|source| SnapshotError::SetMode {
             path,
             mode,
@@ -211,9 +200,9 @@ impl Copier<'_> {
     }
 
     /// Recreates a symlink with the same target text, unless something already stands there
-    /// (a directory a reader went through).
+    /// (a directory a reader went through). The copy is a link, never the file it points to.
     fn link(&mut self, rel: &Path) -> Result<(), SnapshotError> {
-        let Ok(target) = fs::read_link(self.src.path(rel)) else { return Ok(()) };
+        let Ok(target) = self.src.link_target(rel) else { return Ok(()) };
         let path = self.out.join(rel);
         if fs::symlink_metadata(&path).is_ok() {
             return Ok(());

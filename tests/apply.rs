@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use irqwise::apply::{
-    apply_writes, AffinityWrite, AffinityWriter, ApplyError, Effective, FailureClass, ProcIrq, Verification,
+    apply_writes, AffinityWrite, AffinityWriter, ApplyError, Effective, FailureClass, Fallback, ProcIrq, Verification,
     WriteOutcome,
 };
 use irqwise::cpuset::CpuSet;
@@ -43,7 +43,7 @@ fn affinity_file(root: &Path, irq: u32) -> String {
 }
 
 fn write(irq: u32, cpus: &str) -> AffinityWrite {
-    AffinityWrite { irq, cpus: set(cpus), fallback: None }
+    AffinityWrite { irq, cpus: set(cpus), fallbacks: Vec::new() }
 }
 
 /// Wraps the real writer; fails chosen IRQs with a chosen errno a chosen number of times, and
@@ -129,8 +129,14 @@ fn injected_errnos_are_classified_and_the_rest_written() {
     faults.push((16, Errno::ENOSPC, 1));
     let writer = FaultInjector::new(dir.path(), &faults);
     // Every write carries a fallback: only ENOSPC may use it.
-    let writes: Vec<_> =
-        irqs.iter().map(|&irq| AffinityWrite { irq, cpus: set("2"), fallback: Some(set("0-3")) }).collect();
+    let writes: Vec<_> = irqs
+        .iter()
+        .map(|&irq| AffinityWrite {
+            irq,
+            cpus: set("2"),
+            fallbacks: vec![Fallback { cpus: set("0-3"), step: "the node" }],
+        })
+        .collect();
 
     let out = apply_writes(&writer, &writes);
 
@@ -144,7 +150,7 @@ fn injected_errnos_are_classified_and_the_rest_written() {
     // ENOSPC: retried once with the node's CPUs, which succeeds.
     assert_eq!(writer.calls_for(16), vec![set("2"), set("0-3")]);
     assert!(
-        matches!(&out[6].1, WriteOutcome::WrittenFallback { cpus, verified } if *cpus == set("0-3") && verified.matches)
+        matches!(&out[6].1, WriteOutcome::WrittenFallback { cpus, verified, .. } if *cpus == set("0-3") && verified.matches)
     );
     assert_eq!(affinity_file(dir.path(), 16), "0-3\n");
     assert_written(dir.path(), &out, 10, "2");
@@ -155,7 +161,11 @@ fn injected_errnos_are_classified_and_the_rest_written() {
 fn enospc_without_fallback_or_twice_is_no_vectors() {
     let dir = fixture(&[1, 2, 3]);
     let writer = FaultInjector::new(dir.path(), &[(1, Errno::ENOSPC, 1), (2, Errno::ENOSPC, 2)]);
-    let writes = [write(1, "4"), AffinityWrite { irq: 2, cpus: set("5"), fallback: Some(set("4-7")) }, write(3, "6")];
+    let writes = [
+        write(1, "4"),
+        AffinityWrite { irq: 2, cpus: set("5"), fallbacks: vec![Fallback { cpus: set("4-7"), step: "the node" }] },
+        write(3, "6"),
+    ];
     let out = apply_writes(&writer, &writes);
     assert_eq!(class_of(&out, 1), Some(FailureClass::NoVectors));
     assert_eq!(writer.calls_for(1).len(), 1, "no fallback, no retry");
@@ -173,8 +183,13 @@ fn real_failure(breakage: impl FnOnce(&Path)) -> (tempfile::TempDir, Vec<(u32, W
     breakage(&dir.path().join("proc/irq/2"));
     // No faults configured: the injector only records calls and delegates to ProcIrq.
     let writer = FaultInjector::new(dir.path(), &[]);
-    let writes: Vec<_> =
-        (1..=3).map(|irq| AffinityWrite { irq, cpus: set(&format!("{irq}")), fallback: Some(set("0-3")) }).collect();
+    let writes: Vec<_> = (1..=3)
+        .map(|irq| AffinityWrite {
+            irq,
+            cpus: set(&format!("{irq}")),
+            fallbacks: vec![Fallback { cpus: set("0-3"), step: "the node" }],
+        })
+        .collect();
     let out = apply_writes(&writer, &writes);
     assert_written(dir.path(), &out, 1, "1");
     assert_written(dir.path(), &out, 3, "3");
@@ -213,13 +228,13 @@ fn a_symlink_to_a_device_in_place_of_the_file_is_refused_not_written() {
 }
 
 #[test]
-fn directory_in_place_of_the_file_is_other() {
+fn directory_in_place_of_the_file_is_refused_as_invalid() {
     let (_dir, out, writer) = real_failure(|d| {
         fs::remove_file(d.join("smp_affinity_list")).unwrap();
         fs::create_dir(d.join("smp_affinity_list")).unwrap();
     });
-    assert_eq!(class_of(&out, 2), Some(FailureClass::Other));
-    assert!(error_of(&out, 2).contains("EISDIR"), "{}", error_of(&out, 2));
+    assert_eq!(class_of(&out, 2), Some(FailureClass::Invalid));
+    assert!(error_of(&out, 2).contains("is a directory, not a regular file"), "{}", error_of(&out, 2));
     assert_eq!(writer.calls_for(2).len(), 1, "only ENOSPC is retried");
 }
 

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use irqwise::config::{
-    check, check_files, load, parse_files, ConfigError, ConfigPaths, ConfigWarning, Global, LogFormat, SourceFile,
+    check, check_files, load, parse_files, ConfigError, ConfigPaths, ConfigWarning, Global, LogFormat, Machine,
+    SourceFile,
 };
 use irqwise::cpuset::CpuSet;
 use irqwise::devices::DeviceClass as DeviceClassName;
@@ -19,8 +20,8 @@ fn cpus(list: &str) -> CpuSet {
 }
 
 /// The machine every test validates against: CPUs 0-63.
-fn possible() -> CpuSet {
-    cpus("0-63")
+fn possible() -> Machine {
+    Machine::with_cpus(cpus("0-63"))
 }
 
 /// Writes `text` at `root/rel`, creating directories.
@@ -206,13 +207,13 @@ fn several_rules_override_key_by_key_main_file_first() {
     assert_eq!(all_three.admin_cpus, None);
     let matched: Vec<String> = all_three.matched_rules.iter().map(|r| r.to_string()).collect();
     assert_eq!(matched, want[..3].to_vec());
-    assert_eq!(all_three.allowed_cpus(&possible()), cpus("16-31"));
+    assert_eq!(all_three.allowed_cpus(&possible().possible), cpus("16-31"));
 
     let plain = resolve(&config, &nic("0000:41:00.0", "ice", &["ens1"]));
     assert_eq!(plain.cpus, Some(cpus("0-15")));
     assert_eq!(plain.node, None);
     assert_eq!(plain.queues_per_cpu, None);
-    assert_eq!(plain.allowed_cpus(&possible()), cpus("1-15"));
+    assert_eq!(plain.allowed_cpus(&possible().possible), cpus("1-15"));
     assert_eq!(plain.matched_rules.len(), 1);
 
     let onboard = resolve(&config, &nvme("0000:00:1d.0", "X", "Y"));
@@ -289,7 +290,7 @@ fn each_setting_reaches_the_policy() {
     assert_eq!(p.admin_cpus, Some(cpus("0")));
     assert_eq!(p.node, Some(3));
     assert_eq!(p.order, Some(OrderName::CoresFirst));
-    assert_eq!(p.allowed_cpus(&possible()), cpus("4,6-7"));
+    assert_eq!(p.allowed_cpus(&possible().possible), cpus("4,6-7"));
     let q = resolve(&config, &nic("0000:02:00.0", "ice", &[]));
     assert_eq!(q.strategy, Some(StrategyName::ClusterGroup));
     assert_eq!(q.queues_per_cpu, Some(4));
@@ -348,23 +349,48 @@ fn error_bad_cpu_list_points_at_the_token() {
 }
 
 #[test]
-fn error_cpus_beyond_the_machine() {
+fn cpus_beyond_the_machine_are_warnings_and_cut_to_it() {
     for key in ["cpus", "exclude_cpus", "admin_cpus"] {
-        assert_one_error(
-            &format!("[[device]]\nmatch = {{ pci = \"*\" }}\n{key} = \"60-70\"\n"),
-            3,
-            key.len() + 4,
-            &[key, "\"60-70\"", "64-70", "possible set 0-63"],
-        );
+        let text = format!("[[device]]\nmatch = {{ pci = \"*\" }}\n{key} = \"60-70\"\n");
+        let (path, errors) = errors_of(&text);
+        assert!(errors.is_empty(), "{errors:#?}");
+        let r = parse_files(&[SourceFile { path: path.clone().into(), text }], &possible());
+        assert_eq!(r.warnings.len(), 1, "{:#?}", r.warnings);
+        let w = r.warnings[0].to_string();
+        assert!(w.starts_with(&format!("{path}:3:{}: warning: ", key.len() + 4)), "{w}");
+        for needle in [key, "\"60-70\"", "64-70", "possible CPUs: 0-63", "60-63 on this machine"] {
+            assert!(w.contains(needle), "{w} lacks {needle}");
+        }
+        let s = &r.config.unwrap().rules[0].settings;
+        let got = match key {
+            "cpus" => s.cpus.clone(),
+            "exclude_cpus" => s.exclude_cpus.clone(),
+            _ => s.admin_cpus.clone(),
+        };
+        assert_eq!(got, Some(cpus("60-63")), "{key} cut to the machine");
     }
-    assert_one_error("[global]\nbanned_cpus = \"64\"\n", 2, 15, &["banned_cpus", "\"64\"", "possible set 0-63"]);
+    let r = parse_files(
+        &[SourceFile { path: "t.toml".into(), text: "[global]\nbanned_cpus = \"64\"\n".into() }],
+        &possible(),
+    );
+    assert!(r.errors.is_empty() && r.warnings[0].to_string().contains("no CPU of this machine is banned"));
+    // A list naming none of the machine's CPUs voids its setting, and says how.
+    let text = "[[device]]\nmatch = { pci = \"*\" }\ncpus = \"100-110\"\n";
+    let r = parse_files(&[SourceFile { path: "t.toml".into(), text: text.into() }], &possible());
+    let s = &r.config.unwrap().rules[0].settings;
+    assert_eq!(s.cpus, None);
+    assert!(s.voided[0].1.contains("names no CPU of this machine"), "{:?}", s.voided);
 }
 
 #[test]
 fn error_bad_durations() {
     assert_one_error("[global]\ndebounce = \"100\"\n", 2, 12, &["debounce", "\"100\"", "ms, s, m or h"]);
     assert_one_error("[global]\nreconcile_interval = \"1.5s\"\n", 2, 22, &["reconcile_interval", "\"1.5s\""]);
-    assert_one_error("[global]\nreconcile_interval = \"0s\"\n", 2, 22, &["\"0s\"", "above zero"]);
+    assert_one_error("[global]\nreconcile_interval = \"0s\"\n", 2, 22, &["\"0s\"", "from \"1s\""]);
+    // Bounded by what makes sense: a pass every millisecond burns a CPU, a 20 s debounce is slower
+    // than irqbalance.
+    assert_one_error("[global]\nreconcile_interval = \"1ms\"\n", 2, 22, &["\"1ms\"", "from \"1s\" to \"24h\""]);
+    assert_one_error("[global]\ndebounce = \"20s\"\n", 2, 12, &["\"20s\"", "to \"10s\""]);
     // A zero debounce is legal: re-plan at once.
     let (_, errors) = errors_of("[global]\ndebounce = \"0ms\"\n");
     assert!(errors.is_empty(), "{errors:?}");
@@ -400,8 +426,13 @@ fn error_allowed_set_empty_after_exclusions() {
 }
 
 #[test]
-fn error_everything_banned() {
-    assert_one_error("[global]\nbanned_cpus = \"0-63\"\n", 2, 15, &["\"0-63\"", "every possible CPU"]);
+fn banning_every_cpu_of_the_machine_is_a_warning_and_void_here() {
+    let text = "[global]\nbanned_cpus = \"0-63\"\n";
+    let r = parse_files(&[SourceFile { path: "t.toml".into(), text: text.into() }], &possible());
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let w = r.warnings[0].to_string();
+    assert!(w.starts_with("t.toml:2:15: warning: ") && w.contains("every CPU of this machine"), "{w}");
+    assert!(r.config.unwrap().global.banned_cpus.is_empty());
 }
 
 #[test]
@@ -576,7 +607,7 @@ fn example_latency_host_keeps_cpus_2_to_7_free() {
     for facts in [nic("0000:81:00.0", "mlx5_core", &["ens1"]), nvme("0000:c1:00.0", "m", "s")] {
         let p = resolve(&config, &facts);
         assert!(cpus("2-7").is_subset(&p.exclude_cpus), "{}", facts.bdf);
-        assert!(!p.allowed_cpus(&possible()).intersects(&cpus("2-7")));
+        assert!(!p.allowed_cpus(&possible().possible).intersects(&cpus("2-7")));
     }
 }
 

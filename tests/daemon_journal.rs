@@ -127,6 +127,9 @@ journalctl --update-catalog
 mkdir -p /run/systemd/journal
 /lib/systemd/systemd-journald &
 JPID=$!
+DPID=
+# Whatever happens, nothing started here outlives the script (it would hold the test's pipes).
+trap 'kill $DPID $JPID 2>/dev/null || :' EXIT
 i=0
 while [ ! -S /run/systemd/journal/socket ]; do
   i=$((i+1)); [ $i -lt 200 ] || { echo "journald did not create its socket" >&2; exit 97; }
@@ -136,7 +139,8 @@ done
 passes() {
   i=0
   while :; do
-    n=$("$IRQWISE" --root "$ROOT" status --json 2>/dev/null | sed -n 's/.*"passes": *\([0-9]*\).*/\1/p' | head -n 1)
+    # The top-level "passes" is a number (the counters' "passes" is an object).
+    n=$("$IRQWISE" --root "$ROOT" status --json 2>/dev/null | sed -n 's/.*"passes": *\([0-9][0-9]*\)[,}].*/\1/p' | head -n 1)
     [ "${n:-0}" -ge "$1" ] && return 0
     i=$((i+1)); [ $i -lt 400 ] || { echo "the daemon never reached pass $1" >&2; exit 96; }
     sleep 0.05
@@ -154,6 +158,7 @@ passes 3
 kill -TERM $DPID
 wait $DPID || echo "irqwise exited with $?" >&2
 kill -TERM $JPID; wait $JPID
+trap - EXIT
 journalctl -D "$LOGDIR/journal" -x --no-pager MESSAGE_ID="$EXPLAIN" > "$LOGDIR/explained.txt"
 "#;
 

@@ -110,7 +110,7 @@ fn metrics_file_must_be_an_absolute_prom_path_or_empty() {
     ] {
         let config = config_with(&format!("[global]\nmetrics_file = {value:?}\n"));
         let out = irqwise(dir.path(), config.path()).arg("check-config").output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         if ok {
             assert_eq!(out.status.code(), Some(0), "{value:?}: {text}");
         } else {

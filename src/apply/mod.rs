@@ -4,8 +4,8 @@
 //! Invariants:
 //! - [`apply_writes`] returns exactly one outcome per requested write, in request order; a failure
 //!   on one IRQ never prevents the writes after it.
-//! - A write is retried at most once, and only with the write's `fallback` set after the kernel
-//!   answered ENOSPC (no free vectors on the target CPUs).
+//! - A write is retried only after the kernel answered ENOSPC (no free vectors on the target
+//!   CPUs), and only with the write's fallbacks, widest last, each tried at most once.
 //! - [`ProcIrq`] never writes an IRQ whose `smp_affinity`/`smp_affinity_list` has no write bit
 //!   (kernel-managed from 6.12 on); it reports [`FailureClass::Managed`] without touching it.
 //! - Every error names the file, the value written and the errno.
@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::cpuset::CpuSet;
+pub use crate::plan::Fallback;
 use crate::sysfs::SysfsError;
 
 mod proc_irq;
@@ -61,13 +62,13 @@ impl FailureClass {
     }
 }
 
-/// One requested write. `cpus` is never empty when it comes from a plan; `fallback` is the
-/// whole node's usable CPUs, tried once if `cpus` fails with ENOSPC.
+/// One requested write. `cpus` is never empty when it comes from a plan; `fallbacks` are tried
+/// in order while the kernel answers ENOSPC (see [`crate::plan::Fallback`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AffinityWrite {
     pub irq: u32,
     pub cpus: CpuSet,
-    pub fallback: Option<CpuSet>,
+    pub fallbacks: Vec<Fallback>,
 }
 
 /// What `effective_affinity_list` showed right after a write.
@@ -116,10 +117,12 @@ pub enum WriteOutcome {
         cpus: CpuSet,
         verified: Verification,
     },
-    /// The requested set failed with ENOSPC; the fallback set was written instead.
+    /// The requested set failed with ENOSPC; the first fallback the kernel took was written
+    /// instead: `step` says which (`"same core"`, ..., `"every usable CPU"`).
     WrittenFallback {
         #[serde(rename = "new")]
         cpus: CpuSet,
+        step: String,
         verified: Verification,
     },
     /// Refused as kernel-managed (EIO/EPERM or a read-only file); the next plan knows it.
@@ -239,12 +242,13 @@ pub trait AffinityWriter {
 }
 
 /// Performs every write in order and returns one `(irq, outcome)` per write, in the same order.
-/// Never stops on a failure; after ENOSPC retries once with the write's fallback set.
+/// Never stops on a failure; after ENOSPC tries the write's fallbacks in order.
 pub fn apply_writes(writer: &dyn AffinityWriter, writes: &[AffinityWrite]) -> Vec<(u32, WriteOutcome)> {
     writes.iter().map(|w| (w.irq, apply_one(writer, w))).collect()
 }
 
-/// One write, with the single ENOSPC fallback; always yields an outcome.
+/// One write, widened step by step while the kernel has no free vectors; always yields an
+/// outcome.
 fn apply_one(writer: &dyn AffinityWriter, w: &AffinityWrite) -> WriteOutcome {
     let first = match writer.write(w.irq, &w.cpus) {
         Ok(verified) => {
@@ -253,26 +257,25 @@ fn apply_one(writer: &dyn AffinityWriter, w: &AffinityWrite) -> WriteOutcome {
         }
         Err(e) => e,
     };
-    let class = first.class();
-    let fallback = match (&w.fallback, class) {
-        (Some(fb), FailureClass::NoVectors) => fb,
-        _ => {
-            tracing::warn!(irq = w.irq, cpus = %w.cpus, ?class, error = %first, "IRQ affinity not written");
-            return WriteOutcome::not_written(class, first.to_string());
-        }
-    };
-    match writer.write(w.irq, fallback) {
-        Ok(verified) => {
-            tracing::warn!(irq = w.irq, cpus = %w.cpus, fallback = %fallback, "no vectors on the chosen CPUs; wrote the node's CPUs");
-            WriteOutcome::WrittenFallback { cpus: fallback.clone(), verified }
-        }
-        Err(second) => {
-            let class = second.class();
-            let error = format!("{first}; then the fallback {:?} failed too: {second}", fallback.to_list_string());
-            tracing::warn!(irq = w.irq, ?class, error = %error, "IRQ affinity not written");
-            WriteOutcome::not_written(class, error)
+    if first.class() != FailureClass::NoVectors || w.fallbacks.is_empty() {
+        tracing::warn!(irq = w.irq, cpus = %w.cpus, class = ?first.class(), error = %first, "IRQ affinity not written");
+        return WriteOutcome::not_written(first.class(), first.to_string());
+    }
+    let mut tried = vec![first.to_string()];
+    for fb in &w.fallbacks {
+        match writer.write(w.irq, &fb.cpus) {
+            Ok(verified) => {
+                tracing::info!(irq = w.irq, cpus = %w.cpus, fallback = %fb.cpus, step = fb.step, "no vectors on the chosen CPUs; widened");
+                return WriteOutcome::WrittenFallback { cpus: fb.cpus.clone(), step: fb.step.to_string(), verified };
+            }
+            Err(e) if e.class() == FailureClass::NoVectors => tried.push(format!("{} ({}): {e}", fb.step, fb.cpus)),
+            Err(e) => {
+                let error = format!("{}; then {} ({}) failed: {e}", tried.join("; then "), fb.step, fb.cpus);
+                return WriteOutcome::not_written(e.class(), error);
+            }
         }
     }
+    WriteOutcome::not_written(FailureClass::NoVectors, tried.join("; then "))
 }
 
 #[cfg(test)]

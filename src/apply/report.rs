@@ -57,7 +57,7 @@ pub fn apply_plan(plan: &Plan, writer: &dyn AffinityWriter) -> ApplyReport {
     let writes: Vec<AffinityWrite> = todo
         .iter()
         .filter_map(|(_, p)| {
-            p.desired.clone().map(|cpus| AffinityWrite { irq: p.irq, cpus, fallback: p.fallback.clone() })
+            p.desired.clone().map(|cpus| AffinityWrite { irq: p.irq, cpus, fallbacks: p.fallbacks.clone() })
         })
         .collect();
     let outcomes = apply_writes(writer, &writes);

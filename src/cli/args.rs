@@ -96,10 +96,17 @@ pub enum Command {
         #[arg(long, hide = true, value_name = "CMD", conflicts_with = "watch")]
         between_samples: Option<String>,
     },
-    /// Validate the configuration; non-zero exit with file:line:column on error.
+    /// Validate the configuration (against --root's machine): every error and warning of every
+    /// file with file:line:column; exit 2 on errors.
     CheckConfig {
         /// Files to check instead of the configured lookup.
         paths: Vec<PathBuf>,
+        /// Fail (exit 2) on warnings too, e.g. CPUs or nodes this machine lacks.
+        #[arg(long)]
+        strict: bool,
+        /// Print every error and warning as JSON instead.
+        #[arg(long)]
+        json: bool,
     },
     /// Copy the part of /sys and /proc that irqwise reads into OUT, usable as --root OUT.
     Snapshot {

@@ -2,6 +2,7 @@
 
 use super::{CliError, Outcome};
 use crate::config::{ConfigPaths, LogFormat};
+use crate::daemon::files::process_exists;
 use crate::daemon::state::{read_state, render_status, STATE_FILE};
 use crate::daemon::{logging, unix_now, Daemon, DaemonError};
 use crate::engine::{load_config, EngineError};
@@ -30,33 +31,29 @@ pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormat>, once: bo
     if once {
         daemon.pass(vec!["once".into()]);
         let exit = if daemon.last_report().all_ok() && daemon.last_error().is_none() { 0 } else { 1 };
-        return Ok(Outcome { text: String::new(), exit });
+        return Ok(Outcome::with_exit(String::new(), exit));
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the tokio runtime: {e}")))?;
     runtime.block_on(daemon.run()).map_err(cli_error)?;
-    Ok(Outcome { text: String::new(), exit: 0 })
+    Ok(Outcome::default())
 }
 
-/// `irqwise status [--json]`: the state file as written, or a human summary of it.
+/// `irqwise status [--json]`, with `systemctl status`'s exit codes: 0 when the daemon that wrote
+/// the state file runs, 3 when it does not (no state file, or its process is gone), 1 when the
+/// state file cannot be read.
 pub fn status(root: &Root, json: bool) -> Result<Outcome, CliError> {
+    const NOT_RUNNING: u8 = 3;
     let Some((text, view)) = read_state(root).map_err(|e| CliError::Failed(e.to_string()))? else {
-        return Err(CliError::Failed(format!("irqwise is not running (no {})", root.path(STATE_FILE).display())));
+        let stderr = format!("irqwise is not running (no {})\n", root.path(STATE_FILE).display());
+        return Ok(Outcome { text: String::new(), stderr, exit: NOT_RUNNING });
     };
+    let alive = i32::try_from(view.pid).is_ok_and(process_exists);
+    let exit = if alive { 0 } else { NOT_RUNNING };
     if json {
-        return Ok(Outcome { text, exit: 0 });
+        return Ok(Outcome::with_exit(text, exit));
     }
-    let alive = pid_alive(view.pid);
-    Ok(Outcome { text: render_status(&view, unix_now(), alive), exit: 0 })
-}
-
-/// Whether a process `pid` exists (signal 0; EPERM means it exists but is not ours).
-fn pid_alive(pid: u32) -> bool {
-    let Ok(raw) = i32::try_from(pid) else { return false };
-    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
-        Ok(()) => true,
-        Err(e) => e == nix::errno::Errno::EPERM,
-    }
+    Ok(Outcome::with_exit(render_status(&view, unix_now(), alive), exit))
 }

@@ -3,6 +3,7 @@
 use serde_json::json;
 
 use super::{to_json_text, CliError};
+use crate::cpuset::MAX_CPUS;
 use crate::engine::kernel_rules;
 use crate::kernel::{group_cpus_evenly, spread_order, GroupAlgorithm, GroupRules, SpreadOrder};
 use crate::sysfs::Root;
@@ -49,6 +50,9 @@ pub fn spread_numa(root: &Root, node: i64, order: SpreadOrder, json: bool) -> Re
 pub fn spread_groups(root: &Root, groups: usize, kernel: Option<&str>, json: bool) -> Result<String, CliError> {
     if groups == 0 {
         return Err(CliError::ZeroGroups(groups));
+    }
+    if groups > MAX_CPUS as usize {
+        return Err(CliError::TooManyGroups(groups));
     }
     let topo = Topology::discover(root)?;
     let version = kernel_rules(root, &topo, kernel)?;

@@ -6,14 +6,27 @@ use std::path::{Path, PathBuf};
 use super::{to_json_text, CliError};
 use crate::apply::{apply_plan, ProcIrq, WriteOutcome};
 use crate::config::{self, ConfigPaths};
-use crate::engine::{load_config, plan_pass, possible_cpus};
+use crate::engine::{load_config, machine, plan_pass};
 use crate::sysfs::Root;
 
-/// Text to print and the exit code it goes with.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Text to print on stdout, problems to print on stderr, and the exit code they go with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outcome {
     pub text: String,
+    pub stderr: String,
     pub exit: u8,
+}
+
+impl Outcome {
+    /// `text` on stdout, exit 0.
+    pub fn ok(text: String) -> Outcome {
+        Outcome { text, ..Outcome::default() }
+    }
+
+    /// `text` on stdout, exit `exit`.
+    pub fn with_exit(text: String, exit: u8) -> Outcome {
+        Outcome { text, exit, ..Outcome::default() }
+    }
 }
 
 /// `--config DIR` or the system's directories.
@@ -46,7 +59,7 @@ pub fn plan(root: &Root, paths: &ConfigPaths, view: PlanView) -> Result<Outcome,
         (false, false) => plan.to_table(),
     };
     let exit = if view.exit_code && plan.has_pending_writes() { EXIT_CHANGES_PENDING } else { 0 };
-    Ok(Outcome { text, exit })
+    Ok(Outcome { text, exit, ..Outcome::default() })
 }
 
 /// `irqwise apply [--dry-run] [--json]`: exit 0 when every IRQ ended as planned or was
@@ -70,25 +83,25 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
             "dry run: {} to write, {} kept, {} managed, {} skipped\n",
             s.set, s.kept, s.managed, s.skipped
         ));
-        return Ok(Outcome { text: if json { to_json_text(&pass.plan) } else { text }, exit: 0 });
+        return Ok(Outcome::ok(if json { to_json_text(&pass.plan) } else { text }));
     }
     let report = apply_plan(&pass.plan, &ProcIrq::new(root.clone()));
     let exit = if report.all_ok() { 0 } else { 1 };
     if json {
-        return Ok(Outcome { text: to_json_text(&report), exit });
+        return Ok(Outcome::with_exit(to_json_text(&report), exit));
     }
     let mut text = String::new();
     for c in &report.changes {
         let old = c.old.as_ref().map_or("?".into(), |o| o.to_list_string());
         let line = match &c.result {
-            WriteOutcome::Written { cpus, .. } | WriteOutcome::WrittenFallback { cpus, .. } => {
-                let fb = if matches!(c.result, WriteOutcome::WrittenFallback { .. }) {
-                    " (fallback: no vectors left)"
-                } else {
-                    ""
-                };
-                format!("irq {} {}: {old} -> {cpus}{fb}", c.irq, c.irq_name.as_deref().unwrap_or("-"))
+            WriteOutcome::Written { cpus, .. } => {
+                format!("irq {} {}: {old} -> {cpus}", c.irq, c.irq_name.as_deref().unwrap_or("-"))
             }
+            WriteOutcome::WrittenFallback { cpus, step, .. } => format!(
+                "irq {} {}: {old} -> {cpus} (fallback: no vectors left on the chosen CPUs, widened to {step})",
+                c.irq,
+                c.irq_name.as_deref().unwrap_or("-")
+            ),
             WriteOutcome::Managed { .. } => format!("irq {}: kernel-managed, left alone", c.irq),
             WriteOutcome::Gone { .. } => format!("irq {}: gone (device removed?), skipped", c.irq),
             WriteOutcome::Failed { class, error } => format!("irq {}: FAILED ({class:?}): {error}", c.irq),
@@ -101,32 +114,65 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
         "{} written, {} kept, {} managed, {} skipped, {} failed\n",
         s.written, s.kept, s.managed, s.skipped, s.failed
     ));
-    Ok(Outcome { text, exit })
+    Ok(Outcome::with_exit(text, exit))
 }
 
-/// `irqwise check-config [PATHS]`: errors and warnings, exit 2 on any error.
-pub fn check_config(root: &Root, paths: &ConfigPaths, files: &[PathBuf]) -> Result<Outcome, CliError> {
-    let possible = possible_cpus(root)?;
-    let report = if files.is_empty() { config::check(paths, &possible) } else { config::check_files(files, &possible) };
-    let mut text = String::new();
+/// `irqwise check-config [PATHS] [--strict] [--json]`: every error and warning of every file in
+/// file order on stderr (or all of it as JSON on stdout), a one-line verdict on stdout. Exit 0
+/// when usable (warnings allowed, unless `strict`), 2 otherwise.
+pub fn check_config(
+    root: &Root,
+    paths: &ConfigPaths,
+    files: &[PathBuf],
+    strict: bool,
+    json: bool,
+) -> Result<Outcome, CliError> {
+    let machine = machine(root)?;
+    let report = if files.is_empty() { config::check(paths, &machine) } else { config::check_files(files, &machine) };
+    let ok = report.is_ok() && (!strict || report.warnings.is_empty());
+    let exit = if ok { 0 } else { 2 };
+    if json {
+        let located = |at: Option<&config::Location>, message: String| {
+            serde_json::json!({
+                "file": at.map(|a| a.path.display().to_string()),
+                "line": at.map(|a| a.line),
+                "column": at.map(|a| a.column),
+                "message": message,
+            })
+        };
+        let doc = serde_json::json!({
+            "ok": ok,
+            "errors": report.errors.iter().map(|e| located(e.location(), e.to_string())).collect::<Vec<_>>(),
+            "warnings": report.warnings.iter().map(|w| located(Some(w.location()), w.to_string())).collect::<Vec<_>>(),
+            "sources": report.sources,
+            "masked": report.masked.iter().map(|m| serde_json::json!({"path": m.path, "by": m.by})).collect::<Vec<_>>(),
+        });
+        return Ok(Outcome::with_exit(to_json_text(&doc), exit));
+    }
+    let mut stderr = String::new();
     for e in &report.errors {
-        text.push_str(&format!("error: {e}\n"));
+        stderr.push_str(&format!("error: {e}\n"));
     }
     for w in &report.warnings {
-        text.push_str(&format!("warning: {w}\n"));
+        stderr.push_str(&format!("{w}\n"));
     }
     for m in &report.masked {
-        text.push_str(&format!("note: {} is masked by {}\n", m.path.display(), m.by.display()));
+        stderr.push_str(&format!("note: {} is masked by {}\n", m.path.display(), m.by.display()));
     }
     let sources: Vec<String> = report.sources.iter().map(|p| p.display().to_string()).collect();
-    let status = if report.is_ok() { "ok" } else { "invalid" };
-    text.push_str(&format!(
-        "{status}: {} file(s){}{}\n",
+    let verdict = match (report.is_ok(), report.warnings.len()) {
+        (false, _) => format!("invalid ({} error(s))", report.errors.len()),
+        (true, 0) => "ok".to_string(),
+        (true, n) if strict => format!("invalid with --strict ({n} warning(s))"),
+        (true, n) => format!("ok with {n} warning(s)"),
+    };
+    let text = format!(
+        "{verdict}: {} file(s){}{}\n",
         sources.len(),
         if sources.is_empty() { "" } else { ": " },
         sources.join(", ")
-    ));
-    Ok(Outcome { text, exit: if report.is_ok() { 0 } else { 2 } })
+    );
+    Ok(Outcome { text, stderr, exit })
 }
 
 /// `irqwise snapshot OUT`.

@@ -78,7 +78,7 @@ pub fn report(root: &Root, paths: &ConfigPaths, req: &ReportRequest) -> Result<O
     let mut landing = measure(root, &pass, &first, elapsed)?;
     landing.warnings.splice(0..0, first_warnings);
     let text = if req.json { to_json_text(&landing) } else { render_table(&landing) };
-    Ok(Outcome { text, exit: 0 })
+    Ok(Outcome::ok(text))
 }
 
 /// `--watch`: every `interval`, re-plans, reads the counts again and redraws the screen with the
@@ -97,10 +97,12 @@ fn watch(root: &Root, config: &crate::config::Config, interval: Duration) -> Res
         let landing = build_landing(&pass.plan, &pass.topology, &previous, &next, &effective, elapsed);
         let mut out = std::io::stdout().lock();
         // Home, clear the screen, then the table: a full redraw like top's.
-        let drawn = writeln!(out, "\x1b[H\x1b[2J{}(every {:?}; Ctrl-C stops)", render_table(&landing), interval)
-            .and_then(|_| out.flush());
+        let table = render_table(&landing);
+        // The same escaping of control characters as every other command's output.
+        let table = crate::text::printable_lines(&table);
+        let drawn = writeln!(out, "\x1b[H\x1b[2J{table}(every {interval:?}; Ctrl-C stops)").and_then(|_| out.flush());
         if drawn.is_err() {
-            return Ok(Outcome { text: String::new(), exit: 0 });
+            return Ok(Outcome::default());
         }
         previous = next;
     }

@@ -20,15 +20,37 @@ pub struct Location {
 
 impl Location {
     /// The location of byte `offset` in `text` (clamped to the text, snapped back to a character).
+    /// Scans the text: for many locations in one file use [`LineIndex`].
     pub fn at(path: &std::path::Path, text: &str, offset: usize) -> Location {
+        LineIndex::new(text).locate(path, text, offset)
+    }
+}
+
+/// Where each line of a text starts, computed once, so that finding a location costs a binary
+/// search and the length of one line: validating a file is linear in its size however many
+/// values it reports on.
+#[derive(Debug, Clone)]
+pub struct LineIndex {
+    /// Byte offset of the start of each line, ascending; the first is 0.
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        let starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        LineIndex { starts }
+    }
+
+    /// The location of byte `offset` of `text` (the text this index was built from), clamped to
+    /// the text and snapped back to a character boundary.
+    pub fn locate(&self, path: &std::path::Path, text: &str, offset: usize) -> Location {
         let mut offset = offset.min(text.len());
         while !text.is_char_boundary(offset) {
             offset -= 1;
         }
-        let before = &text[..offset];
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        let column = before[line_start..].chars().count() + 1;
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line - 1];
+        let column = text[start..offset].chars().count() + 1;
         Location { path: path.to_owned(), line, column }
     }
 }
@@ -44,6 +66,8 @@ impl fmt::Display for Location {
 pub enum ConfigError {
     #[error("{}: cannot read config file: {source}", .path.display())]
     Read { path: PathBuf, source: io::Error },
+    #[error("{at}: byte {byte:#04x} is not UTF-8; expected a UTF-8 text file")]
+    NotUtf8 { at: Location, byte: u8 },
     #[error("{}: cannot list drop-in directory: {source}", .dir.display())]
     ListDir { dir: PathBuf, source: io::Error },
     /// TOML syntax, unknown keys, wrong value types and unknown names, as the TOML parser reports
@@ -52,10 +76,6 @@ pub enum ConfigError {
     Schema { at: Location, message: String },
     #[error("{at}: {key}: {source}")]
     CpuList { at: Location, key: &'static str, source: CpuSetError },
-    #[error(
-        "{at}: {key} = {value:?} names CPU(s) {beyond} that this machine cannot have; expected CPUs within the possible set {possible}"
-    )]
-    CpusBeyondMachine { at: Location, key: &'static str, value: String, beyond: CpuSet, possible: CpuSet },
     #[error("{at}: {key} = {value:?} is not a valid duration; expected {expected}")]
     Duration { at: Location, key: &'static str, value: String, expected: &'static str },
     #[error("{at}: match.{key} = {value:?} is not a valid glob pattern: {source}")]
@@ -66,10 +86,6 @@ pub enum ConfigError {
         "{at}: cpus = {cpus:?} leaves no CPU once {excluded} (exclude_cpus and global banned_cpus) are removed; expected at least one allowed CPU"
     )]
     EmptyAllowedSet { at: Location, cpus: String, excluded: CpuSet },
-    #[error(
-        "{at}: banned_cpus = {value:?} bans every possible CPU ({possible}); expected at least one CPU left for device IRQs"
-    )]
-    EverythingBanned { at: Location, value: String, possible: CpuSet },
     #[error("{at}: admin_cpus = {value:?} contains {overlap}, which the same rule excludes; expected CPUs outside exclude_cpus")]
     AdminCpusExcluded { at: Location, value: String, overlap: CpuSet },
     #[error("{at}: queue_pattern = {value:?} {source}")]
@@ -78,6 +94,8 @@ pub enum ConfigError {
         "{at}: metrics_file = {value:?}; expected an absolute path of a file ending in .prom (node_exporter's textfile collector reads only *.prom), or \"\" for no metrics"
     )]
     MetricsFile { at: Location, value: String },
+    #[error("{at}: node = {node}: no kernel has a node {node}; expected a node id from 0 to {}", max - 1)]
+    NodeBeyondKernel { at: Location, node: u32, max: u32 },
     #[error("{at}: queues_per_cpu = 0; expected an integer of at least 1")]
     ZeroQueuesPerCpu { at: Location },
     #[error(
@@ -91,17 +109,17 @@ impl ConfigError {
     pub fn location(&self) -> Option<&Location> {
         match self {
             ConfigError::Read { .. } | ConfigError::ListDir { .. } => None,
-            ConfigError::Schema { at, .. }
+            ConfigError::NotUtf8 { at, .. }
+            | ConfigError::Schema { at, .. }
             | ConfigError::CpuList { at, .. }
-            | ConfigError::CpusBeyondMachine { at, .. }
             | ConfigError::Duration { at, .. }
             | ConfigError::Glob { at, .. }
             | ConfigError::PinWithoutCpus { at }
             | ConfigError::EmptyAllowedSet { at, .. }
-            | ConfigError::EverythingBanned { at, .. }
             | ConfigError::AdminCpusExcluded { at, .. }
             | ConfigError::ZeroQueuesPerCpu { at }
             | ConfigError::MetricsFile { at, .. }
+            | ConfigError::NodeBeyondKernel { at, .. }
             | ConfigError::QueuePattern { at, .. }
             | ConfigError::EmptyMatch { at, .. } => Some(at),
         }
@@ -121,12 +139,33 @@ pub enum ConfigWarning {
     RuleSetsNothing { at: Location },
     #[error("{at}: warning: {key} has no effect here: {why}")]
     SettingIgnored { at: Location, key: &'static str, why: &'static str },
+    /// A CPU list naming CPUs this machine cannot have: cut to the machine (`instead` says what
+    /// is left, or the fallback when nothing is).
+    #[error("{at}: warning: {key} = {value:?} names CPU(s) {beyond} this machine does not have (its possible CPUs: {possible}); {instead}")]
+    CpusBeyondMachine {
+        at: Location,
+        key: &'static str,
+        value: String,
+        beyond: CpuSet,
+        possible: CpuSet,
+        instead: String,
+    },
+    /// `banned_cpus` bans every CPU this machine has: void here.
+    #[error("{at}: warning: banned_cpus = {value:?} bans every CPU of this machine ({possible}); the ban is ignored on this machine")]
+    EverythingBanned { at: Location, value: String, possible: CpuSet },
+    /// A node id this machine does not have: the device's own node is used.
+    #[error("{at}: warning: node = {node}: this machine has no node {node} (its nodes: {nodes}); devices the rule matches keep their own node")]
+    NodeNotOnMachine { at: Location, node: u32, nodes: String },
 }
 
 impl ConfigWarning {
     pub fn location(&self) -> &Location {
         match self {
-            ConfigWarning::RuleSetsNothing { at } | ConfigWarning::SettingIgnored { at, .. } => at,
+            ConfigWarning::RuleSetsNothing { at }
+            | ConfigWarning::SettingIgnored { at, .. }
+            | ConfigWarning::CpusBeyondMachine { at, .. }
+            | ConfigWarning::EverythingBanned { at, .. }
+            | ConfigWarning::NodeNotOnMachine { at, .. } => at,
         }
     }
 }

@@ -6,11 +6,11 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::cpuset::CpuSet;
+use crate::sysfs::read_regular_file;
 
-use super::error::{ConfigError, ConfigWarning};
+use super::error::{ConfigError, ConfigWarning, Location};
 use super::validate::{validate_file, FileLayer, GlobalLayer};
-use super::{Config, Global};
+use super::{Config, Global, Machine};
 
 /// Where the configuration lives. Drop-in directories are listed lowest precedence first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,23 +79,23 @@ pub struct SourceFile {
 /// Reads and validates the configuration; every error of every file on failure. `possible` is
 /// the host's possible CPUs (`/sys/devices/system/cpu/possible`): CPU lists naming others are
 /// errors.
-pub fn load(paths: &ConfigPaths, possible: &CpuSet) -> Result<Config, Vec<ConfigError>> {
-    let report = check(paths, possible);
+pub fn load(paths: &ConfigPaths, machine: &Machine) -> Result<Config, Vec<ConfigError>> {
+    let report = check(paths, machine);
     report.config.ok_or(report.errors)
 }
 
 /// Reads and validates the configuration, keeping warnings and masking information.
-pub fn check(paths: &ConfigPaths, possible: &CpuSet) -> CheckReport {
+pub fn check(paths: &ConfigPaths, machine: &Machine) -> CheckReport {
     let mut errors = Vec::new();
     let (dropins, masked) = find_dropins(&paths.dropin_dirs, &mut errors);
     let mut files = Vec::new();
-    match std::fs::read_to_string(&paths.main) {
+    match read_config_file(&paths.main) {
         Ok(text) => files.push(SourceFile { path: paths.main.clone(), text }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(source) => errors.push(ConfigError::Read { path: paths.main.clone(), source }),
+        Err(ConfigError::Read { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => errors.push(e),
     }
     files.extend(read_all(&dropins, &mut errors));
-    let mut report = parse_files(&files, possible);
+    let mut report = parse_files(&files, machine);
     errors.append(&mut report.errors);
     report.errors = errors;
     if !report.errors.is_empty() {
@@ -106,10 +106,10 @@ pub fn check(paths: &ConfigPaths, possible: &CpuSet) -> CheckReport {
 }
 
 /// Validates exactly these files, applied in the given order (`irqwise check-config FILE...`).
-pub fn check_files(files: &[PathBuf], possible: &CpuSet) -> CheckReport {
+pub fn check_files(files: &[PathBuf], machine: &Machine) -> CheckReport {
     let mut errors = Vec::new();
     let sources = read_all(files, &mut errors);
-    let mut report = parse_files(&sources, possible);
+    let mut report = parse_files(&sources, machine);
     errors.append(&mut report.errors);
     report.errors = errors;
     if !report.errors.is_empty() {
@@ -121,12 +121,31 @@ pub fn check_files(files: &[PathBuf], possible: &CpuSet) -> CheckReport {
 fn read_all(paths: &[PathBuf], errors: &mut Vec<ConfigError>) -> Vec<SourceFile> {
     let mut files = Vec::new();
     for path in paths {
-        match std::fs::read_to_string(path) {
+        match read_config_file(path) {
             Ok(text) => files.push(SourceFile { path: path.clone(), text }),
-            Err(source) => errors.push(ConfigError::Read { path: path.clone(), source }),
+            Err(e) => errors.push(e),
         }
     }
     files
+}
+
+/// The most bytes a config file may hold: generated fleet configs with tens of thousands of
+/// rules stay far below it, and a link to an endless device stops here.
+pub const CONFIG_FILE_LIMIT: u64 = 16 << 20;
+
+/// A config file's text: a regular file (a FIFO is refused without blocking), at most
+/// [`CONFIG_FILE_LIMIT`] bytes, valid UTF-8 (else the error names the line and column of the
+/// first bad byte).
+#[allow(clippy::result_large_err)] // read once per file; ConfigError is the module's one error type
+fn read_config_file(path: &Path) -> Result<String, ConfigError> {
+    let bytes = read_regular_file(path, CONFIG_FILE_LIMIT)
+        .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let good = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let text = std::str::from_utf8(&bytes[..good]).unwrap_or_default();
+        ConfigError::NotUtf8 { at: Location::at(path, text, good), byte: bytes[good] }
+    })
 }
 
 /// The `*.toml` drop-ins that apply, in lexical order of file name, and those masked. A missing
@@ -164,36 +183,40 @@ fn find_dropins(dirs: &[PathBuf], errors: &mut Vec<ConfigError>) -> (Vec<PathBuf
 }
 
 /// Validates and merges already-read files, in the given order. Pure.
-pub fn parse_files(files: &[SourceFile], possible: &CpuSet) -> CheckReport {
+pub fn parse_files(files: &[SourceFile], machine: &Machine) -> CheckReport {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let mut global = GlobalLayer::default();
     let mut rules = Vec::new();
     for file in files {
-        let (layer, mut errs, mut warns): (FileLayer, _, _) = validate_file(&file.path, &file.text, possible);
+        let (layer, mut errs, mut warns): (FileLayer, _, _) = validate_file(&file.path, &file.text, machine);
         errors.append(&mut errs);
         warnings.append(&mut warns);
         global.overlay(layer.global);
         rules.extend(layer.rules);
     }
 
-    let banned = global.banned_cpus.as_ref().map(|(set, _, _)| set.clone()).unwrap_or_default();
+    // Banning every CPU this machine has would leave devices nothing: on this machine the ban
+    // is void (other machines of a fleet may have more CPUs).
     if let Some((set, at, value)) = &global.banned_cpus {
-        if !possible.is_empty() && possible.is_subset(set) {
-            errors.push(ConfigError::EverythingBanned {
+        if !machine.possible.is_empty() && machine.possible.is_subset(set) {
+            warnings.push(ConfigWarning::EverythingBanned {
                 at: at.clone(),
                 value: value.clone(),
-                possible: possible.clone(),
+                possible: machine.possible.clone(),
             });
+            global.banned_cpus = None;
         }
     }
+    let banned = global.banned_cpus.as_ref().map(|(set, _, _)| set.clone()).unwrap_or_default();
     for parsed in &rules {
-        let (Some(cpus), Some((at, value))) = (&parsed.rule.settings.cpus, &parsed.cpus_at) else { continue };
-        let excluded = parsed.rule.settings.exclude_cpus.as_ref().map_or(banned.clone(), |e| e.union(&banned));
+        let (Some(cpus), Some((at, value))) = (&parsed.raw_cpus, &parsed.cpus_at) else { continue };
+        let excluded = parsed.raw_exclude.as_ref().map_or(banned.clone(), |e| e.union(&banned));
         if cpus.is_subset(&excluded) {
             errors.push(ConfigError::EmptyAllowedSet { at: at.clone(), cpus: value.clone(), excluded });
         }
     }
+    warnings.sort_by(|a, b| a.location().cmp(b.location()));
 
     let sources: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
     let config = errors.is_empty().then(|| Config {

@@ -143,11 +143,31 @@ pub struct Settings {
     /// How to read the queue index (and role) out of the device's IRQ names, tried before the
     /// driver table: for drivers irqwise does not know.
     pub queue_pattern: Option<QueuePattern>,
+    /// Settings this machine made void (`cpus` naming none of its CPUs), by key, with the words
+    /// plan reasons give for the fallback.
+    pub voided: Vec<(&'static str, String)>,
 }
 
 impl Settings {
     pub fn is_empty(&self) -> bool {
-        *self == Settings::default()
+        Settings { voided: Vec::new(), ..self.clone() } == Settings::default()
+    }
+}
+
+/// What of the machine a configuration is validated against: CPU lists are cut to its possible
+/// CPUs and node ids checked against its nodes, with a warning wherever a value names what this
+/// machine lacks (one file serves every machine of a fleet).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Machine {
+    pub possible: CpuSet,
+    /// Its NUMA node ids; `None` when unknown (no node check then).
+    pub nodes: Option<std::collections::BTreeSet<u32>>,
+}
+
+impl Machine {
+    /// A machine known by its possible CPUs only.
+    pub fn with_cpus(possible: CpuSet) -> Machine {
+        Machine { possible, nodes: None }
     }
 }
 

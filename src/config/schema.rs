@@ -1,9 +1,14 @@
-//! The file format as serde sees it: every key optional, unknown keys rejected, values kept with
-//! their byte spans so validation can point at them. Nothing here is checked beyond TOML types.
+//! The file format: every key optional, unknown keys rejected, values kept with their byte spans
+//! so validation can point at them. Nothing here is checked beyond TOML types.
+//!
+//! A file is read key by key ([`read`]) rather than in one serde pass, so that every syntax,
+//! type and unknown-key error of the file is reported, in file order, not only the first.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
-use serde::Deserialize;
+use serde::de::{Deserialize, IntoDeserializer};
+use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::LogFormat;
@@ -12,17 +17,14 @@ use crate::kernel::SpreadOrder;
 use crate::strategy::StrategyName;
 
 /// One config file (main file or drop-in).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Default)]
 pub struct RawFile {
     pub global: Option<RawGlobal>,
-    #[serde(default)]
     pub device: Vec<Spanned<RawRule>>,
 }
 
 /// `[global]`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Default)]
 pub struct RawGlobal {
     pub banned_cpus: Option<Spanned<String>>,
     pub respect_isolation: Option<bool>,
@@ -34,24 +36,23 @@ pub struct RawGlobal {
 }
 
 /// One `[[device]]` table.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Default)]
 pub struct RawRule {
-    #[serde(rename = "match")]
     pub matcher: Option<Spanned<RawMatch>>,
     pub strategy: Option<Spanned<StrategyName>>,
     pub cpus: Option<Spanned<String>>,
     pub exclude_cpus: Option<Spanned<String>>,
     pub admin_cpus: Option<Spanned<String>>,
-    pub node: Option<u32>,
+    pub node: Option<Spanned<u32>>,
     pub order: Option<SpreadOrder>,
     pub queues_per_cpu: Option<Spanned<u32>>,
     pub queue_pattern: Option<Spanned<String>>,
+    /// Some key of this rule had the wrong type or name (already an error).
+    pub refused_key: bool,
 }
 
 /// `[device.match]`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Default)]
 pub struct RawMatch {
     pub pci: Option<Spanned<String>>,
     pub driver: Option<Spanned<String>>,
@@ -60,4 +61,156 @@ pub struct RawMatch {
     pub nvme_model: Option<Spanned<String>>,
     pub nvme_serial: Option<Spanned<String>>,
     pub property: Option<BTreeMap<String, Spanned<String>>>,
+}
+
+/// A syntax, type or unknown-key error: where, and the TOML parser's or our words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaError {
+    pub span: Range<usize>,
+    pub message: String,
+}
+
+/// The keys of each table, for "unknown field" messages.
+const TOP: &[&str] = &["global", "device"];
+const GLOBAL: &[&str] = &[
+    "banned_cpus",
+    "respect_isolation",
+    "reconcile_interval",
+    "debounce",
+    "restore_on_exit",
+    "log_format",
+    "metrics_file",
+];
+pub const RULE: &[&str] =
+    &["match", "strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu", "queue_pattern"];
+const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "nvme_serial", "property"];
+
+/// Reads `text` into the raw structure, keeping every key that has the right type, and returns
+/// every error found, ordered by position in the file.
+pub fn read(text: &str) -> (RawFile, Vec<SchemaError>) {
+    let (table, syntax) = DeTable::parse_recoverable(text);
+    let mut r = Reader {
+        errors: syntax
+            .iter()
+            .map(|e| SchemaError { span: e.span().unwrap_or(0..0), message: e.message().to_string() })
+            .collect(),
+    };
+    let mut file = RawFile::default();
+    for (key, value) in table.into_inner() {
+        match key.get_ref().as_ref() {
+            "global" => file.global = r.table(value).map(|t| r.global(t)),
+            "device" => match value.get_ref() {
+                DeValue::Array(items) => {
+                    for item in items.iter().cloned() {
+                        let span = item.span();
+                        if let Some(t) = r.table(item) {
+                            file.device.push(Spanned::new(span, r.rule(t)));
+                        }
+                    }
+                }
+                _ => r.error(value.span(), "invalid type: expected an array of [[device]] tables"),
+            },
+            other => r.unknown(&key, other, TOP),
+        }
+    }
+    r.errors.sort_by_key(|e| (e.span.start, e.span.end));
+    (file, r.errors)
+}
+
+/// Collects the errors of one file while reading it.
+struct Reader {
+    errors: Vec<SchemaError>,
+}
+
+impl Reader {
+    fn error(&mut self, span: Range<usize>, message: impl Into<String>) {
+        self.errors.push(SchemaError { span, message: message.into() });
+    }
+
+    fn unknown(&mut self, key: &Spanned<toml::de::DeString>, name: &str, expected: &[&str]) {
+        let list = expected.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
+        self.error(key.span(), format!("unknown field `{name}`, expected one of {list}"));
+    }
+
+    /// The value as a table, else an error at it.
+    fn table<'i>(&mut self, value: Spanned<DeValue<'i>>) -> Option<Spanned<DeTable<'i>>> {
+        let span = value.span();
+        match value.into_inner() {
+            DeValue::Table(t) => Some(Spanned::new(span, t)),
+            _ => {
+                self.error(span, "invalid type: expected a table");
+                None
+            }
+        }
+    }
+
+    /// The value as a `T`, else the deserializer's error at its position.
+    fn value<T: for<'de> Deserialize<'de>>(&mut self, value: Spanned<DeValue<'_>>) -> Option<T> {
+        let span = value.span();
+        match T::deserialize(value.into_deserializer()) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.error(e.span().unwrap_or(span), e.message().to_string());
+                None
+            }
+        }
+    }
+
+    fn global(&mut self, t: Spanned<DeTable<'_>>) -> RawGlobal {
+        let mut g = RawGlobal::default();
+        for (key, v) in t.into_inner() {
+            match key.get_ref().as_ref() {
+                "banned_cpus" => g.banned_cpus = self.value(v),
+                "respect_isolation" => g.respect_isolation = self.value(v),
+                "reconcile_interval" => g.reconcile_interval = self.value(v),
+                "debounce" => g.debounce = self.value(v),
+                "restore_on_exit" => g.restore_on_exit = self.value(v),
+                "log_format" => g.log_format = self.value(v),
+                "metrics_file" => g.metrics_file = self.value(v),
+                other => self.unknown(&key, other, GLOBAL),
+            }
+        }
+        g
+    }
+
+    fn rule(&mut self, t: Spanned<DeTable<'_>>) -> RawRule {
+        let errors_before = self.errors.len();
+        let mut r = RawRule::default();
+        for (key, v) in t.into_inner() {
+            match key.get_ref().as_ref() {
+                "match" => {
+                    let span = v.span();
+                    r.matcher = self.table(v).map(|m| Spanned::new(span, self.matcher(m)));
+                }
+                "strategy" => r.strategy = self.value(v),
+                "cpus" => r.cpus = self.value(v),
+                "exclude_cpus" => r.exclude_cpus = self.value(v),
+                "admin_cpus" => r.admin_cpus = self.value(v),
+                "node" => r.node = self.value(v),
+                "order" => r.order = self.value(v),
+                "queues_per_cpu" => r.queues_per_cpu = self.value(v),
+                "queue_pattern" => r.queue_pattern = self.value(v),
+                other => self.unknown(&key, other, RULE),
+            }
+        }
+        r.refused_key = self.errors.len() > errors_before;
+        r
+    }
+
+    fn matcher(&mut self, t: Spanned<DeTable<'_>>) -> RawMatch {
+        let mut m = RawMatch::default();
+        for (key, v) in t.into_inner() {
+            match key.get_ref().as_ref() {
+                "pci" => m.pci = self.value(v),
+                "driver" => m.driver = self.value(v),
+                "interface" => m.interface = self.value(v),
+                "class" => m.class = self.value(v),
+                "nvme_model" => m.nvme_model = self.value(v),
+                "nvme_serial" => m.nvme_serial = self.value(v),
+                "property" => m.property = self.value(v),
+                other => self.unknown(&key, other, MATCH),
+            }
+        }
+        m
+    }
 }

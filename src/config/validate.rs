@@ -11,12 +11,13 @@ use toml::Spanned;
 use crate::cpuset::{CpuSet, CpuSetError};
 
 use super::duration::parse_duration;
-use super::error::{ConfigError, ConfigWarning, Location};
+use super::error::{ConfigError, ConfigWarning, LineIndex, Location};
 use super::glob::Glob;
-use super::schema::{RawFile, RawGlobal, RawMatch, RawRule};
-use super::{LogFormat, Match, MetricsFile, Rule, RuleRef, Settings};
+use super::schema::{read, RawGlobal, RawMatch, RawRule};
+use super::{LogFormat, Machine, Match, MetricsFile, Rule, RuleRef, Settings};
 use crate::devices::{DeviceClass, QueuePattern};
 use crate::strategy::StrategyName;
+use crate::topology::MAX_NUMNODES;
 
 /// `[global]` keys one file sets (`None`: not set here). `banned_cpus` keeps where it was
 /// written, for the "bans everything" check after merging.
@@ -55,6 +56,10 @@ impl GlobalLayer {
 pub(super) struct ParsedRule {
     pub rule: Rule,
     pub cpus_at: Option<(Location, String)>,
+    /// `cpus` and `exclude_cpus` as written, for the contradiction check against the global
+    /// `banned_cpus` (a contradiction on every machine, not only this one).
+    pub raw_cpus: Option<CpuSet>,
+    pub raw_exclude: Option<CpuSet>,
 }
 
 /// What one file contributes.
@@ -64,42 +69,67 @@ pub(super) struct FileLayer {
     pub rules: Vec<ParsedRule>,
 }
 
+/// The durations a key accepts and how errors say so.
+struct DurationRange {
+    min: Duration,
+    max: Duration,
+    expected: &'static str,
+}
+
+/// `reconcile_interval`: a full pass more often than once a second would only burn CPU (a
+/// millisecond interval measured 41% of a CPU); one a day is the longest that still deserves the
+/// name.
+const RECONCILE: DurationRange = DurationRange {
+    min: Duration::from_secs(1),
+    max: Duration::from_secs(86_400),
+    expected: "a duration from \"1s\" to \"24h\" (a whole number followed by ms, s, m or h)",
+};
+
+/// `debounce`: the longest a burst of events may delay its pass; beyond 10 s the daemon would
+/// react slower than the irqbalance it replaces.
+const DEBOUNCE: DurationRange = DurationRange {
+    min: Duration::ZERO,
+    max: Duration::from_secs(10),
+    expected: "a duration from \"0ms\" to \"10s\" (a whole number followed by ms, s, m or h)",
+};
+
 /// Validation context of one file: its path and text (for locations) and the machine's CPUs.
 struct FileCtx<'a> {
     path: &'a Path,
     text: &'a str,
-    possible: &'a CpuSet,
+    lines: LineIndex,
+    machine: &'a Machine,
     errors: Vec<ConfigError>,
     warnings: Vec<ConfigWarning>,
 }
 
 /// Parses and validates one file. Returns what it contributes (only the parts that validated),
-/// its errors and its warnings. A TOML syntax or type error stops at that error (the TOML parser
-/// cannot go on); every other check runs over the whole file.
+/// its errors in file order and its warnings. Every key is checked: a syntax, type or
+/// unknown-key error does not hide the errors after it.
 pub(super) fn validate_file(
     path: &Path,
     text: &str,
-    possible: &CpuSet,
+    machine: &Machine,
 ) -> (FileLayer, Vec<ConfigError>, Vec<ConfigWarning>) {
-    let mut ctx = FileCtx { path, text, possible, errors: Vec::new(), warnings: Vec::new() };
-    let raw: RawFile = match toml::from_str(text) {
-        Ok(raw) => raw,
-        Err(e) => {
-            let at = ctx.loc(e.span().map_or(0, |s| s.start));
-            ctx.errors.push(ConfigError::Schema { at, message: schema_message(e.message()) });
-            return (FileLayer::default(), ctx.errors, ctx.warnings);
-        }
-    };
+    let lines = LineIndex::new(text);
+    let (raw, schema_errors) = read(text);
+    let mut ctx = FileCtx { path, text, lines, machine, errors: Vec::new(), warnings: Vec::new() };
+    for e in schema_errors {
+        let at = ctx.loc(e.span.start);
+        ctx.errors.push(ConfigError::Schema { at, message: schema_message(&e.message) });
+    }
     let global = raw.global.map(|g| ctx.global(g)).unwrap_or_default();
     let rules = raw.device.into_iter().filter_map(|r| ctx.rule(r)).collect();
-    (FileLayer { global, rules }, ctx.errors, ctx.warnings)
+    let mut errors = ctx.errors;
+    errors.sort_by(|a, b| a.location().cmp(&b.location()));
+    (FileLayer { global, rules }, errors, ctx.warnings)
 }
 
 /// The TOML parser's message on one line, in the config's words: Rust integer type names become
 /// what they mean, and a setting found inside a match table gets a hint about TOML's table rules.
 fn schema_message(message: &str) -> String {
     let mut text = message.trim_end().lines().map(str::trim).collect::<Vec<_>>().join("; ");
-    text = text.replace("expected u32", "expected a non-negative integer");
+    text = text.replace("expected u32", "expected a non-negative integer (at most 4294967295)");
     const SETTINGS: [&str; 8] =
         ["strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu", "queue_pattern"];
     let misplaced = SETTINGS.iter().any(|k| text.starts_with(&format!("unknown field `{k}`")));
@@ -111,7 +141,7 @@ fn schema_message(message: &str) -> String {
 
 impl FileCtx<'_> {
     fn loc(&self, offset: usize) -> Location {
-        Location::at(self.path, self.text, offset)
+        self.lines.locate(self.path, self.text, offset)
     }
 
     /// Location of character `inner` inside the string value spanning `span`, when the value is
@@ -125,13 +155,14 @@ impl FileCtx<'_> {
     fn global(&mut self, g: RawGlobal) -> GlobalLayer {
         let banned_cpus = g.banned_cpus.and_then(|v| {
             let set = self.cpu_list("banned_cpus", &v)?;
+            let set = self.fit("banned_cpus", &v, &set, "no CPU of this machine is banned");
             Some((set, self.loc(v.span().start), v.into_inner()))
         });
         GlobalLayer {
             banned_cpus,
             respect_isolation: g.respect_isolation,
-            reconcile_interval: g.reconcile_interval.and_then(|v| self.duration("reconcile_interval", &v, false)),
-            debounce: g.debounce.and_then(|v| self.duration("debounce", &v, true)),
+            reconcile_interval: g.reconcile_interval.and_then(|v| self.duration("reconcile_interval", &v, &RECONCILE)),
+            debounce: g.debounce.and_then(|v| self.duration("debounce", &v, &DEBOUNCE)),
             restore_on_exit: g.restore_on_exit,
             log_format: g.log_format,
             metrics_file: g.metrics_file.and_then(|v| self.metrics_file(&v)),
@@ -155,16 +186,12 @@ impl FileCtx<'_> {
         None
     }
 
-    /// A duration value; zero only where `zero_ok`.
-    fn duration(&mut self, key: &'static str, v: &Spanned<String>, zero_ok: bool) -> Option<Duration> {
-        let expected = if zero_ok {
-            "a whole number followed by ms, s, m or h, e.g. \"100ms\", \"5s\", \"2m\", \"1h\""
-        } else {
-            "a whole number above zero followed by ms, s, m or h, e.g. \"100ms\", \"5s\", \"2m\", \"1h\""
-        };
+    /// A duration value within `range`, whose words say what it is.
+    fn duration(&mut self, key: &'static str, v: &Spanned<String>, range: &DurationRange) -> Option<Duration> {
         match parse_duration(v.get_ref()) {
-            Some(d) if zero_ok || !d.is_zero() => Some(d),
+            Some(d) if d >= range.min && d <= range.max => Some(d),
             _ => {
+                let expected = range.expected;
                 let at = self.loc(v.span().start);
                 self.errors.push(ConfigError::Duration { at, key, value: v.get_ref().clone(), expected });
                 None
@@ -172,24 +199,32 @@ impl FileCtx<'_> {
         }
     }
 
-    /// A CPU list value, checked against the machine's possible CPUs.
+    /// The part of a CPU list value this machine has, with a warning naming the CPUs it lacks
+    /// and `instead`: what is left, or (when nothing is) what happens then.
+    fn fit(&mut self, key: &'static str, v: &Spanned<String>, set: &CpuSet, if_none: &str) -> CpuSet {
+        let within = set.intersection(&self.machine.possible);
+        let beyond = set.difference(&self.machine.possible);
+        if !beyond.is_empty() {
+            let instead =
+                if within.is_empty() { if_none.to_string() } else { format!("{key} is {within} on this machine") };
+            self.warnings.push(ConfigWarning::CpusBeyondMachine {
+                at: self.loc(v.span().start),
+                key,
+                value: v.get_ref().clone(),
+                beyond,
+                possible: self.machine.possible.clone(),
+                instead,
+            });
+        }
+        within
+    }
+
+    /// A CPU list value as written (any CPU below the CpuSet limit): see [`FileCtx::fit`] for
+    /// the part this machine has.
     fn cpu_list(&mut self, key: &'static str, v: &Spanned<String>) -> Option<CpuSet> {
         let span = v.span();
         match CpuSet::parse_list(v.get_ref()) {
-            Ok(set) => {
-                let beyond = set.difference(self.possible);
-                if beyond.is_empty() {
-                    return Some(set);
-                }
-                self.errors.push(ConfigError::CpusBeyondMachine {
-                    at: self.loc(span.start),
-                    key,
-                    value: v.get_ref().clone(),
-                    beyond,
-                    possible: self.possible.clone(),
-                });
-                None
-            }
+            Ok(set) => Some(set),
             Err(source) => {
                 let pos = match &source {
                     CpuSetError::BadListToken { pos, .. }
@@ -244,10 +279,15 @@ impl FileCtx<'_> {
         let errors_before = self.errors.len();
         let rule_at = self.loc(raw.span().start);
         let mut r = raw.into_inner();
+        // A key of this rule the TOML reader refused is already an error: no second one for the
+        // match table it may have left empty.
+        let refused_key = r.refused_key;
 
         let matcher = match r.matcher.take() {
             None => {
-                self.errors.push(ConfigError::EmptyMatch { at: rule_at.clone(), what: "no" });
+                if !refused_key {
+                    self.errors.push(ConfigError::EmptyMatch { at: rule_at.clone(), what: "no" });
+                }
                 Match::default()
             }
             Some(m) => {
@@ -255,7 +295,7 @@ impl FileCtx<'_> {
                 let raw_match = m.into_inner();
                 let matcher = self.matcher(raw_match);
                 // A key whose pattern failed is already an error; do not also call it empty.
-                if matcher.is_empty() && self.errors.len() == errors_before {
+                if matcher.is_empty() && self.errors.len() == errors_before && !refused_key {
                     self.errors.push(ConfigError::EmptyMatch { at: m_at, what: "an empty" });
                 }
                 matcher
@@ -266,10 +306,17 @@ impl FileCtx<'_> {
         let cpus = list(self, "cpus", &r.cpus);
         let exclude_cpus = list(self, "exclude_cpus", &r.exclude_cpus);
         let admin_cpus = list(self, "admin_cpus", &r.admin_cpus);
+        let (raw_cpus, raw_exclude) = (cpus.clone(), exclude_cpus.clone());
 
         if let Some(s) = &r.strategy {
             if *s.get_ref() == StrategyName::Pin && r.cpus.is_none() {
                 self.errors.push(ConfigError::PinWithoutCpus { at: self.loc(s.span().start) });
+            }
+        }
+        if let Some(n) = &r.node {
+            if *n.get_ref() >= MAX_NUMNODES {
+                let at = self.loc(n.span().start);
+                self.errors.push(ConfigError::NodeBeyondKernel { at, node: *n.get_ref(), max: MAX_NUMNODES });
             }
         }
         if let Some(q) = &r.queues_per_cpu {
@@ -294,23 +341,63 @@ impl FileCtx<'_> {
                 .ok()
         });
 
+        if self.errors.len() != errors_before {
+            return None;
+        }
+        // Checked as written above (a contradiction is one on every machine); now cut to this
+        // machine, a list left without any CPU voiding its setting.
+        let mut voided = Vec::new();
+        let mut fit = |this: &mut Self,
+                       key: &'static str,
+                       set: Option<CpuSet>,
+                       raw: &Option<Spanned<String>>,
+                       if_none: &str| {
+            let (Some(set), Some(v)) = (set, raw) else { return None };
+            let within = this.fit(key, v, &set, if_none);
+            if within.is_empty() && key != "exclude_cpus" {
+                let possible = &this.machine.possible;
+                voided.push((
+                    key,
+                    format!("{key} {:?} names no CPU of this machine (possible {possible}): {if_none}", v.get_ref()),
+                ));
+                return None;
+            }
+            Some(within)
+        };
+        let cpus = fit(self, "cpus", cpus, &r.cpus, "the setting is ignored and every usable CPU counts");
+        let exclude_cpus = fit(self, "exclude_cpus", exclude_cpus, &r.exclude_cpus, "nothing is excluded");
+        let admin_cpus =
+            fit(self, "admin_cpus", admin_cpus, &r.admin_cpus, "the setting is ignored and the node's CPUs take them");
+        if let Some((n, nodes)) = r.node.as_ref().zip(self.machine.nodes.as_ref()) {
+            let lacks = if nodes.is_empty() { *n.get_ref() != 0 } else { !nodes.contains(n.get_ref()) };
+            if lacks {
+                let list = if nodes.is_empty() {
+                    "none (no NUMA)".to_string()
+                } else {
+                    nodes.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+                };
+                self.warnings.push(ConfigWarning::NodeNotOnMachine {
+                    at: self.loc(n.span().start),
+                    node: *n.get_ref(),
+                    nodes: list,
+                });
+            }
+        }
         let settings = Settings {
             strategy: r.strategy.as_ref().map(|s| *s.get_ref()),
             cpus,
             exclude_cpus,
             admin_cpus,
-            node: r.node,
+            node: r.node.as_ref().map(|n| *n.get_ref()),
             order: r.order,
             queues_per_cpu: r.queues_per_cpu.as_ref().map(|q| *q.get_ref()),
             queue_pattern,
+            voided,
         };
-        if self.errors.len() != errors_before {
-            return None;
-        }
         self.rule_warnings(&rule_at, &settings, matcher.class, &r);
         let cpus_at = r.cpus.as_ref().map(|v| (self.loc(v.span().start), v.get_ref().clone()));
         let source = RuleRef { path: rule_at.path.clone(), line: rule_at.line };
-        Some(ParsedRule { rule: Rule { source, matcher, settings }, cpus_at })
+        Some(ParsedRule { rule: Rule { source, matcher, settings }, cpus_at, raw_cpus, raw_exclude })
     }
 
     /// Legal settings that cannot do anything where they are.

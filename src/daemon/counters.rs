@@ -448,7 +448,7 @@ mod tests {
             hint: None,
             action,
             reason: "test".into(),
-            fallback: None,
+            fallbacks: Vec::new(),
             mismatch: (action == Action::Managed).then_some(irq == 5),
         }
     }

@@ -159,7 +159,7 @@ mod tests {
             hint: None,
             action,
             reason: "test".into(),
-            fallback: None,
+            fallbacks: Vec::new(),
             mismatch: None,
         }
     }

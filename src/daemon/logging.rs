@@ -8,8 +8,7 @@
 //! `STRATEGY`, `REASON`; every other entry about an IRQ carries `MESSAGE_ID`, `IRQ`, `DEVICE` and
 //! `DRIVER` too.
 
-use std::io::IsTerminal;
-use std::path::Path;
+use std::io::Write;
 
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -18,6 +17,7 @@ use tracing_subscriber::EnvFilter;
 use super::catalog;
 use crate::apply::{Change, WriteOutcome};
 use crate::config::LogFormat;
+use crate::text::{printable, printable_lines};
 
 /// journald's native socket; deliberately not under `--root`: the log goes to the real journal.
 pub const JOURNAL_SOCKET: &str = "/run/systemd/journal/socket";
@@ -42,22 +42,29 @@ pub enum Sink {
     Json,
 }
 
-/// Chooses the sink: an explicit format wins; `auto` means the journal when its socket exists.
-pub fn choose_sink(format: LogFormat, journal_socket_exists: bool) -> Sink {
+/// Chooses the sink: an explicit format wins; `auto` means the journal when systemd started the
+/// process (run by hand on a systemd host, the log belongs on the terminal).
+pub fn choose_sink(format: LogFormat, started_by_systemd: bool) -> Sink {
     match format {
         LogFormat::Journal => Sink::Journal,
         LogFormat::Text => Sink::Text,
         LogFormat::Json => Sink::Json,
-        LogFormat::Auto if journal_socket_exists => Sink::Journal,
+        LogFormat::Auto if started_by_systemd => Sink::Journal,
         LogFormat::Auto => Sink::Text,
     }
+}
+
+/// Whether systemd started this process: it sets `INVOCATION_ID` for every unit it runs and
+/// `JOURNAL_STREAM` when stdout or stderr go to the journal.
+pub fn started_by_systemd() -> bool {
+    std::env::var_os("INVOCATION_ID").is_some() || std::env::var_os("JOURNAL_STREAM").is_some()
 }
 
 /// Installs the global subscriber for `format`. With `auto`, a journal that cannot be opened
 /// falls back to text; an explicit `journal` that cannot be opened is an error.
 pub fn init(format: LogFormat) -> Result<Sink, LoggingError> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
-    let sink = choose_sink(format, Path::new(JOURNAL_SOCKET).exists());
+    let sink = choose_sink(format, started_by_systemd());
     let registry = tracing_subscriber::registry().with(filter);
     let installed = match sink {
         Sink::Journal => match tracing_journald::layer() {
@@ -65,17 +72,30 @@ pub fn init(format: LogFormat) -> Result<Sink, LoggingError> {
             Err(e) if format == LogFormat::Journal => return Err(LoggingError::Journal(e)),
             Err(_) => return init(LogFormat::Text),
         },
+        // No colour codes: every control character in a line is escaped (names from sysfs may
+        // hold terminal escapes), which would also escape the colours.
         Sink::Text => registry
-            .with(
-                tracing_subscriber::fmt::layer()
-                    .with_writer(std::io::stderr)
-                    .with_ansi(std::io::stderr().is_terminal()),
-            )
+            .with(tracing_subscriber::fmt::layer().with_writer(|| Printable(std::io::stderr())).with_ansi(false))
             .try_init(),
         Sink::Json => registry.with(tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr)).try_init(),
     };
     installed.map_err(|e| LoggingError::Install(e.to_string()))?;
     Ok(sink)
+}
+
+/// A writer that passes text on with its control characters escaped, newlines and tabs aside.
+struct Printable<W>(W);
+
+impl<W: Write> Write for Printable<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0.write_all(printable_lines(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 fn list(set: Option<&crate::cpuset::CpuSet>) -> String {
@@ -87,17 +107,17 @@ fn list(set: Option<&crate::cpuset::CpuSet>) -> String {
 /// IRQ learned to be kernel-managed or gone. Every entry carries `IRQ`, `IRQ_NAME`, `DEVICE`,
 /// `DRIVER`; `QUEUE` only when the IRQ serves a queue (absent, not empty, otherwise).
 pub fn log_change(c: &Change) {
-    let who = c.device_name.as_deref().unwrap_or(&c.device);
+    let who = printable(c.device_name.as_deref().unwrap_or(&c.device));
     let irq_name = c.irq_name.as_deref().unwrap_or("");
+    let shown_name = printable(irq_name);
     let driver = c.driver.as_deref().unwrap_or("");
     let old = list(c.old.as_ref());
     match &c.result {
         WriteOutcome::Written { cpus, .. } | WriteOutcome::WrittenFallback { cpus, .. } => {
             let new = cpus.to_list_string();
-            let fallback = if matches!(c.result, WriteOutcome::WrittenFallback { .. }) {
-                " (no vectors left there: node's CPUs)"
-            } else {
-                ""
+            let fallback = match &c.result {
+                WriteOutcome::WrittenFallback { step, .. } => format!(" (no vectors left there: widened to {step})"),
+                _ => String::new(),
             };
             tracing::info!(
                 message_id = catalog::MAPPING_APPLIED,
@@ -110,7 +130,7 @@ pub fn log_change(c: &Change) {
                 cpus_new = new.as_str(),
                 strategy = c.strategy.as_str(),
                 reason = c.reason.as_str(),
-                "irq {} ({irq_name}) of {who}: {old} -> {new}{fallback}",
+                "irq {} ({shown_name}) of {who}: {old} -> {new}{fallback}",
                 c.irq
             );
         }
@@ -165,6 +185,6 @@ mod tests {
         assert_eq!(choose_sink(LogFormat::Json, true), Sink::Json);
         assert_eq!(choose_sink(LogFormat::Journal, false), Sink::Journal);
         assert_eq!(choose_sink(LogFormat::Auto, true), Sink::Journal);
-        assert_eq!(choose_sink(LogFormat::Auto, false), Sink::Text);
+        assert_eq!(choose_sink(LogFormat::Auto, false), Sink::Text, "run by hand: the terminal");
     }
 }

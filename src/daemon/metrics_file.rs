@@ -2,15 +2,15 @@
 //! written, and the atomic replacement that keeps a scrape from ever seeing half of it.
 //!
 //! Guarantees: the file is replaced by `rename(2)` of a complete temporary file in the same
-//! directory (never a `*.prom` name, so the collector skips it), with mode 0644 whatever the
-//! umask (node_exporter runs as another user); [`Pacer`] allows at most one write per
-//! [`MIN_INTERVAL`] and remembers a refused one so it can be made when the interval is over.
+//! directory (`.irqwise.prom.PID`, never a `*.prom` name, so the collector skips it), with mode
+//! 0644 whatever the umask (node_exporter runs as another user); [`Pacer`] allows at most one
+//! write per [`MIN_INTERVAL`] and remembers a refused one so it can be made when the interval is
+//! over.
 
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::files;
 use crate::config::MetricsFile;
 use crate::sysfs::Root;
 
@@ -23,10 +23,9 @@ pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug, thiserror::Error)]
 pub enum MetricsError {
-    #[error("cannot write the metrics file's temporary copy {path}: {source}")]
-    Write { path: PathBuf, source: std::io::Error },
-    #[error("cannot rename {from} to {to}: {source}")]
-    Rename { from: PathBuf, to: PathBuf, source: std::io::Error },
+    /// `path` is the file or directory the failing step worked on.
+    #[error("cannot write the metrics file {file}: {path}: {source}")]
+    Write { file: PathBuf, path: PathBuf, source: std::io::Error },
 }
 
 /// Where the metrics go for `setting`, below `root` like every path of the daemon: the path
@@ -80,29 +79,13 @@ impl Pacer {
     }
 }
 
-/// The temporary file beside `path` (a dot file ending in `.tmp`, never matched by `*.prom`).
-fn temporary(path: &Path) -> PathBuf {
-    let name = path.file_name().map_or_else(|| "metrics".into(), |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
-}
-
-/// Replaces `path` with `text`: a temporary file in the same directory, mode 0644, renamed over
-/// it. A reader sees the old or the new file, never a part. The directory must exist (it is
-/// node_exporter's, not ours to create).
+/// Replaces `path` with `text` (see the module's guarantees): a reader sees the old or the new
+/// file, never a part.
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), MetricsError> {
-    let tmp = temporary(path);
-    let write = |tmp: &Path| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(tmp)?;
-        f.set_permissions(std::fs::Permissions::from_mode(0o644))?;
-        f.write_all(text.as_bytes())
-    };
-    if let Err(source) = write(&tmp) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(MetricsError::Write { path: tmp, source });
-    }
-    std::fs::rename(&tmp, path).map_err(|source| {
-        let _ = std::fs::remove_file(&tmp);
-        MetricsError::Rename { from: tmp.clone(), to: path.into(), source }
+    files::write_atomically(path, text.as_bytes(), 0o644).map_err(|(at, source)| MetricsError::Write {
+        file: path.to_path_buf(),
+        path: at,
+        source,
     })
 }
 
@@ -137,7 +120,7 @@ mod tests {
         first.unwrap();
         second.unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "a 2\n");
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions()) & 0o777;
         assert_eq!(mode, 0o644, "node_exporter reads it as another user");
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from("irqwise.prom")]);
@@ -170,10 +153,12 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_directory_is_an_error_naming_the_temporary_file() {
+    fn an_unwritable_place_is_an_error_naming_the_file() {
         let dir = tempfile::tempdir().unwrap();
-        let e = write_atomically(&dir.path().join("nope/irqwise.prom"), "a 1\n").unwrap_err().to_string();
-        assert!(e.contains("nope/.irqwise.prom.") && e.contains(".tmp"), "{e}");
+        std::fs::write(dir.path().join("plain"), "").unwrap();
+        let file = dir.path().join("plain/irqwise.prom");
+        let e = write_atomically(&file, "a 1\n").unwrap_err().to_string();
+        assert!(e.starts_with(&format!("cannot write the metrics file {}: ", file.display())), "{e}");
     }
 
     #[test]

@@ -18,6 +18,7 @@
 
 pub mod catalog;
 pub mod counters;
+pub mod files;
 pub mod ledger;
 pub mod logging;
 pub mod metrics_file;
@@ -76,6 +77,8 @@ pub struct Daemon {
     metrics_pacer: Pacer,
     /// The metrics file that last failed to be written (said once until it works again).
     metrics_failed: Option<std::path::PathBuf>,
+    /// Stale temporary copies of the metrics file were looked for.
+    metrics_cleaned: bool,
 }
 
 /// Seconds since the Unix epoch (0 if the clock is before it): the one wall clock of the state
@@ -130,6 +133,7 @@ impl Daemon {
             recent: VecDeque::new(),
             metrics_pacer: Pacer::default(),
             metrics_failed: None,
+            metrics_cleaned: false,
         }
     }
 
@@ -269,6 +273,12 @@ impl Daemon {
     /// One full pass; never fails: errors are logged and the previous placement stays.
     pub fn pass(&mut self, why: Vec<String>) {
         let number = *self.passes.borrow() + 1;
+        if number == 1 {
+            let removed = files::remove_stale_temps(&self.root.path(state::STATE_FILE));
+            if removed > 0 {
+                tracing::info!("removed {removed} temporary state file(s) left by a process that did not finish");
+            }
+        }
         let began = Instant::now();
         let ok = match self.plan() {
             Err(e) => {
@@ -320,7 +330,7 @@ impl Daemon {
 
     fn apply(&mut self, number: u64, why: &[String], plan: Plan) {
         for w in self.ledger.new_warnings(&plan) {
-            tracing::warn!("{w}");
+            tracing::warn!("{}", crate::text::printable(&w));
         }
         for d in self.ledger.observe(&plan) {
             let found = d.found.map_or("unreadable".into(), |f| f.to_list_string());
@@ -409,6 +419,7 @@ impl Daemon {
     fn write_state(&mut self, number: u64, why: &[String]) {
         let status = self.last_counts.status_line();
         let record = StateRecord {
+            schema: crate::JSON_SCHEMA,
             pid: std::process::id(),
             started: self.started,
             last_pass: unix_now(),
@@ -418,8 +429,8 @@ impl Daemon {
             status: &status,
             error: self.last_error.as_deref(),
             config_sources: &self.config.sources,
-            plan: &self.last_plan,
-            report: &self.last_report,
+            plan: state::PlanState::of(&self.last_plan),
+            report: state::ReportState::of(&self.last_report),
             counters: &self.counters,
             recent_changes: self.recent.make_contiguous(),
         };
@@ -444,6 +455,11 @@ impl Daemon {
         let now = Instant::now();
         if !self.metrics_pacer.offer(now) {
             return;
+        }
+        if !self.metrics_cleaned {
+            // Temporary copies a killed daemon left are never *.prom, but litter the directory.
+            files::remove_stale_temps(&path);
+            self.metrics_cleaned = true;
         }
         self.metrics_pacer.wrote(now);
         match metrics_file::write_atomically(&path, &self.counters.render(env!("CARGO_PKG_VERSION"))) {

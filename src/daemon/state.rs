@@ -1,14 +1,16 @@
 //! The state file `ROOT/run/irqwise/state.json`: what the daemon last planned and applied, when
-//! and why. Written atomically (temporary file in the same directory, then `rename(2)`), so a
-//! reader sees the previous or the new state, never half of one.
+//! and why. Written atomically (see [`super::files`]), so a reader sees the previous or the new
+//! state, never half of one; world-readable, so monitoring reads it without root. Compact: CPU
+//! sets are kernel list strings (`"0-3,8"`) and JSON has no indentation, so the file grows with
+//! the number of IRQs, not with IRQs × CPUs.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use super::counters::{render_status_section, Counters, RecentChange};
-use crate::apply::ApplyReport;
+use crate::apply::{ApplyReport, WriteOutcome};
+use crate::cpuset::CpuSet;
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
 
@@ -34,6 +36,8 @@ pub enum StateError {
 /// What the daemon writes after every pass.
 #[derive(Debug, Serialize)]
 pub struct StateRecord<'a> {
+    /// The version of this document ([`crate::JSON_SCHEMA`]).
+    pub schema: u32,
     pub pid: u32,
     /// Unix seconds.
     pub started: u64,
@@ -47,34 +51,124 @@ pub struct StateRecord<'a> {
     /// The last pass's error, if it failed (the plan and report are then the previous ones).
     pub error: Option<&'a str>,
     pub config_sources: &'a [PathBuf],
-    pub plan: &'a Plan,
-    pub report: &'a ApplyReport,
+    pub plan: PlanState,
+    pub report: ReportState,
     /// Since start (the same counters as the metrics file).
     pub counters: &'a Counters,
     /// The last writes, oldest first.
     pub recent_changes: &'a [RecentChange],
 }
 
-/// Writes `record` to `ROOT/run/irqwise/state.json` atomically.
-pub fn write_state(root: &Root, record: &StateRecord) -> Result<(), StateError> {
-    let path = root.path(STATE_FILE);
-    let text = serde_json::to_vec_pretty(record).map_err(StateError::Encode)?;
-    write_atomically(&path, &text)
+/// The plan as the state keeps it: every IRQ's action and CPUs, as list strings.
+#[derive(Debug, Serialize)]
+pub struct PlanState {
+    pub devices: Vec<DeviceState>,
+    pub warnings: Vec<String>,
 }
 
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|source| StateError::CreateDir { path: dir.into(), source })?;
-    let tmp = dir.join(format!(".state.json.{}", std::process::id()));
-    let write = |tmp: &Path| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(tmp)?;
-        f.write_all(bytes)?;
-        f.write_all(b"\n")
-    };
-    write(&tmp).map_err(|source| StateError::Write { path: tmp.clone(), source })?;
-    std::fs::rename(&tmp, path).map_err(|source| StateError::Rename { from: tmp, to: path.into(), source })
+#[derive(Debug, Serialize)]
+pub struct DeviceState {
+    pub bdf: String,
+    pub name: Option<String>,
+    pub driver: Option<String>,
+    pub strategy: &'static str,
+    pub node: Option<u32>,
+    pub irqs: Vec<IrqState>,
 }
+
+#[derive(Debug, Serialize)]
+pub struct IrqState {
+    pub irq: u32,
+    pub name: Option<String>,
+    pub queue: Option<u32>,
+    pub action: &'static str,
+    pub current: Option<String>,
+    pub desired: Option<String>,
+}
+
+/// The last pass's writes as the state keeps them.
+#[derive(Debug, Serialize)]
+pub struct ReportState {
+    pub changes: Vec<ChangeState>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ChangeState {
+    pub irq: u32,
+    pub result: &'static str,
+    pub old: Option<String>,
+    pub new: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A CPU set as the state file writes it.
+fn list(set: Option<&CpuSet>) -> Option<String> {
+    set.map(CpuSet::to_list_string)
+}
+
+impl PlanState {
+    pub fn of(plan: &Plan) -> PlanState {
+        let devices = plan
+            .devices
+            .iter()
+            .map(|d| DeviceState {
+                bdf: d.bdf.clone(),
+                name: d.name.clone(),
+                driver: d.driver.clone(),
+                strategy: d.strategy.as_str(),
+                node: d.node,
+                irqs: d
+                    .irqs
+                    .iter()
+                    .map(|p| IrqState {
+                        irq: p.irq,
+                        name: p.name.clone(),
+                        queue: p.queue,
+                        action: p.action.as_str(),
+                        current: list(p.current.as_ref()),
+                        desired: list(p.desired.as_ref()),
+                    })
+                    .collect(),
+            })
+            .collect();
+        PlanState { devices, warnings: plan.warnings.clone() }
+    }
+}
+
+impl ReportState {
+    pub fn of(report: &ApplyReport) -> ReportState {
+        let changes = report
+            .changes
+            .iter()
+            .map(|c| ChangeState {
+                irq: c.irq,
+                result: match &c.result {
+                    WriteOutcome::Written { .. } => "written",
+                    WriteOutcome::WrittenFallback { .. } => "written_fallback",
+                    WriteOutcome::Managed { .. } => "managed",
+                    WriteOutcome::Gone { .. } => "gone",
+                    WriteOutcome::Failed { .. } => "failed",
+                },
+                old: list(c.old.as_ref()),
+                new: list(c.new_cpus()),
+                error: c.result.error().map(String::from),
+            })
+            .collect();
+        ReportState { changes }
+    }
+}
+
+/// Writes `record` to `ROOT/run/irqwise/state.json` atomically, mode 0644.
+pub fn write_state(root: &Root, record: &StateRecord) -> Result<(), StateError> {
+    let path = root.path(STATE_FILE);
+    let mut text = serde_json::to_vec(record).map_err(StateError::Encode)?;
+    text.push(b'\n');
+    super::files::write_atomically(&path, &text, 0o644).map_err(|(path, source)| StateError::Write { path, source })
+}
+
+/// The most bytes `status` reads of the state file (it grows with the IRQs of the machine).
+pub const STATE_FILE_LIMIT: u64 = 256 << 20;
 
 /// What `irqwise status` reads back: the parts of [`StateRecord`] it shows.
 #[derive(Debug, Clone, Deserialize)]
@@ -114,16 +208,16 @@ pub struct PlacementView {
     pub irq: u32,
     pub name: Option<String>,
     pub action: String,
-    pub desired: Option<crate::cpuset::CpuSet>,
-    pub current: Option<crate::cpuset::CpuSet>,
+    pub desired: Option<String>,
+    pub current: Option<String>,
 }
 
 /// Reads the state file as raw text (`status --json`) and parsed (`status`). `Ok(None)` when it
 /// does not exist: the daemon is not running.
 pub fn read_state(root: &Root) -> Result<Option<(String, StateView)>, StateError> {
     let path = root.path(STATE_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
+    let text = match crate::sysfs::read_regular_file(&path, STATE_FILE_LIMIT) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(StateError::Read { path, source }),
     };
@@ -134,8 +228,11 @@ pub fn read_state(root: &Root) -> Result<Option<(String, StateView)>, StateError
 /// The human summary of `irqwise status`; `now` in unix seconds, `alive` whether `pid` runs.
 pub fn render_status(s: &StateView, now: u64, alive: bool) -> String {
     let mut out = String::new();
-    let note = if alive { String::new() } else { format!(" (process {} is gone: this is the state it left)", s.pid) };
-    out.push_str(&format!("irqwise pid {}{note}, running for {}\n", s.pid, ago(now, s.started)));
+    if alive {
+        out.push_str(&format!("irqwise is running (pid {}) for {}\n", s.pid, ago(now, s.started)));
+    } else {
+        out.push_str(&format!("irqwise is not running: process {} is gone; this is the state it left\n", s.pid));
+    }
     out.push_str(&format!(
         "last pass: {} ago (pass {}), because of: {}\n",
         ago(now, s.last_pass),
@@ -151,7 +248,7 @@ pub fn render_status(s: &StateView, now: u64, alive: bool) -> String {
         let driver = d.driver.as_deref().unwrap_or("-");
         out.push_str(&format!("\n{} {name} ({driver}): {}\n", d.bdf, d.strategy));
         for p in &d.irqs {
-            let cpus = p.desired.as_ref().or(p.current.as_ref()).map_or("?".into(), |c| c.to_list_string());
+            let cpus = p.desired.as_deref().or(p.current.as_deref()).unwrap_or("?");
             let pname = p.name.as_deref().unwrap_or("-");
             out.push_str(&format!("  irq {:>5} {pname:<24} {:<8} {cpus}\n", p.irq, p.action));
         }
@@ -182,17 +279,5 @@ mod tests {
         assert_eq!(ago(1000, 875), "2 min 5 s");
         assert_eq!(ago(10_000, 10_000 - 3840), "1 h 4 min");
         assert_eq!(ago(5, 10), "0 s");
-    }
-
-    #[test]
-    fn write_is_atomic_and_leaves_no_temporary_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("run/irqwise/state.json");
-        write_atomically(&path, b"{}").unwrap();
-        write_atomically(&path, b"{\"a\":1}").unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
-        let names: Vec<_> =
-            std::fs::read_dir(path.parent().unwrap()).unwrap().flatten().map(|e| e.file_name()).collect();
-        assert_eq!(names, vec![std::ffi::OsString::from("state.json")]);
     }
 }

@@ -53,6 +53,10 @@ pub enum DeviceError {
     /// A line of `/proc/interrupts` could not be read.
     #[error("{path} line {line_no}: {problem}: {line:?}")]
     Interrupts { path: PathBuf, line_no: usize, line: String, problem: &'static str },
+    /// A number no real machine shows (a node id beyond the kernel's limit, more vectors than
+    /// PCI allows); `instead` says what discovery did.
+    #[error("PCI device {bdf}: {path}: {problem}; {instead}")]
+    Implausible { bdf: String, path: PathBuf, problem: String, instead: &'static str },
 }
 
 /// The error type of [`discover_devices`] (the same enum as the warnings).

@@ -13,7 +13,8 @@ pub struct BadLine {
 
 /// Action names per numbered IRQ from `/proc/interrupts` text.
 ///
-/// Guarantees: only numbered IRQ lines (`  N: ...`) appear in the map; lines for IRQs without an
+/// Guarantees: only numbered IRQ lines (`  N: ...`) appear in the map, the first line of an IRQ
+/// listed twice (a problem reported) winning; lines for IRQs without an
 /// action (counts and chip columns only) map to an empty list; architecture lines (`NMI:`,
 /// `LOC:`, ...) are ignored. The action list is the text after the last run of two or more
 /// spaces following the chip name (the kernel prints `"  %s"` before the first action and
@@ -47,6 +48,14 @@ pub fn parse_proc_interrupts(text: &str) -> (BTreeMap<u32, Vec<String>>, Vec<Bad
             bad.push(BadLine { line_no: i + 1, line: line.into(), problem: "IRQ number out of range" });
             continue;
         };
+        if names.contains_key(&irq) {
+            bad.push(BadLine {
+                line_no: i + 1,
+                line: line.into(),
+                problem: "IRQ listed twice (its first line is used)",
+            });
+            continue;
+        }
         names.insert(irq, actions_after_counts(rest, ncpus));
     }
     (names, bad)

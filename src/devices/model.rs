@@ -70,6 +70,9 @@ pub enum Recognition {
     NotRecognised { driver: String },
     /// irqwise knows no names of this driver (or the device has none).
     UnknownDriver { driver: Option<String> },
+    /// The name gave queue `index`, which no device of `vectors` vectors can have: a name from a
+    /// hostile or broken source. Never placed, whatever the class.
+    IndexOutOfRange { index: u32, vectors: usize },
 }
 
 impl Recognition {
@@ -87,6 +90,9 @@ impl Recognition {
                 Some(format!("name not recognised for driver {d} (irqwise knows no names of it)"))
             }
             Recognition::UnknownDriver { driver: None } => Some("name not recognised (device has no driver)".into()),
+            Recognition::IndexOutOfRange { index, vectors } => {
+                Some(format!("queue index {index} read from its name is beyond the device's {vectors} vectors"))
+            }
         }
     }
 }
@@ -97,6 +103,7 @@ impl std::fmt::Display for Recognition {
             Recognition::Table { driver, pattern } => write!(f, "{driver} \"{pattern}\""),
             Recognition::Rule { rule, pattern } => write!(f, "rule {rule} '{pattern}'"),
             Recognition::NotRecognised { .. } | Recognition::UnknownDriver { .. } => f.write_str("not recognised"),
+            Recognition::IndexOutOfRange { index, .. } => write!(f, "queue index {index} out of range"),
         }
     }
 }

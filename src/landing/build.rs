@@ -14,9 +14,6 @@ use crate::plan::{Action, Plan};
 use crate::topology::locality::{node_of, Locality, Nearness};
 use crate::topology::Topology;
 
-/// The version of the `report --json` document.
-pub const LANDING_SCHEMA: u32 = 1;
-
 /// Interrupts per locality class; `unknown` where the class could not be told (no desired set
 /// and no node information).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -118,10 +115,9 @@ pub struct DeviceLanding {
     pub irqs: Vec<IrqLanding>,
 }
 
-/// The whole report (`irqwise report --json`).
+/// The whole report (`irqwise report --json`, where the CLI adds the top-level `schema`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Landing {
-    pub schema: u32,
     /// The time between the two reads the counts come from.
     pub interval_seconds: f64,
     pub devices: Vec<DeviceLanding>,
@@ -223,5 +219,5 @@ pub fn build_landing(
             }
         })
         .collect();
-    Landing { schema: LANDING_SCHEMA, interval_seconds: seconds, devices, warnings }
+    Landing { interval_seconds: seconds, devices, warnings }
 }

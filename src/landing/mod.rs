@@ -13,7 +13,7 @@ pub mod sample;
 
 use std::path::PathBuf;
 
-pub use build::{build_landing, CpuLanding, DeviceLanding, IrqLanding, Landing, LocalityCounts, LANDING_SCHEMA};
+pub use build::{build_landing, CpuLanding, DeviceLanding, IrqLanding, Landing, LocalityCounts};
 pub use counts::{parse_counts, InterruptCounts};
 pub use render::render_table;
 

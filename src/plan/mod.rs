@@ -31,6 +31,27 @@ pub enum Action {
     Skip,
 }
 
+impl Action {
+    /// The name JSON and tables use (`keep`, `set`, `managed`, `skip`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Keep => "keep",
+            Action::Set => "set",
+            Action::Managed => "managed",
+            Action::Skip => "skip",
+        }
+    }
+}
+
+/// A wider set to write when the kernel has no free vectors on the one wanted, and the words
+/// for how much wider (`"same core"`, `"same cluster"`, `"same LLC"`, `"the node"`, `"every
+/// usable CPU"`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fallback {
+    pub cpus: CpuSet,
+    pub step: &'static str,
+}
+
 /// One IRQ's placement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Placement {
@@ -52,9 +73,10 @@ pub struct Placement {
     pub hint: Option<CpuSet>,
     pub action: Action,
     pub reason: String,
-    /// Written instead of `desired` when the kernel has no free vectors there (ENOSPC).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fallback: Option<CpuSet>,
+    /// Written instead of `desired`, in order, while the kernel has no free vectors (ENOSPC):
+    /// each wider than the last.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<Fallback>,
     /// Managed IRQs: whether the kernel's actual mask differs from the prediction.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mismatch: Option<bool>,

@@ -140,7 +140,7 @@ mod tests {
             hint: None,
             action,
             reason: "because".into(),
-            fallback: None,
+            fallbacks: Vec::new(),
             mismatch: None,
         }
     }

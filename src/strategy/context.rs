@@ -87,6 +87,32 @@ impl<'a> DeviceContext<'a> {
         (ctx, Setup { note, warning })
     }
 
+    /// What to write, widest last, when the kernel has no free vectors on `desired` (ENOSPC):
+    /// the usable CPUs of the same core, cluster, last-level cache and node as `desired`, then
+    /// every usable CPU. Guarantees each step strictly wider than `desired` and the step before.
+    pub fn fallbacks(&self, desired: &CpuSet) -> Vec<crate::plan::Fallback> {
+        let around = |mask: &dyn Fn(u32) -> CpuSet| -> CpuSet {
+            desired.iter().fold(desired.clone(), |acc, c| acc.union(&mask(c))).intersection(&self.usable)
+        };
+        let llc = |c: u32| self.topo.cpus.get(&c).and_then(|cpu| cpu.llc.clone()).unwrap_or_default();
+        let steps: [(&'static str, CpuSet); 5] = [
+            ("same core", around(&|c| self.topo.sibling_mask(c))),
+            ("same cluster", around(&|c| self.topo.cluster_mask(c))),
+            ("same LLC", around(&llc)),
+            ("the node", desired.union(&self.node_cpus.cpus).intersection(&self.usable)),
+            ("every usable CPU", self.usable.clone()),
+        ];
+        let mut out: Vec<crate::plan::Fallback> = Vec::new();
+        let mut widest = desired.clone();
+        for (step, cpus) in steps {
+            if widest.is_subset(&cpus) && cpus != widest {
+                widest = cpus.clone();
+                out.push(crate::plan::Fallback { cpus, step });
+            }
+        }
+        out
+    }
+
     /// The device's queue grouping, computed once per device.
     pub fn queue_grouping(&self) -> &QueueGrouping {
         self.grouping.get_or_init(|| {

@@ -143,8 +143,9 @@ pub fn misc_decision(ctx: &DeviceContext, v: &IrqVector) -> Decision {
     Decision::fixed(&ctx.misc.cpus, format!("{} IRQ: {}", role_word(v.role), ctx.misc.why))
 }
 
-/// Why a vector is left alone for want of a recognised name: only NIC vectors, whose unknown
-/// names may be queues; `None` for every other vector.
+/// Why a vector is left alone for want of a recognised name: NIC vectors, whose unknown names
+/// may be queues, and any vector whose name gave an impossible queue index; `None` otherwise.
 pub fn unrecognised(ctx: &DeviceContext, v: &IrqVector) -> Option<String> {
-    (ctx.device.class == DeviceClass::Nic).then(|| v.recognised.unrecognised_reason()).flatten()
+    let impossible = matches!(v.recognised, crate::devices::Recognition::IndexOutOfRange { .. });
+    (ctx.device.class == DeviceClass::Nic || impossible).then(|| v.recognised.unrecognised_reason()).flatten()
 }

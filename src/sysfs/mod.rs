@@ -67,9 +67,9 @@ type AccessLog = Arc<Mutex<BTreeMap<PathBuf, Access>>>;
 /// format is < 48 KiB; every sysfs attribute is one page.
 pub const SMALL_FILE_LIMIT: u64 = 1 << 20;
 
-/// Bytes [`Root::read_bytes_optional`] accepts: `/proc/interrupts` of 8192 CPUs and thousands of
-/// IRQs stays below it.
-pub const LARGE_FILE_LIMIT: u64 = 512 << 20;
+/// Bytes [`Root::read_bytes_optional`] accepts: `/proc/interrupts` of a 1024-CPU machine with
+/// 8,000 IRQs is about a third of it. (It is read only for IRQs `sys/kernel/irq` does not name.)
+pub const LARGE_FILE_LIMIT: u64 = 256 << 20;
 
 /// What a sysfs attribute's `show()` can return at most: one page.
 const SYSFS_PAGE: usize = 4096;
@@ -139,6 +139,7 @@ impl Root {
     /// The base directory's descriptor, or the error of opening it.
     fn dir(&self) -> io::Result<&OwnedFd> {
         let fd = self.dir.get_or_init(|| {
+            // Following symlinks here is deliberate: the base is the administrator's choice.
             rustix::fs::open(&self.base, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()
         });
         fd.as_ref().ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the root directory cannot be opened"))
@@ -313,11 +314,64 @@ impl Root {
         Ok(names)
     }
 
+    /// What `rel` is inside the root, without recording: whether the name itself is a symlink,
+    /// and what it resolves to (`None` when it leads nowhere).
+    pub fn entry(&self, rel: impl AsRef<Path>) -> io::Result<Entry> {
+        use rustix::fs::FileType;
+        let rel = rel.as_ref();
+        let own = rustix::fs::fstat(self.open(rel, OFlags::PATH | OFlags::NOFOLLOW)?)?;
+        let symlink = FileType::from_raw_mode(own.st_mode) == FileType::Symlink;
+        let target = self.stat(rel).ok().map(|st| match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory => EntryKind::Dir,
+            FileType::RegularFile => EntryKind::File,
+            _ => EntryKind::Other,
+        });
+        Ok(Entry { symlink, target })
+    }
+
+    /// A regular file's bytes (at most `limit`) and permission bits, without recording: for
+    /// `snapshot`'s copy of what the readers recorded.
+    pub fn read_file(&self, rel: impl AsRef<Path>, limit: u64) -> io::Result<(Vec<u8>, u32)> {
+        use std::os::unix::fs::PermissionsExt;
+        let file = open::regular(self.open(rel.as_ref(), OFlags::RDONLY | OFlags::NONBLOCK)?)?;
+        let mode = file.metadata()?.permissions().mode() & 0o7777;
+        Ok((open::read_capped(file, limit, 0)?, mode))
+    }
+
+    /// The target text of symlink `rel`, without recording.
+    pub fn link_target(&self, rel: impl AsRef<Path>) -> io::Result<PathBuf> {
+        let rel = relative(rel.as_ref());
+        let (parent, name) = match (rel.parent(), rel.file_name()) {
+            (Some(p), Some(n)) => (p, n),
+            _ => return Err(io::Error::from(io::ErrorKind::InvalidInput)),
+        };
+        let dir = self.open(parent, OFlags::PATH | OFlags::DIRECTORY)?;
+        let target = rustix::fs::readlinkat(&dir, name, Vec::new())?;
+        Ok(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(target.into_bytes()).into())
+    }
+
     /// Opens the existing regular file `rel` for writing, resolved beneath the root without
     /// following any symlink (see [`open::open_write_beneath`]). Never creates a file.
     pub fn open_write(&self, rel: impl AsRef<Path>) -> io::Result<std::fs::File> {
         open::regular(open::open_write_beneath(self.dir()?, relative(rel.as_ref()))?)
     }
+}
+
+/// What a path under a root is, for `snapshot`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// The name itself is a symlink.
+    pub symlink: bool,
+    /// What it resolves to inside the root; `None` when nothing (a dangling link).
+    pub target: Option<EntryKind>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    Dir,
+    File,
+    /// A FIFO, socket or device node: never read.
+    Other,
 }
 
 /// `rel` without a leading `/`.

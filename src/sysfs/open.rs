@@ -22,18 +22,41 @@ pub(super) fn open_in(dir: &OwnedFd, rel: &Path, flags: OFlags) -> io::Result<Ow
     let flags =
         if flags.contains(OFlags::PATH) { flags | OFlags::CLOEXEC } else { flags | OFlags::CLOEXEC | OFlags::NOCTTY };
     let resolve = ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS;
-    match rustix::fs::openat2(dir, rel, flags, Mode::empty(), resolve) {
+    match openat2_retrying(dir, rel, flags, resolve) {
         Err(rustix::io::Errno::NOSYS) => Ok(rustix::fs::openat(dir, rel, flags, Mode::empty())?),
         other => Ok(other?),
+    }
+}
+
+/// How often an `openat2` that lost a race with a rename or mount elsewhere is tried again.
+const RACE_RETRIES: usize = 64;
+
+/// `openat2`, tried again while it fails with `EAGAIN`: the kernel refuses a `RESOLVE_IN_ROOT`
+/// or `RESOLVE_BENEATH` lookup that a concurrent rename or mount anywhere on the system may have
+/// raced with, and asks the caller to retry (openat2(2)).
+fn openat2_retrying(dir: &OwnedFd, rel: &Path, flags: OFlags, resolve: ResolveFlags) -> rustix::io::Result<OwnedFd> {
+    let mut tries = 0;
+    loop {
+        match rustix::fs::openat2(dir, rel, flags, Mode::empty(), resolve) {
+            Err(rustix::io::Errno::AGAIN) if tries < RACE_RETRIES => tries += 1,
+            other => return other,
+        }
     }
 }
 
 /// Opens `rel` for writing beneath `dir` without following any symlink; `ELOOP` or `EXDEV` when
 /// the path would leave `dir` or goes through a link.
 pub(super) fn open_write_beneath(dir: &OwnedFd, rel: &Path) -> io::Result<OwnedFd> {
-    let flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+    // First a look without opening for writing: a FIFO, socket or device is refused as what it
+    // is (opening a FIFO for writing would only say ENXIO, or wake a reader).
+    regular(open_beneath(dir, rel, OFlags::PATH | OFlags::CLOEXEC)?)?;
+    open_beneath(dir, rel, OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK)
+}
+
+/// `rel` opened with `flags` beneath `dir`, no symlink followed (see [`open_write_beneath`]).
+fn open_beneath(dir: &OwnedFd, rel: &Path, flags: OFlags) -> io::Result<OwnedFd> {
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
-    match rustix::fs::openat2(dir, rel, flags, Mode::empty(), resolve) {
+    match openat2_retrying(dir, rel, flags, resolve) {
         Err(rustix::io::Errno::NOSYS) => open_walking(dir, rel, flags),
         other => Ok(other?),
     }
@@ -89,8 +112,13 @@ fn describe(kind: rustix::fs::FileType) -> &'static str {
     }
 }
 
-/// Reads all of `file`, at most `limit` bytes; longer is an `InvalidData` error saying so.
+/// Reads all of `file`, at most `limit` bytes; longer is an `InvalidData` error saying so. A file
+/// whose size already says it is longer (a plain file; procfs and sysfs report 0 or a page) is
+/// refused before any byte is read or any memory taken for it.
 pub(super) fn read_capped(file: File, limit: u64, capacity: usize) -> io::Result<Vec<u8>> {
+    if file.metadata()?.len() > limit {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("longer than {limit} bytes")));
+    }
     let mut bytes = Vec::with_capacity(capacity);
     let n = file.take(limit + 1).read_to_end(&mut bytes)?;
     if n as u64 > limit {

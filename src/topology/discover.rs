@@ -13,6 +13,7 @@ mod nodes;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub use super::MAX_NUMNODES;
 use super::{NumaNode, OfflineMasks, Topology};
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::sysfs::{parse_cpulist_at, read_in_parallel, Root, SysfsError};
@@ -37,10 +38,6 @@ pub struct TopologyWarning {
     pub instead: String,
 }
 
-/// The highest NUMA node count a Linux kernel supports (`MAX_NUMNODES` with `NODES_SHIFT` = 10):
-/// node ids at or above it are not real and never size anything.
-pub const MAX_NUMNODES: u32 = 1024;
-
 /// The distance the kernel assumes between two nodes it has no table for (`REMOTE_DISTANCE`), and
 /// from a node to itself (`LOCAL_DISTANCE`), include/linux/topology.h.
 pub const REMOTE_DISTANCE: u32 = 20;
@@ -56,6 +53,12 @@ impl Topology {
     /// Reads the topology and what had to be worked around on the way, in file order.
     pub fn discover_with_warnings(root: &Root) -> Result<(Topology, Vec<TopologyWarning>), TopologyError> {
         discover(root)
+    }
+
+    /// Just the NUMA node ids under `root` (below [`MAX_NUMNODES`]), without reading the nodes;
+    /// empty without NUMA information.
+    pub fn discover_node_ids(root: &Root) -> Result<Vec<u32>, TopologyError> {
+        Ok(numbered_ids(root, NODE_DIR, "node")?.into_iter().filter(|&n| n < MAX_NUMNODES).collect())
     }
 
     /// Just the possible CPUs under `root`, by the same rule as [`Topology::discover`] (the

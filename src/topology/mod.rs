@@ -9,4 +9,4 @@ pub mod report;
 pub mod synthetic;
 
 pub use discover::TopologyError;
-pub use model::{Cpu, NumaNode, OfflineMasks, Topology};
+pub use model::{Cpu, NumaNode, OfflineMasks, Topology, MAX_NUMNODES};

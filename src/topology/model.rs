@@ -10,6 +10,10 @@ use serde::Serialize;
 
 use crate::cpuset::CpuSet;
 
+/// The highest NUMA node count a Linux kernel supports (`MAX_NUMNODES` with `NODES_SHIFT` = 10,
+/// include/linux/numa.h): node ids at or above it are not real and never size anything.
+pub const MAX_NUMNODES: u32 = 1024;
+
 /// What the kernel's sibling/cluster masks hold for a CPU that sysfs gives no `topology/` for
 /// (offline or never-booted CPUs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]

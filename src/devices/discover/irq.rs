@@ -82,13 +82,18 @@ fn read_proc_interrupts(root: &Root, warnings: &mut Vec<DeviceError>) -> BTreeMa
         Ok(Some(bytes)) => {
             String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
         }
-        Ok(None) => String::new(),
+        Ok(None) => return BTreeMap::new(),
         Err(e) => {
             warnings.push(DeviceError::Names(e));
             return BTreeMap::new();
         }
     };
     let (from_proc, bad) = parse_proc_interrupts(&text);
+    if from_proc.is_empty() && bad.is_empty() {
+        let line = text.lines().next().unwrap_or_default().to_string();
+        let problem = "names no IRQ at all, so no vector's role is known (NIC vectors are left alone)";
+        warnings.push(DeviceError::Interrupts { path: path.clone(), line_no: 1, line, problem });
+    }
     for b in bad {
         warnings.push(DeviceError::Interrupts {
             path: path.clone(),

@@ -8,6 +8,7 @@ use crate::cpuset::CpuSet;
 use crate::devices::{recognise_device, Device, DeviceClass, NameContext};
 use crate::sysfs::{Root, SysfsError};
 use crate::topology::Topology;
+use crate::topology::MAX_NUMNODES;
 
 /// Reads device `bdf`. `Ok(None)` for a device irqwise has nothing to do with (no interrupts,
 /// or an `Other` device without MSI); `Err` when a file it cannot do without (`class`, the IRQ
@@ -25,7 +26,16 @@ pub(super) fn read_device(
     let pci_class = read_hex(root, &format!("{dir}/class"), "a hex PCI class code like 0x010802").map_err(err)?;
     let class = DeviceClass::from_pci_class(pci_class);
 
-    let (irqs, msi) = read_irqs(root, &dir).map_err(err)?;
+    let (mut irqs, msi) = read_irqs(root, &dir).map_err(err)?;
+    if irqs.len() > MAX_VECTORS {
+        warnings.push(DeviceError::Implausible {
+            bdf: bdf.into(),
+            path: root.path(format!("{dir}/msi_irqs")),
+            problem: format!("{} vectors, more than the {MAX_VECTORS} an MSI-X table can hold", irqs.len()),
+            instead: "only the lowest 2048 IRQs are read",
+        });
+        irqs.truncate(MAX_VECTORS);
+    }
     let driver = root.link_name(format!("{dir}/driver"));
     // An INTx line belongs to the device only while a driver has it; an unbound (or departing)
     // device's legacy line may be shared with others and is not ours to move.
@@ -60,6 +70,13 @@ pub(super) fn read_device(
             soft(e);
             None
         });
+    let implausible_node = numa_node.filter(|&n| n >= i64::from(MAX_NUMNODES)).map(|n| DeviceError::Implausible {
+        bdf: bdf.into(),
+        path: root.path(format!("{dir}/numa_node")),
+        problem: format!("node {n} is not below the kernel's limit of {MAX_NUMNODES} nodes"),
+        instead: "the node is taken from local_cpulist instead",
+    });
+    let numa_node = numa_node.filter(|&n| n < i64::from(MAX_NUMNODES));
     let node = device_node(numa_node, local_cpus.as_ref(), topo);
     let interfaces = interfaces(root, &dir).unwrap_or_else(|e| {
         soft(e);
@@ -72,6 +89,7 @@ pub(super) fn read_device(
         }),
         _ => None,
     };
+    warnings.extend(implausible_node);
     let name = nvme.as_ref().map(|n| n.controller.clone()).or_else(|| interfaces.first().cloned());
     let (mut vectors, actions): (Vec<_>, Vec<_>) =
         irqs.into_iter().map(|irq| read_vector(root, names, bdf, irq, warnings)).unzip();
@@ -94,6 +112,9 @@ pub(super) fn read_device(
         nvme,
     }))
 }
+
+/// The most vectors a PCI function can have: the MSI-X table size field is 11 bits (PCI spec).
+const MAX_VECTORS: usize = 2048;
 
 /// The device's IRQs, ascending, and whether they are MSI/MSI-X: the names in `msi_irqs/`, else
 /// the INTx number in `irq` (0 = none). A missing `irq` file means no INTx.

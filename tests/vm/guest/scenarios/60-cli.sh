@@ -28,7 +28,8 @@ status_on_irq() {
   for e in $MASKS; do
     i=${e%%=*}; expand "${e#*=}"; have=$REPLY
     plan_field "$i" 4 || { REPLY="irq $i not in the status plan"; return 1; }
-    [ "$(echo "$REPLY" | tr , ' ')" = "$have" ] || { REPLY="irq $i: status says $REPLY, /proc/irq $have"; return 1; }
+    local said=$REPLY; expand "$said"
+    [ "$REPLY" = "$have" ] || { REPLY="irq $i: status says $said, /proc/irq $have"; return 1; }
   done
   REPLY="$(count "$1") NIC IRQs as in /proc/irq"
 }

@@ -1,0 +1,134 @@
+//! The masks IRQs had before irqwise first changed them, kept in `ROOT/run/irqwise/originals.json`
+//! so that `restore_on_exit` puts back the machine's own placement even after restarts (a package
+//! upgrade restarts the daemon: a later daemon of the same boot keeps the first record).
+//!
+//! The file is rewritten atomically before each write that changes it, so a crash between
+//! recording and writing loses nothing. Entries of a device that went away are dropped; a file
+//! from another boot (`/proc/sys/kernel/random/boot_id` differs) is ignored.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cpuset::CpuSet;
+use crate::plan::{Action, Plan};
+use crate::sysfs::Root;
+
+/// Where the originals live, relative to the root.
+pub const ORIGINALS_FILE: &str = "run/irqwise/originals.json";
+
+/// Where the kernel shows this boot's id, relative to the root.
+const BOOT_ID: &str = "proc/sys/kernel/random/boot_id";
+
+#[derive(Debug, thiserror::Error)]
+pub enum OriginalsError {
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {problem}; starting a new record")]
+    Unreadable { path: PathBuf, problem: String },
+}
+
+/// One IRQ's mask before irqwise first changed it, and whose it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Original {
+    pub irq: u32,
+    /// The PCI address of the device that owned the IRQ.
+    pub device: String,
+    pub name: Option<String>,
+    /// The mask as a kernel list string.
+    pub cpus: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct OriginalsFile {
+    schema: u32,
+    boot_id: Option<String>,
+    irqs: Vec<Original>,
+}
+
+/// The record, by IRQ. Invariant: one entry per IRQ, the first mask seen before a change.
+#[derive(Debug, Default)]
+pub struct Originals {
+    boot_id: Option<String>,
+    entries: BTreeMap<u32, Original>,
+}
+
+impl Originals {
+    /// The record under `root` from this boot; empty when there is none, when it is from another
+    /// boot, or when it cannot be read (then with the error saying why).
+    pub fn load(root: &Root) -> (Originals, Option<OriginalsError>) {
+        let boot_id = root.read_small_optional(BOOT_ID).ok().flatten().map(|s| s.trim().to_string());
+        let fresh = Originals { boot_id: boot_id.clone(), entries: BTreeMap::new() };
+        let path = root.path(ORIGINALS_FILE);
+        let bytes = match crate::sysfs::read_regular_file(&path, super::state::STATE_FILE_LIMIT) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (fresh, None),
+            Err(e) => return (fresh, Some(OriginalsError::Unreadable { path, problem: e.to_string() })),
+        };
+        let file: OriginalsFile = match serde_json::from_slice(&bytes) {
+            Ok(f) => f,
+            Err(e) => return (fresh, Some(OriginalsError::Unreadable { path, problem: e.to_string() })),
+        };
+        if file.boot_id != boot_id {
+            return (fresh, None);
+        }
+        let entries = file.irqs.into_iter().map(|o| (o.irq, o)).collect();
+        (Originals { boot_id, entries }, None)
+    }
+
+    /// Records, for every IRQ `plan` is about to write that has no record yet, its current mask;
+    /// and drops the entries of IRQs whose device is gone. Returns whether the record changed
+    /// (so it needs saving before the writes).
+    pub fn note_plan(&mut self, plan: &Plan) -> bool {
+        let mut changed = false;
+        let owners: BTreeMap<u32, &str> =
+            plan.devices.iter().flat_map(|d| d.irqs.iter().map(move |p| (p.irq, d.bdf.as_str()))).collect();
+        let before = self.entries.len();
+        self.entries.retain(|irq, o| owners.get(irq) == Some(&o.device.as_str()));
+        changed |= self.entries.len() != before;
+        for (d, p) in plan.writes() {
+            let Some(current) = &p.current else { continue };
+            if p.action != Action::Set || self.entries.contains_key(&p.irq) {
+                continue;
+            }
+            let entry = Original { irq: p.irq, device: d.bdf.clone(), name: p.name.clone(), cpus: current.to_list_string() };
+            self.entries.insert(p.irq, entry);
+            changed = true;
+        }
+        changed
+    }
+
+    /// Writes the record atomically (mode 0644).
+    pub fn save(&self, root: &Root) -> Result<(), OriginalsError> {
+        let file = OriginalsFile {
+            schema: crate::JSON_SCHEMA,
+            boot_id: self.boot_id.clone(),
+            irqs: self.entries.values().cloned().collect(),
+        };
+        let mut bytes = serde_json::to_vec(&file).unwrap_or_default();
+        bytes.push(b'\n');
+        super::files::write_atomically(&root.path(ORIGINALS_FILE), &bytes, 0o644)
+            .map_err(|(path, source)| OriginalsError::Write { path, source })
+    }
+
+    /// Every recorded IRQ with the mask to put back.
+    pub fn restore_list(&self) -> Vec<(u32, CpuSet)> {
+        self.entries.values().filter_map(|o| Some((o.irq, CpuSet::parse_list(&o.cpus).ok()?))).collect()
+    }
+
+    /// Forgets everything and removes the file: after a restore the machine holds its own masks
+    /// again, so the next daemon starts a new record.
+    pub fn clear(&mut self, root: &Root) {
+        self.entries.clear();
+        let _ = std::fs::remove_file(root.path(ORIGINALS_FILE));
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}

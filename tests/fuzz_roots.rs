@@ -1,0 +1,212 @@
+//! Mutation fuzzing of whole fixture roots, on stable Rust: each case copies a machine with every
+//! kind of device, mutates a few of its files at random (byte and structure: truncation, NUL
+//! bytes, huge and negative numbers, garbage lists, swapped files, FIFOs, links out of the root,
+//! links to devices, directories in place of files, removals), then runs the real `plan` and
+//! `apply` under a deadline and a 512 MB address-space limit. Neither may panic, abort, hang or
+//! write outside the root; every exit is 0, 1 or 2.
+//!
+//! `IRQWISE_FUZZ_CASES` (default 24; `make fuzz` runs 1,000) and `IRQWISE_FUZZ_SEED` choose the
+//! cases; a failure names the seed and case to replay it.
+
+#[path = "common/acceptance.rs"]
+mod acceptance;
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use acceptance::fixture::{FixtureRoot, NamingScheme};
+use acceptance::*;
+
+/// xorshift64*: a small deterministic generator, so a failing case replays from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// The template machine: 2 nodes × 4 cores × 2 threads (6.12, read-only managed masks), an ice
+/// NIC, an mlx5 NIC, a virtio NIC, a managed NVMe and an NVMe of another driver.
+fn template() -> tempfile::TempDir {
+    let dir = cpu_root(2, 4, 2, "6.12.0");
+    FixtureRoot::at(dir.path())
+        .nic("0000:81:00.0", "ice", "eth0", Some(1), 4, NamingScheme::IceTxRx)
+        .nic("0000:41:00.0", "mlx5_core", "ens1", Some(0), 6, NamingScheme::Mlx5)
+        .virtio_nic("0000:00:03.0", 0, "eth1", None, 2)
+        .nvme("0000:82:00.0", "nvme0", Some(0), 3, true, true)
+        .msi_device("0000:83:00.0", 0x010802, "nvme_vendor", Some(1), &["nvme1q0", "nvme1q1", "nvme1q2"]);
+    dir
+}
+
+/// Every regular file below `root`, links not followed, sorted.
+fn files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                stack.push(e.path());
+            } else if t.is_file() {
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// One random mutation of one file of the root; what was done, for the failure message.
+fn mutate(rng: &mut Rng, root: &Path, outside: &Path) -> String {
+    let all = files(root);
+    if all.is_empty() {
+        return "nothing left to mutate".into();
+    }
+    let f = rng.pick(&all).clone();
+    let rel = f.strip_prefix(root).unwrap().display().to_string();
+    let text = fs::read(&f).unwrap_or_default();
+    const WORDS: [&str; 12] = [
+        "4294967295",
+        "18446744073709551616",
+        "-1",
+        "99999999999999999999",
+        "0-",
+        "5-3",
+        ",,",
+        "0-8191,8192",
+        "ffffffff,ffffffff,ffffffff",
+        "(null)",
+        "nvme0q4294967295",
+        "\u{1b}]0;x\u{7}",
+    ];
+    let _ = fs::remove_file(&f);
+    match rng.below(11) {
+        0 => {
+            let n = rng.below(text.len() + 1);
+            fs::write(&f, &text[..n]).unwrap();
+            format!("truncate {rel} to {n}")
+        }
+        1 => {
+            let mut t = text;
+            let at = rng.below(t.len() + 1);
+            t.insert(at, 0);
+            fs::write(&f, t).unwrap();
+            format!("NUL into {rel} at {at}")
+        }
+        2 | 3 => {
+            let w = rng.pick(&WORDS);
+            fs::write(&f, format!("{w}\n")).unwrap();
+            format!("{rel} = {w:?}")
+        }
+        4 => {
+            let other = rng.pick(&all).clone();
+            let o = fs::read(&other).unwrap_or_default();
+            fs::write(&f, o).unwrap();
+            format!("{rel} = content of {}", other.display())
+        }
+        5 => {
+            assert!(Command::new("mkfifo").arg(&f).status().unwrap().success());
+            format!("{rel} is a FIFO")
+        }
+        6 => {
+            symlink(outside, &f).unwrap();
+            format!("{rel} -> the outside sentinel")
+        }
+        7 => {
+            symlink(rng.pick(&["/dev/zero", "/dev/full", "/dev/null", "/proc/self/fd/0"]), &f).unwrap();
+            format!("{rel} -> a device")
+        }
+        8 => {
+            fs::create_dir_all(&f).unwrap();
+            format!("{rel} is a directory")
+        }
+        9 => {
+            let mut t = text;
+            for _ in 0..rng.below(64) {
+                t.push((rng.next() & 0xff) as u8);
+            }
+            fs::write(&f, t).unwrap();
+            format!("random bytes appended to {rel}")
+        }
+        _ => format!("{rel} removed"),
+    }
+}
+
+/// Runs the binary like the hostile tests do: deadline, memory limit, exit 0, 1 or 2.
+fn run_limited(root: &Path, config: &Path, args: &[&str]) -> Result<i32, String> {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 524288; exec timeout 30 \"$@\"")
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_irqwise"))
+        .arg("--root")
+        .arg(root)
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    match out.status.code() {
+        None => Err(format!("{args:?} killed by a signal: {stderr}")),
+        Some(124) => Err(format!("{args:?} hung")),
+        Some(c) if c > 2 || stderr.contains("panicked") => Err(format!("{args:?} exited {c}: {stderr}")),
+        Some(c) => Ok(c),
+    }
+}
+
+#[test]
+fn mutated_roots_never_crash_hang_or_write_outside() {
+    let cases: usize = std::env::var("IRQWISE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24);
+    let seed: u64 = std::env::var("IRQWISE_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x1e5f_0a11);
+    let template = template();
+    let outside = tempfile::tempdir().unwrap();
+    let sentinel = outside.path().join("sentinel");
+    let config = empty_config();
+    let started = Instant::now();
+    let mut exits = [0usize; 3];
+    for case in 0..cases {
+        let mut rng = Rng(seed ^ (case as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        fs::write(&sentinel, "untouched\n").unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", template.path().display()))
+            .arg(root.path())
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        let done: Vec<String> = (0..1 + rng.below(4)).map(|_| mutate(&mut rng, root.path(), &sentinel)).collect();
+        for args in [&["plan", "--json"][..], &["apply"][..]] {
+            match run_limited(root.path(), config.path(), args) {
+                Ok(code) => exits[code as usize] += 1,
+                Err(e) => panic!("seed {seed} case {case} ({done:?}): {e}"),
+            }
+        }
+        assert_eq!(
+            fs::read_to_string(&sentinel).unwrap(),
+            "untouched\n",
+            "seed {seed} case {case} ({done:?}): a write went outside the root"
+        );
+    }
+    eprintln!(
+        "{cases} mutated roots, {} runs (exits 0/1/2: {exits:?}) in {:.1} s",
+        2 * cases,
+        started.elapsed().as_secs_f64()
+    );
+}
