@@ -4,20 +4,21 @@ BIN := target/release/irqwise
 
 .PHONY: run test deps build bench fmt clippy assets deb rpm install uninstall package-test fuzz
 
-build:
+build: deps
 	$(CARGO) build --release
 
 run: build
 	$(BIN) topology
 	$(BIN) plan
 
-# Installs missing build dependencies (Debian, as root), then runs every test target.
+# Installs missing build dependencies (Debian or Ubuntu, as root); otherwise stops with the exact
+# command that installs them.
 deps:
 	@missing=""; \
 	for p in libudev-dev pkg-config; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-		else echo "missing build dependencies:$$missing (run as root or install them)" >&2; exit 1; fi; \
+		else echo "missing build dependencies; install them with: sudo apt-get install -y$$missing" >&2; exit 1; fi; \
 	fi
 
 # Style first (formatting, then clippy with warnings as errors), then every test target.
@@ -109,7 +110,9 @@ package-test: deb rpm
 
 # Real-kernel end-to-end suite (tests/vm/): boots Debian's stock kernel in QEMU (2 NUMA nodes,
 # NVMe, vmxnet3), runs `irqwise run` through CPU/link/device hot-plug and SIGHUP, compares with
-# irqbalance. Installs qemu-system-x86, linux-image-amd64, busybox-static, cpio when root.
+# irqbalance; then installs the .deb (make deb) in a debootstrapped Debian 12 guest and checks the
+# unit under systemd as PID 1. Installs qemu-system-x86, linux-image-amd64, busybox-static, cpio,
+# debootstrap, e2fsprogs when root.
 .PHONY: test-vm
 test-vm:
 	tests/vm/run.sh

@@ -261,6 +261,12 @@ static DISCOVERED: LazyLock<(Topology, Vec<Device>)> = LazyLock::new(|| {
 fn plan_only(bencher: divan::Bencher) {
     let (topo, devices) = &*DISCOVERED;
     let known = BTreeSet::new();
-    let ctx = PlanContext { topo, group_rules: group_rules(topo), respect_isolation: true, known_managed: &known };
+    let ctx = PlanContext {
+        topo,
+        home: None,
+        group_rules: group_rules(topo),
+        respect_isolation: true,
+        known_managed: &known,
+    };
     bencher.bench(|| build_plan(&ctx, devices, &[]));
 }

@@ -27,6 +27,35 @@ quiet_stderr() {
 	[ -z "$err" ] || { echo "$err"; return 1; }
 }
 
+# rpm_scriptlet_parses RPM TAG: the scriptlet TAG (PREIN, POSTIN, ...) is absent, or has /bin/sh
+# as its interpreter and parses with sh -n.
+rpm_scriptlet_parses() {
+	local body prog
+	body=$(rpm -qp --qf "%{$2}" "$1" 2>/dev/null)
+	[ "$body" = "(none)" ] && return 0
+	prog=$(rpm -qp --qf "%{${2}PROG}" "$1" 2>/dev/null)
+	# No interpreter tag means /bin/sh, rpm's default.
+	[ "$prog" = /bin/sh ] || [ "$prog" = "(none)" ] || { echo "interpreter: $prog"; return 1; }
+	sh -n <<<"$body"
+}
+
+# same_unit RPM DEB: the unit file in both packages is byte for byte the tree's.
+same_unit() {
+	local unit=usr/lib/systemd/system/irqwise.service tree rpm_unit deb_unit dir
+	dir=$(mktemp -d) && trap 'rm -rf "$dir"' RETURN
+	tree=$(cd "$(dirname "$0")/.." && pwd)/systemd/irqwise.service
+	# Whole archives first: a reader that stops after the one file would fail the pipe (pipefail).
+	# rpm2cpio 4.18 (Debian 12) exits 1 after writing a complete archive: its status says nothing,
+	# the file extracted from the archive does.
+	rpm2cpio "$1" > "$dir/rpm.cpio" || true
+	dpkg-deb --fsys-tarfile "$2" > "$dir/deb.tar" || return 1
+	rpm_unit=$(cpio -i --quiet --to-stdout "./$unit" < "$dir/rpm.cpio") && [ -n "$rpm_unit" ] ||
+		{ echo "no $unit in the .rpm"; return 1; }
+	deb_unit=$(tar -xOf "$dir/deb.tar" "./$unit") || return 1
+	[ "$rpm_unit" = "$(cat "$tree")" ] || { echo "the .rpm's unit differs from $tree"; diff <(echo "$rpm_unit") "$tree"; return 1; }
+	[ "$deb_unit" = "$(cat "$tree")" ] || { echo "the .deb's unit differs from $tree"; diff <(echo "$deb_unit") "$tree"; return 1; }
+}
+
 absent() { for p in "$@"; do [ ! -e "$p" ] && [ ! -L "$p" ] || { echo "still present: $p"; return 1; }; done; }
 
 deb=$(ls -t "$dir"/irqwise_*.deb 2>/dev/null | head -n 1)
@@ -77,10 +106,22 @@ elif [ -f "$deb" ]; then
 	check "purged: every installed file is gone" absent "${installed[@]}" /etc/irqwise "$wants" /usr/share/doc/irqwise
 fi
 
+# --- make install: the unit follows PREFIX -----------------------------------------------------
+stage=$(mktemp -d)
+if make -s -C "$(dirname "$0")/.." install DESTDIR="$stage" PREFIX=/usr/local >/dev/null 2>&1; then
+	staged_unit=$stage/usr/local/lib/systemd/system/irqwise.service
+	check "make install PREFIX=/usr/local: ExecStart= and ExecReload= run /usr/local/sbin/irqwise" \
+		bash -c "[ \$(grep -c '^Exec[A-Za-z]*=/usr/local/sbin/irqwise ' '$staged_unit') = 2 ] && ! grep -q '/usr/sbin/irqwise' '$staged_unit'"
+else
+	echo "FAIL: make install DESTDIR=$stage PREFIX=/usr/local"
+	failures=$((failures + 1))
+fi
+rm -rf "$stage"
+
 # --- .rpm: contents and scriptlets ---------------------------------------------------------------
-if ! command -v rpm >/dev/null 2>&1; then
+if ! command -v rpm >/dev/null 2>&1 || ! command -v cpio >/dev/null 2>&1; then
 	if [ "$(id -u)" = 0 ]; then
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rpm >/dev/null
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rpm cpio >/dev/null
 	fi
 fi
 if [ -f "$rpmfile" ] && command -v rpm >/dev/null 2>&1; then
@@ -95,6 +136,11 @@ if [ -f "$rpmfile" ] && command -v rpm >/dev/null 2>&1; then
 		bash -c "rpm -qp --qf '[%{FILENAMES} %{FILEFLAGS:fflags}\n]' '$rpmfile' 2>/dev/null | grep -qx '/etc/irqwise/irqwise.toml cn'"
 	check "rpm: scriptlets (conf.d and preset on install, disable --now on erase)" \
 		bash -c "s=\$(rpm -qp --scripts '$rpmfile' 2>/dev/null); grep -q 'systemctl preset irqwise.service' <<<\"\$s\" && grep -q 'disable --now irqwise.service' <<<\"\$s\" && grep -q 'mkdir -p /etc/irqwise/conf.d' <<<\"\$s\""
+	# Each scriptlet as the package carries it: run by /bin/sh, and sh -n parses it.
+	for tag in PREIN POSTIN PREUN POSTUN; do
+		check "rpm: %{$tag} scriptlet (if any) runs under /bin/sh and parses (sh -n)" rpm_scriptlet_parses "$rpmfile" "$tag"
+	done
+	check "rpm and deb carry the same unit file, which is systemd/irqwise.service" same_unit "$rpmfile" "$deb"
 elif [ -f "$rpmfile" ]; then
 	echo "FAIL: rpm is not installed (apt-get install rpm)"
 	failures=$((failures + 1))

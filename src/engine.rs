@@ -12,7 +12,7 @@ use crate::kernel::{GroupRules, KernelVersion, KernelVersionError};
 use crate::plan::{build_plan, Plan, PlanContext};
 use crate::policy::{resolve, unmatched_rules, DeviceFacts};
 use crate::sysfs::Root;
-use crate::topology::{Topology, TopologyError};
+use crate::topology::{home_topology, memory_file, Topology, TopologyError, TopologyMemory};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -118,20 +118,34 @@ pub fn group_rules(topo: &Topology) -> GroupRules {
     plan_rules(&Root::default(), topo).0
 }
 
-/// Discovers topology and devices under `root` and plans them with `config`.
+/// Discovers topology and devices under `root` and plans them with `config`. Queue homes use the
+/// running daemon's topology memory of this boot when there is one
+/// ([`crate::topology::memory_file`]), so the plan is the daemon's while CPUs are offline.
 pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) -> Result<PlannedPass, EngineError> {
     let (topology, warnings) = Topology::discover_with_warnings(root)?;
-    let warnings = warnings.iter().map(|w| w.to_string()).collect();
-    plan_with_topology(root, config, known_managed, topology, warnings)
+    let mut warnings: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+    let mut memory = match memory_file::load(root) {
+        Ok(m) => m.unwrap_or_default(),
+        Err(e) => {
+            warnings.push(e.to_string());
+            TopologyMemory::default()
+        }
+    };
+    memory.remember(&topology);
+    let home = home_topology(&topology, Some(&memory));
+    plan_with_topology(root, config, known_managed, topology, Some(&home), warnings)
 }
 
 /// Discovers the devices under `root` and plans them on `topology` (just discovered, or the
-/// daemon's last good one), its discovery's `warnings` first among the plan's.
+/// daemon's last good one), its discovery's `warnings` first among the plan's. `home` is the
+/// machine with every present CPU online as the daemon remembers it (`None`: derived from
+/// `topology` alone).
 pub fn plan_with_topology(
     root: &Root,
     config: &Config,
     known_managed: &BTreeSet<u32>,
     topology: Topology,
+    home: Option<&Topology>,
     warnings: Vec<String>,
 ) -> Result<PlannedPass, EngineError> {
     let discovery = discover_devices(root, &topology)?;
@@ -142,8 +156,13 @@ pub fn plan_with_topology(
         .collect();
     let policies: Vec<_> = facts.iter().map(|f| resolve(config, f)).collect();
     let (group_rules, kernel_warning) = plan_rules(root, &topology);
-    let ctx =
-        PlanContext { topo: &topology, group_rules, respect_isolation: config.global.respect_isolation, known_managed };
+    let ctx = PlanContext {
+        topo: &topology,
+        home,
+        group_rules,
+        respect_isolation: config.global.respect_isolation,
+        known_managed,
+    };
     let mut plan = build_plan(&ctx, &discovery.devices, &policies);
     plan.warnings.splice(0..0, warnings);
     plan.warnings.extend(kernel_warning);

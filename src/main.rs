@@ -41,6 +41,7 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::Snapshot { out } => cli::snapshot(&root, &out).map(ok),
         Command::Run { once } => cli::run(&root, &paths, cli.global.log_format, once),
         Command::Status { json } => cli::status(&root, json),
+        Command::Reload { pid, timeout } => cli::reload(&root, &paths, pid, std::time::Duration::from_secs(timeout)),
     }
 }
 

@@ -12,7 +12,7 @@ use crate::config::{Config, Match, Rule, RuleRef};
 use crate::cpuset::CpuSet;
 use crate::devices::{Device, DeviceClass, QueuePattern};
 use crate::kernel::SpreadOrder;
-use crate::strategy::StrategyName;
+use crate::strategy::{Spill, StrategyName};
 
 /// What the rules can match a device on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -71,6 +71,9 @@ pub struct Policy {
     pub node: Option<u32>,
     pub order: Option<SpreadOrder>,
     pub queues_per_cpu: Option<u32>,
+    /// Where NUMA-hop queues go beyond the node: the last matching rule's `spill`, else the
+    /// global one.
+    pub spill: Spill,
     /// The last matching rule's `queue_pattern`, and that rule: read before the driver table.
     pub queue_pattern: Option<(QueuePattern, RuleRef)>,
     /// Every rule that matched, in application order (what `plan` shows as "decided by").
@@ -102,8 +105,8 @@ pub fn matches(m: &Match, facts: &DeviceFacts) -> bool {
     !m.is_empty()
         && glob_matches(&m.pci, Some(&facts.bdf))
         && glob_matches(&m.driver, facts.driver.as_deref())
-        && m.interface.as_ref().map_or(true, |g| facts.interfaces.iter().any(|i| g.matches(i)))
-        && m.class.map_or(true, |c| c == facts.class)
+        && m.interface.as_ref().is_none_or(|g| facts.interfaces.iter().any(|i| g.matches(i)))
+        && m.class.is_none_or(|c| c == facts.class)
         && glob_matches(&m.nvme_model, facts.nvme_model.as_deref().map(str::trim))
         && glob_matches(&m.nvme_serial, facts.nvme_serial.as_deref().map(str::trim))
         && m.property.iter().all(|(k, g)| facts.properties.get(k).is_some_and(|v| g.matches(v)))
@@ -114,6 +117,7 @@ pub fn matches(m: &Match, facts: &DeviceFacts) -> bool {
 pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
     let mut policy = Policy::default();
     let mut exclude: Option<&CpuSet> = None;
+    let mut spill = None;
     for rule in config.rules.iter().filter(|r| matches(&r.matcher, facts)) {
         let s = &rule.settings;
         overwrite(&mut policy.strategy, s.strategy);
@@ -122,6 +126,7 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
         overwrite(&mut policy.node, s.node);
         overwrite(&mut policy.order, s.order);
         overwrite(&mut policy.queues_per_cpu, s.queues_per_cpu);
+        spill = s.spill.or(spill);
         overwrite(&mut policy.queue_pattern, s.queue_pattern.clone().map(|p| (p, rule.source.clone())));
         if s.exclude_cpus.is_some() {
             exclude = s.exclude_cpus.as_ref();
@@ -137,6 +142,7 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
         }
         policy.matched_rules.push(rule.source.clone());
     }
+    policy.spill = spill.unwrap_or(config.global.spill);
     policy.exclude_cpus =
         exclude.map_or_else(|| config.global.banned_cpus.clone(), |e| e.union(&config.global.banned_cpus));
     policy

@@ -257,3 +257,38 @@ fn verification_reads_back_and_judges_effective_affinity() {
     assert_eq!(writer.read_current(3).unwrap(), set("1"));
     assert_eq!(writer.read_current(9).unwrap_err().class(), FailureClass::Gone);
 }
+
+#[test]
+fn enospc_widens_step_by_step_and_the_outcome_names_the_step() {
+    let dir = fixture(&[1, 2]);
+    let steps = |cpus: &[(&str, &'static str)]| -> Vec<Fallback> {
+        cpus.iter().map(|&(c, step)| Fallback { cpus: set(c), step }).collect()
+    };
+    let ladder = steps(&[
+        ("2,6", "same core"),
+        ("2-3,6-7", "same cluster"),
+        ("0-3,4-7", "the node"),
+        ("0-7", "every usable CPU"),
+    ]);
+    // IRQ 1: no vectors on CPU 2, its core or its cluster; the node takes it.
+    // IRQ 2: no vectors anywhere.
+    let writer = FaultInjector::new(dir.path(), &[(1, Errno::ENOSPC, 3), (2, Errno::ENOSPC, 9)]);
+    let writes = [
+        AffinityWrite { irq: 1, cpus: set("2"), fallbacks: ladder.clone() },
+        AffinityWrite { irq: 2, cpus: set("2"), fallbacks: ladder },
+    ];
+    let out = apply_writes(&writer, &writes);
+    assert_eq!(writer.calls_for(1), vec![set("2"), set("2,6"), set("2-3,6-7"), set("0-7")]);
+    match &out[0].1 {
+        WriteOutcome::WrittenFallback { cpus, step, .. } => {
+            assert_eq!((cpus, step.as_str()), (&set("0-7"), "the node"))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(affinity_file(dir.path(), 1), "0-7\n");
+    assert_eq!(writer.calls_for(2).len(), 5, "the desired set and every step, once each");
+    assert_eq!(class_of(&out, 2), Some(FailureClass::NoVectors));
+    let e = error_of(&out, 2);
+    assert!(e.contains("same core") && e.contains("every usable CPU"), "{e}");
+    assert_eq!(affinity_file(dir.path(), 2), ORIGINAL);
+}

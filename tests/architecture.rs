@@ -8,9 +8,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Files and directories (every `.rs` below) of the pure core.
-const PURE_CORE: [&str; 16] = [
+const PURE_CORE: [&str; 17] = [
     "src/cpuset.rs",
     "src/topology/model.rs",
+    "src/topology/home.rs",
     "src/topology/locality.rs",
     "src/topology/report.rs",
     "src/topology/synthetic.rs",

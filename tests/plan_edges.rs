@@ -1,6 +1,7 @@
 //! Planner edge cases, on an in-memory machine (no filesystem): a `node` override naming a node
 //! that does not exist or has no usable CPU, `admin_cpus` (used, all offline), `queues_per_cpu`
-//! above the queue count, an NVMe controller with no I/O queue, offline CPUs in a `pin` list,
+//! above the queue count, an NVMe controller with no I/O queue, offline CPUs in a `pin` list (kept
+//! while one is online),
 //! isolated CPUs named in `cpus`, and a device left without any usable CPU.
 //!
 //! The machine: `SyntheticMachine::new(2, 2, 2)`, x86 numbering (siblings N / N+4): node 0 holds
@@ -61,7 +62,13 @@ fn nic(node: Option<u32>, queues: u32) -> Device {
 
 fn plan_one(topo: &Topology, dev: Device, policy: Policy) -> (DevicePlan, Vec<String>) {
     let known = BTreeSet::new();
-    let ctx = PlanContext { topo, group_rules: group_rules(topo), respect_isolation: true, known_managed: &known };
+    let ctx = PlanContext {
+        topo,
+        home: None,
+        group_rules: group_rules(topo),
+        respect_isolation: true,
+        known_managed: &known,
+    };
     let plan = build_plan(&ctx, &[dev], &[policy]);
     (plan.devices[0].clone(), plan.warnings)
 }
@@ -135,14 +142,17 @@ fn admin_cpus_all_offline_fall_back_to_the_nodes_cpus_and_say_so() {
 }
 
 #[test]
-fn offline_cpus_in_a_pin_list_are_left_out() {
+fn offline_cpus_in_a_pin_list_stay_while_one_is_online_so_hotplug_does_not_rewrite_it() {
     let mut topo = machine();
     topo.online.remove(3);
     let policy = Policy { strategy: Some(StrategyName::Pin), cpus: Some(cpus("2-3")), ..Policy::default() };
-    let (d, _) = plan_one(&topo, nic(Some(1), 2), policy);
+    let (d, _) = plan_one(&topo, nic(Some(1), 2), policy.clone());
     for p in &d.irqs {
-        assert_eq!(p.desired, Some(cpus("2")), "irq {}", p.irq);
+        assert_eq!(p.desired, Some(cpus("2-3")), "irq {}: the kernel accepts a mask with one online CPU", p.irq);
     }
+    topo.online.remove(2);
+    let (d, _) = plan_one(&topo, nic(Some(1), 2), policy);
+    assert!(d.irqs.iter().all(|p| p.desired.is_none()), "no CPU of the list online: left alone");
 }
 
 #[test]
@@ -195,8 +205,14 @@ fn nvme_without_io_queues_places_its_admin_queue_on_its_node() {
     dev.pci_class = 0x010802;
     dev.driver = Some("nvme".into());
     dev.vectors = vec![vector(100, QueueRole::Admin, None)];
-    dev.nvme =
-        Some(NvmeInfo { controller: "nvme0".into(), model: None, serial: None, namespace: None, blk_mq: Vec::new() });
+    dev.nvme = Some(NvmeInfo {
+        controller: "nvme0".into(),
+        model: None,
+        serial: None,
+        namespace: None,
+        blk_mq: Vec::new(),
+        write_queues: None,
+    });
     let (d, _) = plan_one(&machine(), dev, Policy::default());
     assert_eq!(d.strategy, StrategyName::ClusterGroup);
     assert_eq!(irq(&d, 100).desired, Some(cpus("0-1,4-5")));

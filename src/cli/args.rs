@@ -108,6 +108,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check the configuration, then make the running daemon PID reload it (SIGHUP) and wait
+    /// until it has; an invalid configuration fails (exit 2) without signalling. The unit's
+    /// ExecReload=.
+    Reload {
+        /// The daemon's process id (systemd passes $MAINPID).
+        #[arg(long)]
+        pid: u32,
+        /// Seconds to wait for the daemon to record the reload in its state file; 0: do not wait.
+        #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+        timeout: u64,
+    },
     /// Copy the part of /sys and /proc that irqwise reads into OUT, usable as --root OUT.
     Snapshot {
         /// Directory to write the copy into (created if missing; must be empty).

@@ -5,7 +5,7 @@ use crate::config::{ConfigPaths, LogFormat};
 use crate::daemon::files::process_exists;
 use crate::daemon::state::{read_state, render_status, STATE_FILE};
 use crate::daemon::{logging, unix_now, Daemon, DaemonError};
-use crate::engine::{load_config, EngineError};
+use crate::engine::{load_config_with_warnings, EngineError};
 use crate::sysfs::Root;
 
 fn cli_error(e: DaemonError) -> CliError {
@@ -19,7 +19,7 @@ fn cli_error(e: DaemonError) -> CliError {
 /// over the config's `log_format`), then runs until stopped. `--once` runs the initial pass and
 /// exits (exit 1 if a write failed), without the systemd protocol.
 pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormat>, once: bool) -> Result<Outcome, CliError> {
-    let config = load_config(root, paths).map_err(|e| match e {
+    let (config, warnings) = load_config_with_warnings(root, paths).map_err(|e| match e {
         EngineError::Topology(t) => {
             CliError::Failed(format!("cannot read the possible CPUs (needed to validate the configuration): {t}"))
         }
@@ -28,6 +28,7 @@ pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormat>, once: bo
     let format = format.unwrap_or(config.global.log_format);
     logging::init(format).map_err(|e| CliError::Failed(e.to_string()))?;
     let mut daemon = Daemon::new(root.clone(), paths.clone(), config);
+    daemon.note_config_warnings(&warnings);
     if once {
         daemon.pass(vec!["once".into()]);
         let exit = if daemon.last_report().all_ok() && daemon.last_error().is_none() { 0 } else { 1 };

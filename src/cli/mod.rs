@@ -5,11 +5,13 @@ pub mod args;
 mod daemon;
 mod inspect;
 mod ops;
+mod reload;
 mod report;
 
 pub use daemon::{run, status};
 pub use inspect::{spread_groups, spread_numa, topology};
 pub use ops::{apply, check_config, config_paths, plan, snapshot, Outcome, PlanView, EXIT_CHANGES_PENDING};
+pub use reload::{reload, reload_recorded};
 pub use report::{report, ReportRequest};
 
 use crate::engine::{EngineError, KernelRulesError};
@@ -41,6 +43,10 @@ pub enum CliError {
     /// A combination of options that cannot work here.
     #[error("{0}")]
     Usage(String),
+    /// The configuration is invalid: `reload` did not signal the daemon, or the daemon kept
+    /// its previous configuration.
+    #[error("{0}")]
+    ConfigRejected(String),
 }
 
 /// Fails unless `root` holds `sys/devices/system/cpu`.
@@ -71,7 +77,8 @@ impl CliError {
             | CliError::NotAConfigDir(_)
             | CliError::KernelRules(KernelRulesError::Explicit(_))
             | CliError::Usage(_)
-            | CliError::Engine(EngineError::Config(_)) => 2,
+            | CliError::Engine(EngineError::Config(_))
+            | CliError::ConfigRejected(_) => 2,
             CliError::Topology(_) | CliError::Engine(_) | CliError::KernelRules(_) | CliError::Failed(_) => 1,
         }
     }

@@ -135,7 +135,7 @@ pub struct ConfigErrors(pub Vec<ConfigError>);
 /// Things that are legal but probably not what the author meant.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigWarning {
-    #[error("{at}: warning: this [[device]] rule sets nothing (no strategy, cpus, exclude_cpus, admin_cpus, node, order, queues_per_cpu or queue_pattern)")]
+    #[error("{at}: warning: this [[device]] rule sets nothing (no strategy, cpus, exclude_cpus, admin_cpus, node, order, queues_per_cpu, queue_pattern or spill)")]
     RuleSetsNothing { at: Location },
     #[error("{at}: warning: {key} has no effect here: {why}")]
     SettingIgnored { at: Location, key: &'static str, why: &'static str },

@@ -171,7 +171,7 @@ fn find_dropins(dirs: &[PathBuf], errors: &mut Vec<ConfigError>) -> (Vec<PathBuf
         }
         for name in names {
             let path = dir.join(&name);
-            if Path::new(&name).extension().map_or(true, |ext| ext != "toml") || path.is_dir() {
+            if Path::new(&name).extension().is_none_or(|ext| ext != "toml") || path.is_dir() {
                 continue;
             }
             if let Some(lower) = by_name.insert(name, path.clone()) {
@@ -238,5 +238,6 @@ fn finish_global(layer: GlobalLayer) -> Global {
         restore_on_exit: layer.restore_on_exit.unwrap_or(d.restore_on_exit),
         log_format: layer.log_format.unwrap_or(d.log_format),
         metrics_file: layer.metrics_file.unwrap_or(d.metrics_file),
+        spill: layer.spill.unwrap_or(d.spill),
     }
 }

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, QueuePattern};
 use crate::kernel::SpreadOrder;
-use crate::strategy::StrategyName;
+use crate::strategy::{Spill, StrategyName};
 
 pub use duration::parse_duration;
 pub use error::{ConfigError, ConfigErrors, ConfigWarning, Location};
@@ -60,6 +60,8 @@ pub struct Global {
     /// Put back the affinities found at start when the daemon stops (default false).
     pub restore_on_exit: bool,
     pub log_format: LogFormat,
+    /// Where NUMA-hop queues go beyond the device's node (default `kernel`: the next hop).
+    pub spill: Spill,
     /// Where the daemon writes its Prometheus metrics (default: node_exporter's textfile
     /// directory when it exists).
     pub metrics_file: MetricsFile,
@@ -89,6 +91,7 @@ impl Default for Global {
             restore_on_exit: false,
             log_format: LogFormat::Auto,
             metrics_file: MetricsFile::Auto,
+            spill: Spill::Kernel,
         }
     }
 }
@@ -143,14 +146,18 @@ pub struct Settings {
     /// How to read the queue index (and role) out of the device's IRQ names, tried before the
     /// driver table: for drivers irqwise does not know.
     pub queue_pattern: Option<QueuePattern>,
+    /// NUMA-hop: where queues go beyond the device's node (overrides the global `spill`).
+    pub spill: Option<Spill>,
     /// Settings this machine made void (`cpus` naming none of its CPUs), by key, with the words
     /// plan reasons give for the fallback.
     pub voided: Vec<(&'static str, String)>,
 }
 
 impl Settings {
+    /// Whether the rule sets nothing at all (a setting this machine made void still counts as
+    /// set: the rule is not a no-op on the machines that have those CPUs).
     pub fn is_empty(&self) -> bool {
-        Settings { voided: Vec::new(), ..self.clone() } == Settings::default()
+        *self == Settings::default()
     }
 }
 

@@ -14,7 +14,7 @@ use toml::Spanned;
 use super::LogFormat;
 use crate::devices::DeviceClass;
 use crate::kernel::SpreadOrder;
-use crate::strategy::StrategyName;
+use crate::strategy::{Spill, StrategyName};
 
 /// One config file (main file or drop-in).
 #[derive(Debug, Default)]
@@ -33,6 +33,7 @@ pub struct RawGlobal {
     pub restore_on_exit: Option<bool>,
     pub log_format: Option<LogFormat>,
     pub metrics_file: Option<Spanned<String>>,
+    pub spill: Option<Spill>,
 }
 
 /// One `[[device]]` table.
@@ -47,6 +48,7 @@ pub struct RawRule {
     pub order: Option<SpreadOrder>,
     pub queues_per_cpu: Option<Spanned<u32>>,
     pub queue_pattern: Option<Spanned<String>>,
+    pub spill: Option<Spill>,
     /// Some key of this rule had the wrong type or name (already an error).
     pub refused_key: bool,
 }
@@ -79,10 +81,21 @@ const GLOBAL: &[&str] = &[
     "debounce",
     "restore_on_exit",
     "log_format",
+    "spill",
     "metrics_file",
 ];
-pub const RULE: &[&str] =
-    &["match", "strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu", "queue_pattern"];
+pub const RULE: &[&str] = &[
+    "match",
+    "strategy",
+    "cpus",
+    "exclude_cpus",
+    "admin_cpus",
+    "node",
+    "order",
+    "queues_per_cpu",
+    "queue_pattern",
+    "spill",
+];
 const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "nvme_serial", "property"];
 
 /// Reads `text` into the raw structure, keeping every key that has the right type, and returns
@@ -167,6 +180,7 @@ impl Reader {
                 "restore_on_exit" => g.restore_on_exit = self.value(v),
                 "log_format" => g.log_format = self.value(v),
                 "metrics_file" => g.metrics_file = self.value(v),
+                "spill" => g.spill = self.value(v),
                 other => self.unknown(&key, other, GLOBAL),
             }
         }
@@ -190,6 +204,7 @@ impl Reader {
                 "order" => r.order = self.value(v),
                 "queues_per_cpu" => r.queues_per_cpu = self.value(v),
                 "queue_pattern" => r.queue_pattern = self.value(v),
+                "spill" => r.spill = self.value(v),
                 other => self.unknown(&key, other, RULE),
             }
         }

@@ -16,7 +16,7 @@ use super::glob::Glob;
 use super::schema::{read, RawGlobal, RawMatch, RawRule};
 use super::{LogFormat, Machine, Match, MetricsFile, Rule, RuleRef, Settings};
 use crate::devices::{DeviceClass, QueuePattern};
-use crate::strategy::StrategyName;
+use crate::strategy::{Spill, StrategyName};
 use crate::topology::MAX_NUMNODES;
 
 /// `[global]` keys one file sets (`None`: not set here). `banned_cpus` keeps where it was
@@ -30,6 +30,7 @@ pub(super) struct GlobalLayer {
     pub restore_on_exit: Option<bool>,
     pub log_format: Option<LogFormat>,
     pub metrics_file: Option<MetricsFile>,
+    pub spill: Option<Spill>,
 }
 
 impl GlobalLayer {
@@ -47,6 +48,7 @@ impl GlobalLayer {
         take(&mut self.restore_on_exit, later.restore_on_exit);
         take(&mut self.log_format, later.log_format);
         take(&mut self.metrics_file, later.metrics_file);
+        take(&mut self.spill, later.spill);
     }
 }
 
@@ -130,8 +132,8 @@ pub(super) fn validate_file(
 fn schema_message(message: &str) -> String {
     let mut text = message.trim_end().lines().map(str::trim).collect::<Vec<_>>().join("; ");
     text = text.replace("expected u32", "expected a non-negative integer (at most 4294967295)");
-    const SETTINGS: [&str; 8] =
-        ["strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu", "queue_pattern"];
+    const SETTINGS: [&str; 9] =
+        ["strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu", "queue_pattern", "spill"];
     let misplaced = SETTINGS.iter().any(|k| text.starts_with(&format!("unknown field `{k}`")));
     if misplaced && text.contains("expected one of `pci`") {
         text.push_str(" (keys after a [device.match] header belong to the match table: put the rule's settings before that header, or write match = { ... } inline)");
@@ -166,6 +168,7 @@ impl FileCtx<'_> {
             restore_on_exit: g.restore_on_exit,
             log_format: g.log_format,
             metrics_file: g.metrics_file.and_then(|v| self.metrics_file(&v)),
+            spill: g.spill,
         }
     }
 
@@ -392,6 +395,7 @@ impl FileCtx<'_> {
             order: r.order,
             queues_per_cpu: r.queues_per_cpu.as_ref().map(|q| *q.get_ref()),
             queue_pattern,
+            spill: r.spill,
             voided,
         };
         self.rule_warnings(&rule_at, &settings, matcher.class, &r);
@@ -428,6 +432,9 @@ impl FileCtx<'_> {
         }
         if s.order.is_some() && matches!(s.strategy, Some(StrategyName::Pin | StrategyName::ClusterGroup)) {
             self.warnings.push(ignored("order", "it applies to the numa-hop strategy only"));
+        }
+        if s.spill.is_some() && matches!(s.strategy, Some(StrategyName::Pin | StrategyName::ClusterGroup)) {
+            self.warnings.push(ignored("spill", "it applies to the numa-hop strategy only"));
         }
     }
 }

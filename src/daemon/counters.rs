@@ -188,6 +188,9 @@ pub struct Counters {
     pub last_pass: Option<LastPass>,
     /// Per device, after the last successful pass.
     pub devices: Vec<DeviceState>,
+    /// IRQs this daemon wrote that are still in the plan: `placed`, not `kept`, while they stay.
+    #[serde(skip)]
+    moved: BTreeSet<u32>,
 }
 
 /// The counted kind of a pass trigger as the daemon describes it (`link eth0 up` → `link`);
@@ -267,12 +270,23 @@ impl Counters {
     /// Every write of `report`, by result and failure class.
     pub fn record_writes(&mut self, report: &ApplyReport) {
         for c in &report.changes {
+            if c.new_cpus().is_some() {
+                self.moved.insert(c.irq);
+            }
             *self.writes.entry(write_result(&c.result).to_string()).or_default() += 1;
             if let WriteOutcome::Failed { class, .. } = &c.result {
                 let name = serde_json::to_value(class).ok().and_then(|v| v.as_str().map(String::from));
                 *self.write_failures.entry(name.unwrap_or_else(|| "other".into())).or_default() += 1;
             }
         }
+    }
+
+    /// The per-device states after `plan` was applied as `report` says (IRQs gone from the plan
+    /// are forgotten).
+    pub fn record_states(&mut self, plan: &Plan, report: &ApplyReport) {
+        let present: BTreeSet<u32> = plan.devices.iter().flat_map(|d| d.irqs.iter().map(|p| p.irq)).collect();
+        self.moved.retain(|irq| present.contains(irq));
+        self.devices = device_states(plan, report, |irq| self.moved.contains(&irq));
     }
 
     /// One drifted IRQ of the device `labels` was restored.

@@ -1,13 +1,16 @@
-//! What the daemon remembers between passes about the IRQs it places: the masks found when it
-//! first saw each IRQ (for `restore_on_exit`), what it put there since (to recognise drift), which
-//! devices' managed IRQs it already reported, and which plan warnings it already logged.
+//! What the daemon remembers between passes about the IRQs it places: what it put there (to
+//! recognise drift), which writes keep failing the same way (to say so once, then count), which
+//! devices' managed IRQs it already reported, and which plan warnings it already logged. The
+//! masks to restore on exit are kept on disk, see [`super::originals`].
 //!
 //! Pure bookkeeping: every function takes plans and reports as data and returns what is news;
 //! the caller logs it. Invariant: only IRQs present in the latest plan are remembered.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::apply::ApplyReport;
+use serde::Serialize;
+
+use crate::apply::{ApplyReport, Change, WriteOutcome};
 use crate::cpuset::CpuSet;
 use crate::plan::{Action, Plan};
 
@@ -27,32 +30,54 @@ pub struct Drift {
 pub struct ManagedNews {
     pub device: String,
     pub managed: usize,
+    /// How many of them irqwise predicted (the others' placement is the driver's choice).
+    pub predicted: usize,
     /// IRQs whose actual mask differs from the predicted one.
     pub mismatched: Vec<u32>,
 }
 
+/// A write that ends the same way pass after pass (the same failure class, or the same ENOSPC
+/// widening) for the same target: logged loudly the first time, then counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Repeated {
+    pub irq: u32,
+    pub name: Option<String>,
+    /// The CPUs the write asked for.
+    pub target: String,
+    /// How it ended: a failure class (`novectors`, `invalid`, ...) or `widened to <step>`.
+    pub outcome: String,
+    /// Passes that ended this way in a row.
+    pub count: u64,
+}
+
+/// How loudly to log one change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loudness {
+    /// News: a write, or a failure seen for the first time.
+    Loud,
+    /// The same failure as last pass: at debug level only.
+    Quiet,
+    /// A success after `n` passes of the same failure.
+    Recovered(u64),
+}
+
 #[derive(Debug, Default)]
 pub struct Ledger {
-    originals: BTreeMap<u32, CpuSet>,
     placed: BTreeMap<u32, CpuSet>,
-    changed: BTreeSet<u32>,
+    repeated: BTreeMap<u32, Repeated>,
     managed_reported: BTreeMap<String, bool>,
     warned: BTreeSet<String>,
 }
 
 impl Ledger {
-    /// Before applying `plan`: remembers the first-seen mask of every new IRQ and returns the IRQs
-    /// whose mask drifted from what the daemon placed while the plan still wants that placement.
+    /// Before applying `plan`: forgets IRQs that are gone and returns the IRQs whose mask drifted
+    /// from what the daemon placed while the plan still wants that placement.
     pub fn observe(&mut self, plan: &Plan) -> Vec<Drift> {
         let present: BTreeSet<u32> = plan.devices.iter().flat_map(|d| d.irqs.iter().map(|p| p.irq)).collect();
-        self.originals.retain(|irq, _| present.contains(irq));
         self.placed.retain(|irq, _| present.contains(irq));
-        self.changed.retain(|irq| present.contains(irq));
+        self.repeated.retain(|irq, _| present.contains(irq));
         let mut drift = Vec::new();
         for p in plan.devices.iter().flat_map(|d| &d.irqs) {
-            if let Some(current) = &p.current {
-                self.originals.entry(p.irq).or_insert_with(|| current.clone());
-            }
             let Some(placed) = self.placed.get(&p.irq) else { continue };
             if p.action == Action::Set && p.desired.as_ref() == Some(placed) && p.current.as_ref() != Some(placed) {
                 drift.push(Drift {
@@ -83,13 +108,52 @@ impl Ledger {
             match c.new_cpus() {
                 Some(new) => {
                     self.placed.insert(c.irq, new.clone());
-                    self.changed.insert(c.irq);
                 }
                 _ => {
                     self.placed.remove(&c.irq);
                 }
             }
         }
+    }
+
+    /// How loudly to log change `c`, counting a write that ends as it did last pass: the first
+    /// failure (or ENOSPC widening) of an IRQ and target is [`Loudness::Loud`], the same again
+    /// [`Loudness::Quiet`]; a plain write after repeats is [`Loudness::Recovered`].
+    pub fn loudness(&mut self, c: &Change, target: &CpuSet) -> Loudness {
+        let outcome = match &c.result {
+            WriteOutcome::Failed { class, .. } => serde_json::to_value(class)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_else(|| format!("{class:?}")),
+            WriteOutcome::WrittenFallback { step, .. } => format!("widened to {step}"),
+            WriteOutcome::Written { .. } => {
+                return match self.repeated.remove(&c.irq) {
+                    Some(r) => Loudness::Recovered(r.count),
+                    None => Loudness::Loud,
+                };
+            }
+            WriteOutcome::Managed { .. } | WriteOutcome::Gone { .. } => {
+                self.repeated.remove(&c.irq);
+                return Loudness::Loud;
+            }
+        };
+        let target = target.to_list_string();
+        match self.repeated.get_mut(&c.irq) {
+            Some(r) if r.target == target && r.outcome == outcome => {
+                r.count += 1;
+                Loudness::Quiet
+            }
+            _ => {
+                let r = Repeated { irq: c.irq, name: c.irq_name.clone(), target, outcome, count: 1 };
+                self.repeated.insert(c.irq, r);
+                Loudness::Loud
+            }
+        }
+    }
+
+    /// Writes that ended the same way more than once in a row, by IRQ.
+    pub fn repeated(&self) -> Vec<Repeated> {
+        self.repeated.values().filter(|r| r.count > 1).cloned().collect()
     }
 
     /// Devices with kernel-managed IRQs that were not reported yet, or whose prediction match
@@ -106,7 +170,8 @@ impl Ledger {
             let device = d.name.clone().unwrap_or_else(|| d.bdf.clone());
             seen.insert(d.bdf.clone());
             if self.managed_reported.insert(d.bdf.clone(), !mismatched.is_empty()) != Some(!mismatched.is_empty()) {
-                news.push(ManagedNews { device, managed: managed.len(), mismatched });
+                let predicted = managed.iter().filter(|p| p.mismatch.is_some()).count();
+                news.push(ManagedNews { device, managed: managed.len(), predicted, mismatched });
             }
         }
         self.managed_reported.retain(|bdf, _| seen.contains(bdf));
@@ -122,22 +187,12 @@ impl Ledger {
     pub fn forget_warnings(&mut self) {
         self.warned.clear();
     }
-
-    /// Whether the daemon has written `irq` since it first saw it (and the IRQ stayed present).
-    pub fn wrote(&self, irq: u32) -> bool {
-        self.changed.contains(&irq)
-    }
-
-    /// For `restore_on_exit`: every IRQ the daemon wrote, with the mask it had when first seen.
-    pub fn restore_list(&self) -> Vec<(u32, CpuSet)> {
-        self.changed.iter().filter_map(|irq| Some((*irq, self.originals.get(irq)?.clone()))).collect()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::{Change, Effective, Verification, WriteOutcome};
+    use crate::apply::{Change, Effective, FailureClass, Verification, WriteOutcome};
     use crate::devices::{DeviceClass, QueueRole, Recognition};
     use crate::plan::{DevicePlan, Placement, StrategyName};
 
@@ -211,16 +266,22 @@ mod tests {
     }
 
     #[test]
-    fn restore_uses_the_first_seen_mask_of_written_irqs_only() {
+    fn a_failure_is_loud_once_then_counted_until_its_outcome_changes() {
         let mut ledger = Ledger::default();
-        let first = plan(vec![placement(30, "0-7", "2", Action::Set), placement(31, "3", "3", Action::Keep)]);
-        ledger.observe(&first);
-        ledger.record(&first, &ApplyReport { changes: vec![written(30, "0-7", "2")], ..Default::default() });
-        let second = plan(vec![placement(30, "5", "2", Action::Set), placement(31, "3", "3", Action::Keep)]);
-        ledger.observe(&second);
-        assert_eq!(ledger.restore_list(), vec![(30, set("0-7"))]);
-        ledger.observe(&plan(vec![placement(31, "3", "3", Action::Keep)]));
-        assert!(ledger.restore_list().is_empty(), "a vanished IRQ is forgotten");
+        let failed =
+            |class| Change { result: WriteOutcome::Failed { class, error: "no".into() }, ..written(30, "0-7", "2") };
+        let target = set("2");
+        assert_eq!(ledger.loudness(&failed(FailureClass::NoVectors), &target), Loudness::Loud);
+        for _ in 0..9 {
+            assert_eq!(ledger.loudness(&failed(FailureClass::NoVectors), &target), Loudness::Quiet);
+        }
+        assert_eq!(ledger.repeated()[0].count, 10);
+        assert_eq!(ledger.repeated()[0].outcome, "novectors");
+        assert_eq!(ledger.loudness(&failed(FailureClass::Invalid), &target), Loudness::Loud, "another class is news");
+        assert_eq!(ledger.loudness(&failed(FailureClass::Invalid), &set("3")), Loudness::Loud, "another target too");
+        assert_eq!(ledger.loudness(&failed(FailureClass::Invalid), &set("3")), Loudness::Quiet);
+        assert_eq!(ledger.loudness(&written(30, "0-7", "3"), &set("3")), Loudness::Recovered(2));
+        assert!(ledger.repeated().is_empty());
     }
 
     #[test]
@@ -229,7 +290,7 @@ mod tests {
         let mut p = plan(vec![placement(40, "0", "0", Action::Managed), placement(41, "1", "1", Action::Managed)]);
         p.devices[0].irqs[1].mismatch = Some(false);
         let news = ledger.managed_news(&p);
-        assert_eq!(news, vec![ManagedNews { device: "eth0".into(), managed: 2, mismatched: vec![] }]);
+        assert_eq!(news, vec![ManagedNews { device: "eth0".into(), managed: 2, predicted: 1, mismatched: vec![] }]);
         assert!(ledger.managed_news(&p).is_empty(), "not on every pass");
         p.devices[0].irqs[1].mismatch = Some(true);
         assert_eq!(ledger.managed_news(&p)[0].mismatched, vec![41]);

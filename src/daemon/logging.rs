@@ -102,6 +102,22 @@ fn list(set: Option<&crate::cpuset::CpuSet>) -> String {
     set.map_or_else(|| "?".to_string(), |s| s.to_list_string())
 }
 
+/// A change that ended as it did last pass: at debug level only (it was logged when it started;
+/// the state file counts the repeats). The same fields as [`log_change`]'s failure entry.
+pub fn log_change_quietly(c: &Change) {
+    let error = c.result.error().unwrap_or("widened again");
+    tracing::debug!(
+        irq = c.irq,
+        irq_name = c.irq_name.as_deref().unwrap_or(""),
+        device = c.device.as_str(),
+        driver = c.driver.as_deref().unwrap_or(""),
+        queue = c.queue,
+        "irq {} again: {}",
+        c.irq,
+        printable(error)
+    );
+}
+
 /// Logs one change of a pass, each kind with its `MESSAGE_ID` (see [`super::catalog`]): INFO
 /// with every journal field for a write, WARN with the error class for a failure, INFO for an
 /// IRQ learned to be kernel-managed or gone. Every entry carries `IRQ`, `IRQ_NAME`, `DEVICE`,
@@ -168,8 +184,9 @@ pub fn log_change(c: &Change) {
                 cpus_wanted = wanted.as_str(),
                 class = class_name.as_deref().unwrap_or("other"),
                 error = error.as_str(),
-                "irq {} of {who}: write failed ({class:?}): {error}",
-                c.irq
+                "irq {} of {who}: write failed ({class:?}): {}",
+                c.irq,
+                printable(error)
             )
         }
     }

@@ -52,7 +52,7 @@ pub struct Pacer {
 impl Pacer {
     /// Whether a write may happen at `now`; when not, it is remembered as pending.
     pub fn offer(&mut self, now: Instant) -> bool {
-        let allowed = self.last.map_or(true, |last| now.saturating_duration_since(last) >= MIN_INTERVAL);
+        let allowed = self.last.is_none_or(|last| now.saturating_duration_since(last) >= MIN_INTERVAL);
         if !allowed {
             self.pending = true;
         }

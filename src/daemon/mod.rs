@@ -23,6 +23,7 @@ pub mod ledger;
 pub mod logging;
 pub mod metrics_file;
 pub mod notify;
+pub mod originals;
 pub mod peers;
 pub mod state;
 
@@ -34,16 +35,17 @@ use tokio::time::{interval, Interval, MissedTickBehavior};
 
 use crate::apply::{apply_plan, AffinityWriter, ApplyReport, ProcIrq};
 use crate::config::{Config, ConfigPaths};
-use crate::engine::{load_config, plan_with_topology, EngineError, PlannedPass};
+use crate::engine::{load_config_with_warnings, plan_with_topology, EngineError, PlannedPass};
 use crate::events::{Batch, Debouncer, EventConfig, EventSources, EventsError, Trigger};
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
-use crate::topology::Topology;
+use crate::topology::{home_topology, memory_file, Topology, TopologyMemory};
 
 use counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
-use ledger::Ledger;
+use ledger::{Ledger, Loudness};
 use metrics_file::Pacer;
 use notify::Notifier;
+use originals::Originals;
 use state::StateRecord;
 
 #[derive(Debug, thiserror::Error)]
@@ -65,8 +67,17 @@ pub struct Daemon {
     last_report: ApplyReport,
     last_counts: Summary,
     last_error: Option<String>,
+    config_error: Option<String>,
     /// The last topology that could be read, planned on when a re-read fails.
     last_topology: Option<Topology>,
+    /// Every CPU's masks as last seen online: queue homes stay put while CPUs come and go.
+    memory: TopologyMemory,
+    memory_failed: bool,
+    /// The masks to restore on exit, as recorded on disk.
+    originals: Originals,
+    originals_failed: bool,
+    /// Configuration warnings already logged.
+    config_warned: std::collections::BTreeSet<String>,
     started: u64,
     passes: watch::Sender<u64>,
     notifier: Notifier,
@@ -124,7 +135,13 @@ impl Daemon {
             last_report: ApplyReport::default(),
             last_counts: Summary::default(),
             last_error: None,
+            config_error: None,
             last_topology: None,
+            memory: TopologyMemory::default(),
+            memory_failed: false,
+            originals: Originals::default(),
+            originals_failed: false,
+            config_warned: std::collections::BTreeSet::new(),
             started,
             passes: watch::channel(0).0,
             notifier: Notifier::new(),
@@ -234,10 +251,12 @@ impl Daemon {
         }
     }
 
-    /// Reloads the configuration; on any error logs each one and keeps the current config.
+    /// Reloads the configuration; on any error logs each one and keeps the current config. The
+    /// outcome goes to the state file (`config_error`), where `irqwise reload` reads it.
     pub fn reload(&mut self) {
-        match load_config(&self.root, &self.paths) {
-            Ok(config) => {
+        match load_config_with_warnings(&self.root, &self.paths) {
+            Ok((config, warnings)) => {
+                self.note_config_warnings(&warnings);
                 let g = (&config.global, &self.config.global);
                 if g.0.debounce != g.1.debounce || g.0.reconcile_interval != g.1.reconcile_interval {
                     tracing::warn!("debounce and reconcile_interval changes take effect at the next restart");
@@ -246,6 +265,7 @@ impl Daemon {
                 self.config = config;
                 self.ledger.forget_warnings();
                 self.counters.record_reload(true);
+                self.config_error = None;
             }
             Err(EngineError::Config(errors)) => {
                 for e in &errors.0 {
@@ -258,6 +278,8 @@ impl Daemon {
                     errors.0.len()
                 );
                 self.counters.record_reload(false);
+                let lines: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
+                self.config_error = Some(lines.join("\n"));
             }
             Err(e) => {
                 tracing::error!(
@@ -266,6 +288,18 @@ impl Daemon {
                     "configuration not reloaded: {e}; keeping the previous one"
                 );
                 self.counters.record_reload(false);
+                self.config_error = Some(e.to_string());
+            }
+        }
+    }
+
+    /// Logs the configuration's warnings not logged before (at start; on reload only new ones:
+    /// a fleet file's CPUs this machine lacks are said once).
+    pub fn note_config_warnings(&mut self, warnings: &[crate::config::ConfigWarning]) {
+        for w in warnings {
+            let text = w.to_string();
+            if self.config_warned.insert(text.clone()) {
+                tracing::warn!("{}", crate::text::printable(&text));
             }
         }
     }
@@ -274,9 +308,27 @@ impl Daemon {
     pub fn pass(&mut self, why: Vec<String>) {
         let number = *self.passes.borrow() + 1;
         if number == 1 {
-            let removed = files::remove_stale_temps(&self.root.path(state::STATE_FILE));
+            let removed = files::remove_stale_temps(&self.root.path(state::STATE_FILE))
+                + files::remove_stale_temps(&self.root.path(originals::ORIGINALS_FILE))
+                + files::remove_stale_temps(&self.root.path(memory_file::MEMORY_FILE));
             if removed > 0 {
-                tracing::info!("removed {removed} temporary state file(s) left by a process that did not finish");
+                tracing::info!("removed {removed} temporary file(s) left by a process that did not finish");
+            }
+            let (originals, problem) = Originals::load(&self.root);
+            if let Some(e) = problem {
+                tracing::warn!("{e}");
+            }
+            if !originals.is_empty() {
+                tracing::info!(
+                    "{} IRQ(s) irqwise changed earlier this boot keep their recorded original masks",
+                    originals.len()
+                );
+            }
+            self.originals = originals;
+            match memory_file::load(&self.root) {
+                Ok(Some(memory)) => self.memory = memory,
+                Ok(None) => {}
+                Err(e) => tracing::warn!("{e}"),
             }
         }
         let began = Instant::now();
@@ -310,12 +362,32 @@ impl Daemon {
         self.passes.send_replace(number);
     }
 
+    /// Saves the topology memory for a restart and for `irqwise plan`; a failure is said once.
+    fn save_memory(&mut self) {
+        let bytes = memory_file::encode(&self.root, &self.memory);
+        match files::write_atomically(&self.root.path(memory_file::MEMORY_FILE), &bytes, 0o644) {
+            Ok(()) => self.memory_failed = false,
+            Err((path, e)) => {
+                if !self.memory_failed {
+                    tracing::warn!(
+                        "cannot write {}: {e}; a restart while CPUs are offline may move queues",
+                        path.display()
+                    );
+                }
+                self.memory_failed = true;
+            }
+        }
+    }
+
     /// Discovers and plans; when the topology cannot be read, plans on the last one that could
     /// (saying so in the plan's warnings) rather than giving up the pass.
     fn plan(&mut self) -> Result<PlannedPass, EngineError> {
         let (topology, warnings) = match Topology::discover_with_warnings(&self.root) {
             Ok((topology, warnings)) => {
                 self.last_topology = Some(topology.clone());
+                if self.memory.remember(&topology) {
+                    self.save_memory();
+                }
                 (topology, warnings.iter().map(|w| w.to_string()).collect())
             }
             Err(e) => match &self.last_topology {
@@ -325,7 +397,8 @@ impl Daemon {
                 None => return Err(e.into()),
             },
         };
-        plan_with_topology(&self.root, &self.config, &self.known_managed, topology, warnings)
+        let home = home_topology(&topology, Some(&self.memory));
+        plan_with_topology(&self.root, &self.config, &self.known_managed, topology, Some(&home), warnings)
     }
 
     fn apply(&mut self, number: u64, why: &[String], plan: Plan) {
@@ -352,8 +425,41 @@ impl Daemon {
                 self.counters.record_drift(DeviceLabels::of(dev));
             }
         }
+        // The originals are on disk before the first write that changes them.
+        let root = &self.root;
+        let present = |bdf: &str| root.exists(format!("{}/{bdf}", crate::devices::discover::PCI_DEVICES));
+        if self.originals.note_plan(&plan, &present) {
+            if let Err(e) = self.originals.save(&self.root) {
+                if !self.originals_failed {
+                    tracing::warn!("{e}; restore_on_exit would not know these IRQs' masks after a restart");
+                }
+                self.originals_failed = true;
+            } else {
+                self.originals_failed = false;
+            }
+        }
         let report = apply_plan(&plan, &ProcIrq::new(self.root.clone()));
-        report.changes.iter().for_each(logging::log_change);
+        let targets: std::collections::BTreeMap<u32, &crate::cpuset::CpuSet> =
+            plan.writes().filter_map(|(_, p)| Some((p.irq, p.desired.as_ref()?))).collect();
+        for c in &report.changes {
+            let target = targets.get(&c.irq).copied().cloned().unwrap_or_default();
+            match self.ledger.loudness(c, &target) {
+                Loudness::Loud => logging::log_change(c),
+                Loudness::Quiet => logging::log_change_quietly(c),
+                Loudness::Recovered(n) => {
+                    tracing::info!(
+                        irq = c.irq,
+                        irq_name = c.irq_name.as_deref().unwrap_or(""),
+                        device = c.device.as_str(),
+                        driver = c.driver.as_deref().unwrap_or(""),
+                        queue = c.queue,
+                        "irq {}: written again after {n} passes that ended the same way",
+                        c.irq
+                    );
+                    logging::log_change(c);
+                }
+            }
+        }
         self.ledger.record(&plan, &report);
         self.known_managed.extend(report.learned_managed.iter().copied());
         for news in self.ledger.managed_news(&plan) {
@@ -361,13 +467,23 @@ impl Daemon {
             let dev = plan.devices.iter().find(|d| d.name.as_deref().unwrap_or(&d.bdf) == news.device);
             let bdf = dev.map_or(news.device.as_str(), |d| d.bdf.as_str());
             let driver = dev.and_then(|d| d.driver.as_deref());
-            if news.mismatched.is_empty() {
+            if news.predicted == 0 {
+                tracing::info!(
+                    device = bdf,
+                    driver = driver.unwrap_or(""),
+                    managed_irqs = news.managed,
+                    "{}: {} IRQs are kernel-managed; placement chosen by the driver (not predicted)",
+                    news.device,
+                    news.managed
+                );
+            } else if news.mismatched.is_empty() {
+                let of = if news.predicted < news.managed { format!(" for {}", news.predicted) } else { String::new() };
                 tracing::info!(
                     message_id = catalog::MANAGED_VERIFIED,
                     device = bdf,
                     driver = driver.unwrap_or(""),
                     managed_irqs = news.managed,
-                    "{}: {} IRQs are kernel-managed; predicted placement matches",
+                    "{}: {} IRQs are kernel-managed; predicted placement matches{of}",
                     news.device,
                     news.managed
                 );
@@ -404,7 +520,7 @@ impl Daemon {
             );
         }
         self.counters.record_writes(&report);
-        self.counters.devices = counters::device_states(&plan, &report, |irq| self.ledger.wrote(irq));
+        self.counters.record_states(&plan, &report);
         let at = unix_now();
         for c in &report.changes {
             if self.recent.len() == RECENT_CHANGES {
@@ -428,8 +544,10 @@ impl Daemon {
             summary: self.last_counts,
             status: &status,
             error: self.last_error.as_deref(),
+            config_error: self.config_error.as_deref(),
             config_sources: &self.config.sources,
             plan: state::PlanState::of(&self.last_plan),
+            repeated: self.ledger.repeated(),
             report: state::ReportState::of(&self.last_report),
             counters: &self.counters,
             recent_changes: self.recent.make_contiguous(),
@@ -472,14 +590,16 @@ impl Daemon {
         }
     }
 
-    /// `STOPPING=1`, then (with `restore_on_exit`) writes back the masks found at start.
+    /// `STOPPING=1`, then (with `restore_on_exit`) writes back the masks the IRQs had before
+    /// irqwise first changed them (this daemon or an earlier one of the same boot) and forgets
+    /// the record.
     fn shutdown(&mut self) {
         self.notifier.stopping();
         if !self.config.global.restore_on_exit {
             return;
         }
         let writer = ProcIrq::new(self.root.clone());
-        let todo = self.ledger.restore_list();
+        let todo = self.originals.restore_list();
         let mut restored = 0;
         for (irq, cpus) in &todo {
             match writer.write(*irq, cpus) {
@@ -500,8 +620,9 @@ impl Daemon {
             }
         }
         if !todo.is_empty() {
-            tracing::info!("restored {restored} of {} IRQs to the masks found at start", todo.len());
+            tracing::info!("restored {restored} of {} IRQs to the masks they had before irqwise", todo.len());
         }
+        self.originals.clear(&self.root);
     }
 }
 

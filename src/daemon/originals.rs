@@ -78,21 +78,28 @@ impl Originals {
     }
 
     /// Records, for every IRQ `plan` is about to write that has no record yet, its current mask;
-    /// and drops the entries of IRQs whose device is gone. Returns whether the record changed
-    /// (so it needs saving before the writes).
-    pub fn note_plan(&mut self, plan: &Plan) -> bool {
+    /// and drops the entries of IRQs that now belong to another device or whose device is gone
+    /// (not in the plan and not `present`). An IRQ missing from one plan keeps its entry: a NIC's
+    /// queue IRQs have no handler while its link is down, and come back with irqwise's masks.
+    /// Returns whether the record changed (so it needs saving before the writes).
+    pub fn note_plan(&mut self, plan: &Plan, present: &dyn Fn(&str) -> bool) -> bool {
         let mut changed = false;
         let owners: BTreeMap<u32, &str> =
             plan.devices.iter().flat_map(|d| d.irqs.iter().map(move |p| (p.irq, d.bdf.as_str()))).collect();
+        let planned: std::collections::BTreeSet<&str> = plan.devices.iter().map(|d| d.bdf.as_str()).collect();
         let before = self.entries.len();
-        self.entries.retain(|irq, o| owners.get(irq) == Some(&o.device.as_str()));
+        self.entries.retain(|irq, o| match owners.get(irq) {
+            Some(owner) => *owner == o.device.as_str(),
+            None => planned.contains(o.device.as_str()) || present(&o.device),
+        });
         changed |= self.entries.len() != before;
         for (d, p) in plan.writes() {
             let Some(current) = &p.current else { continue };
             if p.action != Action::Set || self.entries.contains_key(&p.irq) {
                 continue;
             }
-            let entry = Original { irq: p.irq, device: d.bdf.clone(), name: p.name.clone(), cpus: current.to_list_string() };
+            let entry =
+                Original { irq: p.irq, device: d.bdf.clone(), name: p.name.clone(), cpus: current.to_list_string() };
             self.entries.insert(p.irq, entry);
             changed = true;
         }
@@ -130,5 +137,85 @@ impl Originals {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devices::{DeviceClass, QueueRole, Recognition};
+    use crate::plan::{DevicePlan, Placement, StrategyName};
+
+    fn set(s: &str) -> CpuSet {
+        CpuSet::parse_list(s).unwrap()
+    }
+
+    fn plan(bdf: &str, irqs: &[(u32, &str, &str)]) -> Plan {
+        let irqs = irqs
+            .iter()
+            .map(|&(irq, current, desired)| Placement {
+                irq,
+                name: Some(format!("q{irq}")),
+                role: QueueRole::RxTx,
+                queue: Some(0),
+                recognised: Recognition::NotRecognised { driver: "x".into() },
+                managed: false,
+                current: Some(set(current)),
+                current_locality: None,
+                desired: Some(set(desired)),
+                hint: None,
+                action: if current == desired { Action::Keep } else { Action::Set },
+                reason: String::new(),
+                fallbacks: Vec::new(),
+                mismatch: None,
+            })
+            .collect();
+        let dev = DevicePlan {
+            bdf: bdf.into(),
+            class: DeviceClass::Nic,
+            driver: None,
+            name: None,
+            node: None,
+            strategy: StrategyName::NumaHop,
+            rules: vec![],
+            irqs,
+        };
+        Plan { kernel: None, devices: vec![dev], warnings: vec![] }
+    }
+
+    #[test]
+    fn the_first_mask_before_a_change_is_kept_across_saves_and_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let (mut o, err) = Originals::load(&root);
+        assert!(err.is_none() && o.is_empty());
+        let gone = |_: &str| false;
+        assert!(o.note_plan(&plan("0000:01:00.0", &[(30, "0-7", "2"), (31, "3", "3")]), &gone), "30 is recorded");
+        o.save(&root).unwrap();
+        // A later daemon of the same boot: the first record stands, later masks do not replace it.
+        let (mut again, _) = Originals::load(&root);
+        assert!(!again.note_plan(&plan("0000:01:00.0", &[(30, "2", "5"), (31, "3", "3")]), &gone));
+        assert_eq!(again.restore_list(), vec![(30, set("0-7"))]);
+        // IRQ 30 left the plan (link down: no handler) but its device is still there: kept.
+        assert!(!again.note_plan(&plan("0000:01:00.0", &[(31, "3", "3")]), &gone));
+        assert!(!again.note_plan(&plan("0000:02:00.0", &[(32, "3", "3")]), &|_| true));
+        assert_eq!(again.restore_list(), vec![(30, set("0-7"))]);
+        // The device went away: its entries go.
+        assert!(again.note_plan(&plan("0000:02:00.0", &[(31, "3", "3")]), &gone));
+        assert!(again.restore_list().is_empty());
+    }
+
+    #[test]
+    fn a_record_of_another_boot_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        std::fs::create_dir_all(dir.path().join("proc/sys/kernel/random")).unwrap();
+        std::fs::write(dir.path().join(BOOT_ID), "boot-a\n").unwrap();
+        let (mut o, _) = Originals::load(&root);
+        o.note_plan(&plan("0000:01:00.0", &[(30, "0-7", "2")]), &|_| false);
+        o.save(&root).unwrap();
+        assert_eq!(Originals::load(&root).0.len(), 1);
+        std::fs::write(dir.path().join(BOOT_ID), "boot-b\n").unwrap();
+        assert!(Originals::load(&root).0.is_empty(), "a new boot starts a new record");
     }
 }

@@ -50,8 +50,13 @@ pub struct StateRecord<'a> {
     pub status: &'a str,
     /// The last pass's error, if it failed (the plan and report are then the previous ones).
     pub error: Option<&'a str>,
+    /// Why the last reload was rejected (the previous configuration is still in force); absent
+    /// after a successful reload and before the first.
+    pub config_error: Option<&'a str>,
     pub config_sources: &'a [PathBuf],
     pub plan: PlanState,
+    /// Writes that ended the same way pass after pass (logged once, counted here).
+    pub repeated: Vec<super::ledger::Repeated>,
     pub report: ReportState,
     /// Since start (the same counters as the metrics file).
     pub counters: &'a Counters,
@@ -181,12 +186,26 @@ pub struct StateView {
     pub summary: Summary,
     pub status: String,
     pub error: Option<String>,
+    /// Absent in state files of versions that did not record it.
+    #[serde(default)]
+    pub config_error: Option<String>,
     pub plan: PlanView,
     /// Absent in state files of versions without counters.
     #[serde(default)]
     pub counters: Option<Counters>,
     #[serde(default)]
     pub recent_changes: Vec<RecentChange>,
+    #[serde(default)]
+    pub repeated: Vec<RepeatedView>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RepeatedView {
+    pub irq: u32,
+    pub name: Option<String>,
+    pub target: String,
+    pub outcome: String,
+    pub count: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -242,6 +261,16 @@ pub fn render_status(s: &StateView, now: u64, alive: bool) -> String {
     out.push_str(&format!("{}; {} written in that pass\n", s.status, s.summary.written));
     if let Some(e) = &s.error {
         out.push_str(&format!("last pass failed: {e}\n"));
+    }
+    if let Some(e) = &s.config_error {
+        out.push_str(&format!("last reload rejected, previous configuration kept: {}\n", e.replace('\n', "; ")));
+    }
+    for r in &s.repeated {
+        let name = r.name.as_deref().unwrap_or("-");
+        out.push_str(&format!(
+            "irq {} ({name}) -> {}: {} in each of the last {} passes (logged once)\n",
+            r.irq, r.target, r.outcome, r.count
+        ));
     }
     for d in &s.plan.devices {
         let name = d.name.as_deref().unwrap_or("-");

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpuset::CpuSet;
 
 /// What irqwise does with a device depends on its class. The one vocabulary of plans and of the
-/// config's `match.class` (`nvme`, `nic`, `other`).
+/// config's `match.class` (`nvme`, `nic`, `storage`, `other`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeviceClass {
@@ -16,16 +16,20 @@ pub enum DeviceClass {
     Nvme,
     /// PCI class `0x02xxxx` (network controller).
     Nic,
+    /// A SAS, SCSI or RAID host adapter (PCI class `0x0100xx`, `0x0104xx`, `0x0107xx`, or a driver of
+    /// [`STORAGE_DRIVERS`]): its reply queues are usually kernel-managed, spread by its driver.
+    Storage,
     /// Any other PCI device with MSI/MSI-X vectors.
     Other,
 }
 
 impl DeviceClass {
-    /// The name plans and the config use (`nvme`, `nic`, `other`).
+    /// The name plans and the config use (`nvme`, `nic`, `storage`, `other`).
     pub fn as_str(self) -> &'static str {
         match self {
             DeviceClass::Nvme => "nvme",
             DeviceClass::Nic => "nic",
+            DeviceClass::Storage => "storage",
             DeviceClass::Other => "other",
         }
     }
@@ -34,11 +38,25 @@ impl DeviceClass {
     pub fn from_pci_class(code: u32) -> DeviceClass {
         match code >> 8 {
             0x0108 => DeviceClass::Nvme,
+            0x0100 | 0x0104 | 0x0107 => DeviceClass::Storage,
             c if c >> 8 == 0x02 => DeviceClass::Nic,
             _ => DeviceClass::Other,
         }
     }
+
+    /// The class of a device with PCI class `code` bound to `driver`: a storage HBA driver makes
+    /// it `Storage` whatever class code its firmware reports.
+    pub fn of_device(code: u32, driver: Option<&str>) -> DeviceClass {
+        match DeviceClass::from_pci_class(code) {
+            DeviceClass::Other if driver.is_some_and(|d| STORAGE_DRIVERS.contains(&d)) => DeviceClass::Storage,
+            class => class,
+        }
+    }
 }
+
+/// SAS/SCSI/RAID host adapter drivers that allocate their reply-queue vectors kernel-managed
+/// (`PCI_IRQ_AFFINITY`) on a shared host tag set.
+pub const STORAGE_DRIVERS: &[&str] = &["megaraid_sas", "mpt3sas", "hisi_sas_v3_hw", "hisi_sas_v2_hw", "smartpqi"];
 
 /// What one IRQ vector serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -142,6 +160,10 @@ pub struct NvmeInfo {
     /// Hardware queue index → CPUs blk-mq sends to it (`mq/<n>/`); empty when no namespace
     /// shows a map. Indexes without a directory hold an empty set.
     pub blk_mq: Vec<CpuSet>,
+    /// The nvme driver's `write_queues` parameter (`sys/module/nvme/parameters/write_queues`):
+    /// above 0, the driver splits its I/O vectors into a default (write) and a read set, each
+    /// spread on its own. `None` when the file is absent.
+    pub write_queues: Option<u32>,
 }
 
 /// A PCI device with interrupts. Invariant: `vectors` is non-empty and sorted by IRQ number.

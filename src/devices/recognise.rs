@@ -106,7 +106,7 @@ fn queue_of(
     match index {
         QueueIndex::Same => Some((role, n)),
         QueueIndex::OneBased => n.checked_sub(1).map(|q| (role, q)),
-        QueueIndex::Halved => (n % 2 == 0).then_some((role, n / 2)),
+        QueueIndex::Halved => n.is_multiple_of(2).then_some((role, n / 2)),
         QueueIndex::AfterRx => n.checked_sub(counts.rx).map(|q| (role, q)),
         QueueIndex::TxThenRx => {
             let half = counts.per_pattern[pattern] / 2;

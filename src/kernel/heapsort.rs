@@ -170,7 +170,7 @@ mod tests {
         match m {
             1 => vec![0],
             3 => vec![2, 1, 0],
-            _ if m % 2 == 0 => closed_s2(m),
+            _ if m.is_multiple_of(2) => closed_s2(m),
             _ => [3, 1].into_iter().chain(4..m).chain([2, 0]).collect(),
         }
     }

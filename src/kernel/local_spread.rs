@@ -124,7 +124,7 @@ impl NumaView {
         let mut best: Option<(u32, u32)> = None;
         for &k in self.online_by_node.keys() {
             if let Some(d) = topo.distance(node, k) {
-                if best.map_or(true, |(_, bd)| d < bd) {
+                if best.is_none_or(|(_, bd)| d < bd) {
                     best = Some((k, d));
                 }
             }
@@ -173,6 +173,37 @@ pub fn spread_order(topo: &Topology, node: Option<u32>, order: SpreadOrder) -> V
         SpreadOrder::CoresFirst => blocks.iter().flat_map(|b| cores_first(topo, b)).collect(),
         _ => blocks.iter().flat_map(CpuSet::iter).collect(),
     }
+}
+
+/// [`spread_order`] restricted to the CPUs of `within` and cut into its blocks: one per NUMA hop
+/// (two halves for `Legacy`, one block without NUMA information), each in order, empty blocks
+/// dropped. For `CoresFirst` a CPU's thread rank counts only siblings in `within`, so one thread
+/// of every core that has one in `within` comes before any second thread (a banned first thread
+/// does not push its sibling back). Every other order is [`spread_order`] filtered to `within`.
+pub fn spread_blocks_within(topo: &Topology, node: Option<u32>, order: SpreadOrder, within: &CpuSet) -> Vec<Vec<u32>> {
+    let blocks = match node {
+        Some(node) if !topo.nodes.is_empty() => order_blocks(topo, node, order),
+        _ => vec![topo.online.clone()],
+    };
+    blocks
+        .iter()
+        .map(|b| b.intersection(within))
+        .filter(|b| !b.is_empty())
+        .map(|b| match order {
+            SpreadOrder::CoresFirst => cores_first_within(topo, &b, within),
+            _ => b.iter().collect(),
+        })
+        .collect()
+}
+
+/// `block` ordered by (thread rank among the core's siblings in `within`, CPU id).
+fn cores_first_within(topo: &Topology, block: &CpuSet, within: &CpuSet) -> Vec<u32> {
+    let rank = |c: u32| {
+        topo.sibling_mask(c).iter().filter(|&s| s < c && topo.online.contains(s) && within.contains(s)).count()
+    };
+    let mut ranked: Vec<(usize, u32)> = block.iter().map(|c| (rank(c), c)).collect();
+    ranked.sort_unstable();
+    ranked.into_iter().map(|(_, c)| c).collect()
 }
 
 /// The blocks (hops or legacy halves) whose ascending concatenation is `order` from `node`.
@@ -260,6 +291,23 @@ mod tests {
         assert!(numa_hops(&topo, Some(1)).is_empty());
         assert_eq!(spread_order(&topo, Some(1), SpreadOrder::Legacy), [0, 1, 4, 5]);
         assert_eq!(numa_levels(&topo), [10, 20]);
+    }
+
+    #[test]
+    fn blocks_within_rank_threads_among_the_allowed_siblings() {
+        // 2 nodes × 3 cores × 2 threads: node 1 is cores 3,4,5 with siblings 9,10,11.
+        let topo = crate::topology::synthetic::SyntheticMachine::new(2, 3, 2).build();
+        let all = topo.online.clone();
+        let full = spread_blocks_within(&topo, Some(1), SpreadOrder::CoresFirst, &all);
+        assert_eq!(full.concat(), spread_order(&topo, Some(1), SpreadOrder::CoresFirst));
+        assert_eq!(full, [vec![3, 4, 5, 9, 10, 11], vec![0, 1, 2, 6, 7, 8]]);
+        // CPU 5 banned: its sibling 11 is now the first usable thread of its core.
+        let within = &all - &CpuSet::single(5);
+        let blocks = spread_blocks_within(&topo, Some(1), SpreadOrder::CoresFirst, &within);
+        assert_eq!(blocks[0], [3, 4, 11, 9, 10]);
+        // A node none of whose CPUs is allowed leaves no empty block behind.
+        let node0: CpuSet = [0, 1, 2, 6, 7, 8].into_iter().collect();
+        assert_eq!(spread_blocks_within(&topo, Some(1), SpreadOrder::Kernel, &node0), [vec![0, 1, 2, 6, 7, 8]]);
     }
 
     #[test]

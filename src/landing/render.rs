@@ -118,7 +118,7 @@ pub fn render_table(l: &Landing) -> String {
                 out.push_str(&format!("{cell:>w$}"));
             } else {
                 out.push_str(cell);
-                out.extend(std::iter::repeat(' ').take(w.saturating_sub(cell.chars().count())));
+                out.extend(std::iter::repeat_n(' ', w.saturating_sub(cell.chars().count())));
             }
         }
         out.truncate(out.trim_end().len());

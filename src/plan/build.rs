@@ -5,6 +5,7 @@
 //! a device has no usable CPU at all, its IRQs are skipped with that reason), and managed IRQs
 //! are only predicted, never set.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use super::{Action, DevicePlan, Placement, Plan};
@@ -12,14 +13,18 @@ use crate::config::RuleRef;
 use crate::devices::{Device, DeviceClass, IrqVector, QueuePattern, QueueRole, Recognition};
 use crate::kernel::GroupRules;
 use crate::policy::Policy;
-use crate::strategy::{decide, Decision, DeviceContext, StrategyName};
+use crate::strategy::allocator::allocate;
+use crate::strategy::{decide, numa_hop, Decision, DeviceContext, Machine, QueueAllocation, StrategyName};
 use crate::topology::locality::classify_mask;
-use crate::topology::Topology;
+use crate::topology::{home_topology, Topology};
 
 /// Machine-wide inputs of planning.
 #[derive(Debug, Clone)]
 pub struct PlanContext<'a> {
     pub topo: &'a Topology,
+    /// The machine with every present CPU online, with the masks the daemon saw while they were
+    /// ([`crate::topology::TopologyMemory`]); `None`: derived from `topo` alone.
+    pub home: Option<&'a Topology>,
     /// The running kernel's `group_cpus_evenly()` rules (for managed-IRQ prediction and cluster-group).
     pub group_rules: GroupRules,
     /// Keep isolated and nohz_full CPUs free of device IRQs.
@@ -28,17 +33,43 @@ pub struct PlanContext<'a> {
     pub known_managed: &'a BTreeSet<u32>,
 }
 
+/// One device made ready for planning: names read with the rule's pattern, impossible queue
+/// indexes bounded, its strategy chosen.
+struct Prepared<'a> {
+    dev: Cow<'a, Device>,
+    policy: &'a Policy,
+    strategy: StrategyName,
+    range_warning: Option<String>,
+}
+
 /// Plans every device; `policies[i]` belongs to `devices[i]` (missing entries = class defaults).
-/// A device whose node (configured or its own) does not exist on this machine adds a warning, and
+/// Steps: prepare each device; set up each device's context; allocate the queues of every
+/// NUMA-hop device together ([`crate::strategy::allocator`]); decide and compare each IRQ. A
+/// device whose node (configured or its own) does not exist on this machine adds a warning, and
 /// so does a NIC with IRQs left alone because their names were not recognised (one per device).
 pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) -> Plan {
-    let default = Policy::default();
+    let default = &Policy::default();
+    let derived;
+    let home = match ctx.home {
+        Some(h) => h,
+        None => {
+            derived = home_topology(ctx.topo, None);
+            &derived
+        }
+    };
+    let machine =
+        Machine { now: ctx.topo, home, group_rules: ctx.group_rules, respect_isolation: ctx.respect_isolation };
+    let prepared: Vec<Prepared> =
+        devices.iter().enumerate().map(|(i, d)| prepare(d, policies.get(i).unwrap_or(default))).collect();
+    let mut contexts: Vec<_> =
+        prepared.iter().map(|p| DeviceContext::new(&machine, &p.dev, p.policy, p.strategy)).collect();
+    allocate_queues(&machine, &mut contexts, &prepared, ctx.known_managed);
     let mut warnings = Vec::new();
-    let devices = devices
+    let devices = prepared
         .iter()
-        .enumerate()
-        .map(|(i, d)| {
-            let (plan, device_warnings) = plan_device(ctx, d, policies.get(i).unwrap_or(&default));
+        .zip(contexts)
+        .map(|(p, (dctx, setup))| {
+            let (plan, device_warnings) = plan_device(ctx, p, &dctx, setup);
             warnings.extend(device_warnings);
             plan
         })
@@ -46,20 +77,55 @@ pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) ->
     Plan { kernel: ctx.topo.kernel.clone(), devices, warnings }
 }
 
-/// One device's plan, and its warnings (its node does not exist on this machine; IRQs left alone
-/// for unrecognised names): read the names with the rule's `queue_pattern` if it has one,
-/// dispatch to its strategy, then compare each decision with the current mask.
-fn plan_device(ctx: &PlanContext, dev: &Device, policy: &Policy) -> (DevicePlan, Vec<String>) {
+/// Reads the names with the rule's `queue_pattern` if it has one, bounds queue indexes and
+/// picks the strategy (the rule's, else the device's default).
+fn prepare<'a>(dev: &'a Device, policy: &'a Policy) -> Prepared<'a> {
     let taught = policy.queue_pattern.as_ref().map(|(pattern, rule)| with_rule_pattern(dev, pattern, rule));
     let (bounded, range_warning) = bound_queue_indexes(taught.as_ref().unwrap_or(dev));
-    let dev = bounded.as_ref().or(taught.as_ref()).unwrap_or(dev);
-    let strategy = policy.strategy.unwrap_or_else(|| StrategyName::default_for(dev.class));
-    let (dctx, setup) = DeviceContext::new(ctx.topo, dev, policy, ctx.group_rules, ctx.respect_isolation, strategy);
+    let dev = match (bounded, taught) {
+        (Some(d), _) | (None, Some(d)) => Cow::Owned(d),
+        (None, None) => Cow::Borrowed(dev),
+    };
+    let strategy = policy.strategy.unwrap_or_else(|| StrategyName::default_for_device(&dev));
+    Prepared { dev, policy, strategy, range_warning }
+}
+
+/// Gives every NUMA-hop device with a usable CPU its share of the machine-wide allocation.
+fn allocate_queues(
+    machine: &Machine,
+    contexts: &mut [(DeviceContext, crate::strategy::Setup)],
+    prepared: &[Prepared],
+    known_managed: &BTreeSet<u32>,
+) {
+    let hop: Vec<usize> = (0..prepared.len())
+        .filter(|&i| prepared[i].strategy == StrategyName::NumaHop && !contexts[i].0.usable.is_empty())
+        .collect();
+    let claims: Vec<_> = hop.iter().map(|&i| numa_hop::demand(&contexts[i].0, known_managed)).collect();
+    let demands: Vec<_> = claims.iter().map(|(d, _)| d.clone()).collect();
+    let result = allocate(machine.home, &demands);
+    for ((&i, (_, keys)), assignments) in hop.iter().zip(claims).zip(result.devices) {
+        let dctx = &mut contexts[i].0;
+        let order_words = numa_hop::order_words(dctx);
+        let units = keys.into_iter().zip(assignments).collect();
+        dctx.queues = Some(QueueAllocation { units, load: result.load.clone(), order_words });
+    }
+}
+
+/// One device's plan, and its warnings (its node does not exist on this machine; IRQs left alone
+/// for unrecognised names): decide with its strategy, then compare each decision with the
+/// current mask.
+fn plan_device(
+    ctx: &PlanContext,
+    p: &Prepared,
+    dctx: &DeviceContext,
+    setup: crate::strategy::Setup,
+) -> (DevicePlan, Vec<String>) {
+    let (dev, policy, strategy) = (&*p.dev, p.policy, p.strategy);
     let notes: Vec<&str> =
         setup.note.iter().map(String::as_str).chain(policy.voided.iter().map(|(_, n)| n.as_str())).collect();
     let note = (!notes.is_empty()).then(|| notes.join("; "));
-    let decisions = decide(strategy, &dctx, note.as_deref(), ctx.known_managed);
-    let irqs = dev.vectors.iter().zip(decisions).map(|(v, d)| place(ctx, &dctx, v, d)).collect();
+    let decisions = decide(strategy, dctx, note.as_deref(), ctx.known_managed);
+    let irqs = dev.vectors.iter().zip(decisions).map(|(v, d)| place(ctx, dctx, v, d)).collect();
     let plan = DevicePlan {
         bdf: dev.bdf.clone(),
         class: dev.class,
@@ -70,7 +136,8 @@ fn plan_device(ctx: &PlanContext, dev: &Device, policy: &Policy) -> (DevicePlan,
         rules: policy.matched_rules.iter().map(|r| r.to_string()).collect(),
         irqs,
     };
-    let warnings = setup.warning.into_iter().chain(range_warning).chain(unrecognised_warning(dev, &plan)).collect();
+    let warnings =
+        setup.warning.into_iter().chain(p.range_warning.clone()).chain(unrecognised_warning(dev, &plan)).collect();
     (plan, warnings)
 }
 

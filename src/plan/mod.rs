@@ -2,7 +2,8 @@
 //!
 //! A plan is data. It is computed by [`build::build_plan`] from a topology, the discovered
 //! devices and their settings without touching the filesystem, then printed, serialized or
-//! applied. Invariants: a `Set` placement always has a non-empty `desired` set of online CPUs;
+//! applied. Invariants: a `Set` placement always has a `desired` set holding at least one online
+//! CPU (it may keep offline ones: a mask with a queue's home CPUs is stable across hotplug);
 //! a `Managed` placement is never written.
 
 use serde::{Deserialize, Serialize};

@@ -67,7 +67,7 @@ fn line(row: &[String; 6], widths: &[usize; 6]) -> String {
     for (cell, w) in row.iter().zip(widths).skip(1) {
         out.push(' ');
         out.push_str(cell);
-        out.extend(std::iter::repeat(' ').take(w.saturating_sub(cell.chars().count())));
+        out.extend(std::iter::repeat_n(' ', w.saturating_sub(cell.chars().count())));
     }
     out.truncate(out.trim_end().len());
     out

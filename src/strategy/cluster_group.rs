@@ -4,8 +4,9 @@
 
 use super::{misc_decision, queue_index, Decision, DeviceContext};
 
-/// Queue i (of any queue role) gets group i within the usable CPUs, or the misc target when that
-/// group has no usable CPU; non-queue IRQs get the misc target.
+/// Queue i (of any queue role) gets group i within the CPUs the device may use (keeping its
+/// offline ones while one is online, so hotplug does not rewrite it), or the misc target when
+/// that group has no usable CPU; non-queue IRQs get the misc target.
 pub fn place(ctx: &DeviceContext) -> Vec<Decision> {
     let grouping = ctx.queue_grouping();
     ctx.device
@@ -14,12 +15,18 @@ pub fn place(ctx: &DeviceContext) -> Vec<Decision> {
         .map(|v| match queue_index(v) {
             Some(q) => {
                 let group = grouping.groups.get(q as usize).cloned().unwrap_or_default();
-                let inside = &group & &ctx.usable;
+                let inside = ctx.stable(&group);
                 if inside.is_empty() {
                     let why = format!("queue {q}: group {q} ({group}) has no usable CPU, using {}", ctx.misc.why);
                     Decision::fixed(&ctx.misc.cpus, why)
                 } else {
-                    Decision::fixed(&inside, format!("queue {q}: group {q} of {} (kernel grouping)", grouping.queues))
+                    let (set, index, size) = grouping.locate(q);
+                    let which = if grouping.sets.len() > 1 {
+                        format!("group {index} of IRQ set {set} ({size} queues)")
+                    } else {
+                        format!("group {q} of {}", grouping.queues)
+                    };
+                    Decision::fixed(&inside, format!("queue {q}: {which} (kernel grouping)"))
                 }
             }
             None => misc_decision(ctx, v),

@@ -18,30 +18,100 @@ pub struct Target {
 }
 
 /// `group_cpus_evenly()` for the device's queue count (highest queue index + 1): what the kernel
-/// gives managed queue vectors, and what `cluster-group` gives every queue.
+/// gives managed queue vectors, and what `cluster-group` gives every queue. With several IRQ sets
+/// (the nvme driver's read queues) each set is spread on its own and the groups follow each
+/// other: queue i → `groups[i]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueGrouping {
     pub queues: u32,
+    /// Set sizes, summing to `queues`; one set unless the driver splits its vectors.
+    pub sets: Vec<u32>,
     pub groups: Vec<CpuSet>,
 }
 
+impl QueueGrouping {
+    /// Which set queue `q` is in and its index there: `(set, index, set size)`.
+    pub fn locate(&self, q: u32) -> (usize, u32, u32) {
+        let mut first = 0;
+        for (i, &size) in self.sets.iter().enumerate() {
+            if q < first + size {
+                return (i, q - first, size);
+            }
+            first += size;
+        }
+        (0, q, self.queues)
+    }
+}
+
+/// The nvme driver's IRQ sets for `nrirqs` I/O vectors with its `write_queues` parameter
+/// (`nvme_calc_irq_sets()`, drivers/nvme/host/pci.c): one set when `write_queues` is 0 or there
+/// is one vector; else a default (write) set and a read set of `nrirqs - write_queues` vectors,
+/// at least 1. Guarantees the sizes sum to `nrirqs` and none is 0 (for `nrirqs` > 0).
+pub fn nvme_irq_sets(nrirqs: u32, write_queues: u32) -> Vec<u32> {
+    let read = if nrirqs <= 1 || write_queues == 0 {
+        0
+    } else if write_queues >= nrirqs {
+        1
+    } else {
+        nrirqs - write_queues
+    };
+    if read == 0 {
+        vec![nrirqs]
+    } else {
+        vec![nrirqs - read, read]
+    }
+}
+
+/// The machine as planning sees it: now, and at home (every present CPU online).
+#[derive(Debug, Clone, Copy)]
+pub struct Machine<'a> {
+    pub now: &'a Topology,
+    /// [`crate::topology::home_topology`] of `now`: what homes and stable masks are computed on.
+    pub home: &'a Topology,
+    /// The running kernel's `group_cpus_evenly()` rules.
+    pub group_rules: GroupRules,
+    /// Keep isolated and nohz_full CPUs free of device IRQs.
+    pub respect_isolation: bool,
+}
+
 /// One device as the strategies see it. Invariants: `node` is `None` or a node the machine has;
-/// `misc.cpus` and `node_cpus.cpus` are non-empty whenever `usable` is.
+/// `usable ⊆ home_usable`; `misc.cpus` and `node_cpus.cpus` hold a CPU of `usable` whenever
+/// `usable` is non-empty (they may hold offline CPUs of `home_usable`: a mask that keeps its
+/// offline CPUs does not change when they come and go).
 pub struct DeviceContext<'a> {
     pub topo: &'a Topology,
+    /// The machine with every present CPU online.
+    pub home: &'a Topology,
     pub device: &'a Device,
     pub policy: &'a Policy,
     /// The running kernel's `group_cpus_evenly()` rules.
     pub group_rules: GroupRules,
     /// The node placement starts from.
     pub node: Option<u32>,
-    /// CPUs this device's IRQs may use.
+    /// CPUs this device's IRQs may use now.
     pub usable: CpuSet,
-    /// The usable CPUs of `node` (all usable CPUs when it has none); also the ENOSPC fallback.
+    /// CPUs this device's IRQs may use with every present CPU online.
+    pub home_usable: CpuSet,
+    /// The CPUs of `node` it may use (all of `home_usable` when none of them is usable now);
+    /// also the ENOSPC fallback.
     pub node_cpus: Target,
     /// Where non-queue vectors (NVMe admin, NIC misc) go.
     pub misc: Target,
+    /// NUMA-hop: the machine-wide allocator's result for this device's queues.
+    pub queues: Option<QueueAllocation>,
     grouping: OnceCell<QueueGrouping>,
+}
+
+/// What the machine-wide allocator gave one device: per queue unit (`queue / queues_per_cpu`
+/// in ascending order of the units the device has), its assignment, and each CPU's queue count.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueAllocation {
+    /// Unit key (`queue / queues_per_cpu`) → its assignment.
+    pub units: std::collections::BTreeMap<u32, super::allocator::Assignment>,
+    /// Queue count of every CPU that carries one, over all devices.
+    pub load: std::collections::BTreeMap<u32, u32>,
+    /// The order's name and where it starts, for reasons: `cores-first order from node 1`.
+    pub order_words: String,
 }
 
 /// What setting up a context found worth saying: a note for the reasons and a plan warning.
@@ -56,35 +126,50 @@ pub struct Setup {
 impl<'a> DeviceContext<'a> {
     /// The context of `device` under `policy` for strategy `name`.
     pub fn new(
-        topo: &'a Topology,
+        machine: &Machine<'a>,
         device: &'a Device,
         policy: &'a Policy,
-        group_rules: GroupRules,
-        respect_isolation: bool,
         name: StrategyName,
     ) -> (DeviceContext<'a>, Setup) {
+        let topo = machine.now;
         let (node, note) = start_node(topo, policy.node, device.node);
         let warning = note.as_ref().filter(|_| name != StrategyName::Leave).map(|n| format!("{}: {n}", device.bdf));
-        let usable = usable_cpus(topo, policy, respect_isolation);
+        let usable = usable_cpus(topo, policy, machine.respect_isolation);
+        let home_usable = usable_cpus(machine.home, policy, machine.respect_isolation).union(&usable);
         let note = note.or_else(|| {
             let n = node?;
             let local = topo.nodes.get(&n).map(|d| &d.cpus & &usable).unwrap_or_default();
             local.is_empty().then(|| format!("node {n} has no usable CPU"))
         });
-        let node_cpus = node_cpus(topo, node, &usable);
-        let misc = misc_target(topo, policy, &node_cpus);
+        let node_cpus = node_cpus(topo, node, &usable, &home_usable);
+        let misc = misc_target(machine.home, policy, &node_cpus, &topo.online);
         let ctx = DeviceContext {
             topo,
+            home: machine.home,
             device,
             policy,
-            group_rules,
+            group_rules: machine.group_rules,
             node,
             usable,
+            home_usable,
             node_cpus,
             misc,
+            queues: None,
             grouping: OnceCell::new(),
         };
         (ctx, Setup { note, warning })
+    }
+
+    /// `set` as written: within the CPUs the device may use at home, when that keeps one it may
+    /// use now (a mask that keeps its offline CPUs is stable across hotplug); else its CPUs
+    /// usable now. Empty when `set` has no usable CPU.
+    pub fn stable(&self, set: &CpuSet) -> CpuSet {
+        let home = set.intersection(&self.home_usable);
+        if home.intersects(&self.usable) {
+            home
+        } else {
+            set.intersection(&self.usable)
+        }
     }
 
     /// What to write, widest last, when the kernel has no free vectors on `desired` (ENOSPC):
@@ -117,7 +202,15 @@ impl<'a> DeviceContext<'a> {
     pub fn queue_grouping(&self) -> &QueueGrouping {
         self.grouping.get_or_init(|| {
             let queues = self.device.vectors.iter().filter_map(queue_index).max().map_or(0, |q| q + 1);
-            QueueGrouping { queues, groups: group_cpus_evenly(self.topo, queues as usize, self.group_rules).groups }
+            let write_queues = self.device.nvme.as_ref().and_then(|n| n.write_queues).unwrap_or(0);
+            let sets = if self.device.driver.as_deref() == Some("nvme") {
+                nvme_irq_sets(queues, write_queues)
+            } else {
+                vec![queues]
+            };
+            let groups =
+                sets.iter().flat_map(|&n| group_cpus_evenly(self.topo, n as usize, self.group_rules).groups).collect();
+            QueueGrouping { queues, sets, groups }
         })
     }
 }
@@ -151,24 +244,25 @@ fn start_node(topo: &Topology, configured: Option<u32>, own: Option<u32>) -> (Op
     (node, Some(format!("{whose} node {wanted} does not exist on this machine, using {instead}")))
 }
 
-/// The usable CPUs of `node`; all usable CPUs when the node is unknown or has none of them.
-/// Non-empty whenever `usable` is.
-fn node_cpus(topo: &Topology, node: Option<u32>, usable: &CpuSet) -> Target {
-    let local = node.and_then(|n| topo.nodes.get(&n)).map(|n| &n.cpus & usable).unwrap_or_default();
+/// The CPUs of `node` the device may use at home, when one of them is usable now; else every
+/// CPU it may use at home (`all usable CPUs`). Holds a CPU of `usable` whenever `usable` is
+/// non-empty.
+fn node_cpus(topo: &Topology, node: Option<u32>, usable: &CpuSet, home_usable: &CpuSet) -> Target {
+    let local = node.and_then(|n| topo.nodes.get(&n)).map(|n| &n.cpus & home_usable).unwrap_or_default();
     match node {
-        Some(n) if !local.is_empty() => Target { cpus: local, why: format!("usable CPUs of node {n}") },
-        _ => Target { cpus: usable.clone(), why: "all usable CPUs".to_string() },
+        Some(n) if local.intersects(usable) => Target { cpus: local, why: format!("usable CPUs of node {n}") },
+        _ => Target { cpus: home_usable.clone(), why: "all usable CPUs".to_string() },
     }
 }
 
-/// Where non-queue IRQs go: `admin_cpus` that are online and not excluded, else the node's
-/// usable CPUs. Non-empty whenever `node_cpus` is.
-fn misc_target(topo: &Topology, policy: &Policy, node_cpus: &Target) -> Target {
+/// Where non-queue IRQs go: `admin_cpus` that are present and not excluded, when one of them is
+/// online (`admin_cpus` may name isolated CPUs on purpose); else the node's CPUs.
+fn misc_target(home: &Topology, policy: &Policy, node_cpus: &Target, online: &CpuSet) -> Target {
     match &policy.admin_cpus {
         None => node_cpus.clone(),
         Some(admin) => {
-            let left = &(admin & &topo.online) - &policy.exclude_cpus;
-            if left.is_empty() {
+            let left = &(admin & &home.online) - &policy.exclude_cpus;
+            if !left.intersects(online) {
                 Target {
                     cpus: node_cpus.cpus.clone(),
                     why: format!(
@@ -180,5 +274,50 @@ fn misc_target(topo: &Topology, policy: &Policy, node_cpus: &Target) -> Target {
                 Target { cpus: left, why: "the configured admin_cpus".to_string() }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devices::{Device, DeviceClass};
+    use crate::kernel::KernelVersion;
+    use crate::topology::synthetic::SyntheticMachine;
+
+    #[test]
+    fn enospc_fallbacks_widen_core_cluster_llc_node_then_everything() {
+        // 2 nodes × 8 cores × 2 threads, 4-core clusters: CPU 9's core is 9,25; its cluster
+        // 8-11,24-27; its LLC and node 8-15,24-31.
+        let topo = SyntheticMachine { cores_per_cluster: 4, ..SyntheticMachine::new(2, 8, 2) }.build();
+        let dev = Device {
+            bdf: "0000:01:00.0".into(),
+            class: DeviceClass::Nic,
+            pci_class: 0x020000,
+            vendor: None,
+            device: None,
+            driver: None,
+            name: None,
+            interfaces: vec![],
+            node: Some(1),
+            local_cpus: None,
+            vectors: vec![],
+            nvme: None,
+        };
+        let policy = Policy::default();
+        let group_rules = GroupRules::for_kernel(KernelVersion { major: 6, minor: 11 });
+        let machine = Machine { now: &topo, home: &topo, group_rules, respect_isolation: true };
+        let (ctx, _) = DeviceContext::new(&machine, &dev, &policy, StrategyName::NumaHop);
+        let steps: Vec<(&str, String)> =
+            ctx.fallbacks(&CpuSet::single(9)).into_iter().map(|f| (f.step, f.cpus.to_list_string())).collect();
+        assert_eq!(
+            steps,
+            [
+                ("same core", "9,25".to_string()),
+                ("same cluster", "8-11,24-27".to_string()),
+                ("same LLC", "8-15,24-31".to_string()),
+                ("every usable CPU", "0-31".to_string()),
+            ],
+            "the node is the LLC here, so that step adds nothing and is skipped"
+        );
     }
 }

@@ -6,6 +6,7 @@
 //! [`managed::predict`] overlays the kernel's placement on queue vectors afterwards. The kernel's
 //! own algorithms they build on live in [`crate::kernel`].
 
+pub mod allocator;
 pub mod cluster_group;
 mod context;
 pub mod leave;
@@ -18,7 +19,8 @@ use serde::{Deserialize, Serialize};
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, IrqVector, QueueRole};
 
-pub use context::{DeviceContext, QueueGrouping, Setup, Target};
+pub use allocator::Spill;
+pub use context::{nvme_irq_sets, DeviceContext, Machine, QueueAllocation, QueueGrouping, Setup, Target};
 
 /// `strategy = ...` in the config, and the strategy a plan names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -45,12 +47,23 @@ impl StrategyName {
         }
     }
 
-    /// The class default: NICs by NUMA hop, NVMe by kernel groups, others untouched.
+    /// The class default: NICs by NUMA hop, NVMe by kernel groups, others (storage HBAs, whose
+    /// drivers spread their reply queues themselves, and everything else) untouched.
     pub fn default_for(class: DeviceClass) -> StrategyName {
         match class {
             DeviceClass::Nic => StrategyName::NumaHop,
             DeviceClass::Nvme => StrategyName::ClusterGroup,
-            DeviceClass::Other => StrategyName::Leave,
+            DeviceClass::Storage | DeviceClass::Other => StrategyName::Leave,
+        }
+    }
+
+    /// The default for one device: `leave` for a device whose interrupts belong to someone else
+    /// (see [`leave::owner_elsewhere`]), else its class default.
+    pub fn default_for_device(device: &crate::devices::Device) -> StrategyName {
+        if leave::owner_elsewhere(device).is_some() {
+            StrategyName::Leave
+        } else {
+            StrategyName::default_for(device.class)
         }
     }
 
@@ -93,8 +106,9 @@ impl Decision {
 }
 
 /// Runs the device's strategy (everything left alone when the device has no usable CPU, except
-/// under `leave`, which says why it leaves), then for every strategy but `leave` the managed-IRQ
-/// step, and appends the context's note to every reason that places.
+/// under `leave`, which says why it leaves), then the managed-IRQ step (for every strategy but
+/// `leave`, and for storage HBAs whatever their strategy: their managed IRQs are reported), and
+/// appends the context's note to every reason that places.
 pub fn decide(
     name: StrategyName,
     ctx: &DeviceContext,
@@ -106,7 +120,7 @@ pub fn decide(
     } else {
         (name.strategy())(ctx)
     };
-    if name != StrategyName::Leave {
+    if name != StrategyName::Leave || ctx.device.class == DeviceClass::Storage {
         decisions = managed::predict(ctx, decisions, known_managed);
     }
     if let Some(note) = note {

@@ -2,8 +2,8 @@
 
 use super::{misc_decision, queue_index, Decision, DeviceContext};
 
-/// Every vector on the usable CPUs of the rule's `cpus`; with `admin_cpus`, non-queue vectors go
-/// there instead.
+/// Every vector on the CPUs of the rule's `cpus` the device may use (offline ones kept while one
+/// is online); with `admin_cpus`, non-queue vectors go there instead.
 pub fn place(ctx: &DeviceContext) -> Vec<Decision> {
     let admin = ctx.policy.admin_cpus.is_some();
     ctx.device
@@ -11,7 +11,7 @@ pub fn place(ctx: &DeviceContext) -> Vec<Decision> {
         .iter()
         .map(|v| match queue_index(v) {
             None if admin => misc_decision(ctx, v),
-            _ => Decision::fixed(&ctx.usable, "pinned to the configured CPUs".into()),
+            _ => Decision::fixed(&ctx.stable(&ctx.home_usable), "pinned to the configured CPUs".into()),
         })
         .collect()
 }

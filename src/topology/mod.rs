@@ -3,10 +3,13 @@
 //! to a set of CPUs.
 
 pub mod discover;
+mod home;
 pub mod locality;
+pub mod memory_file;
 mod model;
 pub mod report;
 pub mod synthetic;
 
 pub use discover::TopologyError;
+pub use home::{home_topology, TopologyMemory};
 pub use model::{Cpu, NumaNode, OfflineMasks, Topology, MAX_NUMNODES};

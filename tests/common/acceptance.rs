@@ -108,7 +108,7 @@ pub fn irqs(dev: &Value) -> &[Value] {
 /// Queue IRQs (role not admin/misc) of a device, in queue order; `role` filters when given.
 pub fn queue_irqs<'a>(dev: &'a Value, role: Option<&str>) -> Vec<&'a Value> {
     let mut q: Vec<&Value> =
-        irqs(dev).iter().filter(|p| !p["queue"].is_null() && role.map_or(true, |r| p["role"] == r)).collect();
+        irqs(dev).iter().filter(|p| !p["queue"].is_null() && role.is_none_or(|r| p["role"] == r)).collect();
     q.sort_by_key(|p| p["queue"].as_u64());
     q
 }

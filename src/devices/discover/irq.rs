@@ -37,15 +37,16 @@ impl IrqNames {
         }
     }
 
-    /// The action names of `irq`, empty when the source names none. Guarantees: from
-    /// `sys/kernel/irq/N/actions` when that file exists (even empty: the IRQ has no handler),
+    /// The action names of `irq`: `Some(empty)` when the IRQ has no handler (nothing to place:
+    /// a driver that freed it, as NICs do at link down), `None` when no source knows the IRQ
+    /// (a partial capture). Guarantees: from `sys/kernel/irq/N/actions` when that file exists,
     /// else from `/proc/interrupts`.
-    pub(super) fn actions(&self, root: &Root, irq: u32) -> Vec<String> {
+    pub(super) fn actions(&self, root: &Root, irq: u32) -> Option<Vec<String>> {
         let from_proc = match self {
             IrqNames::Proc(names) => names,
             IrqNames::Sysfs { from_proc, warnings } => {
                 if let Ok(Some(text)) = root.read_small_optional(format!("sys/kernel/irq/{irq}/actions")) {
-                    return split_actions(&text);
+                    return Some(split_actions(&text));
                 }
                 from_proc.get_or_init(|| {
                     let mut found = Vec::new();
@@ -55,7 +56,7 @@ impl IrqNames {
                 })
             }
         };
-        from_proc.get(&irq).cloned().unwrap_or_default()
+        from_proc.get(&irq).cloned()
     }
 
     /// The warnings of a `proc/interrupts` read on demand (none in `Proc` mode, where
@@ -144,12 +145,11 @@ impl Requested {
 /// plus one warning naming the file.
 pub(super) fn read_vector(
     root: &Root,
-    names: &IrqNames,
+    actions: Vec<String>,
     bdf: &str,
     irq: u32,
     warnings: &mut Vec<DeviceError>,
 ) -> (IrqVector, Vec<String>) {
-    let actions = names.actions(root, irq);
     let (role, queue, recognised) = (QueueRole::Misc, None, Recognition::UnknownDriver { driver: None });
     let name = (!actions.is_empty()).then(|| actions.join(", "));
     let dir = format!("proc/irq/{irq}");

@@ -31,10 +31,24 @@ pub(super) fn read_nvme(root: &Root, dir: &str) -> Result<Option<NvmeInfo>, Sysf
         let mq = format!("{path}/mq");
         if root.exists(&mq) {
             let blk_mq = read_blk_mq(root, &mq)?;
-            return Ok(Some(NvmeInfo { controller, model, serial, namespace: Some(ns), blk_mq }));
+            let write_queues = read_write_queues(root)?;
+            return Ok(Some(NvmeInfo { controller, model, serial, namespace: Some(ns), blk_mq, write_queues }));
         }
     }
-    Ok(Some(NvmeInfo { controller, model, serial, namespace: None, blk_mq: Vec::new() }))
+    let write_queues = read_write_queues(root)?;
+    Ok(Some(NvmeInfo { controller, model, serial, namespace: None, blk_mq: Vec::new(), write_queues }))
+}
+
+/// The nvme driver's `write_queues` module parameter; `None` when the module shows none (built
+/// without it, or a vendor driver).
+fn read_write_queues(root: &Root) -> Result<Option<u32>, SysfsError> {
+    let path = "sys/module/nvme/parameters/write_queues";
+    let Some(text) = root.read_optional(path)? else { return Ok(None) };
+    text.trim().parse().map(Some).map_err(|_| SysfsError::Parse {
+        path: root.path(path),
+        content: text.trim().chars().take(64).collect(),
+        expected: "a non-negative integer (the nvme driver's write_queues)",
+    })
 }
 
 /// Names of `controller`'s namespaces (`nvme0n1`, `nvme0c1n2`; not partitions like `nvme0n1p1`),

@@ -24,8 +24,6 @@ pub(super) fn read_device(
     let dir = format!("{PCI_DEVICES}/{bdf}");
     let err = |e: SysfsError| device_error(root, bdf, e);
     let pci_class = read_hex(root, &format!("{dir}/class"), "a hex PCI class code like 0x010802").map_err(err)?;
-    let class = DeviceClass::from_pci_class(pci_class);
-
     let (mut irqs, msi) = read_irqs(root, &dir).map_err(err)?;
     if irqs.len() > MAX_VECTORS {
         warnings.push(DeviceError::Implausible {
@@ -37,6 +35,7 @@ pub(super) fn read_device(
         irqs.truncate(MAX_VECTORS);
     }
     let driver = root.link_name(format!("{dir}/driver"));
+    let class = DeviceClass::of_device(pci_class, driver.as_deref());
     // An INTx line belongs to the device only while a driver has it; an unbound (or departing)
     // device's legacy line may be shared with others and is not ours to move.
     let irqs = if msi || driver.is_some() {
@@ -44,7 +43,7 @@ pub(super) fn read_device(
     } else {
         Vec::new()
     };
-    if irqs.is_empty() || (class == DeviceClass::Other && !msi) {
+    if irqs.is_empty() || (matches!(class, DeviceClass::Other | DeviceClass::Storage) && !msi) {
         // No interrupts, or the device went away after its class was read.
         if !root.exists(&dir) {
             return Err(DeviceError::Vanished { bdf: bdf.into(), path: root.path(&dir) });
@@ -91,8 +90,20 @@ pub(super) fn read_device(
     };
     warnings.extend(implausible_node);
     let name = nvme.as_ref().map(|n| n.controller.clone()).or_else(|| interfaces.first().cloned());
+    // An IRQ without a handler is not in use (a NIC frees its queue IRQs at link down): nothing
+    // to place, and no name to read.
+    let named: Vec<(u32, Vec<String>)> = irqs
+        .into_iter()
+        .filter_map(|irq| match names.actions(root, irq) {
+            Some(a) if a.is_empty() => None,
+            a => Some((irq, a.unwrap_or_default())),
+        })
+        .collect();
+    if named.is_empty() {
+        return Ok(None);
+    }
     let (mut vectors, actions): (Vec<_>, Vec<_>) =
-        irqs.into_iter().map(|irq| read_vector(root, names, bdf, irq, warnings)).unzip();
+        named.into_iter().map(|(irq, a)| read_vector(root, a, bdf, irq, warnings)).unzip();
     let ctx = NameContext { driver: driver.as_deref(), class, interfaces: &interfaces };
     for (v, r) in vectors.iter_mut().zip(recognise_device(&ctx, &actions)) {
         (v.role, v.queue, v.recognised) = (r.role, r.queue, r.by);

@@ -18,7 +18,7 @@ pub(super) fn last_level_cache(root: &Root, dir: &str) -> Result<Option<CpuSet>,
         if !matches!(kind.trim(), "Unified" | "Data") {
             continue;
         }
-        if best.as_ref().map_or(true, |(l, _)| level > *l) {
+        if best.as_ref().is_none_or(|(l, _)| level > *l) {
             best = Some((level, index));
         }
     }

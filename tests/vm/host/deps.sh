@@ -1,9 +1,10 @@
 # Host dependencies of the VM suite (sourced by tests/vm/run.sh).
 # Guarantees after ensure_packages: qemu-system-x86_64, a Debian linux-image kernel with its
-# /lib/modules tree, a static busybox and cpio are present, or the function exits non-zero
-# naming what is missing. Installs only as root, and only what `dpkg -s` says is missing.
+# /lib/modules tree, a static busybox and cpio (the kernel tier), debootstrap and mkfs.ext4 (the
+# systemd tier's root and disk image) are present, or the function exits non-zero naming what
+# is missing. Installs only as root, and only what `dpkg -s` says is missing.
 
-VM_PACKAGES="qemu-system-x86 linux-image-amd64 busybox-static cpio"
+VM_PACKAGES="qemu-system-x86 linux-image-amd64 busybox-static cpio debootstrap e2fsprogs"
 
 ensure_packages() {
   local missing="" p

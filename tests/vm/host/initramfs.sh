@@ -1,18 +1,23 @@
-# Builds the guest's initramfs (sourced by tests/vm/run.sh).
-# build_initramfs ROOTDIR OUT.cpio.gz IRQWISE_BIN [IRQBALANCE_BIN]
-# Layout in the guest: /init (tests/vm/guest/init), /guest/* (scenario scripts), /usr/bin/irqwise,
-# /usr/sbin/irqbalance (+ its shared libraries), busybox applets in /bin, and the nvme and
-# vmxnet3 modules of $KVER with their dependencies, decompressed, with modules.dep.
+# Builds the guests' initramfs images (sourced by tests/vm/run.sh).
+# build_initramfs ROOTDIR OUT.cpio.gz IRQWISE_BIN [IRQBALANCE_BIN]  (the kernel tier)
+#   Layout in the guest: /init (tests/vm/guest/init), /guest/* (scenario scripts), /usr/bin/irqwise,
+#   /usr/sbin/irqbalance (+ its shared libraries), busybox applets in /bin, and the nvme and
+#   vmxnet3 modules of $KVER with their dependencies, decompressed, with modules.dep.
+# build_boot_initramfs ROOTDIR OUT.cpio.gz INIT MODULE...  (the systemd tier)
+#   busybox, the modules with their dependencies, and INIT as /init (it mounts the real root and
+#   switches to it).
+# install_modules ROOT MODULE...: the modules of $KVER with their dependencies below ROOT, with
+#   modules.dep (also used for the systemd tier's disk root).
 
 GUEST_MODULES="nvme vmxnet3"
 
-# scenario_files: the scenario scripts to run: all, or those whose number prefix is listed in
-# IRQWISE_VM_SCENARIOS.
+# scenario_files [DIR]: the scenario scripts NN-*.sh in DIR (default: the kernel tier's) to run:
+# all, or those whose number prefix is listed in IRQWISE_VM_SCENARIOS.
 scenario_files() {
-  local f n
-  for f in "$VM_DIR"/guest/scenarios/[0-9][0-9]-*.sh; do
-    n=$(basename "$f"); n=${n%%-*}   # the number prefix (the directory may hold a '-' too)
-    if [ -z "${IRQWISE_VM_SCENARIOS:-}" ] || [[ " $IRQWISE_VM_SCENARIOS " == *" $n "* ]]; then echo "$f"; fi
+  local f b
+  for f in "${1:-$VM_DIR/guest/scenarios}"/[0-9][0-9]-*.sh; do
+    b=${f##*/}
+    if [ -z "${IRQWISE_VM_SCENARIOS:-}" ] || [[ " $IRQWISE_VM_SCENARIOS " == *" ${b%%-*} "* ]]; then echo "$f"; fi
   done
 }
 
@@ -45,25 +50,49 @@ add_module() {
   esac
 }
 
-build_initramfs() {
-  local root=$1 out=$2 irqwise=$3 irqbalance=${4:-} a busybox
+# install_modules ROOT MODULE...: see the file header.
+install_modules() {
+  local root=$1 m; shift
+  ADDED_MODULES=""
+  for m in "$@"; do add_module "$root" "$m" || return 1; done
+  cp /lib/modules/"$KVER"/modules.{order,builtin,builtin.modinfo} "$root/lib/modules/$KVER/" 2>/dev/null || true
+  depmod -b "$root" "$KVER"
+}
+
+# busybox_skeleton ROOT: a fresh ROOT with the static busybox and its applets in /bin.
+busybox_skeleton() {
+  local root=$1 a busybox
   busybox=$(command -v busybox) || { echo "test-vm: no busybox" >&2; return 1; }
   if ldd "$busybox" >/dev/null 2>&1; then echo "test-vm: $busybox is not static (need busybox-static)" >&2; return 1; fi
   rm -rf "$root"
-  mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,tmp,run,guest,usr/bin,usr/sbin,var/run,cfg/etc/irqwise}
+  mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,tmp,run}
   cp "$busybox" "$root/bin/busybox"
   for a in $("$busybox" --list); do [ -e "$root/bin/$a" ] || ln -s busybox "$root/bin/$a"; done
+}
+
+pack_cpio() { (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | gzip -1) > "$2"; }
+
+build_initramfs() {
+  local root=$1 out=$2 irqwise=$3 irqbalance=${4:-}
+  busybox_skeleton "$root" || return 1
+  mkdir -p "$root"/{guest,usr/bin,usr/sbin,var/run,cfg/etc/irqwise}
   cp "$VM_DIR"/guest/init "$root/init"
   cp "$VM_DIR"/guest/*.sh "$VM_DIR"/guest/*.awk "$root/guest/"
   cp $(scenario_files) "$root/guest/"
   chmod +x "$root/init" "$root"/guest/*.sh
   copy_in "$root" "$irqwise" /usr/bin/irqwise && chmod 755 "$root/usr/bin/irqwise"
   [ -n "$irqbalance" ] && copy_in "$root" "$irqbalance" /usr/sbin/irqbalance
-  ADDED_MODULES=""
-  for a in $GUEST_MODULES; do add_module "$root" "$a"; done
-  cp /lib/modules/"$KVER"/modules.{order,builtin,builtin.modinfo} "$root/lib/modules/$KVER/" 2>/dev/null || true
-  depmod -b "$root" "$KVER"
+  install_modules "$root" $GUEST_MODULES || return 1
   echo "$GUEST_MODULES" > "$root/etc/modules-load"
   echo "${IRQWISE_VM_IDLE_S:-30}" > "$root/etc/vm-idle-s"   # idle-cost window, seconds
-  (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | gzip -1) > "$out"
+  pack_cpio "$root" "$out"
+}
+
+build_boot_initramfs() {
+  local root=$1 out=$2 init=$3; shift 3
+  busybox_skeleton "$root" || return 1
+  install -m 755 "$init" "$root/init"
+  install_modules "$root" "$@" || return 1
+  echo "$*" > "$root/etc/modules-load"
+  pack_cpio "$root" "$out"
 }

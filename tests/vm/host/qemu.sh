@@ -1,5 +1,6 @@
 # Boots the guest (sourced by tests/vm/run.sh).
-# boot_guest WORK KERNEL INITRD TIMEOUT_S
+# boot_guest WORK KERNEL INITRD TIMEOUT_S [DISK]
+# DISK (the systemd tier): a raw image attached as a virtio disk on the root bus (/dev/vda).
 # Machine: q35 with interrupt remapping (intel-iommu intremap=on, split irqchip), 2 sockets x
 # 2 cores x 2 threads = 8 CPUs, NUMA node 0 = CPUs 0-3, node 1 = CPUs 4-7 (distance 20).
 # PCIe expander bridges give devices a node: pxb0 (node 0) holds the NVMe drive (4 I/O queue
@@ -13,7 +14,8 @@
 # guest that never reached /init (IRQWISE_VM_BOOT_TIMEOUT, default 180 s).
 
 boot_guest() {
-  local work=$1 kernel=$2 initrd=$3 timeout=$4 accel qpid relay rc
+  local work=$1 kernel=$2 initrd=$3 timeout=$4 disk=${5:-} accel qpid relay rc disk_args=()
+  [ -n "$disk" ] && disk_args=(-drive file="$disk",if=none,id=rootd,format=raw -device virtio-blk-pci,drive=rootd,bus=pcie.0)
   if [ -r /dev/kvm ] && [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo && [ "${IRQWISE_VM_ACCEL:-}" != tcg ]; then
     accel=(-accel kvm -cpu host)
   else
@@ -39,6 +41,7 @@ boot_guest() {
     -netdev user,id=n0 -device vmxnet3,netdev=n0,bus=rp1,mac=52:54:00:00:00:01
     -device pcie-root-port,id=rphot,bus=pxb1,chassis=145,slot=0
     -netdev user,id=hn0
+    "${disk_args[@]}"
     -nodefaults -no-user-config -display none -vga none -no-reboot
     -chardev file,id=con,path="$work/console.log" -serial chardev:con
     -chardev file,id=out,path="$work/guest.out" -serial chardev:out

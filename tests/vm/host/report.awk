@@ -1,8 +1,11 @@
 # report.awk: turns the guest's RESULT/MEASURE lines into test results and the measured tables.
-# usage: awk -v md=RESULTS.md -v meta="..." -f report.awk EXPECTED GUEST_OUT
+# usage: awk -v md=SECTION.md -v meta="..." [-v tier=systemd] -f report.awk EXPECTED GUEST_OUT
 # EXPECTED holds "scenario check" pairs (every check the scenario scripts contain): one that the
-# guest never reported (crash, hang, timeout) counts as failed. Prints one line per check, the
-# tables, and "N passed, M failed"; writes the tables as Markdown to md. Exit 1 on any failure.
+# guest never reported (crash, hang, timeout) counts as failed. A check reported SKIP (a marked
+# placeholder) counts as neither passed nor failed. Prints one line per check, the tables, and
+# "N passed, M failed[, K skipped]"; writes the tier's section of RESULTS.md as Markdown to md:
+# the kernel tier's comparison tables, or (tier=systemd) the table of every check with its output.
+# Exit 1 on any failure.
 FNR == NR { if (!(($1 " " $2) in expected)) { expected[$1 " " $2] = 1; order[++n_exp] = $1 " " $2 }; next }
 /^RESULT / {
   k = $2 " " $3; status[k] = $4
@@ -14,6 +17,7 @@ FNR == NR { if (!(($1 " " $2) in expected)) { expected[$1 " " $2] = 1; order[++n
 /^@@DONE/ { done = 1 }
 function val(k) { return (k in m) ? m[k] : "n/a" }
 function ms(k,   v) { v = val(k); if (v == "n/a") return v; if (v < 0) return "not within 30 s"; return v " ms" }
+function msx(k,   v) { v = val(k); if (v == "n/a") return v; if (v < 0) return "timed out"; return v " ms" }
 function yes(k,   v) { v = val(k); if (v == "n/a") return v; return (v < 0) ? "no (within 25 s)" : "yes, " v " ms" }
 function cpu(s,   v) { v = val(s " idle_cpu_ms"); return v == "n/a" ? v : v " ms" }
 function rss(s) { return val(s " idle_rss_kb") == "n/a" ? "n/a" : val(s " idle_rss_kb") " kB (" val(s " idle_rss0_kb") " kB)" }
@@ -24,11 +28,45 @@ END {
     if (!(k in status)) { status[k] = "FAIL"; detail[k] = "not reported by the guest" (done ? "" : " (guest did not finish)") }
     split(k, p, " ")
     printf "%-4s %s/%s  %s\n", status[k], p[1], p[2], detail[k]
-    if (status[k] == "PASS") pass++; else { fail++; failed[p[1]]++; fails = fails "- FAIL " p[1] "/" p[2] ": " detail[k] "\n" }
+    if (status[k] == "PASS") pass++
+    else if (status[k] == "SKIP") skip++
+    else { fail++; failed[p[1]]++; fails = fails "- FAIL " p[1] "/" p[2] ": " detail[k] "\n" }
     total[p[1]]++
   }
   print ""
-  print "# irqwise end-to-end on a real kernel (QEMU)" > md
+  if (tier == "systemd") systemd_tables(); else kernel_tables()
+  line = sprintf("%d passed, %d failed%s", pass, fail, skip ? sprintf(", %d skipped", skip) : "")
+  print line
+  print line > md
+  if (fail) printf "\n%s", fails > md
+  exit fail > 0 ? 1 : 0
+}
+function md_cell(s) { gsub(/\|/, "\\|", s); return s }
+function systemd_tables(   i, k, p) {
+  print "## irqwise under systemd: the package in a Debian 12 guest, systemd as PID 1" > md
+  print "" > md
+  out("Guest: " meta)
+  out("")
+  print "| scenario | check | result | what is checked: output |" > md
+  print "|---|---|---|---|" > md
+  for (i = 1; i <= n_exp; i++) {
+    k = order[i]; split(k, p, " ")
+    print "| " p[1] " | " p[2] " | " status[k] " | " md_cell(detail[k]) " |" > md
+  }
+  out("")
+  out("| measured (TCG, not asserted) | value |")
+  out("|---|---|")
+  out("| boot to the guest program (uptime) | " val("harness boot_s") " s |")
+  out("| `systemctl start` (returns after READY=1, i.e. the first pass) | " msx("start start_ms") " |")
+  out("| `systemctl reload`, valid drop-in (returns after the reload pass) | " msx("reload valid_ms") " |")
+  out("| SIGSTOP to a new main process, active (WatchdogSec=" val("restart watchdog_sec") ", RestartSec=" val("config-error restart_sec") ") | " msx("restart watchdog_restart_ms") " |")
+  out("| SIGSEGV to a new main process, active | " msx("restart segv_restart_ms") " |")
+  out("| CPU offline to re-placed; online to restored | " msx("events offline_react_ms") "; " msx("events online_react_ms") " |")
+  out("| link up to the daemon's pass for it | " msx("events link_seen_ms") " |")
+  out("")
+}
+function kernel_tables() {
+  print "## irqwise end-to-end on a real kernel (QEMU, busybox init)" > md
   print "" > md
   out("Guest: " meta)
   out("")
@@ -88,8 +126,4 @@ END {
   out("Both measured in the same guest, one daemon running at a time, by sampling /proc/PID at the")
   out("start and end of the window (irqbalance's window is " val("irqbalance idle_s") " s, after its offline/online test).")
   out("")
-  printf "%d passed, %d failed\n", pass, fail
-  printf "%d passed, %d failed\n", pass, fail > md
-  if (fail) printf "\n%s", fails > md
-  exit fail > 0 ? 1 : 0
 }

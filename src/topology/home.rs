@@ -1,0 +1,148 @@
+//! Homes: the machine as it is when every present CPU is online.
+//!
+//! Placement is computed twice: once over this "home" machine, which does not change when a CPU
+//! goes offline, and once over the CPUs usable now. Planning queues against homes is what lets a
+//! hotplug event move only the IRQs that lived on the CPU that left.
+//!
+//! An offline x86 CPU shows no `topology/` in sysfs and the kernel drops it from its siblings'
+//! masks, so the home machine's masks come from what was seen while the CPU was online
+//! ([`TopologyMemory`]); without a memory an offline CPU counts as a core, cluster and cache of its
+//! own.
+
+use std::collections::BTreeMap;
+
+use super::{Cpu, Topology};
+use crate::cpuset::CpuSet;
+
+/// The masks of every CPU as last seen while it was online, kept across passes by the daemon.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TopologyMemory {
+    seen: BTreeMap<u32, Cpu>,
+}
+
+impl TopologyMemory {
+    /// Records every online CPU of `topo`. What its masks say about online CPUs is the truth
+    /// now; about offline ones they say nothing (the kernel drops an offline CPU from its
+    /// siblings' masks), so those members are kept from what was seen before.
+    /// Returns whether anything changed (so a saved copy needs writing).
+    pub fn remember(&mut self, topo: &Topology) -> bool {
+        let before_len = self.seen.len();
+        let mut changed = false;
+        let offline = topo.possible.difference(&topo.online);
+        for c in &topo.online {
+            let Some(cpu) = topo.cpus.get(&c) else { continue };
+            let mut record = cpu.clone();
+            if let Some(old) = self.seen.get(&c) {
+                let keep = |now: &mut Option<CpuSet>, then: &Option<CpuSet>| {
+                    if let Some(gone) = then.as_ref().map(|t| t.intersection(&offline)).filter(|g| !g.is_empty()) {
+                        *now = Some(now.as_ref().map_or_else(|| gone.clone(), |n| n.union(&gone)));
+                    }
+                };
+                keep(&mut record.core, &old.core);
+                keep(&mut record.cluster, &old.cluster);
+                keep(&mut record.llc, &old.llc);
+                keep(&mut record.package, &old.package);
+                keep(&mut record.die, &old.die);
+            }
+            changed |= self.seen.get(&c) != Some(&record);
+            self.seen.insert(c, record);
+        }
+        changed || self.seen.len() != before_len
+    }
+
+    /// Every remembered CPU, by id.
+    pub fn cpus(&self) -> impl Iterator<Item = &Cpu> {
+        self.seen.values()
+    }
+
+    /// A memory holding these records (a saved copy read back); later records of the same CPU win.
+    pub fn from_cpus(cpus: impl IntoIterator<Item = Cpu>) -> TopologyMemory {
+        TopologyMemory { seen: cpus.into_iter().map(|c| (c.id, c)).collect() }
+    }
+
+    /// How many CPUs have been seen online.
+    pub fn len(&self) -> usize {
+        self.seen.len()
+    }
+
+    /// Whether no CPU has been seen online yet.
+    pub fn is_empty(&self) -> bool {
+        self.seen.is_empty()
+    }
+}
+
+/// `topo` with every present CPU online. Each present CPU's masks are the union of what `topo`
+/// shows and what `memory` saw while it was online, limited to present CPUs. Guarantees:
+/// `online == present`; the same `memory` and present set give the same home machine whichever
+/// CPUs are offline, once every present CPU has been seen online.
+pub fn home_topology(topo: &Topology, memory: Option<&TopologyMemory>) -> Topology {
+    let mut home = topo.clone();
+    home.online = topo.present.clone();
+    for c in &topo.present {
+        let Some(cpu) = home.cpus.get_mut(&c) else { continue };
+        let seen = memory.and_then(|m| m.seen.get(&c));
+        let merge = |now: &Option<CpuSet>, then: Option<&Option<CpuSet>>| -> Option<CpuSet> {
+            let joined = match (now, then.and_then(Option::as_ref)) {
+                (Some(a), Some(b)) => Some(a.union(b)),
+                (Some(a), None) => Some(a.clone()),
+                (None, Some(b)) => Some(b.clone()),
+                (None, None) => None,
+            };
+            joined.map(|m| m.intersection(&topo.present)).filter(|m| !m.is_empty())
+        };
+        // A mask neither shows nor remembers ends up `None`: the CPU alone at that level.
+        cpu.core = merge(&cpu.core, seen.map(|s| &s.core));
+        cpu.cluster = merge(&cpu.cluster, seen.map(|s| &s.cluster));
+        cpu.llc = merge(&cpu.llc, seen.map(|s| &s.llc));
+        cpu.package = merge(&cpu.package, seen.map(|s| &s.package));
+        cpu.die = merge(&cpu.die, seen.map(|s| &s.die));
+        if cpu.node.is_none() {
+            cpu.node = seen.and_then(|s| s.node);
+        }
+        cpu.online = true;
+    }
+    home
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::synthetic::SyntheticMachine;
+
+    /// `topo` with `cpu` offline as x86 shows it: no masks for it, gone from its siblings' masks.
+    fn offline_x86(topo: &Topology, cpu: u32) -> Topology {
+        let mut t = topo.clone();
+        t.online.remove(cpu);
+        for c in t.cpus.values_mut() {
+            if c.id == cpu {
+                (c.online, c.core, c.cluster, c.llc, c.package, c.die) = (false, None, None, None, None, None);
+            } else {
+                for m in [&mut c.core, &mut c.cluster, &mut c.llc, &mut c.package, &mut c.die].into_iter().flatten() {
+                    m.remove(cpu);
+                }
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn remembered_masks_restore_the_home_machine_of_an_offline_cpu() {
+        let topo = SyntheticMachine::new(2, 3, 2).build();
+        let mut memory = TopologyMemory::default();
+        memory.remember(&topo);
+        let down = offline_x86(&topo, 9);
+        memory.remember(&down);
+        assert_eq!(home_topology(&down, Some(&memory)), home_topology(&topo, Some(&memory)));
+        assert_eq!(home_topology(&down, Some(&memory)).sibling_mask(3), [3, 9].into_iter().collect());
+        assert_eq!(home_topology(&topo, None), topo, "all online: home is the machine itself");
+    }
+
+    #[test]
+    fn without_memory_an_offline_cpu_is_a_core_of_its_own() {
+        let topo = SyntheticMachine::new(2, 3, 2).build();
+        let home = home_topology(&offline_x86(&topo, 9), None);
+        assert!(home.online.contains(9));
+        assert_eq!(home.sibling_mask(9), CpuSet::single(9));
+        assert_eq!(home.sibling_mask(3), CpuSet::single(3), "its sibling's mask lost it");
+    }
+}

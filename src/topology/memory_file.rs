@@ -1,0 +1,125 @@
+//! The daemon's topology memory on disk (`ROOT/run/irqwise/topology.json`), so that a restarted
+//! daemon and `irqwise plan` beside it compute the same homes while CPUs are offline.
+//!
+//! Valid for one boot only: the file carries `proc/sys/kernel/random/boot_id` and a copy of
+//! another boot is ignored (CPUs may have been replaced).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Cpu, TopologyMemory};
+use crate::cpuset::CpuSet;
+use crate::sysfs::Root;
+
+/// Where the memory is kept, below the root.
+pub const MEMORY_FILE: &str = "run/irqwise/topology.json";
+
+/// `proc/sys/kernel/random/boot_id`, below the root.
+const BOOT_ID: &str = "proc/sys/kernel/random/boot_id";
+
+/// A copy that cannot be read back; planning goes on without it.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryFileError {
+    #[error("{path}: {problem}; planning without the remembered topology")]
+    Unreadable { path: PathBuf, problem: String },
+}
+
+#[derive(Serialize, Deserialize)]
+struct MemoryFile {
+    schema: u32,
+    boot_id: Option<String>,
+    cpus: Vec<CpuRecord>,
+}
+
+/// One CPU as last seen online; masks as kernel lists.
+#[derive(Serialize, Deserialize)]
+struct CpuRecord {
+    id: u32,
+    node: Option<u32>,
+    core: Option<String>,
+    cluster: Option<String>,
+    llc: Option<String>,
+    package: Option<String>,
+    die: Option<String>,
+}
+
+/// This boot's id, if the root shows one.
+fn boot_id(root: &Root) -> Option<String> {
+    root.read_small_optional(BOOT_ID).ok().flatten().map(|s| s.trim().to_string())
+}
+
+/// The file's bytes for `memory` on this boot.
+pub fn encode(root: &Root, memory: &TopologyMemory) -> Vec<u8> {
+    let list = |m: &Option<CpuSet>| m.as_ref().map(CpuSet::to_list_string);
+    let cpus = memory
+        .cpus()
+        .map(|c| CpuRecord {
+            id: c.id,
+            node: c.node,
+            core: list(&c.core),
+            cluster: list(&c.cluster),
+            llc: list(&c.llc),
+            package: list(&c.package),
+            die: list(&c.die),
+        })
+        .collect();
+    let file = MemoryFile { schema: crate::JSON_SCHEMA, boot_id: boot_id(root), cpus };
+    let mut bytes = serde_json::to_vec(&file).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+/// The saved memory of this boot: `Ok(None)` when there is none (no file, or another boot's).
+pub fn load(root: &Root) -> Result<Option<TopologyMemory>, MemoryFileError> {
+    let path = root.path(MEMORY_FILE);
+    let unreadable = |problem: String| MemoryFileError::Unreadable { path: path.clone(), problem };
+    let bytes = match crate::sysfs::read_regular_file(&path, 64 << 20) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(unreadable(e.to_string())),
+    };
+    let file: MemoryFile =
+        serde_json::from_slice(&bytes).map_err(|e| unreadable(format!("not a topology memory: {e}")))?;
+    if file.boot_id != boot_id(root) {
+        return Ok(None);
+    }
+    let mut cpus = Vec::with_capacity(file.cpus.len());
+    for r in file.cpus {
+        let parse = |m: &Option<String>| -> Result<Option<CpuSet>, MemoryFileError> {
+            m.as_deref().map(CpuSet::parse_list).transpose().map_err(|e| unreadable(format!("CPU {}: {e}", r.id)))
+        };
+        let mut cpu = Cpu::bare(r.id);
+        (cpu.present, cpu.online, cpu.node) = (true, true, r.node);
+        cpu.core = parse(&r.core)?;
+        cpu.cluster = parse(&r.cluster)?;
+        cpu.llc = parse(&r.llc)?;
+        cpu.package = parse(&r.package)?;
+        cpu.die = parse(&r.die)?;
+        cpus.push(cpu);
+    }
+    Ok(Some(TopologyMemory::from_cpus(cpus)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::synthetic::SyntheticMachine;
+
+    #[test]
+    fn a_saved_memory_reads_back_on_the_same_boot_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        std::fs::create_dir_all(dir.path().join("proc/sys/kernel/random")).unwrap();
+        std::fs::create_dir_all(dir.path().join("run/irqwise")).unwrap();
+        std::fs::write(dir.path().join(BOOT_ID), "boot-a\n").unwrap();
+        let mut memory = TopologyMemory::default();
+        memory.remember(&SyntheticMachine::new(2, 2, 2).build());
+        std::fs::write(root.path(MEMORY_FILE), encode(&root, &memory)).unwrap();
+        assert_eq!(load(&root).unwrap(), Some(memory));
+        std::fs::write(dir.path().join(BOOT_ID), "boot-b\n").unwrap();
+        assert_eq!(load(&root).unwrap(), None, "another boot's copy is ignored");
+        std::fs::write(root.path(MEMORY_FILE), "{\"schema\": 1").unwrap();
+        assert!(load(&root).unwrap_err().to_string().contains("topology.json"));
+    }
+}

@@ -1,0 +1,81 @@
+# The systemd tier's guest disk (sourced by tests/vm/run.sh).
+# debian_base DIR: a `debootstrap --variant=minbase` Debian 12 root with $DEBROOT_PACKAGES in
+#   DIR, built once and reused while DIR.stamp names the same suite and packages (CI starts from
+#   nothing and builds it; DEBROOT_BUILT says whether this call did). apt's package cache and
+#   lists are dropped: the guest installs nothing from the network.
+# guest_disk BASE STAGE DEB OUT.img LOG: a copy of BASE in STAGE with the .deb installed by
+#   `dpkg -i` in a chroot (its output in LOG, as an administrator building an image sees it),
+#   the nvme and vmxnet3 modules of $KVER, the guest test program (tests/vm/guest/systemd/, run
+#   by guest-test.service once the system is up) and, with IRQWISE_VM_BROKEN_UNIT, a broken
+#   unit; then packed into the ext4 image OUT.img.
+
+DEBROOT_SUITE=bookworm
+# procps is deliberately absent (no /bin/kill): the unit must not need what the package does not
+# pull in. irqbalance is installed and, by its package, enabled.
+DEBROOT_PACKAGES="systemd,systemd-sysv,udev,iproute2,kmod,irqbalance"
+DEBROOT_MIRROR=${IRQWISE_VM_MIRROR:-http://deb.debian.org/debian}
+DISK_MODULES="nvme vmxnet3"
+
+debian_base() {
+  local dir=$1 stamp="$DEBROOT_SUITE $DEBROOT_PACKAGES"
+  DEBROOT_BUILT=no
+  if [ -x "$dir/lib/systemd/systemd" ] && [ "$(cat "$dir.stamp" 2>/dev/null)" = "$stamp" ]; then
+    return 0
+  fi
+  rm -rf "$dir" "$dir.tmp" "$dir.stamp"
+  echo "test-vm: debootstrap $DEBROOT_SUITE ($DEBROOT_PACKAGES) into $dir" >&2
+  if ! debootstrap --variant=minbase --include="$DEBROOT_PACKAGES" "$DEBROOT_SUITE" "$dir.tmp" "$DEBROOT_MIRROR" \
+      > "$dir.log" 2>&1; then
+    echo "test-vm: debootstrap failed; last lines of $dir.log:" >&2
+    tail -15 "$dir.log" >&2
+    return 1
+  fi
+  rm -rf "$dir.tmp"/var/cache/apt/archives/*.deb "$dir.tmp"/var/lib/apt/lists/*
+  mv "$dir.tmp" "$dir"
+  echo "$stamp" > "$dir.stamp"
+  DEBROOT_BUILT=yes
+}
+
+# break_unit UNITFILE: the deliberate breakage IRQWISE_VM_BROKEN_UNIT names (the tier must fail).
+break_unit() {
+  local unit=$1
+  case ${IRQWISE_VM_BROKEN_UNIT:-} in
+    "") return 0;;
+    kill-reload)   # the unit before `irqwise reload` existed: /bin/kill is not on a minimal Debian
+      sed -i 's|^ExecReload=.*|ExecReload=/bin/kill -HUP $MAINPID|' "$unit";;
+    no-netlink)    # no kernel uevents, no rtnetlink
+      sed -i 's|^RestrictAddressFamilies=.*|RestrictAddressFamilies=AF_UNIX|' "$unit";;
+    restart-loop)  # a configuration error at start is retried every RestartSec
+      sed -i '/^RestartPreventExitStatus=/d' "$unit";;
+    *) echo "test-vm: IRQWISE_VM_BROKEN_UNIT=$IRQWISE_VM_BROKEN_UNIT: expected kill-reload, no-netlink or restart-loop" >&2
+      return 1;;
+  esac
+  echo "test-vm: IRQWISE_VM_BROKEN_UNIT=$IRQWISE_VM_BROKEN_UNIT: the guest's unit is broken on purpose:" >&2
+  grep -E '^(ExecReload|RestrictAddressFamilies|Restart)' "$unit" | sed 's/^/  /' >&2
+}
+
+guest_disk() {
+  local base=$1 stage=$2 deb=$3 img=$4 log=$5 g=$VM_DIR/guest unit
+  rm -rf "$stage"
+  cp -a "$base" "$stage"
+  cp "$deb" "$stage/root/irqwise.deb"
+  if ! chroot "$stage" dpkg -i /root/irqwise.deb > "$log" 2>&1; then
+    echo "test-vm: dpkg -i $(basename "$deb") failed in the chroot:" >&2
+    tail -15 "$log" >&2
+    return 1
+  fi
+  unit=$stage/usr/lib/systemd/system/irqwise.service
+  [ -f "$unit" ] || unit=$stage/lib/systemd/system/irqwise.service
+  break_unit "$unit" || return 1
+  install_modules "$stage" $DISK_MODULES || return 1
+  install -d "$stage/guest"
+  install -m 755 "$g"/systemd/main.sh $(scenario_files "$g"/systemd) "$stage/guest/"
+  install -m 644 "$g"/lib.sh "$g"/planrows.awk "$log" "$stage/guest/"
+  install -m 644 "$g"/systemd/guest-test.service "$stage/etc/systemd/system/"
+  ln -sf /etc/systemd/system/guest-test.service "$stage/etc/systemd/system/multi-user.target.wants/"
+  # The console shows the boot; a login prompt on it would only cost CPU time.
+  ln -sf /dev/null "$stage/etc/systemd/system/serial-getty@ttyS0.service"
+  rm -f "$img"
+  truncate -s 1G "$img"
+  mkfs.ext4 -q -F -L irqwise-vm -d "$stage" "$img"
+}
