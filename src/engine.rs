@@ -19,6 +19,7 @@ use crate::policy::{resolve, unmatched_rules, DeviceFacts, Policy};
 use crate::strategy::leave::PASSTHROUGH_DRIVERS;
 use crate::sysfs::Root;
 use crate::topology::isolation::Effect;
+use crate::topology::locality::classify_mask;
 use crate::topology::{home_topology, memory_file, Isolation, Topology, TopologyError, TopologyMemory};
 
 #[derive(Debug, thiserror::Error)]
@@ -234,6 +235,13 @@ pub fn plan_with_topology(
         let allowed = topology.online.difference(&forbidden.cpus());
         let input = GuardInput { forbidden, allowed, nodes: &nodes, exempt: &exempt, refused: known_managed };
         guard(&mut plan, &discovery.loose, &input);
+        // Locality is relative to the desired mask, which the guard may have changed.
+        for d in plan.devices.iter_mut() {
+            for p in d.irqs.iter_mut() {
+                p.current_locality =
+                    p.current.as_ref().and_then(|c| classify_mask(&topology, c, p.desired.as_ref(), d.node));
+            }
+        }
     }
     // Transmit steering follows the IRQs as finally planned, the guard's changes included.
     plan_transmit_steering(root, config, &topology, &discovery.devices, &policies, &mut plan);

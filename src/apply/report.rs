@@ -21,6 +21,8 @@ pub struct Change {
     pub strategy: StrategyName,
     pub reason: String,
     pub old: Option<CpuSet>,
+    /// What the plan asked to write (the fallback, if written instead, is in the result).
+    pub wanted: Option<CpuSet>,
     /// Flattened: `"result": ...` and its fields beside the other keys.
     #[serde(flatten)]
     pub result: WriteOutcome,
@@ -84,6 +86,7 @@ pub fn apply_plan(plan: &Plan, writer: &dyn AffinityWriter) -> ApplyReport {
             strategy: dev.strategy,
             reason: p.reason.clone(),
             old: p.current.clone(),
+            wanted: p.desired.clone(),
             result,
         });
     }

@@ -240,6 +240,7 @@ fn finish_global(layer: GlobalLayer) -> Global {
         xps: layer.xps.unwrap_or(d.xps),
         import_irqbalance_banned: layer.import_irqbalance_banned.unwrap_or(d.import_irqbalance_banned),
         on_drift: layer.on_drift.unwrap_or(d.on_drift),
+        metrics_file: layer.metrics_file.unwrap_or(d.metrics_file),
         spill: layer.spill.unwrap_or(d.spill),
         guard: layer.guard.unwrap_or(d.guard),
     }

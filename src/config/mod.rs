@@ -73,6 +73,23 @@ pub struct Global {
     pub spill: Spill,
     /// Which IRQs are kept off banned and isolated CPUs (default `all`).
     pub guard: GuardScope,
+    /// Where the daemon writes its Prometheus metrics (default: node_exporter's textfile
+    /// directory when it exists).
+    pub metrics_file: MetricsFile,
+}
+
+/// `metrics_file = ...`: where the daemon writes its metrics for node_exporter's textfile
+/// collector.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum MetricsFile {
+    /// Not set: `/var/lib/prometheus/node-exporter/irqwise.prom` when that directory exists,
+    /// else nowhere.
+    #[default]
+    Auto,
+    /// `metrics_file = ""`: no metrics.
+    Off,
+    /// An absolute path ending in `.prom`.
+    At(PathBuf),
 }
 
 impl Default for Global {
@@ -87,6 +104,7 @@ impl Default for Global {
             xps: true,
             import_irqbalance_banned: true,
             on_drift: OnDrift::Restore,
+            metrics_file: MetricsFile::Auto,
             spill: Spill::Kernel,
             guard: GuardScope::All,
         }

@@ -35,6 +35,7 @@ pub struct RawGlobal {
     pub xps: Option<bool>,
     pub import_irqbalance_banned: Option<bool>,
     pub on_drift: Option<OnDrift>,
+    pub metrics_file: Option<Spanned<String>>,
     pub spill: Option<Spill>,
     pub guard: Option<GuardScope>,
 }
@@ -92,6 +93,7 @@ const GLOBAL: &[&str] = &[
     "on_drift",
     "spill",
     "guard",
+    "metrics_file",
 ];
 pub const RULE: &[&str] = &[
     "match",
@@ -194,6 +196,7 @@ impl Reader {
                 "xps" => g.xps = self.value(v),
                 "import_irqbalance_banned" => g.import_irqbalance_banned = self.value(v),
                 "on_drift" => g.on_drift = self.value(v),
+                "metrics_file" => g.metrics_file = self.value(v),
                 "spill" => g.spill = self.value(v),
                 "guard" => g.guard = self.value(v),
                 other => self.unknown(&key, other, GLOBAL),

@@ -14,7 +14,7 @@ use super::duration::parse_duration;
 use super::error::{ConfigError, ConfigWarning, LineIndex, Location};
 use super::glob::Glob;
 use super::schema::{read, RawGlobal, RawMatch, RawRule};
-use super::{GuardScope, LogFormat, Machine, Match, OnDrift, Rule, RuleRef, Settings};
+use super::{GuardScope, LogFormat, Machine, Match, MetricsFile, OnDrift, Rule, RuleRef, Settings};
 use crate::devices::{DeviceClass, QueuePattern};
 use crate::strategy::{Spill, StrategyName};
 use crate::topology::MAX_NUMNODES;
@@ -32,6 +32,7 @@ pub(super) struct GlobalLayer {
     pub xps: Option<bool>,
     pub import_irqbalance_banned: Option<bool>,
     pub on_drift: Option<OnDrift>,
+    pub metrics_file: Option<MetricsFile>,
     pub spill: Option<Spill>,
     pub guard: Option<GuardScope>,
 }
@@ -53,6 +54,7 @@ impl GlobalLayer {
         take(&mut self.xps, later.xps);
         take(&mut self.import_irqbalance_banned, later.import_irqbalance_banned);
         take(&mut self.on_drift, later.on_drift);
+        take(&mut self.metrics_file, later.metrics_file);
         take(&mut self.spill, later.spill);
         take(&mut self.guard, later.guard);
     }
@@ -176,9 +178,27 @@ impl FileCtx<'_> {
             xps: g.xps,
             import_irqbalance_banned: g.import_irqbalance_banned,
             on_drift: g.on_drift,
+            metrics_file: g.metrics_file.and_then(|v| self.metrics_file(&v)),
             spill: g.spill,
             guard: g.guard,
         }
+    }
+
+    /// `metrics_file`: empty (off), or an absolute path of a `*.prom` file (node_exporter's
+    /// textfile collector reads no other name).
+    fn metrics_file(&mut self, v: &Spanned<String>) -> Option<MetricsFile> {
+        let text = v.get_ref();
+        if text.is_empty() {
+            return Some(MetricsFile::Off);
+        }
+        let path = std::path::Path::new(text);
+        let named = path.file_name().is_some_and(|n| n.len() > ".prom".len());
+        if path.is_absolute() && named && text.ends_with(".prom") && !text.contains('\0') {
+            return Some(MetricsFile::At(path.to_path_buf()));
+        }
+        let at = self.loc(v.span().start);
+        self.errors.push(ConfigError::MetricsFile { at, value: text.clone() });
+        None
     }
 
     /// A duration value within `range`, whose words say what it is.

@@ -215,7 +215,9 @@ mod tests {
             recognised: Recognition::Table { driver: "ixgbe", pattern: "{if}" },
             managed: action == Action::Managed,
             current: Some(set(current)),
+            current_locality: None,
             desired: Some(set(desired)),
+            hint: None,
             action,
             reason: "test".into(),
             fallbacks: Vec::new(),
@@ -249,6 +251,7 @@ mod tests {
             strategy: StrategyName::NumaHop,
             reason: "test".into(),
             old: Some(set(old)),
+            wanted: Some(set(new)),
             result: WriteOutcome::Written {
                 cpus: set(new),
                 verified: Verification { readback: Some(set(new)), matches: true, effective: Effective::Absent },

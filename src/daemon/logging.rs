@@ -3,9 +3,11 @@
 //!
 //! Journal fields: tracing-journald upper-cases field names, so the tracing field `irq_name`
 //! becomes the journal field `IRQ_NAME`; with `with_field_prefix(None)` no `F_` is prepended.
-//! Guarantee: one INFO entry per applied change carrying `IRQ`, `IRQ_NAME`, `DEVICE`, `DRIVER`,
-//! `QUEUE`, `CPUS_OLD`, `CPUS_NEW`, `STRATEGY`, `REASON`; one per transmit-steering change
-//! carrying `DEVICE`, `INTERFACE`, `DRIVER`, `TXQ`, `XPS_OLD`, `XPS_NEW`.
+//! Guarantee: one INFO entry per applied change carrying `MESSAGE_ID`, `IRQ`, `IRQ_NAME`,
+//! `DEVICE`, `DRIVER`, `QUEUE` (only for an IRQ that serves a queue), `CPUS_OLD`, `CPUS_NEW`,
+//! `STRATEGY`, `REASON`; every other entry about an IRQ carries `MESSAGE_ID`, `IRQ`, `DEVICE` and
+//! `DRIVER` too; one per transmit-steering change carrying `MESSAGE_ID`, `DEVICE`, `INTERFACE`,
+//! `DRIVER`, `TXQ`, `XPS_OLD`, `XPS_NEW`.
 
 use std::io::Write;
 
@@ -13,6 +15,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
+use super::catalog;
 use crate::apply::{Change, WriteOutcome, XpsChange, XpsOutcome};
 use crate::config::LogFormat;
 use crate::text::{printable, printable_lines};
@@ -129,20 +132,30 @@ fn list(set: Option<&crate::cpuset::CpuSet>) -> String {
 }
 
 /// A change that ended as it did last pass: at debug level only (it was logged when it started;
-/// the state file counts the repeats).
+/// the state file counts the repeats). The same fields as [`log_change`]'s failure entry.
 pub fn log_change_quietly(c: &Change) {
     let error = c.result.error().unwrap_or("widened again");
-    tracing::debug!(irq = c.irq, device = c.device.as_str(), "irq {} again: {}", c.irq, printable(error));
+    tracing::debug!(
+        irq = c.irq,
+        irq_name = c.irq_name.as_deref().unwrap_or(""),
+        device = c.device.as_str(),
+        driver = c.driver.as_deref().unwrap_or(""),
+        queue = c.queue,
+        "irq {} again: {}",
+        c.irq,
+        printable(error)
+    );
 }
 
-/// Logs one change of a pass: INFO with the journal fields for a write, WARN with the error
-/// class for a failure, INFO for an IRQ learned to be kernel-managed or gone.
+/// Logs one change of a pass, each kind with its `MESSAGE_ID` (see [`super::catalog`]): INFO
+/// with every journal field for a write, WARN with the error class for a failure, INFO for an
+/// IRQ learned to be kernel-managed or gone. Every entry carries `IRQ`, `IRQ_NAME`, `DEVICE`,
+/// `DRIVER`; `QUEUE` only when the IRQ serves a queue (absent, not empty, otherwise).
 pub fn log_change(c: &Change) {
     let who = printable(c.device_name.as_deref().unwrap_or(&c.device));
     let irq_name = c.irq_name.as_deref().unwrap_or("");
     let shown_name = printable(irq_name);
     let driver = c.driver.as_deref().unwrap_or("");
-    let queue = c.queue.map(|q| q.to_string()).unwrap_or_default();
     let old = list(c.old.as_ref());
     match &c.result {
         WriteOutcome::Written { cpus, .. } | WriteOutcome::WrittenFallback { cpus, .. } => {
@@ -152,11 +165,12 @@ pub fn log_change(c: &Change) {
                 _ => String::new(),
             };
             tracing::info!(
+                message_id = catalog::MAPPING_APPLIED,
                 irq = c.irq,
                 irq_name,
                 device = c.device.as_str(),
                 driver,
-                queue = queue.as_str(),
+                queue = c.queue,
                 cpus_old = old.as_str(),
                 cpus_new = new.as_str(),
                 strategy = c.strategy.as_str(),
@@ -166,26 +180,44 @@ pub fn log_change(c: &Change) {
             );
         }
         WriteOutcome::Managed { .. } => tracing::info!(
+            message_id = catalog::IRQ_MANAGED,
             irq = c.irq,
+            irq_name,
             device = c.device.as_str(),
+            driver,
+            queue = c.queue,
             "irq {} of {who}: the kernel refused the write (kernel-managed); left alone from now on",
             c.irq
         ),
-        WriteOutcome::Gone { .. } => {
-            tracing::info!(
-                irq = c.irq,
-                device = c.device.as_str(),
-                "irq {} of {who}: gone before it was written",
-                c.irq
-            )
-        }
-        WriteOutcome::Failed { class, error } => tracing::warn!(
+        WriteOutcome::Gone { .. } => tracing::info!(
+            message_id = catalog::IRQ_GONE,
             irq = c.irq,
+            irq_name,
             device = c.device.as_str(),
-            class = ?class,
-            "irq {} of {who}: write failed ({class:?}): {error}",
+            driver,
+            queue = c.queue,
+            "irq {} of {who}: gone before it was written",
             c.irq
         ),
+        WriteOutcome::Failed { class, error } => {
+            let class_name = serde_json::to_value(class).ok().and_then(|v| v.as_str().map(String::from));
+            let wanted = list(c.wanted.as_ref());
+            tracing::warn!(
+                message_id = catalog::WRITE_FAILED,
+                irq = c.irq,
+                irq_name,
+                device = c.device.as_str(),
+                driver,
+                queue = c.queue,
+                cpus_old = old.as_str(),
+                cpus_wanted = wanted.as_str(),
+                class = class_name.as_deref().unwrap_or("other"),
+                error = error.as_str(),
+                "irq {} of {who}: write failed ({class:?}): {}",
+                c.irq,
+                printable(error)
+            )
+        }
     }
 }
 
@@ -205,6 +237,7 @@ pub fn log_xps_change(x: &XpsChange, quiet: bool) {
                 (false, None) => " (unreadable after the write)".to_string(),
             };
             tracing::info!(
+                message_id = catalog::XPS_APPLIED,
                 device = x.device.as_str(),
                 interface,
                 driver,
@@ -227,6 +260,7 @@ pub fn log_xps_change(x: &XpsChange, quiet: bool) {
             )
         }
         XpsOutcome::Failed { class, error } => tracing::warn!(
+            message_id = catalog::WRITE_FAILED,
             device = x.device.as_str(),
             interface,
             txq = x.txq,

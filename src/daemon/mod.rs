@@ -18,18 +18,23 @@
 //!   its device goes away or the configuration is reloaded ([`respect`]).
 //! - Every NIC's transmit steering is written with its IRQs, each change logged once; a failure
 //!   that repeats pass after pass is said once.
+//! - Counters ([`counters`]) run from start to stop, across reloads; after every pass they go to
+//!   the state file and, at most once per second, to `metrics_file` ([`metrics_file`]).
 
+pub mod catalog;
+pub mod counters;
 pub mod files;
 pub mod ledger;
 pub mod logging;
+pub mod metrics_file;
 pub mod notify;
 pub mod originals;
 pub mod peers;
 pub mod respect;
 pub mod state;
 
-use std::collections::BTreeSet;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::collections::{BTreeSet, VecDeque};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{mpsc, watch};
 use tokio::time::{interval, Interval, MissedTickBehavior};
@@ -43,7 +48,9 @@ use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
 use crate::topology::{home_topology, memory_file, Topology, TopologyMemory};
 
+use counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
 use ledger::{Ledger, Loudness};
+use metrics_file::Pacer;
 use notify::Notifier;
 use originals::Originals;
 use respect::{KernelDefaults, RespectNews, Respected};
@@ -135,12 +142,25 @@ pub struct Daemon {
     respected: Respected,
     /// Transmit queues whose last `xps_cpus` write failed, with how (said once).
     xps_failing: std::collections::BTreeMap<(String, u32), crate::apply::FailureClass>,
+    counters: Counters,
+    /// The last [`RECENT_CHANGES`] writes, oldest first.
+    recent: VecDeque<RecentChange>,
+    metrics_pacer: Pacer,
+    /// The metrics file that last failed to be written (said once until it works again).
+    metrics_failed: Option<std::path::PathBuf>,
+    /// Stale temporary copies of the metrics file were looked for.
+    metrics_cleaned: bool,
 }
 
 /// Seconds since the Unix epoch (0 if the clock is before it): the one wall clock of the state
 /// file and `status`.
 pub fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// [`unix_now`] with its fraction, for the metrics' timestamps.
+fn unix_now_f64() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Why a batch ran a pass, in words for the log and the state file.
@@ -166,6 +186,7 @@ impl Daemon {
     /// A daemon for `root` with an already loaded `config`; nothing is read or written yet.
     pub fn new(root: Root, paths: ConfigPaths, config: Config) -> Daemon {
         let (debounce, reconcile) = (config.global.debounce, config.global.reconcile_interval);
+        let started = unix_now();
         Daemon {
             root,
             paths,
@@ -186,13 +207,23 @@ impl Daemon {
             originals: Originals::default(),
             originals_failed: false,
             config_warned: std::collections::BTreeSet::new(),
-            started: unix_now(),
+            started,
             passes: watch::channel(0).0,
             notifier: Notifier::new(),
             state_failed: false,
             respected: Respected::default(),
             xps_failing: std::collections::BTreeMap::new(),
+            counters: Counters::new(started),
+            recent: VecDeque::new(),
+            metrics_pacer: Pacer::default(),
+            metrics_failed: None,
+            metrics_cleaned: false,
         }
+    }
+
+    /// The counters since start (what the metrics file and `status` show).
+    pub fn counters(&self) -> &Counters {
+        &self.counters
     }
 
     pub fn config(&self) -> &Config {
@@ -261,6 +292,7 @@ impl Daemon {
         });
         loop {
             retry.after_pass(self.degraded().is_some(), self.config.global.reconcile_interval);
+            let metrics_due = self.metrics_pacer.due();
             tokio::select! {
                 batch = batches.recv() => match batch {
                     Some(batch) if !batch.stop => self.handle(batch),
@@ -271,9 +303,15 @@ impl Daemon {
                     self.pass(vec!["retry".into()]);
                     self.notifier.status(&self.status_text());
                 }
+                _ = deadline(metrics_due) => self.publish_metrics(),
             }
         }
         collector.abort();
+        // A metrics write still held back by the once-per-second limit is made before stopping.
+        if self.metrics_pacer.due().is_some() {
+            deadline(self.metrics_pacer.due()).await;
+            self.publish_metrics();
+        }
         self.shutdown();
     }
 
@@ -308,18 +346,30 @@ impl Daemon {
                     );
                 }
                 self.respected.clear();
+                self.counters.record_reload(true);
                 self.config_error = None;
             }
             Err(EngineError::Config(errors)) => {
                 for e in &errors.0 {
                     tracing::error!("{e}");
                 }
-                tracing::error!("configuration not reloaded ({} error(s)); keeping the previous one", errors.0.len());
+                tracing::error!(
+                    message_id = catalog::CONFIG_REJECTED,
+                    config_errors = errors.0.len(),
+                    "configuration not reloaded ({} error(s)); keeping the previous one",
+                    errors.0.len()
+                );
+                self.counters.record_reload(false);
                 let lines: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
                 self.config_error = Some(lines.join("\n"));
             }
             Err(e) => {
-                tracing::error!("configuration not reloaded: {e}; keeping the previous one");
+                tracing::error!(
+                    message_id = catalog::CONFIG_REJECTED,
+                    error = %e,
+                    "configuration not reloaded: {e}; keeping the previous one"
+                );
+                self.counters.record_reload(false);
                 self.config_error = Some(e.to_string());
             }
         }
@@ -416,16 +466,22 @@ impl Daemon {
             }
         }
         let was_degraded = self.degraded().is_some();
-        match self.plan() {
+        let began = Instant::now();
+        let ok = match self.plan() {
             Err(e) => {
                 let message = e.to_string();
                 if self.last_error.as_deref() != Some(message.as_str()) {
                     tracing::error!(
+                        message_id = catalog::PASS_FAILED,
+                        pass = number,
+                        triggers = why.join(", "),
+                        error = message.as_str(),
                         "pass {number} ({}) failed, keeping the current placement: {message}",
                         why.join(", ")
                     );
                 }
                 self.last_error = Some(message);
+                false
             }
             Ok(planned) => {
                 if self.last_error.take().is_some() {
@@ -433,16 +489,20 @@ impl Daemon {
                 }
                 let planned = self.respect_owners(planned);
                 self.apply(number, &why, planned.plan);
+                true
             }
-        }
+        };
+        self.counters.record_pass(&why, ok, began.elapsed(), unix_now_f64());
         if let (false, Some(why)) = (was_degraded, self.degraded()) {
             if self.last_error.is_none() {
                 tracing::error!(
+                    message_id = catalog::PASS_FAILED,
                     "degraded: {why}; retrying with backoff (the warnings above say why each write failed)"
                 );
             }
         }
         self.write_state(number, &why);
+        self.publish_metrics();
         self.passes.send_replace(number);
     }
 
@@ -491,12 +551,23 @@ impl Daemon {
         }
         for d in self.ledger.observe(&plan) {
             let found = d.found.map_or("unreadable".into(), |f| f.to_list_string());
+            let placed = d.placed.to_list_string();
+            let (dev, p) = plan.find_irq(d.irq).map_or((None, None), |(dev, p)| (Some(dev), Some(p)));
             tracing::warn!(
+                message_id = catalog::DRIFT_RESTORED,
                 irq = d.irq,
-                "irq {} drifted from {} to {found}, restoring",
-                d.irq,
-                d.placed.to_list_string()
+                irq_name = d.name.as_deref().unwrap_or(""),
+                device = dev.map_or("", |dev| dev.bdf.as_str()),
+                driver = dev.and_then(|dev| dev.driver.as_deref()).unwrap_or(""),
+                queue = p.and_then(|p| p.queue),
+                cpus_placed = placed.as_str(),
+                cpus_found = found.as_str(),
+                "irq {} drifted from {placed} to {found}, restoring",
+                d.irq
             );
+            if let Some(dev) = dev {
+                self.counters.record_drift(DeviceLabels::of(dev));
+            }
         }
         // The originals are on disk before the first write that changes them.
         let root = &self.root;
@@ -527,6 +598,10 @@ impl Daemon {
                 Loudness::Recovered(n) => {
                     tracing::info!(
                         irq = c.irq,
+                        irq_name = c.irq_name.as_deref().unwrap_or(""),
+                        device = c.device.as_str(),
+                        driver = c.driver.as_deref().unwrap_or(""),
+                        queue = c.queue,
                         "irq {}: written again after {n} passes that ended the same way",
                         c.irq
                     );
@@ -537,8 +612,15 @@ impl Daemon {
         self.ledger.record(&plan, &report);
         self.known_managed.extend(report.learned_managed.iter().copied());
         for news in self.ledger.managed_news(&plan) {
+            // The ledger names a device by its name, else its PCI address.
+            let dev = plan.devices.iter().find(|d| d.name.as_deref().unwrap_or(&d.bdf) == news.device);
+            let bdf = dev.map_or(news.device.as_str(), |d| d.bdf.as_str());
+            let driver = dev.and_then(|d| d.driver.as_deref());
             if news.predicted == 0 {
                 tracing::info!(
+                    device = bdf,
+                    driver = driver.unwrap_or(""),
+                    managed_irqs = news.managed,
                     "{}: {} IRQs are kernel-managed; placement chosen by the driver (not predicted)",
                     news.device,
                     news.managed
@@ -546,6 +628,10 @@ impl Daemon {
             } else if news.mismatched.is_empty() {
                 let of = if news.predicted < news.managed { format!(" for {}", news.predicted) } else { String::new() };
                 tracing::info!(
+                    message_id = catalog::MANAGED_VERIFIED,
+                    device = bdf,
+                    driver = driver.unwrap_or(""),
+                    managed_irqs = news.managed,
                     "{}: {} IRQs are kernel-managed; predicted placement matches{of}",
                     news.device,
                     news.managed
@@ -553,6 +639,11 @@ impl Daemon {
             } else {
                 let irqs: Vec<String> = news.mismatched.iter().map(u32::to_string).collect();
                 tracing::warn!(
+                    message_id = catalog::MANAGED_MISMATCH,
+                    device = bdf,
+                    driver = driver.unwrap_or(""),
+                    managed_irqs = news.managed,
+                    mismatched_irqs = irqs.join(" "),
                     "{}: {} IRQs are kernel-managed; IRQ(s) {} are not where the kernel's spreading predicts",
                     news.device,
                     news.managed,
@@ -563,13 +654,28 @@ impl Daemon {
         let r = report.summary;
         self.last_counts = r;
         if !report.changes.is_empty() || report.xps.iter().any(|x| !x.is_failure()) {
+            let status = self.last_counts.status_line();
             tracing::info!(
-                "pass {number} ({}): {} written, {} failed; {}",
+                message_id = catalog::PASS_SUMMARY,
+                pass = number,
+                triggers = why.join(", "),
+                written = r.written,
+                failed = r.failed,
+                status = status.as_str(),
+                "pass {number} ({}): {} written, {} failed; {status}",
                 why.join(", "),
                 r.written,
-                r.failed,
-                self.last_counts.status_line()
+                r.failed
             );
+        }
+        self.counters.record_writes(&report);
+        self.counters.record_states(&plan, &report);
+        let at = unix_now();
+        for c in &report.changes {
+            if self.recent.len() == RECENT_CHANGES {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(RecentChange::of(c, number, at));
         }
         self.last_plan = plan;
         self.last_report = report;
@@ -676,12 +782,42 @@ impl Daemon {
             plan: state::PlanState::of(&self.last_plan),
             repeated: self.ledger.repeated(),
             report: state::ReportState::of(&self.last_report),
+            counters: &self.counters,
+            recent_changes: self.recent.make_contiguous(),
         };
         match state::write_state(&self.root, &record) {
             Ok(()) => self.state_failed = false,
             Err(e) if !self.state_failed => {
                 tracing::warn!("state file not written: {e}");
                 self.state_failed = true;
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// Writes the metrics file (when one is configured or the default directory exists), unless
+    /// the last write was less than a second ago: then it is due at the end of that second and
+    /// the loop calls this again. A failure is logged once per path until a write works.
+    fn publish_metrics(&mut self) {
+        let Some(path) = metrics_file::resolve(&self.root, &self.config.global.metrics_file) else {
+            self.metrics_pacer.forget_pending();
+            return;
+        };
+        let now = Instant::now();
+        if !self.metrics_pacer.offer(now) {
+            return;
+        }
+        if !self.metrics_cleaned {
+            // Temporary copies a killed daemon left are never *.prom, but litter the directory.
+            files::remove_stale_temps(&path);
+            self.metrics_cleaned = true;
+        }
+        self.metrics_pacer.wrote(now);
+        match metrics_file::write_atomically(&path, &self.counters.render(env!("CARGO_PKG_VERSION"))) {
+            Ok(()) => self.metrics_failed = None,
+            Err(e) if self.metrics_failed.as_ref() != Some(&path) => {
+                tracing::warn!("metrics not written: {e}");
+                self.metrics_failed = Some(path);
             }
             Err(_) => {}
         }
@@ -702,7 +838,17 @@ impl Daemon {
             match writer.write(*irq, cpus) {
                 Ok(_) => restored += 1,
                 Err(e) => {
-                    tracing::warn!(irq, "irq {irq}: not restored to {} ({:?}): {e}", cpus.to_list_string(), e.class())
+                    let (dev, p) = self.last_plan.find_irq(*irq).map_or((None, None), |(d, p)| (Some(d), Some(p)));
+                    tracing::warn!(
+                        irq,
+                        irq_name = p.and_then(|p| p.name.as_deref()).unwrap_or(""),
+                        device = dev.map_or("", |d| d.bdf.as_str()),
+                        driver = dev.and_then(|d| d.driver.as_deref()).unwrap_or(""),
+                        queue = p.and_then(|p| p.queue),
+                        "irq {irq}: not restored to {} ({:?}): {e}",
+                        cpus.to_list_string(),
+                        e.class()
+                    )
                 }
             }
         }
@@ -741,6 +887,14 @@ pub fn isolation_files(root: &Root) -> Vec<WatchTarget> {
         IRQBALANCE_FILES.iter().map(|f| WatchTarget { path: root.path(f), how: WatchHow::InDirectory }).collect();
     targets.push(WatchTarget { path: root.path(CGROUP_ISOLATED), how: WatchHow::Itself });
     targets
+}
+
+/// Waits until `at`; forever when there is nothing to wait for.
+async fn deadline(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Waits for the next watchdog tick; forever when the watchdog is off.

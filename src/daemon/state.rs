@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::counters::{render_status_section, Counters, RecentChange};
 use crate::apply::{ApplyReport, WriteOutcome};
 use crate::cpuset::CpuSet;
 use crate::plan::{Plan, Summary};
@@ -60,6 +61,10 @@ pub struct StateRecord<'a> {
     /// Writes that ended the same way pass after pass (logged once, counted here).
     pub repeated: Vec<super::ledger::Repeated>,
     pub report: ReportState,
+    /// Since start (the same counters as the metrics file).
+    pub counters: &'a Counters,
+    /// The last writes, oldest first.
+    pub recent_changes: &'a [RecentChange],
 }
 
 /// The plan as the state keeps it: every IRQ's action and CPUs, as list strings.
@@ -190,6 +195,11 @@ pub struct StateView {
     #[serde(default)]
     pub config_error: Option<String>,
     pub plan: PlanView,
+    /// Absent in state files of versions without counters.
+    #[serde(default)]
+    pub counters: Option<Counters>,
+    #[serde(default)]
+    pub recent_changes: Vec<RecentChange>,
     #[serde(default)]
     pub repeated: Vec<RepeatedView>,
 }
@@ -279,6 +289,9 @@ pub fn render_status(s: &StateView, now: u64, alive: bool) -> String {
             let pname = p.name.as_deref().unwrap_or("-");
             out.push_str(&format!("  irq {:>5} {pname:<24} {:<8} {cpus}\n", p.irq, p.action));
         }
+    }
+    if let Some(counters) = &s.counters {
+        out.push_str(&render_status_section(counters, &s.recent_changes, now));
     }
     out
 }

@@ -17,6 +17,7 @@ use crate::strategy::allocator::allocate;
 use crate::strategy::{
     decide, numa_hop, Decision, DeviceContext, GroupingCache, Machine, QueueAllocation, StrategyName,
 };
+use crate::topology::locality::classify_mask;
 use crate::topology::{home_topology, Topology};
 
 /// Machine-wide inputs of planning.
@@ -233,6 +234,8 @@ fn place(ctx: &PlanContext, dctx: &DeviceContext, v: &IrqVector, d: Decision) ->
         (Action::Set, Some(want)) => dctx.fallbacks(want),
         _ => Vec::new(),
     };
+    let desired = if managed && !d.managed { v.current.clone() } else { d.desired };
+    let current_locality = v.current.as_ref().and_then(|c| classify_mask(ctx.topo, c, desired.as_ref(), dctx.node));
     Placement {
         irq: v.irq,
         name: v.name.clone(),
@@ -241,7 +244,9 @@ fn place(ctx: &PlanContext, dctx: &DeviceContext, v: &IrqVector, d: Decision) ->
         recognised: v.recognised.clone(),
         managed,
         current: v.current.clone(),
-        desired: if managed && !d.managed { v.current.clone() } else { d.desired },
+        current_locality,
+        desired,
+        hint: v.hint.clone(),
         action,
         reason,
         fallbacks,

@@ -1,10 +1,11 @@
 //! The machine's CPUs and NUMA nodes: the model ([`model`]), read from sysfs by [`discover`],
 //! shown by [`report`], or built in memory by [`synthetic`]; the CPUs kept free of device IRQs and
-//! who asked for it in [`isolation`].
+//! who asked for it in [`isolation`]; [`locality`] says how near a CPU is to a set of CPUs.
 
 pub mod discover;
 mod home;
 pub mod isolation;
+pub mod locality;
 pub mod memory_file;
 mod model;
 pub mod report;
