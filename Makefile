@@ -80,6 +80,9 @@ install: build assets
 	strip --strip-all $(DESTDIR)$(PREFIX)/sbin/irqwise
 	install -D -m 644 systemd/irqwise.service $(DESTDIR)$(PREFIX)/lib/systemd/system/irqwise.service
 	sed -i 's|/usr/sbin/irqwise|$(PREFIX)/sbin/irqwise|' $(DESTDIR)$(PREFIX)/lib/systemd/system/irqwise.service
+	install -D -m 644 systemd/irqwise.catalog $(DESTDIR)$(PREFIX)/lib/systemd/catalog/irqwise.catalog
+	@if [ -z "$(DESTDIR)" ] && command -v journalctl >/dev/null 2>&1; then journalctl --update-catalog; \
+	else echo "run journalctl --update-catalog on the target so journalctl -x explains irqwise's entries"; fi
 	@if [ -e $(DESTDIR)/etc/irqwise/irqwise.toml ]; then echo "keeping existing $(DESTDIR)/etc/irqwise/irqwise.toml"; \
 	else install -D -m 644 config/irqwise.toml $(DESTDIR)/etc/irqwise/irqwise.toml; fi
 	install -d -m 755 $(DESTDIR)/etc/irqwise/conf.d
@@ -93,6 +96,7 @@ install: build assets
 # Removes what `install` put there, except the configuration in /etc/irqwise.
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/irqwise $(DESTDIR)$(PREFIX)/lib/systemd/system/irqwise.service \
+		$(DESTDIR)$(PREFIX)/lib/systemd/catalog/irqwise.catalog \
 		$(DESTDIR)$(PREFIX)/share/man/man8/irqwise.8.gz \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/irqwise \
 		$(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_irqwise \

@@ -26,7 +26,14 @@ and the error is logged.
 .TP
 \fBjournalctl \-u irqwise \-o verbose\fR
 shows every affinity change with the fields \fBIRQ\fR, \fBIRQ_NAME\fR, \fBDEVICE\fR, \fBDRIVER\fR,
-\fBQUEUE\fR, \fBCPUS_OLD\fR, \fBCPUS_NEW\fR, \fBSTRATEGY\fR and \fBREASON\fR.
+\fBQUEUE\fR, \fBCPUS_OLD\fR, \fBCPUS_NEW\fR, \fBSTRATEGY\fR and \fBREASON\fR. Every kind of entry
+has a fixed \fBMESSAGE_ID\fR (\fBjournalctl MESSAGE_ID=8ecce3473d944b3c8c6fde38160ae753\fR: every
+change); \fBjournalctl \-x\fR explains each from the catalog.
+.TP
+\fBmetrics_file\fR
+the daemon writes Prometheus metrics for node_exporter's textfile collector after every pass, at
+most once per second (default \fI/var/lib/prometheus/node\-exporter/irqwise.prom\fR when that
+directory exists). irqwise opens no listening socket.
 .SH SIGNALS
 .TP
 \fBSIGHUP\fR
@@ -44,6 +51,9 @@ a runtime failure: an unreadable system file, failed writes.
 .TP
 \fB2\fR
 a usage or configuration error (\fBcheck\-config\fR prints file:line:column).
+.TP
+\fB4\fR
+changes pending: \fBplan \-\-exit\-code\fR found an IRQ it would write.
 .SH FILES
 .TP
 \fI/etc/irqwise/irqwise.toml\fR
@@ -61,6 +71,15 @@ example drop\-ins.
 .TP
 \fI/proc/irq/N/smp_affinity_list\fR
 the files irqwise writes.
+.TP
+\fI/var/lib/prometheus/node\-exporter/irqwise.prom\fR
+the metrics file (setting \fBmetrics_file\fR).
+.TP
+\fI/usr/lib/systemd/catalog/irqwise.catalog\fR
+the explanations of irqwise's journal entries.
+.TP
+\fI/proc/interrupts\fR
+the per\-CPU counts \fBirqwise report\fR reads.
 .SH "SEE ALSO"
 \fBsystemctl\fR(1), \fBjournalctl\fR(1), \fBsystemd.exec\fR(5), \fBirqbalance\fR(1)
 "#;

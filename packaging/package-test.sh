@@ -66,6 +66,7 @@ check "an .rpm was built ($rpmfile)" test -f "$rpmfile"
 unit=/usr/lib/systemd/system/irqwise.service
 wants=/etc/systemd/system/multi-user.target.wants/irqwise.service
 installed=(/usr/sbin/irqwise "$unit" /etc/irqwise/irqwise.toml /usr/share/man/man8/irqwise.8.gz
+	/usr/lib/systemd/catalog/irqwise.catalog
 	/usr/share/bash-completion/completions/irqwise /usr/share/zsh/vendor-completions/_irqwise
 	/usr/share/fish/vendor_completions.d/irqwise.fish
 	/usr/share/doc/irqwise/examples/50-latency.toml.example)
@@ -96,6 +97,9 @@ elif [ -f "$deb" ]; then
 	check "man -l renders it without warnings" quiet_stderr env MANWIDTH=80 man --warnings -l /usr/share/man/man8/irqwise.8.gz
 	check "man finds it by name (man -w 8 irqwise)" bash -c 'man -w 8 irqwise | grep -q irqwise.8'
 	check "bash completion loads" bash -c 'source /usr/share/bash-completion/completions/irqwise && complete -p irqwise'
+	# systemd's dpkg trigger on /usr/lib/systemd/catalog ran journalctl --update-catalog.
+	check "journalctl knows the catalog (MAPPING_APPLIED explained)" \
+		bash -c 'journalctl --list-catalog 8ecce3473d944b3c8c6fde38160ae753 | grep -q "irqwise: IRQ @IRQ@ moved to CPUs"'
 
 	check "dpkg --purge irqwise" dpkg --purge irqwise
 	check "purged: package unknown to dpkg" bash -c '! dpkg -s irqwise >/dev/null 2>&1'
@@ -125,7 +129,7 @@ if [ -f "$rpmfile" ] && command -v rpm >/dev/null 2>&1; then
 	for f in /usr/sbin/irqwise /usr/lib/systemd/system/irqwise.service /etc/irqwise/irqwise.toml \
 		/usr/share/man/man8/irqwise.8.gz /usr/share/bash-completion/completions/irqwise \
 		/usr/share/zsh/site-functions/_irqwise /usr/share/fish/vendor_completions.d/irqwise.fish \
-		/usr/share/doc/irqwise/examples/50-latency.toml.example; do
+		/usr/share/doc/irqwise/examples/50-latency.toml.example /usr/lib/systemd/catalog/irqwise.catalog; do
 		check "rpm lists $f" grep -qxF "$f" <<<"$list"
 	done
 	check "rpm: /etc/irqwise/irqwise.toml is %config(noreplace)" \

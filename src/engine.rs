@@ -2,17 +2,25 @@
 //! `plan`/`apply` and the daemon share these functions, so a daemon pass and a one-shot `apply`
 //! always agree; so do their configuration loading and kernel-version choice.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use crate::config::GuardScope;
 use crate::config::{self, Config, ConfigErrors, ConfigPaths, ConfigWarning, Machine};
 use crate::cpuset::CpuSet;
-use crate::devices::{discover_devices, udev_properties, Device, DevicesError};
+use crate::devices::discover::net_queues::read_net_queues;
+use crate::devices::{discover_devices, udev_properties, Device, DeviceClass, DevicesError};
 use crate::kernel::{GroupRules, KernelVersion, KernelVersionError};
-use crate::plan::{build_plan, Plan, PlanContext};
-use crate::policy::{resolve, unmatched_rules, DeviceFacts};
+use crate::plan::guard::{guard, Forbidden, GuardInput};
+use crate::plan::xps::{plan_xps, XpsPlan};
+use crate::plan::{build_plan, Plan, PlanContext, StrategyName};
+use crate::policy::{resolve, unmatched_rules, DeviceFacts, Policy};
+use crate::strategy::leave::PASSTHROUGH_DRIVERS;
 use crate::sysfs::Root;
-use crate::topology::{home_topology, memory_file, Topology, TopologyError, TopologyMemory};
+use crate::topology::isolation::Effect;
+use crate::topology::locality::classify_mask;
+use crate::topology::{home_topology, memory_file, Isolation, Topology, TopologyError, TopologyMemory};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -44,7 +52,10 @@ const OSRELEASE: &str = "proc/sys/kernel/osrelease";
 /// Everything one planning pass saw and decided.
 #[derive(Debug)]
 pub struct PlannedPass {
+    /// The topology planned on: every CPU an isolation source isolates counts as `isolated`.
     pub topology: Topology,
+    /// Every isolation source found, with where it came from.
+    pub isolation: Isolation,
     pub devices: Vec<Device>,
     pub plan: Plan,
 }
@@ -135,6 +146,47 @@ pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) ->
     plan_with_topology(root, config, known_managed, topology, Some(&memory), warnings)
 }
 
+/// The CPUs device interrupts must avoid, by source: the global `banned_cpus`, every isolation
+/// source the configuration applies (irqbalance's banned list when `banned_imported`, the others
+/// with `respect_isolation`), each named by its kind and holding only the CPUs no earlier source
+/// named, then any isolated or nohz_full CPU of `topo` none of them names.
+pub fn forbidden_cpus(config: &Config, topo: &Topology, isolation: &Isolation, banned_imported: bool) -> Forbidden {
+    let mut sources = vec![("banned".to_string(), config.global.banned_cpus.clone())];
+    let mut named = config.global.banned_cpus.clone();
+    for s in &isolation.sources {
+        let applies = match s.effect() {
+            Effect::Isolated => config.global.respect_isolation,
+            Effect::Banned => banned_imported,
+        };
+        if applies {
+            sources.push((s.kind.word().to_string(), s.cpus.difference(&named)));
+            named.extend_with(&s.cpus);
+        }
+    }
+    if config.global.respect_isolation {
+        // A topology built in memory may isolate CPUs no source file names.
+        sources.push(("isolated".into(), topo.isolated.difference(&named)));
+        named.extend_with(&topo.isolated);
+        sources.push(("nohz_full".into(), topo.nohz_full.difference(&named)));
+    }
+    sources.retain(|(_, s)| !s.is_empty());
+    Forbidden { sources }
+}
+
+/// Devices the guard leaves alone: a rule's `guard = false`, and devices passed through to a
+/// guest or user-space driver (their IRQs follow its CPUs) unless a rule chose a strategy.
+fn guard_exempt(devices: &[Device], policies: &[Policy]) -> BTreeSet<String> {
+    devices
+        .iter()
+        .zip(policies)
+        .filter(|(d, p)| {
+            let passthrough = d.driver.as_deref().is_some_and(|drv| PASSTHROUGH_DRIVERS.contains(&drv));
+            p.guard_exempt || (passthrough && p.strategy.is_none())
+        })
+        .map(|(d, _)| d.bdf.clone())
+        .collect()
+}
+
 /// Discovers the devices under `root` and plans them on `topology` (just discovered, or the
 /// daemon's last good one), its discovery's `warnings` first among the plan's. `memory` is the
 /// daemon's topology memory: the machine with every present CPU online is computed with it, and
@@ -150,6 +202,17 @@ pub fn plan_with_topology(
 ) -> Result<PlannedPass, EngineError> {
     let home = home_topology(&topology, memory);
     let first = memory.and_then(|m| m.first_topology(&topology));
+    let (isolation, isolation_warnings) = Isolation::discover(root, &topology);
+    let mut warnings = warnings;
+    warnings.extend(isolation_warnings.iter().map(|w| w.to_string()));
+    let own = config;
+    let (topology, merged, void_ban) = with_isolation(topology, config, &isolation);
+    warnings.extend(void_ban);
+    let banned_imported = matches!(merged, Cow::Owned(_));
+    let config = merged.as_ref();
+    // The remembered machines are isolated the same way, so queue homes avoid the same CPUs.
+    let home = isolate(home, &isolation);
+    let first = first.map(|f| isolate(f, &isolation));
     let discovery = discover_devices(root, &topology)?;
     let facts: Vec<DeviceFacts> = discovery
         .devices
@@ -167,9 +230,113 @@ pub fn plan_with_topology(
         known_managed,
     };
     let mut plan = build_plan(&ctx, &discovery.devices, &policies);
+    if config.global.guard == GuardScope::All {
+        let nodes = topology.nodes.iter().map(|(&id, n)| (id, n.cpus.clone())).collect();
+        let exempt = guard_exempt(&discovery.devices, &policies);
+        // The configuration as written: the imported banned list is named by its own source.
+        let forbidden = forbidden_cpus(own, &topology, &isolation, banned_imported);
+        let allowed = topology.online.difference(&forbidden.cpus());
+        let input = GuardInput { forbidden, allowed, nodes: &nodes, exempt: &exempt, refused: known_managed };
+        guard(&mut plan, &discovery.loose, &input);
+        // Locality is relative to the desired mask, which the guard may have changed.
+        for d in plan.devices.iter_mut() {
+            for p in d.irqs.iter_mut() {
+                p.current_locality =
+                    p.current.as_ref().and_then(|c| classify_mask(&topology, c, p.desired.as_ref(), d.node));
+            }
+        }
+    }
+    // Transmit steering follows the IRQs as finally planned, the guard's changes included.
+    plan_transmit_steering(root, config, &topology, &discovery.devices, &policies, &mut plan);
     plan.warnings.splice(0..0, warnings);
     plan.warnings.extend(kernel_warning);
     plan.warnings.extend(discovery.warnings.iter().map(|w| w.to_string()));
     plan.warnings.extend(unmatched_rules(config, &facts).into_iter().map(|r| format!("rule at {r} matches no device")));
-    Ok(PlannedPass { topology, devices: discovery.devices, plan })
+    Ok(PlannedPass { topology, isolation, devices: discovery.devices, plan })
+}
+
+/// Plans the transmit steering of every NIC placed by NUMA hop (`plan.devices[i]` is
+/// `devices[i]`, decided by `policies[i]`): from its one interface's tx queues, or left alone
+/// with the reason (`xps = false`, no interface, several interfaces, no readable queues).
+fn plan_transmit_steering(
+    root: &Root,
+    config: &Config,
+    topology: &Topology,
+    devices: &[Device],
+    policies: &[Policy],
+    plan: &mut Plan,
+) {
+    for ((dp, dev), policy) in plan.devices.iter_mut().zip(devices).zip(policies) {
+        if dp.class != DeviceClass::Nic || dp.strategy != StrategyName::NumaHop {
+            continue;
+        }
+        let name = dev.interfaces.first().map(String::as_str);
+        let xps = if !policy.xps.unwrap_or(config.global.xps) {
+            XpsPlan::skip(name, "xps = false")
+        } else {
+            match dev.interfaces.as_slice() {
+                [] => XpsPlan::skip(None, "the device has no network interface"),
+                [one] => match read_net_queues(root, &dev.bdf, one) {
+                    Ok(queues) => plan_xps(topology, dp, queues.as_ref()),
+                    Err(e) => XpsPlan::skip(name, e),
+                },
+                many => XpsPlan::skip(
+                    None,
+                    format!(
+                        "several network interfaces ({}): their tx queues cannot be tied to this function's IRQs",
+                        many.join(", ")
+                    ),
+                ),
+            }
+        };
+        dp.xps = Some(xps);
+    }
+}
+
+/// `topo` with every CPU an isolation source isolates counted as the kernel would: `nohz_full=`
+/// CPUs as `nohz_full`, the others as `isolated`, within the possible CPUs.
+fn isolate(mut topo: Topology, isolation: &Isolation) -> Topology {
+    use crate::topology::isolation::IsolationKind;
+    for s in isolation.sources.iter().filter(|s| s.effect() == Effect::Isolated) {
+        let cpus = s.cpus.intersection(&topo.possible);
+        match s.kind {
+            IsolationKind::NohzFull | IsolationKind::CmdlineNohzFull => topo.nohz_full.extend_with(&cpus),
+            _ => topo.isolated.extend_with(&cpus),
+        }
+    }
+    topo
+}
+
+/// What the isolation sources change for planning: every CPU a source isolates joins the
+/// topology's `isolated` (so `respect_isolation` keeps it free as it keeps `isolcpus` CPUs), and
+/// with `import_irqbalance_banned` the banned list joins `banned_cpus`, unless with them every
+/// online CPU would be banned: then the imported list is void, and the warning says so.
+pub fn with_isolation<'c>(
+    topology: Topology,
+    config: &'c Config,
+    isolation: &Isolation,
+) -> (Topology, Cow<'c, Config>, Option<String>) {
+    let topology = isolate(topology, isolation);
+    let banned = isolation.banned();
+    if !config.global.import_irqbalance_banned || banned.is_subset(&config.global.banned_cpus) {
+        return (topology, Cow::Borrowed(config), None);
+    }
+    let all = banned.union(&config.global.banned_cpus);
+    if !topology.online.is_empty() && topology.online.is_subset(&all) {
+        let from: Vec<String> = isolation
+            .sources
+            .iter()
+            .filter(|s| s.effect() == Effect::Banned)
+            .map(|s| format!("{} in {}", s.setting, s.path))
+            .collect();
+        let warning = format!(
+            "irqbalance's banned list ({}) bans every online CPU ({}): it is not imported",
+            from.join(", "),
+            topology.online
+        );
+        return (topology, Cow::Borrowed(config), Some(warning));
+    }
+    let mut config = config.clone();
+    config.global.banned_cpus = all;
+    (topology, Cow::Owned(config), None)
 }

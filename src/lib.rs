@@ -4,7 +4,8 @@
 //! algorithms ([`kernel`]), device strategies ([`strategy`]), [`policy`] and [`plan`]. The shell
 //! around it: [`sysfs`] (every read and write under a root), discovery
 //! ([`topology::discover`], [`devices::discover`]), [`config`] loading, [`apply`], [`engine`]
-//! (one pass), [`events`], [`daemon`], [`snapshot`] and the [`cli`] on top.
+//! (one pass), [`events`], [`daemon`], [`snapshot`], [`landing`] (where interrupts land, pure
+//! but for its reads) and the [`cli`] on top.
 
 pub mod apply;
 pub mod cli;
@@ -15,6 +16,7 @@ pub mod devices;
 pub mod engine;
 pub mod events;
 pub mod kernel;
+pub mod landing;
 pub mod plan;
 pub mod policy;
 pub mod snapshot;

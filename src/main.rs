@@ -1,7 +1,7 @@
 //! The `irqwise` command line: parse, dispatch, turn errors into messages and exit codes.
 //!
 //! Exit codes: 0 success, 1 a runtime failure (unreadable system, failed writes), 2 usage or
-//! configuration errors.
+//! configuration errors, 4 changes pending (`plan --exit-code`).
 
 use std::process::ExitCode;
 
@@ -23,15 +23,20 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
     let paths = cli::config_paths(cli.global.config.as_deref());
     let ok = Outcome::ok;
     match cli.command {
-        Command::Topology { json } => cli::topology(&root, json).map(ok),
+        Command::Topology { json } => cli::topology(&root, &paths, json).map(ok),
         Command::Spread { what: SpreadCommand::Numa { node, order, json } } => {
             cli::spread_numa(&root, node, order, json).map(ok)
         }
         Command::Spread { what: SpreadCommand::Groups { groups, kernel, json } } => {
             cli::spread_groups(&root, groups, kernel.as_deref(), json).map(ok)
         }
-        Command::Plan { json } => cli::plan(&root, &paths, json).map(ok),
+        Command::Plan { json, changed, exit_code } => {
+            cli::plan(&root, &paths, cli::PlanView { json, changed, exit_code })
+        }
         Command::Apply { dry_run, json } => cli::apply(&root, &paths, dry_run, json),
+        Command::Report { interval, json, watch, between_samples } => {
+            cli::report(&root, &paths, &cli::ReportRequest { interval, json, watch, between_samples })
+        }
         Command::CheckConfig { paths: files, strict, json } => cli::check_config(&root, &paths, &files, strict, json),
         Command::Snapshot { out } => cli::snapshot(&root, &out).map(ok),
         Command::Run { once } => cli::run(&root, &paths, cli.global.log_format, once),

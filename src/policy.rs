@@ -74,8 +74,14 @@ pub struct Policy {
     /// Where NUMA-hop queues go beyond the node: the last matching rule's `spill`, else the
     /// global one.
     pub spill: Spill,
+    /// A rule's `guard = false`: the guard leaves this device's IRQs alone.
+    pub guard_exempt: bool,
+    /// Isolated and nohz_full CPUs named in `cpus` are used.
+    pub allow_isolated: bool,
     /// The last matching rule's `queue_pattern`, and that rule: read before the driver table.
     pub queue_pattern: Option<(QueuePattern, RuleRef)>,
+    /// The last matching rule's `xps` (`None`: the global setting).
+    pub xps: Option<bool>,
     /// Every rule that matched, in application order (what `plan` shows as "decided by").
     pub matched_rules: Vec<RuleRef>,
     /// Settings of the deciding rules this machine made void, by key, with the words plan
@@ -118,6 +124,7 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
     let mut policy = Policy::default();
     let mut exclude: Option<&CpuSet> = None;
     let mut spill = None;
+    let (mut guard, mut allow_isolated) = (None, None);
     for rule in config.rules.iter().filter(|r| matches(&r.matcher, facts)) {
         let s = &rule.settings;
         overwrite(&mut policy.strategy, s.strategy);
@@ -127,7 +134,10 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
         overwrite(&mut policy.order, s.order);
         overwrite(&mut policy.queues_per_cpu, s.queues_per_cpu);
         spill = s.spill.or(spill);
+        guard = s.guard.or(guard);
+        allow_isolated = s.allow_isolated.or(allow_isolated);
         overwrite(&mut policy.queue_pattern, s.queue_pattern.clone().map(|p| (p, rule.source.clone())));
+        overwrite(&mut policy.xps, s.xps);
         if s.exclude_cpus.is_some() {
             exclude = s.exclude_cpus.as_ref();
         }
@@ -143,6 +153,8 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
         policy.matched_rules.push(rule.source.clone());
     }
     policy.spill = spill.unwrap_or(config.global.spill);
+    policy.guard_exempt = guard == Some(false);
+    policy.allow_isolated = allow_isolated.unwrap_or(false);
     policy.exclude_cpus =
         exclude.map_or_else(|| config.global.banned_cpus.clone(), |e| e.union(&config.global.banned_cpus));
     policy

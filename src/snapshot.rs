@@ -25,9 +25,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::devices::discover::net_queues::read_net_queues;
 use crate::devices::{discover_devices, udev_properties};
 use crate::sysfs::{Access, EntryKind, Root};
-use crate::topology::Topology;
+use crate::topology::{Isolation, Topology};
 
 /// A snapshot could not be written; every variant names the path concerned.
 #[derive(Debug, thiserror::Error)]
@@ -87,9 +88,13 @@ pub fn snapshot(source: &Root, out: &Path) -> Result<SnapshotReport, SnapshotErr
 /// failed is copied all the same (a snapshot of a broken machine is what a bug report needs).
 fn read_as_a_pass_does(root: &Root) {
     let topology = Topology::discover(root).unwrap_or_default();
+    let _ = Isolation::discover(root, &topology);
     if let Ok(found) = discover_devices(root, &topology) {
         for device in &found.devices {
             udev_properties(root, device);
+            if let [interface] = device.interfaces.as_slice() {
+                let _ = read_net_queues(root, &device.bdf, interface);
+            }
         }
     }
     for rel in FOR_DIAGNOSIS {

@@ -8,10 +8,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Files and directories (every `.rs` below) of the pure core.
-const PURE_CORE: [&str; 13] = [
+const PURE_CORE: [&str; 18] = [
     "src/cpuset.rs",
     "src/topology/model.rs",
+    "src/topology/isolation.rs",
     "src/topology/home.rs",
+    "src/topology/locality.rs",
     "src/topology/report.rs",
     "src/topology/synthetic.rs",
     "src/devices/model.rs",
@@ -22,6 +24,9 @@ const PURE_CORE: [&str; 13] = [
     "src/strategy",
     "src/plan",
     "src/policy.rs",
+    "src/landing/counts.rs",
+    "src/landing/build.rs",
+    "src/landing/render.rs",
 ];
 
 /// What the pure core must not mention: the shell's modules and the standard library's I/O.

@@ -549,7 +549,17 @@ fn shipped_main_file_validates_to_the_defaults() {
 #[test]
 fn shipped_main_file_documents_the_real_defaults() {
     let text = std::fs::read_to_string(shipped("irqwise.toml")).unwrap();
-    let keys = ["banned_cpus", "respect_isolation", "reconcile_interval", "debounce", "restore_on_exit", "log_format"];
+    let keys = [
+        "banned_cpus",
+        "respect_isolation",
+        "reconcile_interval",
+        "debounce",
+        "restore_on_exit",
+        "log_format",
+        "xps",
+        "import_irqbalance_banned",
+        "on_drift",
+    ];
     let mut uncommented = String::from("[global]\n");
     for key in keys {
         let line = text
@@ -576,6 +586,7 @@ fn shipped_main_file_documents_the_real_defaults() {
         "node",
         "order",
         "queues_per_cpu",
+        "xps",
     ] {
         assert!(text.contains(&format!("#   {key}")), "{key} undocumented");
     }
@@ -647,4 +658,19 @@ fn dotted_match_keys_are_accepted() {
     assert_eq!(policy.matched_rules.len(), 1);
     let other = resolve(&config, &nic("0000:93:00.0", "ice", &["eth2"]));
     assert!(other.matched_rules.is_empty());
+}
+
+#[test]
+fn xps_import_and_on_drift_parse_and_wrong_values_are_located_errors() {
+    let config = parse_ok(
+        "[global]\nxps = false\nimport_irqbalance_banned = false\non_drift = \"respect\"\n\n[[device]]\nmatch = { driver = \"ice\" }\nxps = true\n",
+    );
+    assert!(!config.global.xps && !config.global.import_irqbalance_banned);
+    assert_eq!(config.global.on_drift, irqwise::config::OnDrift::Respect);
+    assert_eq!(config.rules[0].settings.xps, Some(true));
+    let p = resolve(&config, &nic("0000:81:00.0", "ice", &["eth0"]));
+    assert_eq!(p.xps, Some(true), "the rule's xps reaches the device's policy");
+    assert_one_error("[global]\non_drift = \"ignore\"\n", 2, 12, &["ignore", "restore", "respect"]);
+    assert_one_error("[[device]]\nmatch = { class = \"nic\" }\nxps = \"yes\"\n", 3, 7, &["invalid type", "bool"]);
+    assert_one_error("[global]\nimport_irqbalance_banned = 1\n", 2, 28, &["invalid type"]);
 }

@@ -237,3 +237,61 @@ fn the_daemon_validates_the_config_against_the_same_possible_cpus_as_the_cli() {
     let w = warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>().join("\n");
     assert!(w.contains("0-15"), "CPU 16 is beyond the 16 cpuN directories: {w}");
 }
+
+/// The state file the daemon under test wrote.
+fn state(root: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(root.join("run/irqwise/state.json")).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn every_write_failing_is_degraded_said_by_status_and_retried_until_it_works() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    // Every mask file a directory: every write fails (as under ProtectKernelTunables=yes).
+    for irq in &irqs {
+        let f = root.path().join(format!("proc/irq/{irq}/smp_affinity_list"));
+        std::fs::remove_file(&f).unwrap();
+        std::fs::create_dir(&f).unwrap();
+    }
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let s = state(root.path());
+    let degraded = s["degraded"].as_str().unwrap_or_default();
+    assert!(degraded.contains("writes of the last pass failed"), "{s}");
+    assert!(s["status"].as_str().unwrap().starts_with("degraded: "), "{}", s["status"]);
+    let out = assert_cmd::Command::cargo_bin("irqwise")
+        .unwrap()
+        .arg("--root")
+        .arg(root.path())
+        .arg("status")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "status exits 1 while degraded: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("degraded: "));
+
+    // Repaired: no event comes, the retry finds it.
+    for irq in &irqs {
+        let f = root.path().join(format!("proc/irq/{irq}/smp_affinity_list"));
+        std::fs::remove_dir(&f).unwrap();
+        std::fs::write(&f, "0-15\n").unwrap();
+    }
+    d.wait_passes(2).await;
+    let s = state(root.path());
+    assert_eq!(s["triggers"], serde_json::json!(["retry"]));
+    assert!(s.get("degraded").is_none_or(|v| v.is_null()), "{s}");
+    assert!(affinities(root.path(), &irqs).values().all(|c| c.len() == 1 || c.len() == 8), "placed");
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn reload_puts_debounce_reconcile_interval_and_log_format_into_force() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    nic_root(root.path());
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    write_config(cfg.path(), "[global]\ndebounce = \"2s\"\nreconcile_interval = \"5m\"\nlog_format = \"json\"\n");
+    d.trigger(Trigger::Reload).await;
+    let daemon = d.stop().await;
+    let (debounce, reconcile) = daemon.windows();
+    assert_eq!((debounce, reconcile), (std::time::Duration::from_secs(2), std::time::Duration::from_secs(300)));
+}

@@ -71,6 +71,7 @@ fn sources(uevents: bool, rtnetlink: bool, recv_buffer_bytes: usize, capacity: u
         reconcile_interval: None,
         recv_buffer_bytes,
         channel_capacity: capacity,
+        watch_files: Vec::new(),
     }
 }
 

@@ -65,8 +65,9 @@ fn unit_runs_the_daemon_as_a_notify_service_that_reloads_on_hup() {
 fn unit_sandbox_leaves_the_daemon_what_it_needs() {
     let s = unit_settings();
     let get = |k: &str| s.get(k).cloned().unwrap_or_default();
-    // uid 0 writes /proc/irq without any capability.
-    assert_eq!(get("Service.CapabilityBoundingSet"), vec![String::new()]);
+    // uid 0 writes /proc/irq without any capability; xps_cpus takes writes only with
+    // CAP_NET_ADMIN (net/core/net-sysfs.c, xps_cpus_store()), and that is the only one kept.
+    assert_eq!(get("Service.CapabilityBoundingSet"), vec!["CAP_NET_ADMIN".to_string()]);
     assert!(get("Service.User").is_empty(), "writing /proc/irq needs uid 0");
     let rw: Vec<String> =
         get("Service.ReadWritePaths").iter().flat_map(|v| v.split_whitespace().map(String::from)).collect();
@@ -283,10 +284,42 @@ fn both_packages_ship_the_same_files_from_sources_that_exist() {
             "/usr/share/man/man8/irqwise.8.gz",
             "/usr/share/bash-completion/completions/irqwise",
             "/usr/share/doc/irqwise/examples/",
+            "/usr/lib/systemd/catalog/irqwise.catalog",
         ] {
             assert!(dests.iter().any(|d| d.starts_with(want)), "{tool} ships nothing at {want}: {dests:?}");
         }
     }
+}
+
+/// The journal catalog as the real `journalctl` compiles it: `--update-catalog` into a database
+/// below a temporary root (it refuses a malformed file), and `--list-catalog` lists every id of
+/// `irqwise::daemon::catalog` with its subject.
+#[test]
+fn journalctl_compiles_the_catalog_and_lists_every_message_id() {
+    if !has_tool("journalctl") {
+        eprintln!("journalctl not installed: skipped");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("usr/lib/systemd/catalog");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(repo("systemd/irqwise.catalog"), dir.join("irqwise.catalog")).unwrap();
+    let journalctl =
+        |args: &[&str]| Command::new("journalctl").arg("--root").arg(root.path()).args(args).output().unwrap();
+    let update = journalctl(&["--update-catalog"]);
+    let stderr = String::from_utf8_lossy(&update.stderr);
+    assert!(update.status.success() && stderr.trim().is_empty(), "journalctl --update-catalog: {stderr}");
+    assert!(root.path().join("var/lib/systemd/catalog/database").is_file());
+    let list = journalctl(&["--list-catalog"]);
+    let listed = String::from_utf8_lossy(&list.stdout);
+    for (name, id) in irqwise::daemon::catalog::ALL {
+        let line =
+            listed.lines().find(|l| l.starts_with(id)).unwrap_or_else(|| panic!("{name} {id} not listed:\n{listed}"));
+        assert!(line.starts_with(&format!("{id} irqwise: ")), "{line}");
+    }
+    // The same check fails for a broken catalog: the test can fail.
+    std::fs::write(dir.join("broken.catalog"), "-- 0123\nSubject no colon\n").unwrap();
+    assert!(!journalctl(&["--update-catalog"]).status.success());
 }
 
 #[test]

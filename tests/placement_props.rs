@@ -196,3 +196,32 @@ proptest! {
         prop_assert_eq!(back, initial);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_first_queues_sit_on_distinct_cores_whatever_is_banned_or_isolated(
+        nodes in 1u32..=3, cores in 1u32..=6, threads in 1u32..=2,
+        banned_bits in any::<u64>(), isolated_bits in any::<u64>(), node in 0u32..3,
+    ) {
+        let mut topo = SyntheticMachine::new(nodes, cores, threads).build();
+        let node = node % nodes;
+        let n = topo.possible.len() as u32;
+        let pick = |bits: u64| -> CpuSet { (0..n).filter(|c| bits >> (c % 64) & 1 == 1).collect() };
+        let (banned, isolated) = (pick(banned_bits), pick(isolated_bits));
+        topo.isolated = isolated.clone();
+        let usable = topo.online.difference(&banned).difference(&isolated);
+        let local = usable.intersection(&topo.nodes[&node].cpus);
+        prop_assume!(!local.is_empty());
+        let local_cores: BTreeSet<Option<u32>> = local.iter().map(|c| topo.sibling_mask(c).first()).collect();
+        let k = local_cores.len() as u32;
+        let devices = [nic(0, Some(node), k, &topo.online)];
+        let policies = [Policy { exclude_cpus: banned, ..Policy::default() }];
+        let plan = plan(&topo, &mut TopologyMemory::default(), &devices, &policies);
+        let chosen: Vec<u32> = queue_cpus(&plan).into_iter().filter(|(irq, _)| irq % 2 == 1).map(|(_, c)| c).collect();
+        let cores_used: BTreeSet<Option<u32>> = chosen.iter().map(|&c| topo.sibling_mask(c).first()).collect();
+        prop_assert_eq!(cores_used.len() as u32, k, "first {} queues on {:?}", k, chosen);
+        prop_assert!(chosen.iter().all(|c| local.contains(*c)));
+    }
+}

@@ -231,7 +231,16 @@ fn plan_table_shows_each_irq_with_current_desired_and_action() {
     fx.nic(NIC, "ice", "eth0", Some(1), 2, NamingScheme::IceTxRx);
     let irq = fx.irqs_of(NIC)[1];
     let text = run_ok(root, empty_config().path(), &["plan"]);
-    let row = text.lines().find(|l| l.contains(&format!("irq {irq:>5}"))).unwrap_or_else(|| panic!("{text}"));
+    let row = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(irq.to_string().as_str()))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        text.lines().next().is_some_and(|h| h
+            .split_whitespace()
+            .eq(["IRQ", "NAME", "QUEUE", "CURRENT", "->", "DESIRED", "ACTION", "REASON"])),
+        "{text}"
+    );
     assert!(row.contains("ice-eth0-TxRx-0") && row.contains("rxtx 0") && row.contains("0-31 -> "), "{row}");
     assert!(row.contains(" set "), "{row}");
     assert!(text.contains("3 IRQs on 1 devices"), "{text}");

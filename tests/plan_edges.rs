@@ -2,7 +2,8 @@
 //! that does not exist or has no usable CPU, `admin_cpus` (used, all offline), `queues_per_cpu`
 //! above the queue count, an NVMe controller with no I/O queue, offline CPUs in a `pin` list (kept
 //! while one is online),
-//! isolated CPUs named in `cpus`, and a device left without any usable CPU.
+//! isolated CPUs named in `cpus` (used only with `allow_isolated`), and a device left without any
+//! usable CPU.
 //!
 //! The machine: `SyntheticMachine::new(2, 2, 2)`, x86 numbering (siblings N / N+4): node 0 holds
 //! cores {0,4} and {1,5}, node 1 cores {2,6} and {3,7}. Cores-first order from node 1 is
@@ -188,13 +189,17 @@ fn rx_and_tx_of_the_same_queue_share_a_cpu() {
 }
 
 #[test]
-fn isolated_cpus_are_used_only_when_cpus_names_them() {
+fn isolated_cpus_are_used_only_when_a_rule_allows_them() {
     let mut topo = machine();
     topo.isolated = cpus("2-3");
     let (d, _) = plan_one(&topo, nic(Some(1), 2), Policy::default());
     assert_eq!(irq(&d, 101).desired, Some(cpus("6")), "cores-first from node 1 without 2 and 3: 6, 7");
     assert_eq!(irq(&d, 102).desired, Some(cpus("7")));
-    let (d, _) = plan_one(&topo, nic(Some(1), 2), Policy { cpus: Some(cpus("2-3")), ..Policy::default() });
+    let named = Policy { cpus: Some(cpus("2-3")), ..Policy::default() };
+    let (d, warnings) = plan_one(&topo, nic(Some(1), 2), named.clone());
+    assert!(d.irqs.iter().all(|p| p.desired.is_none()), "naming them is not enough: nothing usable");
+    assert!(warnings.iter().any(|w| w.contains("isolated CPUs 2-3")), "{warnings:?}");
+    let (d, _) = plan_one(&topo, nic(Some(1), 2), Policy { allow_isolated: true, ..named });
     assert_eq!(irq(&d, 101).desired, Some(cpus("2")));
     assert_eq!(irq(&d, 102).desired, Some(cpus("3")));
 }

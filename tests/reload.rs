@@ -173,3 +173,33 @@ fn a_process_that_is_not_irqwise_is_never_signalled() {
     let out = reload(root.path(), cfg.path(), 999_999_999);
     assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
 }
+
+#[test]
+fn a_reload_switches_the_log_format_the_configuration_names() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    nic_root(root.path());
+    write_config(cfg.path(), "[global]\nlog_format = \"text\"\n");
+    let log_path = root.path().join("daemon.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_irqwise"))
+        .args(["run", "--root"])
+        .arg(root.path())
+        .arg("--config")
+        .arg(cfg.path())
+        .env_remove("NOTIFY_SOCKET")
+        .env_remove("WATCHDOG_USEC")
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let d = Daemon(child);
+    d.wait_state(root.path(), |s| s["pid"] == d.pid() && s["passes"].as_u64() >= Some(1));
+    write_config(cfg.path(), "[global]\nlog_format = \"json\"\n");
+    let out = reload(root.path(), cfg.path(), d.pid());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    drop(d);
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let reloaded = log.lines().find(|l| l.contains("configuration reloaded")).unwrap_or_else(|| panic!("{log}"));
+    let entry: Value = serde_json::from_str(reloaded).unwrap_or_else(|e| panic!("not JSON ({e}): {reloaded}"));
+    assert!(entry["fields"]["message"].as_str().unwrap().contains("configuration reloaded"));
+    let first = log.lines().next().unwrap();
+    assert!(serde_json::from_str::<Value>(first).is_err(), "before the reload the log was text: {first}");
+}

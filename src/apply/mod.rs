@@ -21,9 +21,11 @@ use crate::sysfs::SysfsError;
 
 mod proc_irq;
 mod report;
+pub mod xps;
 
 pub use proc_irq::ProcIrq;
 pub use report::{apply_plan, ApplyReport, Change};
+pub use xps::{apply_xps, XpsChange, XpsOutcome};
 
 /// Why one IRQ could not be written, in the terms an operator acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

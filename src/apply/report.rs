@@ -21,6 +21,8 @@ pub struct Change {
     pub strategy: StrategyName,
     pub reason: String,
     pub old: Option<CpuSet>,
+    /// What the plan asked to write (the fallback, if written instead, is in the result).
+    pub wanted: Option<CpuSet>,
     /// Flattened: `"result": ...` and its fields beside the other keys.
     #[serde(flatten)]
     pub result: WriteOutcome,
@@ -40,12 +42,16 @@ pub struct ApplyReport {
     pub summary: Summary,
     /// IRQs whose write failed with EIO/EPERM: the next plan treats them as managed.
     pub learned_managed: Vec<u32>,
+    /// Transmit queues whose `xps_cpus` the pass tried to write (see [`super::xps::apply_xps`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub xps: Vec<super::xps::XpsChange>,
 }
 
 impl ApplyReport {
-    /// True when every IRQ ended as planned or was correctly left alone.
+    /// True when every IRQ ended as planned or was correctly left alone, and every planned
+    /// `xps_cpus` was written.
     pub fn all_ok(&self) -> bool {
-        self.summary.failed == 0
+        self.summary.failed == 0 && !self.xps.iter().any(|x| x.is_failure())
     }
 }
 
@@ -80,6 +86,7 @@ pub fn apply_plan(plan: &Plan, writer: &dyn AffinityWriter) -> ApplyReport {
             strategy: dev.strategy,
             reason: p.reason.clone(),
             old: p.current.clone(),
+            wanted: p.desired.clone(),
             result,
         });
     }

@@ -2,6 +2,7 @@
 //! completions are generated from the very same definition.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -59,6 +60,13 @@ pub enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Show only IRQs with something to do (to be written) or a kernel-managed IRQ that is not
+        /// where the kernel's spreading predicts.
+        #[arg(long)]
+        changed: bool,
+        /// Exit with status 4 when changes are pending (some IRQ would be written), 0 when none.
+        #[arg(long)]
+        exit_code: bool,
     },
     /// One pass of discover, plan and apply, then exit.
     Apply {
@@ -68,6 +76,25 @@ pub enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// Where interrupts actually land: reads /proc/interrupts twice, INTERVAL apart, and shows per
+    /// device and queue the interrupts per second, the CPUs they fired on, and how near those are
+    /// to where irqwise puts each IRQ (desired CPU, same core, cluster, LLC, node, or remote).
+    /// Works whether or not irqwise manages the machine.
+    Report {
+        /// Time between the two reads: a whole number and ms, s, m or h.
+        #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = parse_interval)]
+        interval: Duration,
+        /// Print JSON instead of a table.
+        #[arg(long, conflicts_with = "watch")]
+        json: bool,
+        /// Refresh in place every INTERVAL, like top (on a terminal only); Ctrl-C stops.
+        #[arg(long)]
+        watch: bool,
+        /// Run CMD (with sh -c) between the two reads instead of waiting; the rates then take
+        /// INTERVAL as the time between them. For tests that rewrite the counts.
+        #[arg(long, hide = true, value_name = "CMD", conflicts_with = "watch")]
+        between_samples: Option<String>,
     },
     /// Validate the configuration (against --root's machine): every error and warning of every
     /// file with file:line:column; exit 2 on errors.
@@ -108,6 +135,13 @@ pub enum Command {
         #[command(subcommand)]
         what: SpreadCommand,
     },
+}
+
+/// `--interval`: a duration above zero, written like the config's durations.
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    crate::config::parse_duration(text)
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{text:?}: expected a duration above zero, e.g. \"500ms\", \"5s\", \"1m\""))
 }
 
 #[derive(Subcommand)]

@@ -25,9 +25,13 @@ pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormat>, once: bo
         }
         other => CliError::Engine(other),
     })?;
+    let pinned = format.is_some();
     let format = format.unwrap_or(config.global.log_format);
     logging::init(format).map_err(|e| CliError::Failed(e.to_string()))?;
     let mut daemon = Daemon::new(root.clone(), paths.clone(), config);
+    if pinned {
+        daemon.pin_log_format();
+    }
     daemon.note_config_warnings(&warnings);
     if once {
         daemon.pass(vec!["once".into()]);
@@ -43,16 +47,22 @@ pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormat>, once: bo
 }
 
 /// `irqwise status [--json]`, with `systemctl status`'s exit codes: 0 when the daemon that wrote
-/// the state file runs, 3 when it does not (no state file, or its process is gone), 1 when the
+/// the state file runs and does its job, 3 when it does not run (no state file, or its process
+/// is gone), 1 when it runs degraded (its last pass failed, or every write of it did) or the
 /// state file cannot be read.
 pub fn status(root: &Root, json: bool) -> Result<Outcome, CliError> {
     const NOT_RUNNING: u8 = 3;
+    const DEGRADED: u8 = 1;
     let Some((text, view)) = read_state(root).map_err(|e| CliError::Failed(e.to_string()))? else {
         let stderr = format!("irqwise is not running (no {})\n", root.path(STATE_FILE).display());
         return Ok(Outcome { text: String::new(), stderr, exit: NOT_RUNNING });
     };
     let alive = i32::try_from(view.pid).is_ok_and(process_exists);
-    let exit = if alive { 0 } else { NOT_RUNNING };
+    let exit = match (alive, &view.degraded) {
+        (false, _) => NOT_RUNNING,
+        (true, Some(_)) => DEGRADED,
+        (true, None) => 0,
+    };
     if json {
         return Ok(Outcome::with_exit(text, exit));
     }

@@ -3,22 +3,38 @@
 use serde_json::json;
 
 use super::{to_json_text, CliError};
+use crate::config::{ConfigPaths, Global};
 use crate::cpuset::MAX_CPUS;
-use crate::engine::kernel_rules;
+use crate::engine::{kernel_rules, load_config};
 use crate::kernel::{group_cpus_evenly, spread_order, GroupAlgorithm, GroupRules, SpreadOrder};
 use crate::sysfs::Root;
-use crate::topology::Topology;
+use crate::topology::report::{isolation_json, isolation_table, Applied};
+use crate::topology::{Isolation, Topology};
 
-/// `irqwise topology [--json]`.
-pub fn topology(root: &Root, json: bool) -> Result<String, CliError> {
+/// `irqwise topology [--json]`: the topology, then every isolation source with where it came
+/// from and whether the configuration at `paths` applies it (its defaults when it cannot be
+/// loaded, with a warning saying so).
+pub fn topology(root: &Root, paths: &ConfigPaths, json: bool) -> Result<String, CliError> {
     let (topo, warnings) = Topology::discover_with_warnings(root)?;
-    let warnings: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+    let (isolation, isolation_warnings) = Isolation::discover(root, &topo);
+    let mut warnings: Vec<String> = warnings.iter().chain(&isolation_warnings).map(|w| w.to_string()).collect();
+    let global = match load_config(root, paths) {
+        Ok(config) => config.global,
+        Err(e) => {
+            warnings.push(format!("configuration not usable ({e}); isolation shown with the default settings"));
+            Global::default()
+        }
+    };
+    let applied =
+        Applied { respect_isolation: global.respect_isolation, import_banned: global.import_irqbalance_banned };
     if json {
         let mut doc = crate::topology::report::to_json(&topo);
+        doc["isolation"] = isolation_json(&isolation, applied);
         doc["warnings"] = json!(warnings);
         return Ok(to_json_text(&doc));
     }
     let mut text = crate::topology::report::to_table(&topo);
+    text.push_str(&isolation_table(&isolation, applied));
     for w in &warnings {
         text.push_str(&format!("warning: {w}\n"));
     }

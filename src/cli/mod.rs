@@ -6,11 +6,13 @@ mod daemon;
 mod inspect;
 mod ops;
 mod reload;
+mod report;
 
 pub use daemon::{run, status};
 pub use inspect::{spread_groups, spread_numa, topology};
-pub use ops::{apply, check_config, config_paths, plan, snapshot, Outcome};
+pub use ops::{apply, check_config, config_paths, plan, snapshot, Outcome, PlanView, EXIT_CHANGES_PENDING};
 pub use reload::{reload, reload_recorded};
+pub use report::{report, ReportRequest};
 
 use crate::engine::{EngineError, KernelRulesError};
 use crate::topology::TopologyError;
@@ -38,6 +40,9 @@ pub enum CliError {
     NotAConfigDir(std::path::PathBuf),
     #[error("{0}")]
     Failed(String),
+    /// A combination of options that cannot work here.
+    #[error("{0}")]
+    Usage(String),
     /// The configuration is invalid: `reload` did not signal the daemon, or the daemon kept
     /// its previous configuration.
     #[error("{0}")]
@@ -71,6 +76,7 @@ impl CliError {
             | CliError::NotARoot { .. }
             | CliError::NotAConfigDir(_)
             | CliError::KernelRules(KernelRulesError::Explicit(_))
+            | CliError::Usage(_)
             | CliError::Engine(EngineError::Config(_))
             | CliError::ConfigRejected(_) => 2,
             CliError::Topology(_) | CliError::Engine(_) | CliError::KernelRules(_) | CliError::Failed(_) => 1,

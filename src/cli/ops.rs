@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::{to_json_text, CliError};
-use crate::apply::{apply_plan, ProcIrq, WriteOutcome};
+use crate::apply::{apply_plan, apply_xps, ProcIrq, WriteOutcome, XpsOutcome};
 use crate::config::{self, ConfigPaths};
 use crate::engine::{load_config, machine, plan_pass};
 use crate::sysfs::Root;
@@ -34,11 +34,32 @@ pub fn config_paths(config_dir: Option<&Path>) -> ConfigPaths {
     config_dir.map_or_else(ConfigPaths::system, ConfigPaths::under)
 }
 
-/// `irqwise plan [--json]`.
-pub fn plan(root: &Root, paths: &ConfigPaths, json: bool) -> Result<String, CliError> {
+/// Exit code of `plan --exit-code` when applying the plan would write something.
+pub const EXIT_CHANGES_PENDING: u8 = 4;
+
+/// How `irqwise plan` shows the plan.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlanView {
+    pub json: bool,
+    /// Only placements to write and managed IRQs that differ from the prediction.
+    pub changed: bool,
+    /// Exit [`EXIT_CHANGES_PENDING`] when some placement is to be written.
+    pub exit_code: bool,
+}
+
+/// `irqwise plan [--json] [--changed] [--exit-code]`.
+pub fn plan(root: &Root, paths: &ConfigPaths, view: PlanView) -> Result<Outcome, CliError> {
     let config = load_config(root, paths)?;
     let pass = plan_pass(root, &config, &BTreeSet::new())?;
-    Ok(if json { to_json_text(&pass.plan) } else { pass.plan.to_table() })
+    let plan = &pass.plan;
+    let text = match (view.json, view.changed) {
+        (true, true) => to_json_text(&plan.only_changes()),
+        (true, false) => to_json_text(plan),
+        (false, true) => plan.to_changes_table(),
+        (false, false) => plan.to_table(),
+    };
+    let exit = if view.exit_code && plan.has_pending_writes() { EXIT_CHANGES_PENDING } else { 0 };
+    Ok(Outcome { text, exit, ..Outcome::default() })
 }
 
 /// `irqwise apply [--dry-run] [--json]`: exit 0 when every IRQ ended as planned or was
@@ -57,14 +78,23 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
                 d.bdf
             ));
         }
+        for (d, x) in pass.plan.devices.iter().filter_map(|d| Some((d, d.xps.as_ref()?))) {
+            for q in x.writes() {
+                let interface = x.interface.as_deref().unwrap_or(&d.bdf);
+                text.push_str(&format!("would write xps {interface} tx-{}: {}\n", q.txq, q.desired.to_mask_string()));
+            }
+        }
         let s = pass.plan.summary();
+        let xps = pass.plan.devices.iter().filter_map(|d| d.xps.as_ref()).map(|x| x.writes().count()).sum::<usize>();
+        let xps = if xps > 0 { format!("; xps_cpus of {xps} tx queue(s) to write") } else { String::new() };
         text.push_str(&format!(
-            "dry run: {} to write, {} kept, {} managed, {} skipped\n",
+            "dry run: {} to write, {} kept, {} managed, {} skipped{xps}\n",
             s.set, s.kept, s.managed, s.skipped
         ));
         return Ok(Outcome::ok(if json { to_json_text(&pass.plan) } else { text }));
     }
-    let report = apply_plan(&pass.plan, &ProcIrq::new(root.clone()));
+    let mut report = apply_plan(&pass.plan, &ProcIrq::new(root.clone()));
+    report.xps = apply_xps(&pass.plan, root);
     let exit = if report.all_ok() { 0 } else { 1 };
     if json {
         return Ok(Outcome::with_exit(to_json_text(&report), exit));
@@ -88,9 +118,24 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
         text.push_str(&line);
         text.push('\n');
     }
+    for x in &report.xps {
+        let interface = x.interface.as_deref().unwrap_or(&x.device);
+        let old = if x.old.is_empty() { "-".to_string() } else { x.old.to_list_string() };
+        let line = match &x.result {
+            XpsOutcome::Written { new, .. } => format!("xps {interface} tx-{}: {old} -> {new}", x.txq),
+            XpsOutcome::Failed { class, error } => format!("xps {interface} tx-{}: FAILED ({class:?}): {error}", x.txq),
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
     let s = report.summary;
+    let xps_failed = report.xps.iter().filter(|x| x.is_failure()).count();
+    let xps = match report.xps.len() {
+        0 => String::new(),
+        n => format!("; xps_cpus of {} tx queue(s) written, {xps_failed} failed", n - xps_failed),
+    };
     text.push_str(&format!(
-        "{} written, {} kept, {} managed, {} skipped, {} failed\n",
+        "{} written, {} kept, {} managed, {} skipped, {} failed{xps}\n",
         s.written, s.kept, s.managed, s.skipped, s.failed
     ));
     Ok(Outcome::with_exit(text, exit))

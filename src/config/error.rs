@@ -90,6 +90,10 @@ pub enum ConfigError {
     AdminCpusExcluded { at: Location, value: String, overlap: CpuSet },
     #[error("{at}: queue_pattern = {value:?} {source}")]
     QueuePattern { at: Location, value: String, source: QueuePatternError },
+    #[error(
+        "{at}: metrics_file = {value:?}; expected an absolute path of a file ending in .prom (node_exporter's textfile collector reads only *.prom), or \"\" for no metrics"
+    )]
+    MetricsFile { at: Location, value: String },
     #[error("{at}: node = {node}: no kernel has a node {node}; expected a node id from 0 to {}", max - 1)]
     NodeBeyondKernel { at: Location, node: u32, max: u32 },
     #[error("{at}: queues_per_cpu = 0; expected an integer of at least 1")]
@@ -114,6 +118,7 @@ impl ConfigError {
             | ConfigError::EmptyAllowedSet { at, .. }
             | ConfigError::AdminCpusExcluded { at, .. }
             | ConfigError::ZeroQueuesPerCpu { at }
+            | ConfigError::MetricsFile { at, .. }
             | ConfigError::NodeBeyondKernel { at, .. }
             | ConfigError::QueuePattern { at, .. }
             | ConfigError::EmptyMatch { at, .. } => Some(at),
@@ -130,7 +135,7 @@ pub struct ConfigErrors(pub Vec<ConfigError>);
 /// Things that are legal but probably not what the author meant.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigWarning {
-    #[error("{at}: warning: this [[device]] rule sets nothing (no strategy, cpus, exclude_cpus, admin_cpus, node, order, queues_per_cpu, queue_pattern or spill)")]
+    #[error("{at}: warning: this [[device]] rule sets nothing (no strategy, cpus, exclude_cpus, admin_cpus, node, order, queues_per_cpu, queue_pattern, spill, guard or allow_isolated)")]
     RuleSetsNothing { at: Location },
     #[error("{at}: warning: {key} has no effect here: {why}")]
     SettingIgnored { at: Location, key: &'static str, why: &'static str },

@@ -237,6 +237,11 @@ fn finish_global(layer: GlobalLayer) -> Global {
         debounce: layer.debounce.unwrap_or(d.debounce),
         restore_on_exit: layer.restore_on_exit.unwrap_or(d.restore_on_exit),
         log_format: layer.log_format.unwrap_or(d.log_format),
+        xps: layer.xps.unwrap_or(d.xps),
+        import_irqbalance_banned: layer.import_irqbalance_banned.unwrap_or(d.import_irqbalance_banned),
+        on_drift: layer.on_drift.unwrap_or(d.on_drift),
+        metrics_file: layer.metrics_file.unwrap_or(d.metrics_file),
         spill: layer.spill.unwrap_or(d.spill),
+        guard: layer.guard.unwrap_or(d.guard),
     }
 }

@@ -60,8 +60,36 @@ pub struct Global {
     /// Put back the affinities found at start when the daemon stops (default false).
     pub restore_on_exit: bool,
     pub log_format: LogFormat,
+    /// Align each NIC's transmit steering (`xps_cpus`) with its queue IRQs (default true; a
+    /// rule's `xps` overrides it per device).
+    pub xps: bool,
+    /// Keep device IRQs off the CPUs irqbalance's banned list names (`IRQBALANCE_BANNED_CPULIST`,
+    /// `IRQBALANCE_BANNED_CPUS` in `/etc/sysconfig/irqbalance` and `/etc/default/irqbalance`, as
+    /// tuned and CRI-O write them), like `banned_cpus` (default true).
+    pub import_irqbalance_banned: bool,
+    /// What to do with an IRQ whose mask someone else changed (default: restore it).
+    pub on_drift: OnDrift,
     /// Where NUMA-hop queues go beyond the device's node (default `kernel`: the next hop).
     pub spill: Spill,
+    /// Which IRQs are kept off banned and isolated CPUs (default `all`).
+    pub guard: GuardScope,
+    /// Where the daemon writes its Prometheus metrics (default: node_exporter's textfile
+    /// directory when it exists).
+    pub metrics_file: MetricsFile,
+}
+
+/// `metrics_file = ...`: where the daemon writes its metrics for node_exporter's textfile
+/// collector.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum MetricsFile {
+    /// Not set: `/var/lib/prometheus/node-exporter/irqwise.prom` when that directory exists,
+    /// else nowhere.
+    #[default]
+    Auto,
+    /// `metrics_file = ""`: no metrics.
+    Off,
+    /// An absolute path ending in `.prom`.
+    At(PathBuf),
 }
 
 impl Default for Global {
@@ -73,7 +101,12 @@ impl Default for Global {
             debounce: Duration::from_millis(100),
             restore_on_exit: false,
             log_format: LogFormat::Auto,
+            xps: true,
+            import_irqbalance_banned: true,
+            on_drift: OnDrift::Restore,
+            metrics_file: MetricsFile::Auto,
             spill: Spill::Kernel,
+            guard: GuardScope::All,
         }
     }
 }
@@ -128,8 +161,15 @@ pub struct Settings {
     /// How to read the queue index (and role) out of the device's IRQ names, tried before the
     /// driver table: for drivers irqwise does not know.
     pub queue_pattern: Option<QueuePattern>,
+    /// NIC: align transmit steering with the queue IRQs (over the global `xps`).
+    pub xps: Option<bool>,
     /// NUMA-hop: where queues go beyond the device's node (overrides the global `spill`).
     pub spill: Option<Spill>,
+    /// `false`: the guard leaves this device's IRQs alone even on banned CPUs.
+    pub guard: Option<bool>,
+    /// `true`: isolated and nohz_full CPUs named in `cpus` are used (without it they are left out,
+    /// with a warning).
+    pub allow_isolated: Option<bool>,
     /// Settings this machine made void (`cpus` naming none of its CPUs), by key, with the words
     /// plan reasons give for the fallback.
     pub voided: Vec<(&'static str, String)>,
@@ -179,6 +219,18 @@ impl Serialize for RuleRef {
     }
 }
 
+/// `guard = ...`: which IRQs irqwise keeps off banned and isolated CPUs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GuardScope {
+    /// Every movable IRQ, as irqbalance does with its banned list: the devices irqwise places,
+    /// and every other IRQ (their masks lose the banned CPUs).
+    #[default]
+    All,
+    /// Only the devices irqwise places.
+    Placed,
+}
+
 /// `log_format = ...` and `--log-format`: where the daemon logs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -192,4 +244,27 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line on stderr.
     Json,
+}
+
+/// `on_drift = ...`: what the daemon does when an IRQ it placed is found on other CPUs and
+/// neither the kernel's CPU-offline fallback nor the driver's reset explains it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnDrift {
+    /// Put the IRQ back where irqwise placed it.
+    #[default]
+    Restore,
+    /// Leave the other owner's mask, report it once, until the device goes away or the
+    /// configuration is reloaded.
+    Respect,
+}
+
+impl OnDrift {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnDrift::Restore => "restore",
+            OnDrift::Respect => "respect",
+        }
+    }
 }

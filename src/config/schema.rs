@@ -11,7 +11,7 @@ use serde::de::{Deserialize, IntoDeserializer};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::LogFormat;
+use super::{GuardScope, LogFormat, OnDrift};
 use crate::devices::DeviceClass;
 use crate::kernel::SpreadOrder;
 use crate::strategy::{Spill, StrategyName};
@@ -32,7 +32,12 @@ pub struct RawGlobal {
     pub debounce: Option<Spanned<String>>,
     pub restore_on_exit: Option<bool>,
     pub log_format: Option<LogFormat>,
+    pub xps: Option<bool>,
+    pub import_irqbalance_banned: Option<bool>,
+    pub on_drift: Option<OnDrift>,
+    pub metrics_file: Option<Spanned<String>>,
     pub spill: Option<Spill>,
+    pub guard: Option<GuardScope>,
 }
 
 /// One `[[device]]` table.
@@ -47,7 +52,10 @@ pub struct RawRule {
     pub order: Option<SpreadOrder>,
     pub queues_per_cpu: Option<Spanned<u32>>,
     pub queue_pattern: Option<Spanned<String>>,
+    pub xps: Option<Spanned<bool>>,
     pub spill: Option<Spill>,
+    pub guard: Option<bool>,
+    pub allow_isolated: Option<bool>,
     /// Some key of this rule had the wrong type or name (already an error).
     pub refused_key: bool,
 }
@@ -73,8 +81,20 @@ pub struct SchemaError {
 
 /// The keys of each table, for "unknown field" messages.
 const TOP: &[&str] = &["global", "device"];
-const GLOBAL: &[&str] =
-    &["banned_cpus", "respect_isolation", "reconcile_interval", "debounce", "restore_on_exit", "log_format", "spill"];
+const GLOBAL: &[&str] = &[
+    "banned_cpus",
+    "respect_isolation",
+    "reconcile_interval",
+    "debounce",
+    "restore_on_exit",
+    "log_format",
+    "xps",
+    "import_irqbalance_banned",
+    "on_drift",
+    "spill",
+    "guard",
+    "metrics_file",
+];
 pub const RULE: &[&str] = &[
     "match",
     "strategy",
@@ -85,7 +105,10 @@ pub const RULE: &[&str] = &[
     "order",
     "queues_per_cpu",
     "queue_pattern",
+    "xps",
     "spill",
+    "guard",
+    "allow_isolated",
 ];
 const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "nvme_serial", "property"];
 
@@ -170,7 +193,12 @@ impl Reader {
                 "debounce" => g.debounce = self.value(v),
                 "restore_on_exit" => g.restore_on_exit = self.value(v),
                 "log_format" => g.log_format = self.value(v),
+                "xps" => g.xps = self.value(v),
+                "import_irqbalance_banned" => g.import_irqbalance_banned = self.value(v),
+                "on_drift" => g.on_drift = self.value(v),
+                "metrics_file" => g.metrics_file = self.value(v),
                 "spill" => g.spill = self.value(v),
+                "guard" => g.guard = self.value(v),
                 other => self.unknown(&key, other, GLOBAL),
             }
         }
@@ -194,7 +222,10 @@ impl Reader {
                 "order" => r.order = self.value(v),
                 "queues_per_cpu" => r.queues_per_cpu = self.value(v),
                 "queue_pattern" => r.queue_pattern = self.value(v),
+                "xps" => r.xps = self.value(v),
                 "spill" => r.spill = self.value(v),
+                "guard" => r.guard = self.value(v),
+                "allow_isolated" => r.allow_isolated = self.value(v),
                 other => self.unknown(&key, other, RULE),
             }
         }

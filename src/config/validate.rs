@@ -14,7 +14,7 @@ use super::duration::parse_duration;
 use super::error::{ConfigError, ConfigWarning, LineIndex, Location};
 use super::glob::Glob;
 use super::schema::{read, RawGlobal, RawMatch, RawRule};
-use super::{LogFormat, Machine, Match, Rule, RuleRef, Settings};
+use super::{GuardScope, LogFormat, Machine, Match, MetricsFile, OnDrift, Rule, RuleRef, Settings};
 use crate::devices::{DeviceClass, QueuePattern};
 use crate::strategy::{Spill, StrategyName};
 use crate::topology::MAX_NUMNODES;
@@ -29,7 +29,12 @@ pub(super) struct GlobalLayer {
     pub debounce: Option<Duration>,
     pub restore_on_exit: Option<bool>,
     pub log_format: Option<LogFormat>,
+    pub xps: Option<bool>,
+    pub import_irqbalance_banned: Option<bool>,
+    pub on_drift: Option<OnDrift>,
+    pub metrics_file: Option<MetricsFile>,
     pub spill: Option<Spill>,
+    pub guard: Option<GuardScope>,
 }
 
 impl GlobalLayer {
@@ -46,7 +51,12 @@ impl GlobalLayer {
         take(&mut self.debounce, later.debounce);
         take(&mut self.restore_on_exit, later.restore_on_exit);
         take(&mut self.log_format, later.log_format);
+        take(&mut self.xps, later.xps);
+        take(&mut self.import_irqbalance_banned, later.import_irqbalance_banned);
+        take(&mut self.on_drift, later.on_drift);
+        take(&mut self.metrics_file, later.metrics_file);
         take(&mut self.spill, later.spill);
+        take(&mut self.guard, later.guard);
     }
 }
 
@@ -130,9 +140,9 @@ pub(super) fn validate_file(
 fn schema_message(message: &str) -> String {
     let mut text = message.trim_end().lines().map(str::trim).collect::<Vec<_>>().join("; ");
     text = text.replace("expected u32", "expected a non-negative integer (at most 4294967295)");
-    const SETTINGS: [&str; 9] =
-        ["strategy", "cpus", "exclude_cpus", "admin_cpus", "node", "order", "queues_per_cpu", "queue_pattern", "spill"];
-    let misplaced = SETTINGS.iter().any(|k| text.starts_with(&format!("unknown field `{k}`")));
+    // A rule's settings: every key of a [[device]] table but its match.
+    let settings = super::schema::RULE.iter().filter(|k| **k != "match");
+    let misplaced = settings.into_iter().any(|k| text.starts_with(&format!("unknown field `{k}`")));
     if misplaced && text.contains("expected one of `pci`") {
         text.push_str(" (keys after a [device.match] header belong to the match table: put the rule's settings before that header, or write match = { ... } inline)");
     }
@@ -165,8 +175,30 @@ impl FileCtx<'_> {
             debounce: g.debounce.and_then(|v| self.duration("debounce", &v, &DEBOUNCE)),
             restore_on_exit: g.restore_on_exit,
             log_format: g.log_format,
+            xps: g.xps,
+            import_irqbalance_banned: g.import_irqbalance_banned,
+            on_drift: g.on_drift,
+            metrics_file: g.metrics_file.and_then(|v| self.metrics_file(&v)),
             spill: g.spill,
+            guard: g.guard,
         }
+    }
+
+    /// `metrics_file`: empty (off), or an absolute path of a `*.prom` file (node_exporter's
+    /// textfile collector reads no other name).
+    fn metrics_file(&mut self, v: &Spanned<String>) -> Option<MetricsFile> {
+        let text = v.get_ref();
+        if text.is_empty() {
+            return Some(MetricsFile::Off);
+        }
+        let path = std::path::Path::new(text);
+        let named = path.file_name().is_some_and(|n| n.len() > ".prom".len());
+        if path.is_absolute() && named && text.ends_with(".prom") && !text.contains('\0') {
+            return Some(MetricsFile::At(path.to_path_buf()));
+        }
+        let at = self.loc(v.span().start);
+        self.errors.push(ConfigError::MetricsFile { at, value: text.clone() });
+        None
     }
 
     /// A duration value within `range`, whose words say what it is.
@@ -375,7 +407,10 @@ impl FileCtx<'_> {
             order: r.order,
             queues_per_cpu: r.queues_per_cpu.as_ref().map(|q| *q.get_ref()),
             queue_pattern,
+            xps: r.xps.as_ref().map(|v| *v.get_ref()),
             spill: r.spill,
+            guard: r.guard,
+            allow_isolated: r.allow_isolated,
             voided,
         };
         self.rule_warnings(&rule_at, &settings, matcher.class, &r);
@@ -408,6 +443,14 @@ impl FileCtx<'_> {
                 at,
                 key: "queues_per_cpu",
                 why: "it applies to NICs only and this rule matches another class",
+            });
+        }
+        if s.xps.is_some() && class.is_some_and(|c| c != DeviceClass::Nic) {
+            let at = r.xps.as_ref().map_or(at.clone(), |v| self.loc(v.span().start));
+            self.warnings.push(ConfigWarning::SettingIgnored {
+                at,
+                key: "xps",
+                why: "transmit steering applies to NICs only and this rule matches another class",
             });
         }
         if s.order.is_some() && matches!(s.strategy, Some(StrategyName::Pin | StrategyName::ClusterGroup)) {

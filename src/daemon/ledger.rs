@@ -81,6 +81,12 @@ impl Ledger {
         let present: BTreeSet<u32> = plan.devices.iter().flat_map(|d| d.irqs.iter().map(|p| p.irq)).collect();
         self.placed.retain(|irq, _| present.contains(irq));
         self.repeated.retain(|irq, _| present.contains(irq));
+        self.drift(plan)
+    }
+
+    /// The IRQs of `plan` whose mask drifted from what the daemon placed while the plan still
+    /// wants that placement; remembers nothing.
+    pub fn drift(&self, plan: &Plan) -> Vec<Drift> {
         let mut drift = Vec::new();
         for p in plan.devices.iter().flat_map(|d| &d.irqs) {
             let Some(placed) = self.placed.get(&p.irq) else { continue };
@@ -223,7 +229,9 @@ mod tests {
             recognised: Recognition::Table { driver: "ixgbe", pattern: "{if}" },
             managed: action == Action::Managed,
             current: Some(set(current)),
+            current_locality: None,
             desired: Some(set(desired)),
+            hint: None,
             action,
             reason: "test".into(),
             fallbacks: Vec::new(),
@@ -242,6 +250,7 @@ mod tests {
             strategy: StrategyName::NumaHop,
             rules: vec![],
             irqs,
+            xps: None,
         };
         Plan { kernel: None, devices: vec![dev], warnings: vec![] }
     }
@@ -257,6 +266,7 @@ mod tests {
             strategy: StrategyName::NumaHop,
             reason: "test".into(),
             old: Some(set(old)),
+            wanted: Some(set(new)),
             result: WriteOutcome::Written {
                 cpus: set(new),
                 verified: Verification { readback: Some(set(new)), matches: true, effective: Effective::Absent },

@@ -3,8 +3,11 @@
 //!
 //! Journal fields: tracing-journald upper-cases field names, so the tracing field `irq_name`
 //! becomes the journal field `IRQ_NAME`; with `with_field_prefix(None)` no `F_` is prepended.
-//! Guarantee: one INFO entry per applied change carrying `IRQ`, `IRQ_NAME`, `DEVICE`, `DRIVER`,
-//! `QUEUE`, `CPUS_OLD`, `CPUS_NEW`, `STRATEGY`, `REASON`.
+//! Guarantee: one INFO entry per applied change carrying `MESSAGE_ID`, `IRQ`, `IRQ_NAME`,
+//! `DEVICE`, `DRIVER`, `QUEUE` (only for an IRQ that serves a queue), `CPUS_OLD`, `CPUS_NEW`,
+//! `STRATEGY`, `REASON`; every other entry about an IRQ carries `MESSAGE_ID`, `IRQ`, `DEVICE` and
+//! `DRIVER` too; one per transmit-steering change carrying `MESSAGE_ID`, `DEVICE`, `INTERFACE`,
+//! `DRIVER`, `TXQ`, `XPS_OLD`, `XPS_NEW`.
 
 use std::io::Write;
 
@@ -12,7 +15,8 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
-use crate::apply::{Change, WriteOutcome};
+use super::catalog;
+use crate::apply::{Change, WriteOutcome, XpsChange, XpsOutcome};
 use crate::config::LogFormat;
 use crate::text::{printable, printable_lines};
 
@@ -57,26 +61,54 @@ pub fn started_by_systemd() -> bool {
     std::env::var_os("INVOCATION_ID").is_some() || std::env::var_os("JOURNAL_STREAM").is_some()
 }
 
-/// Installs the global subscriber for `format`. With `auto`, a journal that cannot be opened
-/// falls back to text; an explicit `journal` that cannot be opened is an error.
-pub fn init(format: LogFormat) -> Result<Sink, LoggingError> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
-    let sink = choose_sink(format, started_by_systemd());
-    let registry = tracing_subscriber::registry().with(filter);
-    let installed = match sink {
+/// The subscriber below the sink: the registry and the level filter.
+type Base = tracing_subscriber::layer::Layered<EnvFilter, tracing_subscriber::Registry>;
+/// One sink's layer, boxed so a reload can swap it for another.
+type SinkLayer = Box<dyn tracing_subscriber::Layer<Base> + Send + Sync>;
+
+/// The handle that swaps the sink of the installed subscriber.
+static SWITCH: std::sync::OnceLock<tracing_subscriber::reload::Handle<SinkLayer, Base>> = std::sync::OnceLock::new();
+
+/// The layer for `format` and the sink it writes to. With `auto`, a journal that cannot be
+/// opened falls back to text; an explicit `journal` that cannot be opened is an error.
+fn sink_layer(format: LogFormat) -> Result<(SinkLayer, Sink), LoggingError> {
+    Ok(match choose_sink(format, started_by_systemd()) {
         Sink::Journal => match tracing_journald::layer() {
-            Ok(layer) => registry.with(layer.with_field_prefix(None)).try_init(),
+            Ok(layer) => (Box::new(layer.with_field_prefix(None)), Sink::Journal),
             Err(e) if format == LogFormat::Journal => return Err(LoggingError::Journal(e)),
-            Err(_) => return init(LogFormat::Text),
+            Err(_) => return sink_layer(LogFormat::Text),
         },
         // No colour codes: every control character in a line is escaped (names from sysfs may
         // hold terminal escapes), which would also escape the colours.
-        Sink::Text => registry
-            .with(tracing_subscriber::fmt::layer().with_writer(|| Printable(std::io::stderr())).with_ansi(false))
-            .try_init(),
-        Sink::Json => registry.with(tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr)).try_init(),
-    };
-    installed.map_err(|e| LoggingError::Install(e.to_string()))?;
+        Sink::Text => (
+            Box::new(tracing_subscriber::fmt::layer().with_writer(|| Printable(std::io::stderr())).with_ansi(false)),
+            Sink::Text,
+        ),
+        Sink::Json => (Box::new(tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr)), Sink::Json),
+    })
+}
+
+/// Installs the global subscriber for `format` (see [`sink_layer`] for `auto`); [`switch`]
+/// changes its sink later.
+pub fn init(format: LogFormat) -> Result<Sink, LoggingError> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let (layer, sink) = sink_layer(format)?;
+    let (layer, handle) = tracing_subscriber::reload::Layer::new(layer);
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(layer)
+        .try_init()
+        .map_err(|e| LoggingError::Install(e.to_string()))?;
+    let _ = SWITCH.set(handle);
+    Ok(sink)
+}
+
+/// Sends the log to `format`'s sink from now on (a reload that changed `log_format`). An error
+/// leaves the current sink in place.
+pub fn switch(format: LogFormat) -> Result<Sink, LoggingError> {
+    let handle = SWITCH.get().ok_or_else(|| LoggingError::Install("no log subscriber installed".into()))?;
+    let (layer, sink) = sink_layer(format)?;
+    handle.reload(layer).map_err(|e| LoggingError::Install(e.to_string()))?;
     Ok(sink)
 }
 
@@ -100,20 +132,30 @@ fn list(set: Option<&crate::cpuset::CpuSet>) -> String {
 }
 
 /// A change that ended as it did last pass: at debug level only (it was logged when it started;
-/// the state file counts the repeats).
+/// the state file counts the repeats). The same fields as [`log_change`]'s failure entry.
 pub fn log_change_quietly(c: &Change) {
     let error = c.result.error().unwrap_or("widened again");
-    tracing::debug!(irq = c.irq, device = c.device.as_str(), "irq {} again: {}", c.irq, printable(error));
+    tracing::debug!(
+        irq = c.irq,
+        irq_name = c.irq_name.as_deref().unwrap_or(""),
+        device = c.device.as_str(),
+        driver = c.driver.as_deref().unwrap_or(""),
+        queue = c.queue,
+        "irq {} again: {}",
+        c.irq,
+        printable(error)
+    );
 }
 
-/// Logs one change of a pass: INFO with the journal fields for a write, WARN with the error
-/// class for a failure, INFO for an IRQ learned to be kernel-managed or gone.
+/// Logs one change of a pass, each kind with its `MESSAGE_ID` (see [`super::catalog`]): INFO
+/// with every journal field for a write, WARN with the error class for a failure, INFO for an
+/// IRQ learned to be kernel-managed or gone. Every entry carries `IRQ`, `IRQ_NAME`, `DEVICE`,
+/// `DRIVER`; `QUEUE` only when the IRQ serves a queue (absent, not empty, otherwise).
 pub fn log_change(c: &Change) {
     let who = printable(c.device_name.as_deref().unwrap_or(&c.device));
     let irq_name = c.irq_name.as_deref().unwrap_or("");
     let shown_name = printable(irq_name);
     let driver = c.driver.as_deref().unwrap_or("");
-    let queue = c.queue.map(|q| q.to_string()).unwrap_or_default();
     let old = list(c.old.as_ref());
     match &c.result {
         WriteOutcome::Written { cpus, .. } | WriteOutcome::WrittenFallback { cpus, .. } => {
@@ -123,11 +165,12 @@ pub fn log_change(c: &Change) {
                 _ => String::new(),
             };
             tracing::info!(
+                message_id = catalog::MAPPING_APPLIED,
                 irq = c.irq,
                 irq_name,
                 device = c.device.as_str(),
                 driver,
-                queue = queue.as_str(),
+                queue = c.queue,
                 cpus_old = old.as_str(),
                 cpus_new = new.as_str(),
                 strategy = c.strategy.as_str(),
@@ -137,25 +180,94 @@ pub fn log_change(c: &Change) {
             );
         }
         WriteOutcome::Managed { .. } => tracing::info!(
+            message_id = catalog::IRQ_MANAGED,
             irq = c.irq,
+            irq_name,
             device = c.device.as_str(),
+            driver,
+            queue = c.queue,
             "irq {} of {who}: the kernel refused the write (kernel-managed); left alone from now on",
             c.irq
         ),
-        WriteOutcome::Gone { .. } => {
-            tracing::info!(
+        WriteOutcome::Gone { .. } => tracing::info!(
+            message_id = catalog::IRQ_GONE,
+            irq = c.irq,
+            irq_name,
+            device = c.device.as_str(),
+            driver,
+            queue = c.queue,
+            "irq {} of {who}: gone before it was written",
+            c.irq
+        ),
+        WriteOutcome::Failed { class, error } => {
+            let class_name = serde_json::to_value(class).ok().and_then(|v| v.as_str().map(String::from));
+            let wanted = list(c.wanted.as_ref());
+            tracing::warn!(
+                message_id = catalog::WRITE_FAILED,
                 irq = c.irq,
+                irq_name,
                 device = c.device.as_str(),
-                "irq {} of {who}: gone before it was written",
-                c.irq
+                driver,
+                queue = c.queue,
+                cpus_old = old.as_str(),
+                cpus_wanted = wanted.as_str(),
+                class = class_name.as_deref().unwrap_or("other"),
+                error = error.as_str(),
+                "irq {} of {who}: write failed ({class:?}): {}",
+                c.irq,
+                printable(error)
             )
         }
-        WriteOutcome::Failed { class, error } => tracing::warn!(
-            irq = c.irq,
-            device = c.device.as_str(),
+    }
+}
+
+/// Logs one transmit-steering change: INFO with the journal fields for a write, WARN for a
+/// failure (DEBUG when `quiet`: the same failure as the pass before).
+pub fn log_xps_change(x: &XpsChange, quiet: bool) {
+    let interface = x.interface.as_deref().unwrap_or("");
+    let who = printable(if interface.is_empty() { &x.device } else { interface });
+    let driver = x.driver.as_deref().unwrap_or("");
+    let old = x.old.to_list_string();
+    match &x.result {
+        XpsOutcome::Written { new, matches, readback } => {
+            let new = new.to_list_string();
+            let differs = match (matches, readback) {
+                (true, _) => String::new(),
+                (false, Some(r)) => format!(" (read back as {})", r.to_list_string()),
+                (false, None) => " (unreadable after the write)".to_string(),
+            };
+            tracing::info!(
+                message_id = catalog::XPS_APPLIED,
+                device = x.device.as_str(),
+                interface,
+                driver,
+                txq = x.txq,
+                xps_old = old.as_str(),
+                xps_new = new.as_str(),
+                "xps of {who} tx-{}: {} -> {}{differs}",
+                x.txq,
+                if old.is_empty() { "-" } else { &old },
+                if new.is_empty() { "-" } else { &new }
+            );
+        }
+        XpsOutcome::Failed { class, error } if quiet => {
+            tracing::debug!(
+                device = x.device.as_str(),
+                txq = x.txq,
+                "xps of {who} tx-{} again ({class:?}): {}",
+                x.txq,
+                printable(error)
+            )
+        }
+        XpsOutcome::Failed { class, error } => tracing::warn!(
+            message_id = catalog::WRITE_FAILED,
+            device = x.device.as_str(),
+            interface,
+            txq = x.txq,
             class = ?class,
-            "irq {} of {who}: write failed ({class:?}): {error}",
-            c.irq
+            "xps of {who} tx-{}: write failed ({class:?}): {}",
+            x.txq,
+            printable(error)
         ),
     }
 }

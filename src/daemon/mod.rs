@@ -13,32 +13,47 @@
 //!   error and the previous one kept), pass, `READY=1`. `SIGTERM`/`SIGINT`: `STOPPING=1`, restore
 //!   the masks found at start when `restore_on_exit`, return.
 //! - The watchdog is pinged from the loop itself: a pass that hangs stops the pings.
+//! - With `on_drift = "respect"`, an IRQ whose mask another owner changed (not the kernel's
+//!   CPU-offline fallback, not a driver's reset) is left as they set it and reported once, until
+//!   its device goes away or the configuration is reloaded ([`respect`]).
+//! - Every NIC's transmit steering is written with its IRQs, each change logged once; a failure
+//!   that repeats pass after pass is said once.
+//! - Counters ([`counters`]) run from start to stop, across reloads; after every pass they go to
+//!   the state file and, at most once per second, to `metrics_file` ([`metrics_file`]).
 
+pub mod catalog;
+pub mod counters;
 pub mod files;
 pub mod ledger;
 pub mod logging;
+pub mod metrics_file;
 pub mod notify;
 pub mod originals;
 pub mod peers;
+pub mod respect;
 pub mod state;
 
-use std::collections::BTreeSet;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::collections::{BTreeSet, VecDeque};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{mpsc, watch};
 use tokio::time::{interval, Interval, MissedTickBehavior};
 
-use crate::apply::{apply_plan, AffinityWriter, ApplyReport, ProcIrq};
-use crate::config::{Config, ConfigPaths};
+use crate::apply::{apply_plan, apply_xps, AffinityWriter, ApplyReport, ProcIrq, XpsChange, XpsOutcome};
+use crate::config::{Config, ConfigPaths, OnDrift};
 use crate::engine::{load_config_with_warnings, plan_with_topology, EngineError, PlannedPass};
+use crate::events::files::{WatchHow, WatchTarget};
 use crate::events::{Batch, Debouncer, EventConfig, EventSources, EventsError, Trigger};
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
 use crate::topology::{memory_file, Topology, TopologyMemory};
 
+use counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
 use ledger::{Ledger, Loudness};
+use metrics_file::Pacer;
 use notify::Notifier;
 use originals::Originals;
+use respect::{KernelDefaults, RespectNews, Respected};
 use state::StateRecord;
 
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +62,49 @@ pub enum DaemonError {
     Engine(#[from] EngineError),
     #[error(transparent)]
     Events(#[from] EventsError),
+}
+
+/// When to retry a pass that left the daemon degraded: 1 s after the first, doubling up to the
+/// reconcile interval; forgotten once a pass succeeds. A pass run for another reason in between
+/// does not move the scheduled attempt.
+struct Backoff {
+    delay: Option<std::time::Duration>,
+    at: Option<tokio::time::Instant>,
+    armed: bool,
+}
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff { delay: None, at: None, armed: false }
+    }
+
+    /// After any pass: schedules the next attempt when degraded (first one 1 s away, then twice
+    /// the last delay, at most `cap`), clears the schedule when not.
+    fn after_pass(&mut self, degraded: bool, cap: std::time::Duration) {
+        if !degraded {
+            (self.delay, self.at, self.armed) = (None, None, false);
+            return;
+        }
+        if self.armed {
+            return;
+        }
+        let next = self.delay.map_or(std::time::Duration::from_secs(1), |d| (d * 2).min(cap.max(d)));
+        self.delay = Some(next);
+        self.at = Some(tokio::time::Instant::now() + next);
+        self.armed = true;
+    }
+
+    /// Resolves at the scheduled attempt (never when none is scheduled) and disarms it.
+    async fn wait(&mut self) {
+        match self.at {
+            Some(at) => {
+                tokio::time::sleep_until(at).await;
+                self.armed = false;
+                self.at = None;
+            }
+            None => std::future::pending().await,
+        }
+    }
 }
 
 /// The running daemon's memory. See the module documentation for its guarantees.
@@ -66,6 +124,11 @@ pub struct Daemon {
     /// Every CPU's masks as last seen online: queue homes stay put while CPUs come and go.
     memory: TopologyMemory,
     memory_failed: bool,
+    /// The debounce window and the reconcile period in force: a reload changes them.
+    debounce: watch::Sender<std::time::Duration>,
+    reconcile: watch::Sender<std::time::Duration>,
+    /// `--log-format` was given: the configuration's `log_format` does not apply.
+    log_format_pinned: bool,
     /// The masks to restore on exit, as recorded on disk.
     originals: Originals,
     originals_failed: bool,
@@ -75,12 +138,29 @@ pub struct Daemon {
     passes: watch::Sender<u64>,
     notifier: Notifier,
     state_failed: bool,
+    /// IRQs left to other owners (`on_drift = "respect"`).
+    respected: Respected,
+    /// Transmit queues whose last `xps_cpus` write failed, with how (said once).
+    xps_failing: std::collections::BTreeMap<(String, u32), crate::apply::FailureClass>,
+    counters: Counters,
+    /// The last [`RECENT_CHANGES`] writes, oldest first.
+    recent: VecDeque<RecentChange>,
+    metrics_pacer: Pacer,
+    /// The metrics file that last failed to be written (said once until it works again).
+    metrics_failed: Option<std::path::PathBuf>,
+    /// Stale temporary copies of the metrics file were looked for.
+    metrics_cleaned: bool,
 }
 
 /// Seconds since the Unix epoch (0 if the clock is before it): the one wall clock of the state
 /// file and `status`.
 pub fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// [`unix_now`] with its fraction, for the metrics' timestamps.
+fn unix_now_f64() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Why a batch ran a pass, in words for the log and the state file.
@@ -92,6 +172,7 @@ pub fn describe(batch: &Batch) -> Vec<String> {
         (batch.devices_changed, "device"),
         (batch.overflow, "overflow"),
         (batch.reconcile, "reconcile"),
+        (batch.isolation, "isolation"),
     ];
     why.extend(flags.iter().filter(|(on, _)| *on).map(|(_, w)| w.to_string()));
     for (ifindex, link) in &batch.links {
@@ -104,6 +185,8 @@ pub fn describe(batch: &Batch) -> Vec<String> {
 impl Daemon {
     /// A daemon for `root` with an already loaded `config`; nothing is read or written yet.
     pub fn new(root: Root, paths: ConfigPaths, config: Config) -> Daemon {
+        let (debounce, reconcile) = (config.global.debounce, config.global.reconcile_interval);
+        let started = unix_now();
         Daemon {
             root,
             paths,
@@ -118,14 +201,29 @@ impl Daemon {
             last_topology: None,
             memory: TopologyMemory::default(),
             memory_failed: false,
+            debounce: watch::channel(debounce).0,
+            reconcile: watch::channel(reconcile).0,
+            log_format_pinned: false,
             originals: Originals::default(),
             originals_failed: false,
             config_warned: std::collections::BTreeSet::new(),
-            started: unix_now(),
+            started,
             passes: watch::channel(0).0,
             notifier: Notifier::new(),
             state_failed: false,
+            respected: Respected::default(),
+            xps_failing: std::collections::BTreeMap::new(),
+            counters: Counters::new(started),
+            recent: VecDeque::new(),
+            metrics_pacer: Pacer::default(),
+            metrics_failed: None,
+            metrics_cleaned: false,
         }
+    }
+
+    /// The counters since start (what the metrics file and `status` show).
+    pub fn counters(&self) -> &Counters {
+        &self.counters
     }
 
     pub fn config(&self) -> &Config {
@@ -158,9 +256,12 @@ impl Daemon {
                 "irqbalance (pid {pid}) is running: it will fight irqwise over IRQ placement; stop and disable it (systemctl disable --now irqbalance)"
             );
         }
-        let events =
-            EventConfig { reconcile_interval: Some(self.config.global.reconcile_interval), ..EventConfig::default() };
-        let (_sources, triggers) = start_sources(events)?;
+        let events = EventConfig {
+            reconcile_interval: Some(self.config.global.reconcile_interval),
+            watch_files: isolation_files(&self.root),
+            ..EventConfig::default()
+        };
+        let (_sources, triggers) = start_sources(events, &self.reconcile)?;
         self.run_with(triggers).await;
         Ok(())
     }
@@ -168,7 +269,7 @@ impl Daemon {
     /// The loop on an injected trigger stream: initial pass, `READY=1`, then one pass per
     /// debounced batch until a stop (or the end of the stream), then `STOPPING=1` and restore.
     pub async fn run_with(&mut self, triggers: mpsc::Receiver<Trigger>) {
-        let mut debouncer = Debouncer::new(triggers, self.config.global.debounce);
+        let mut debouncer = Debouncer::adjustable(triggers, self.debounce.subscribe());
         // The debouncer runs in its own task: a batch half-collected when the watchdog ticks is
         // never dropped (its future is not cancel-safe).
         let (batch_tx, mut batches) = mpsc::channel::<Batch>(1);
@@ -180,22 +281,37 @@ impl Daemon {
             }
         });
         self.pass(vec!["start".into()]);
-        self.notifier.ready(&self.last_counts.status_line());
+        // READY=1 even when degraded: boot must not wait for a machine irqwise cannot read;
+        // STATUS= says what is wrong and passes are retried with backoff.
+        self.notifier.ready(&self.status_text());
+        let mut retry = Backoff::new();
         let mut watchdog = notify::watchdog_period().map(|period| {
             let mut timer = interval(period);
             timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
             timer
         });
         loop {
+            retry.after_pass(self.degraded().is_some(), self.config.global.reconcile_interval);
+            let metrics_due = self.metrics_pacer.due();
             tokio::select! {
                 batch = batches.recv() => match batch {
                     Some(batch) if !batch.stop => self.handle(batch),
                     _ => break,
                 },
                 _ = tick(&mut watchdog) => self.notifier.watchdog(),
+                _ = retry.wait() => {
+                    self.pass(vec!["retry".into()]);
+                    self.notifier.status(&self.status_text());
+                }
+                _ = deadline(metrics_due) => self.publish_metrics(),
             }
         }
         collector.abort();
+        // A metrics write still held back by the once-per-second limit is made before stopping.
+        if self.metrics_pacer.due().is_some() {
+            deadline(self.metrics_pacer.due()).await;
+            self.publish_metrics();
+        }
         self.shutdown();
     }
 
@@ -206,10 +322,10 @@ impl Daemon {
             self.notifier.reloading();
             self.reload();
             self.pass(why);
-            self.notifier.ready(&self.last_counts.status_line());
+            self.notifier.ready(&self.status_text());
         } else {
             self.pass(why);
-            self.notifier.status(&self.last_counts.status_line());
+            self.notifier.status(&self.status_text());
         }
     }
 
@@ -219,28 +335,96 @@ impl Daemon {
         match load_config_with_warnings(&self.root, &self.paths) {
             Ok((config, warnings)) => {
                 self.note_config_warnings(&warnings);
-                let g = (&config.global, &self.config.global);
-                if g.0.debounce != g.1.debounce || g.0.reconcile_interval != g.1.reconcile_interval {
-                    tracing::warn!("debounce and reconcile_interval changes take effect at the next restart");
-                }
+                self.apply_global(&config.global);
                 tracing::info!("configuration reloaded from {} file(s)", config.sources.len());
                 self.config = config;
                 self.ledger.forget_warnings();
+                if !self.respected.is_empty() {
+                    tracing::info!(
+                        "{} IRQ(s) left to other owners are placed again under the reloaded configuration",
+                        self.respected.len()
+                    );
+                }
+                self.respected.clear();
+                self.counters.record_reload(true);
                 self.config_error = None;
             }
             Err(EngineError::Config(errors)) => {
                 for e in &errors.0 {
                     tracing::error!("{e}");
                 }
-                tracing::error!("configuration not reloaded ({} error(s)); keeping the previous one", errors.0.len());
+                tracing::error!(
+                    message_id = catalog::CONFIG_REJECTED,
+                    config_errors = errors.0.len(),
+                    "configuration not reloaded ({} error(s)); keeping the previous one",
+                    errors.0.len()
+                );
+                self.counters.record_reload(false);
                 let lines: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
                 self.config_error = Some(lines.join("\n"));
             }
             Err(e) => {
-                tracing::error!("configuration not reloaded: {e}; keeping the previous one");
+                tracing::error!(
+                    message_id = catalog::CONFIG_REJECTED,
+                    error = %e,
+                    "configuration not reloaded: {e}; keeping the previous one"
+                );
+                self.counters.record_reload(false);
                 self.config_error = Some(e.to_string());
             }
         }
+    }
+
+    /// Why the daemon is not doing its job, if it is not: the last pass failed (the topology
+    /// could not be read), or every write of it failed.
+    pub fn degraded(&self) -> Option<String> {
+        if let Some(e) = &self.last_error {
+            return Some(format!("the last pass failed: {e}"));
+        }
+        let r = &self.last_counts;
+        (r.failed > 0 && r.written == 0).then(|| format!("all {} writes of the last pass failed", r.failed))
+    }
+
+    /// `STATUS=` and the state file's status: the counts, or `degraded: ...` with the reason.
+    pub fn status_text(&self) -> String {
+        match self.degraded() {
+            Some(why) => format!("degraded: {why}; {}", self.last_counts.status_line()),
+            None => self.last_counts.status_line(),
+        }
+    }
+
+    /// Puts a reloaded `[global]` into force where it is not read at each pass: the debounce
+    /// window (from the next batch), the reconcile period (restarted now) and the log sink.
+    fn apply_global(&mut self, new: &crate::config::Global) {
+        let old = &self.config.global;
+        if new.debounce != old.debounce {
+            self.debounce.send_replace(new.debounce);
+            tracing::info!("debounce is now {:?} (was {:?})", new.debounce, old.debounce);
+        }
+        if new.reconcile_interval != old.reconcile_interval {
+            self.reconcile.send_replace(new.reconcile_interval);
+            tracing::info!("reconcile_interval is now {:?} (was {:?})", new.reconcile_interval, old.reconcile_interval);
+        }
+        if new.log_format != old.log_format {
+            if self.log_format_pinned {
+                tracing::info!("log_format in the configuration does not apply: --log-format was given");
+            } else {
+                match logging::switch(new.log_format) {
+                    Ok(sink) => tracing::info!("log format is now {sink:?}"),
+                    Err(e) => tracing::error!("log_format not applied: {e}; the log stays where it was"),
+                }
+            }
+        }
+    }
+
+    /// The debounce window and reconcile period in force (a reload changes them).
+    pub fn windows(&self) -> (std::time::Duration, std::time::Duration) {
+        (*self.debounce.borrow(), *self.reconcile.borrow())
+    }
+
+    /// Marks the log format as given on the command line (`--log-format`): a reload leaves it.
+    pub fn pin_log_format(&mut self) {
+        self.log_format_pinned = true;
     }
 
     /// Logs the configuration's warnings not logged before (at start; on reload only new ones:
@@ -281,25 +465,44 @@ impl Daemon {
                 Err(e) => tracing::warn!("{e}"),
             }
         }
-        match self.plan() {
+        let was_degraded = self.degraded().is_some();
+        let began = Instant::now();
+        let ok = match self.plan() {
             Err(e) => {
                 let message = e.to_string();
                 if self.last_error.as_deref() != Some(message.as_str()) {
                     tracing::error!(
+                        message_id = catalog::PASS_FAILED,
+                        pass = number,
+                        triggers = why.join(", "),
+                        error = message.as_str(),
                         "pass {number} ({}) failed, keeping the current placement: {message}",
                         why.join(", ")
                     );
                 }
                 self.last_error = Some(message);
+                false
             }
             Ok(planned) => {
                 if self.last_error.take().is_some() {
                     tracing::info!("pass {number} succeeded again");
                 }
+                let planned = self.respect_owners(planned);
                 self.apply(number, &why, planned.plan);
+                true
+            }
+        };
+        self.counters.record_pass(&why, ok, began.elapsed(), unix_now_f64());
+        if let (false, Some(why)) = (was_degraded, self.degraded()) {
+            if self.last_error.is_none() {
+                tracing::error!(
+                    message_id = catalog::PASS_FAILED,
+                    "degraded: {why}; retrying with backoff (the warnings above say why each write failed)"
+                );
             }
         }
         self.write_state(number, &why);
+        self.publish_metrics();
         self.passes.send_replace(number);
     }
 
@@ -347,16 +550,30 @@ impl Daemon {
         }
         for d in self.ledger.observe(&plan) {
             let found = d.found.map_or("unreadable".into(), |f| f.to_list_string());
+            let placed = d.placed.to_list_string();
+            let (dev, p) = plan.find_irq(d.irq).map_or((None, None), |(dev, p)| (Some(dev), Some(p)));
             tracing::warn!(
+                message_id = catalog::DRIFT_RESTORED,
                 irq = d.irq,
-                "irq {} drifted from {} to {found}, restoring",
-                d.irq,
-                d.placed.to_list_string()
+                irq_name = d.name.as_deref().unwrap_or(""),
+                device = dev.map_or("", |dev| dev.bdf.as_str()),
+                driver = dev.and_then(|dev| dev.driver.as_deref()).unwrap_or(""),
+                queue = p.and_then(|p| p.queue),
+                cpus_placed = placed.as_str(),
+                cpus_found = found.as_str(),
+                "irq {} drifted from {placed} to {found}, restoring",
+                d.irq
             );
+            if let Some(dev) = dev {
+                self.counters.record_drift(DeviceLabels::of(dev));
+            }
         }
         // The originals are on disk before the first write that changes them.
         let root = &self.root;
-        let present = |bdf: &str| root.exists(format!("{}/{bdf}", crate::devices::discover::PCI_DEVICES));
+        // IRQs of no device stay recorded: the guard moved them, restore_on_exit puts them back.
+        let present = |bdf: &str| {
+            bdf == crate::devices::NO_DEVICE || root.exists(format!("{}/{bdf}", crate::devices::discover::PCI_DEVICES))
+        };
         if self.originals.note_plan(&plan, &present) {
             if let Err(e) = self.originals.save(&self.root) {
                 if !self.originals_failed {
@@ -367,7 +584,9 @@ impl Daemon {
                 self.originals_failed = false;
             }
         }
-        let report = apply_plan(&plan, &ProcIrq::new(self.root.clone()));
+        let mut report = apply_plan(&plan, &ProcIrq::new(self.root.clone()));
+        report.xps = apply_xps(&plan, &self.root);
+        self.log_xps(&report.xps);
         let targets: std::collections::BTreeMap<u32, &crate::cpuset::CpuSet> =
             plan.writes().filter_map(|(_, p)| Some((p.irq, p.desired.as_ref()?))).collect();
         for c in &report.changes {
@@ -378,6 +597,10 @@ impl Daemon {
                 Loudness::Recovered(n) => {
                     tracing::info!(
                         irq = c.irq,
+                        irq_name = c.irq_name.as_deref().unwrap_or(""),
+                        device = c.device.as_str(),
+                        driver = c.driver.as_deref().unwrap_or(""),
+                        queue = c.queue,
                         "irq {}: written again after {n} passes that ended the same way",
                         c.irq
                     );
@@ -388,8 +611,15 @@ impl Daemon {
         self.ledger.record(&plan, &report);
         self.known_managed.extend(report.learned_managed.iter().copied());
         for news in self.ledger.managed_news(&plan) {
+            // The ledger names a device by its name, else its PCI address.
+            let dev = plan.devices.iter().find(|d| d.name.as_deref().unwrap_or(&d.bdf) == news.device);
+            let bdf = dev.map_or(news.device.as_str(), |d| d.bdf.as_str());
+            let driver = dev.and_then(|d| d.driver.as_deref());
             if news.predicted == 0 {
                 tracing::info!(
+                    device = bdf,
+                    driver = driver.unwrap_or(""),
+                    managed_irqs = news.managed,
                     "{}: {} IRQs are kernel-managed; placement chosen by the driver (not predicted)",
                     news.device,
                     news.managed
@@ -397,6 +627,10 @@ impl Daemon {
             } else if news.mismatched.is_empty() && news.uncertain.is_empty() {
                 let of = if news.predicted < news.managed { format!(" for {}", news.predicted) } else { String::new() };
                 tracing::info!(
+                    message_id = catalog::MANAGED_VERIFIED,
+                    device = bdf,
+                    driver = driver.unwrap_or(""),
+                    managed_irqs = news.managed,
                     "{}: {} IRQs are kernel-managed; predicted placement matches{of}",
                     news.device,
                     news.managed
@@ -413,6 +647,11 @@ impl Daemon {
             } else {
                 let irqs: Vec<String> = news.mismatched.iter().map(u32::to_string).collect();
                 tracing::warn!(
+                    message_id = catalog::MANAGED_MISMATCH,
+                    device = bdf,
+                    driver = driver.unwrap_or(""),
+                    managed_irqs = news.managed,
+                    mismatched_irqs = irqs.join(" "),
                     "{}: {} IRQs are kernel-managed; IRQ(s) {} are not where the kernel's spreading predicts",
                     news.device,
                     news.managed,
@@ -422,21 +661,119 @@ impl Daemon {
         }
         let r = report.summary;
         self.last_counts = r;
-        if !report.changes.is_empty() {
+        if !report.changes.is_empty() || report.xps.iter().any(|x| !x.is_failure()) {
+            let status = self.last_counts.status_line();
             tracing::info!(
-                "pass {number} ({}): {} written, {} failed; {}",
+                message_id = catalog::PASS_SUMMARY,
+                pass = number,
+                triggers = why.join(", "),
+                written = r.written,
+                failed = r.failed,
+                status = status.as_str(),
+                "pass {number} ({}): {} written, {} failed; {status}",
                 why.join(", "),
                 r.written,
-                r.failed,
-                self.last_counts.status_line()
+                r.failed
             );
+        }
+        self.counters.record_writes(&report);
+        self.counters.record_states(&plan, &report);
+        let at = unix_now();
+        for c in &report.changes {
+            if self.recent.len() == RECENT_CHANGES {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(RecentChange::of(c, number, at));
         }
         self.last_plan = plan;
         self.last_report = report;
     }
 
+    /// With `on_drift = "respect"`: takes this pass's drift into the respected set (logging each
+    /// IRQ newly left to another owner, and each given back), and turns every respected IRQ of
+    /// the plan into a `skip` that keeps its mask. Otherwise the plan as it is.
+    fn respect_owners(&mut self, mut planned: PlannedPass) -> PlannedPass {
+        if self.config.global.on_drift != OnDrift::Respect {
+            return planned;
+        }
+        let defaults = KernelDefaults {
+            online: planned.topology.online.clone(),
+            default_affinity: self
+                .root
+                .read_small_optional("proc/irq/default_smp_affinity")
+                .ok()
+                .flatten()
+                .and_then(|t| crate::cpuset::CpuSet::parse_mask(t.trim()).ok()),
+            hints: planned
+                .devices
+                .iter()
+                .flat_map(|d| &d.vectors)
+                .filter_map(|v| Some((v.irq, v.hint.clone()?)))
+                .collect(),
+        };
+        let drift = self.ledger.drift(&planned.plan);
+        let news = self.respected.observe(&mut planned.plan, &drift, &defaults);
+        // Transmit steering follows the IRQs where they are, other owners' included.
+        for d in &mut planned.plan.devices {
+            let moved: std::collections::BTreeMap<u32, crate::cpuset::CpuSet> = d
+                .irqs
+                .iter()
+                .filter(|p| self.respected.contains(p.irq))
+                .filter(|p| matches!(p.role, crate::devices::QueueRole::Tx | crate::devices::QueueRole::RxTx))
+                .filter_map(|p| Some((p.queue?, p.current.clone()?)))
+                .collect();
+            if let Some(x) = d.xps.as_mut().filter(|_| !moved.is_empty()) {
+                crate::plan::xps::re_anchor(&planned.topology, x, &moved);
+            }
+        }
+        for news in news {
+            match news {
+                RespectNews::Respected(o) => tracing::warn!(
+                    irq = o.irq,
+                    device = o.device.as_str(),
+                    "irq {} ({}) of {}: moved from {} to {} by another owner; left as it is (on_drift = respect) until the device goes away or the configuration is reloaded",
+                    o.irq,
+                    crate::text::printable(o.name.as_deref().unwrap_or("")),
+                    o.device,
+                    o.placed,
+                    o.mask
+                ),
+                RespectNews::Released(o) => tracing::info!(
+                    irq = o.irq,
+                    device = o.device.as_str(),
+                    "irq {} of {}: the CPUs another owner gave it ({}) are all offline; irqwise places it again",
+                    o.irq,
+                    o.device,
+                    o.mask
+                ),
+            }
+        }
+        planned
+    }
+
+    /// Logs each transmit-steering change: a write at INFO, a failure at WARN the first time it
+    /// happens and at DEBUG while it repeats; the first success after failures says so.
+    fn log_xps(&mut self, changes: &[XpsChange]) {
+        for x in changes {
+            let key = (x.device.clone(), x.txq);
+            match &x.result {
+                XpsOutcome::Failed { class, .. } => {
+                    let quiet = self.xps_failing.insert(key, *class) == Some(*class);
+                    logging::log_xps_change(x, quiet);
+                }
+                XpsOutcome::Written { .. } => {
+                    if self.xps_failing.remove(&key).is_some() {
+                        tracing::info!(device = x.device.as_str(), txq = x.txq, "xps of tx-{}: written again", x.txq);
+                    }
+                    logging::log_xps_change(x, false);
+                }
+            }
+        }
+    }
+
     fn write_state(&mut self, number: u64, why: &[String]) {
-        let status = self.last_counts.status_line();
+        let status = self.status_text();
+        let degraded = self.degraded();
         let record = StateRecord {
             schema: crate::JSON_SCHEMA,
             pid: std::process::id(),
@@ -447,17 +784,48 @@ impl Daemon {
             summary: self.last_counts,
             status: &status,
             error: self.last_error.as_deref(),
+            degraded: degraded.as_deref(),
             config_error: self.config_error.as_deref(),
             config_sources: &self.config.sources,
             plan: state::PlanState::of(&self.last_plan),
             repeated: self.ledger.repeated(),
             report: state::ReportState::of(&self.last_report),
+            counters: &self.counters,
+            recent_changes: self.recent.make_contiguous(),
         };
         match state::write_state(&self.root, &record) {
             Ok(()) => self.state_failed = false,
             Err(e) if !self.state_failed => {
                 tracing::warn!("state file not written: {e}");
                 self.state_failed = true;
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// Writes the metrics file (when one is configured or the default directory exists), unless
+    /// the last write was less than a second ago: then it is due at the end of that second and
+    /// the loop calls this again. A failure is logged once per path until a write works.
+    fn publish_metrics(&mut self) {
+        let Some(path) = metrics_file::resolve(&self.root, &self.config.global.metrics_file) else {
+            self.metrics_pacer.forget_pending();
+            return;
+        };
+        let now = Instant::now();
+        if !self.metrics_pacer.offer(now) {
+            return;
+        }
+        if !self.metrics_cleaned {
+            // Temporary copies a killed daemon left are never *.prom, but litter the directory.
+            files::remove_stale_temps(&path);
+            self.metrics_cleaned = true;
+        }
+        self.metrics_pacer.wrote(now);
+        match metrics_file::write_atomically(&path, &self.counters.render(env!("CARGO_PKG_VERSION"))) {
+            Ok(()) => self.metrics_failed = None,
+            Err(e) if self.metrics_failed.as_ref() != Some(&path) => {
+                tracing::warn!("metrics not written: {e}");
+                self.metrics_failed = Some(path);
             }
             Err(_) => {}
         }
@@ -478,14 +846,62 @@ impl Daemon {
             match writer.write(*irq, cpus) {
                 Ok(_) => restored += 1,
                 Err(e) => {
-                    tracing::warn!(irq, "irq {irq}: not restored to {} ({:?}): {e}", cpus.to_list_string(), e.class())
+                    let (dev, p) = self.last_plan.find_irq(*irq).map_or((None, None), |(d, p)| (Some(d), Some(p)));
+                    tracing::warn!(
+                        irq,
+                        irq_name = p.and_then(|p| p.name.as_deref()).unwrap_or(""),
+                        device = dev.map_or("", |d| d.bdf.as_str()),
+                        driver = dev.and_then(|d| d.driver.as_deref()).unwrap_or(""),
+                        queue = p.and_then(|p| p.queue),
+                        "irq {irq}: not restored to {} ({:?}): {e}",
+                        cpus.to_list_string(),
+                        e.class()
+                    )
                 }
             }
         }
         if !todo.is_empty() {
             tracing::info!("restored {restored} of {} IRQs to the masks they had before irqwise", todo.len());
         }
+        let xps = self.originals.restore_xps_list();
+        let mut restored = 0;
+        for (o, cpus) in &xps {
+            match crate::apply::xps::write_xps(&self.root, &o.file, cpus) {
+                Ok(_) => restored += 1,
+                Err(e) => tracing::warn!(
+                    device = o.device.as_str(),
+                    txq = o.txq,
+                    "xps of tx-{}: not restored ({:?}): {e}",
+                    o.txq,
+                    e.class()
+                ),
+            }
+        }
+        if !xps.is_empty() {
+            tracing::info!(
+                "restored the xps_cpus of {restored} of {} tx queues to what they were before irqwise",
+                xps.len()
+            );
+        }
         self.originals.clear(&self.root);
+    }
+}
+
+/// The files whose changes run a pass: irqbalance's environment files (in their directories,
+/// so that files created later are seen) and the root cgroup's isolated CPUs.
+pub fn isolation_files(root: &Root) -> Vec<WatchTarget> {
+    use crate::topology::discover::isolation::{CGROUP_ISOLATED, IRQBALANCE_FILES};
+    let mut targets: Vec<WatchTarget> =
+        IRQBALANCE_FILES.iter().map(|f| WatchTarget { path: root.path(f), how: WatchHow::InDirectory }).collect();
+    targets.push(WatchTarget { path: root.path(CGROUP_ISOLATED), how: WatchHow::Itself });
+    targets
+}
+
+/// Waits until `at`; forever when there is nothing to wait for.
+async fn deadline(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -501,9 +917,12 @@ async fn tick(timer: &mut Option<Interval>) {
 
 /// Starts the sources; a netlink source that cannot be opened (not root, no netlink in this
 /// namespace) is dropped with a warning, and the daemon runs on the rest.
-fn start_sources(mut events: EventConfig) -> Result<(EventSources, mpsc::Receiver<Trigger>), DaemonError> {
+fn start_sources(
+    mut events: EventConfig,
+    reconcile: &watch::Sender<std::time::Duration>,
+) -> Result<(EventSources, mpsc::Receiver<Trigger>), DaemonError> {
     loop {
-        match EventSources::start(&events) {
+        match EventSources::start_adjustable(&events, Some(reconcile.subscribe())) {
             Ok(started) => return Ok(started),
             Err(e @ EventsError::UeventMonitor(_)) if events.kernel_uevents => {
                 tracing::warn!(
@@ -514,6 +933,12 @@ fn start_sources(mut events: EventConfig) -> Result<(EventSources, mpsc::Receive
             Err(e @ EventsError::Rtnetlink(_)) if events.rtnetlink => {
                 tracing::warn!("{e}; running without link events");
                 events.rtnetlink = false;
+            }
+            Err(e @ (EventsError::Inotify(_) | EventsError::Register { what: "the inotify descriptor", .. }))
+                if !events.watch_files.is_empty() =>
+            {
+                tracing::warn!("{e}; isolation changes are seen by the reconcile timer only");
+                events.watch_files.clear();
             }
             Err(e) => return Err(e.into()),
         }

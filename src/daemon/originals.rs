@@ -40,18 +40,35 @@ pub struct Original {
     pub cpus: String,
 }
 
+/// One transmit queue's `xps_cpus` before irqwise first changed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OriginalXps {
+    /// The PCI address of the NIC.
+    pub device: String,
+    pub interface: Option<String>,
+    pub txq: u32,
+    /// The `xps_cpus` file, relative to the root.
+    pub file: String,
+    /// The CPUs as a kernel list string.
+    pub cpus: String,
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct OriginalsFile {
     schema: u32,
     boot_id: Option<String>,
     irqs: Vec<Original>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    xps: Vec<OriginalXps>,
 }
 
-/// The record, by IRQ. Invariant: one entry per IRQ, the first mask seen before a change.
+/// The record, by IRQ and by `xps_cpus` file. Invariant: one entry per IRQ or file, the first
+/// value seen before a change.
 #[derive(Debug, Default)]
 pub struct Originals {
     boot_id: Option<String>,
     entries: BTreeMap<u32, Original>,
+    xps: BTreeMap<String, OriginalXps>,
 }
 
 impl Originals {
@@ -59,7 +76,7 @@ impl Originals {
     /// boot, or when it cannot be read (then with the error saying why).
     pub fn load(root: &Root) -> (Originals, Option<OriginalsError>) {
         let boot_id = root.read_small_optional(BOOT_ID).ok().flatten().map(|s| s.trim().to_string());
-        let fresh = Originals { boot_id: boot_id.clone(), entries: BTreeMap::new() };
+        let fresh = Originals { boot_id: boot_id.clone(), ..Originals::default() };
         let path = root.path(ORIGINALS_FILE);
         let bytes = match crate::sysfs::read_regular_file(&path, super::state::STATE_FILE_LIMIT) {
             Ok(bytes) => bytes,
@@ -74,7 +91,8 @@ impl Originals {
             return (fresh, None);
         }
         let entries = file.irqs.into_iter().map(|o| (o.irq, o)).collect();
-        (Originals { boot_id, entries }, None)
+        let xps = file.xps.into_iter().map(|o| (o.file.clone(), o)).collect();
+        (Originals { boot_id, entries, xps }, None)
     }
 
     /// Records, for every IRQ `plan` is about to write that has no record yet, its current mask;
@@ -103,6 +121,32 @@ impl Originals {
             self.entries.insert(p.irq, entry);
             changed = true;
         }
+        changed | self.note_xps(plan)
+    }
+
+    /// [`Originals::note_plan`] for transmit steering: the `xps_cpus` of every queue about to be
+    /// written, and dropping the entries of devices that went away.
+    fn note_xps(&mut self, plan: &Plan) -> bool {
+        let present: std::collections::BTreeSet<&str> = plan.devices.iter().map(|d| d.bdf.as_str()).collect();
+        let before = self.xps.len();
+        self.xps.retain(|_, o| present.contains(o.device.as_str()));
+        let mut changed = self.xps.len() != before;
+        for (d, x) in plan.devices.iter().filter_map(|d| Some((d, d.xps.as_ref()?))) {
+            for q in x.writes() {
+                if self.xps.contains_key(&q.file) {
+                    continue;
+                }
+                let entry = OriginalXps {
+                    device: d.bdf.clone(),
+                    interface: x.interface.clone(),
+                    txq: q.txq,
+                    file: q.file.clone(),
+                    cpus: q.current.to_list_string(),
+                };
+                self.xps.insert(q.file.clone(), entry);
+                changed = true;
+            }
+        }
         changed
     }
 
@@ -112,6 +156,7 @@ impl Originals {
             schema: crate::JSON_SCHEMA,
             boot_id: self.boot_id.clone(),
             irqs: self.entries.values().cloned().collect(),
+            xps: self.xps.values().cloned().collect(),
         };
         let mut bytes = serde_json::to_vec(&file).unwrap_or_default();
         bytes.push(b'\n');
@@ -124,19 +169,26 @@ impl Originals {
         self.entries.values().filter_map(|o| Some((o.irq, CpuSet::parse_list(&o.cpus).ok()?))).collect()
     }
 
+    /// Every recorded `xps_cpus` file with the CPUs to put back.
+    pub fn restore_xps_list(&self) -> Vec<(&OriginalXps, CpuSet)> {
+        self.xps.values().filter_map(|o| Some((o, CpuSet::parse_list(&o.cpus).ok()?))).collect()
+    }
+
     /// Forgets everything and removes the file: after a restore the machine holds its own masks
     /// again, so the next daemon starts a new record.
     pub fn clear(&mut self, root: &Root) {
         self.entries.clear();
+        self.xps.clear();
         let _ = std::fs::remove_file(root.path(ORIGINALS_FILE));
     }
 
+    /// Recorded IRQs and `xps_cpus` files.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.len() + self.xps.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.is_empty() && self.xps.is_empty()
     }
 }
 
@@ -161,7 +213,9 @@ mod tests {
                 recognised: Recognition::NotRecognised { driver: "x".into() },
                 managed: false,
                 current: Some(set(current)),
+                current_locality: None,
                 desired: Some(set(desired)),
+                hint: None,
                 action: if current == desired { Action::Keep } else { Action::Set },
                 reason: String::new(),
                 fallbacks: Vec::new(),
@@ -178,6 +232,7 @@ mod tests {
             strategy: StrategyName::NumaHop,
             rules: vec![],
             irqs,
+            xps: None,
         };
         Plan { kernel: None, devices: vec![dev], warnings: vec![] }
     }

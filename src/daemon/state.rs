@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::counters::{render_status_section, Counters, RecentChange};
 use crate::apply::{ApplyReport, WriteOutcome};
 use crate::cpuset::CpuSet;
 use crate::plan::{Plan, Summary};
@@ -49,6 +50,9 @@ pub struct StateRecord<'a> {
     pub status: &'a str,
     /// The last pass's error, if it failed (the plan and report are then the previous ones).
     pub error: Option<&'a str>,
+    /// Why the daemon is degraded (the last pass failed, or all its writes did); absent when not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<&'a str>,
     /// Why the last reload was rejected (the previous configuration is still in force); absent
     /// after a successful reload and before the first.
     pub config_error: Option<&'a str>,
@@ -57,6 +61,10 @@ pub struct StateRecord<'a> {
     /// Writes that ended the same way pass after pass (logged once, counted here).
     pub repeated: Vec<super::ledger::Repeated>,
     pub report: ReportState,
+    /// Since start (the same counters as the metrics file).
+    pub counters: &'a Counters,
+    /// The last writes, oldest first.
+    pub recent_changes: &'a [RecentChange],
 }
 
 /// The plan as the state keeps it: every IRQ's action and CPUs, as list strings.
@@ -181,10 +189,17 @@ pub struct StateView {
     pub summary: Summary,
     pub status: String,
     pub error: Option<String>,
+    #[serde(default)]
+    pub degraded: Option<String>,
     /// Absent in state files of versions that did not record it.
     #[serde(default)]
     pub config_error: Option<String>,
     pub plan: PlanView,
+    /// Absent in state files of versions without counters.
+    #[serde(default)]
+    pub counters: Option<Counters>,
+    #[serde(default)]
+    pub recent_changes: Vec<RecentChange>,
     #[serde(default)]
     pub repeated: Vec<RepeatedView>,
 }
@@ -252,6 +267,9 @@ pub fn render_status(s: &StateView, now: u64, alive: bool) -> String {
     if let Some(e) = &s.error {
         out.push_str(&format!("last pass failed: {e}\n"));
     }
+    if let Some(d) = s.degraded.as_deref().filter(|_| s.error.is_none()) {
+        out.push_str(&format!("degraded: {d}\n"));
+    }
     if let Some(e) = &s.config_error {
         out.push_str(&format!("last reload rejected, previous configuration kept: {}\n", e.replace('\n', "; ")));
     }
@@ -271,6 +289,9 @@ pub fn render_status(s: &StateView, now: u64, alive: bool) -> String {
             let pname = p.name.as_deref().unwrap_or("-");
             out.push_str(&format!("  irq {:>5} {pname:<24} {:<8} {cpus}\n", p.irq, p.action));
         }
+    }
+    if let Some(counters) = &s.counters {
+        out.push_str(&render_status_section(counters, &s.recent_changes, now));
     }
     out
 }

@@ -5,6 +5,7 @@
 //! [`Discovery::warnings`]; the rest of the machine is still discovered.
 
 mod irq;
+pub mod net_queues;
 mod nvme;
 mod pci;
 mod udev;
@@ -14,7 +15,7 @@ use std::path::PathBuf;
 
 use serde::{Serialize, Serializer};
 
-use super::Device;
+use super::{Device, LooseIrq, NO_DEVICE};
 use crate::sysfs::{read_in_parallel, Root, SysfsError};
 use crate::topology::Topology;
 
@@ -25,6 +26,8 @@ pub use udev::udev_properties;
 pub struct Discovery {
     /// Sorted by PCI address.
     pub devices: Vec<Device>,
+    /// IRQs with a handler that belong to no device above, by IRQ number.
+    pub loose: Vec<LooseIrq>,
     #[serde(serialize_with = "as_strings")]
     pub warnings: Vec<DeviceError>,
 }
@@ -94,7 +97,6 @@ pub fn discover_devices(root: &Root, topo: &Topology) -> Result<Discovery, Devic
         let device = pci::read_device(root, topo, bdf, &names, &requested, &mut warnings);
         (device, warnings)
     });
-    out.warnings.extend(names.take_warnings());
     for (device, warnings) in found {
         out.warnings.extend(warnings);
         match device {
@@ -103,7 +105,40 @@ pub fn discover_devices(root: &Root, topo: &Topology) -> Result<Discovery, Devic
             Err(e) => out.warnings.push(e),
         }
     }
+    out.loose = loose_irqs(root, &requested, &names, &out.devices, &mut out.warnings);
+    out.warnings.extend(names.take_warnings());
     Ok(out)
+}
+
+/// Every IRQ of `proc/irq` with a handler that no device's vector is: read like a device vector
+/// (a bad file is a warning naming it), plus its `node`. Empty when `proc/irq` cannot be listed.
+fn loose_irqs(
+    root: &Root,
+    requested: &irq::Requested,
+    names: &irq::IrqNames,
+    devices: &[Device],
+    warnings: &mut Vec<DeviceError>,
+) -> Vec<LooseIrq> {
+    let irq::Requested::Listed(all) = requested else { return Vec::new() };
+    let owned: std::collections::HashSet<u32> = devices.iter().flat_map(|d| d.vectors.iter().map(|v| v.irq)).collect();
+    let mut loose: Vec<u32> = all.iter().copied().filter(|i| !owned.contains(i)).collect();
+    loose.sort_unstable();
+    let mut out = Vec::new();
+    for irq in loose {
+        let actions = names.actions(root, irq).unwrap_or_default();
+        if actions.is_empty() {
+            continue; // no handler: nothing runs there
+        }
+        let (vector, _) = irq::read_vector(root, actions, NO_DEVICE, irq, warnings);
+        let node = root
+            .read_small_optional(format!("proc/irq/{irq}/node"))
+            .ok()
+            .flatten()
+            .and_then(|t| t.trim().parse::<i64>().ok())
+            .and_then(|n| u32::try_from(n).ok());
+        out.push(LooseIrq { vector, node });
+    }
+    out
 }
 
 /// Turns a sysfs error about `bdf` into a warning, recognising a device removed mid-scan.

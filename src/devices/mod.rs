@@ -1,14 +1,15 @@
 //! Devices: the model ([`model`]), the pure reading of IRQ names ([`irq_names`], the driver
-//! table [`name_table`] and [`recognise`]), and discovery
+//! table [`name_table`] and [`recognise`]), a NIC's transmit queues ([`net_queues`]), and discovery
 //! from sysfs/procfs ([`discover`]).
 
 pub mod discover;
 pub mod irq_names;
 mod model;
 pub mod name_table;
+pub mod net_queues;
 pub mod recognise;
 
 pub use discover::{discover_devices, udev_properties, DeviceError, DevicesError, Discovery, PCI_DEVICES};
 pub use irq_names::parse_proc_interrupts;
-pub use model::{Device, DeviceClass, IrqVector, NvmeInfo, QueueRole, Recognition};
+pub use model::{Device, DeviceClass, IrqVector, LooseIrq, NvmeInfo, QueueRole, Recognition, NO_DEVICE};
 pub use recognise::{recognise_device, NameContext, QueuePattern, QueuePatternError, Recognised};

@@ -148,6 +148,18 @@ pub struct IrqVector {
     pub hint: Option<CpuSet>,
 }
 
+/// What warnings and plans call the owner of a [`LooseIrq`] (in place of a PCI address).
+pub const NO_DEVICE: &str = "none";
+
+/// An IRQ with a handler that belongs to no discovered device (timers, ACPI, legacy lines, a
+/// device without MSI). No strategy places it; the guard keeps it off banned and isolated CPUs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LooseIrq {
+    pub vector: IrqVector,
+    /// `proc/irq/N/node`, `None` when absent or -1.
+    pub node: Option<u32>,
+}
+
 /// An NVMe controller and its blk-mq queue map.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NvmeInfo {

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::{timeout_at, Instant};
 
 use super::Trigger;
@@ -27,6 +27,8 @@ pub struct Batch {
     pub stop: bool,
     pub overflow: bool,
     pub reconcile: bool,
+    /// A file that isolates or bans CPUs changed.
+    pub isolation: bool,
     /// How many triggers were absorbed.
     pub triggers: usize,
 }
@@ -45,6 +47,7 @@ impl Batch {
             Trigger::Reload => self.reload = true,
             Trigger::Stop => self.stop = true,
             Trigger::Reconcile => self.reconcile = true,
+            Trigger::Isolation { .. } => self.isolation = true,
         }
     }
 
@@ -54,31 +57,57 @@ impl Batch {
     }
 }
 
-/// Turns a stream of triggers into batches: a batch opens with the first trigger and closes
-/// `window` later, so a continuous flood yields one batch per window, never an endless wait.
-/// A [`Trigger::Stop`] closes the batch at once: shutdown is never delayed by the window.
+/// Turns a stream of triggers into batches, leading edge first: the first trigger after a quiet
+/// `window` closes its batch at once (with whatever is already queued), so a single event is
+/// handled in one pass time; triggers arriving within `window` of the last batch are coalesced
+/// into one trailing batch that closes `window` after it. So a continuous flood yields one batch
+/// per window, never an endless wait, and `window` stays the longest a burst can delay its final
+/// pass. A [`Trigger::Stop`] closes the batch at once: shutdown is never delayed by the window.
 pub struct Debouncer {
     rx: mpsc::Receiver<Trigger>,
-    window: Duration,
+    /// The window; read when a batch opens, so a reload changes it from the next batch on.
+    window: watch::Receiver<Duration>,
+    /// When the last batch closed.
+    last: Option<Instant>,
 }
 
 impl Debouncer {
     pub fn new(rx: mpsc::Receiver<Trigger>, window: Duration) -> Debouncer {
-        Debouncer { rx, window }
+        Debouncer { rx, window: watch::channel(window).1, last: None }
     }
 
-    /// Waits for the next trigger, then collects until the window closes or a stop arrives.
+    /// A debouncer whose window follows `window` (the daemon's `debounce` after a reload).
+    pub fn adjustable(rx: mpsc::Receiver<Trigger>, window: watch::Receiver<Duration>) -> Debouncer {
+        Debouncer { rx, window, last: None }
+    }
+
+    /// Waits for the next trigger; after a quiet window returns at once with it and everything
+    /// already queued, else collects until `window` after the last batch (or a stop).
     /// Returns `None` only when every sender is gone and nothing is pending.
     pub async fn next_batch(&mut self) -> Option<Batch> {
         let mut batch = Batch::default();
         batch.absorb(self.rx.recv().await?);
-        let deadline = Instant::now() + self.window;
-        while !batch.stop {
-            match timeout_at(deadline, self.rx.recv()).await {
-                Ok(Some(trigger)) => batch.absorb(trigger),
-                Ok(None) | Err(_) => break,
+        let window = *self.window.borrow();
+        let now = Instant::now();
+        match self.last.map(|t| t + window).filter(|&until| until > now) {
+            None => {
+                while !batch.stop {
+                    match self.rx.try_recv() {
+                        Ok(trigger) => batch.absorb(trigger),
+                        Err(_) => break,
+                    }
+                }
+            }
+            Some(deadline) => {
+                while !batch.stop {
+                    match timeout_at(deadline, self.rx.recv()).await {
+                        Ok(Some(trigger)) => batch.absorb(trigger),
+                        Ok(None) | Err(_) => break,
+                    }
+                }
             }
         }
+        self.last = Some(Instant::now());
         Some(batch)
     }
 }
@@ -156,13 +185,35 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn the_first_trigger_after_quiet_is_a_batch_at_once_and_the_rest_trail_one_window_later() {
+        let (tx, rx) = mpsc::channel(8);
+        let mut debouncer = Debouncer::new(rx, Duration::from_millis(100));
+        let start = Instant::now();
+        tx.send(cpu(0)).await.unwrap();
+        let first = debouncer.next_batch().await.unwrap();
+        assert_eq!((first.triggers, start.elapsed()), (1, Duration::ZERO), "leading edge: no wait");
+        tokio::spawn(async move {
+            sleep(Duration::from_millis(5)).await;
+            tx.send(cpu(1)).await.unwrap();
+            sleep(Duration::from_millis(20)).await;
+            tx.send(link(2, true)).await.unwrap();
+            sleep(Duration::from_secs(3600)).await; // keep the sender alive: the stream does not end
+        });
+        let trailing = debouncer.next_batch().await.unwrap();
+        assert_eq!(trailing.triggers, 2, "both triggers within the window in one trailing batch");
+        assert_eq!(start.elapsed(), Duration::from_millis(100), "closed a window after the first batch");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn stop_closes_the_batch_at_once_even_mid_window() {
         let (tx, rx) = mpsc::channel(8);
         let window = Duration::from_secs(10);
         let mut debouncer = Debouncer::new(rx, window);
+        tx.send(cpu(0)).await.unwrap();
+        debouncer.next_batch().await.unwrap();
         let start = Instant::now();
         tokio::spawn(async move {
-            tx.send(cpu(0)).await.unwrap();
+            tx.send(cpu(1)).await.unwrap();
             sleep(Duration::from_millis(1)).await;
             tx.send(Trigger::Stop).await.unwrap();
             sleep(Duration::from_secs(3600)).await; // keep the sender alive: the stream does not end
@@ -170,6 +221,24 @@ mod tests {
         let batch = debouncer.next_batch().await.unwrap();
         assert!(batch.stop && batch.cpus_changed);
         assert_eq!(start.elapsed(), Duration::from_millis(1), "stop waited for the window");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_adjusted_window_applies_from_the_next_batch() {
+        let (tx, rx) = mpsc::channel(8);
+        let (window, rx_window) = watch::channel(Duration::from_millis(100));
+        let mut debouncer = Debouncer::adjustable(rx, rx_window);
+        let start = Instant::now();
+        tx.send(cpu(0)).await.unwrap();
+        debouncer.next_batch().await.unwrap();
+        tx.send(cpu(1)).await.unwrap();
+        debouncer.next_batch().await.unwrap();
+        assert_eq!(start.elapsed(), Duration::from_millis(100));
+        window.send_replace(Duration::from_secs(2));
+        tx.send(cpu(2)).await.unwrap();
+        debouncer.next_batch().await.unwrap();
+        assert_eq!(start.elapsed(), Duration::from_millis(2100), "2 s after the last batch");
+        drop(tx);
     }
 
     #[tokio::test(start_paused = true)]

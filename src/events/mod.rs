@@ -7,7 +7,8 @@
 //! - rtnetlink link messages ([`rtnetlink`]): link up/down, which emits no uevent although many NIC
 //!   drivers allocate their IRQs at link up;
 //! - signals: `SIGHUP` → [`Trigger::Reload`], `SIGTERM`/`SIGINT` → [`Trigger::Stop`];
-//! - a reconcile timer → [`Trigger::Reconcile`] every `reconcile_interval`.
+//! - a reconcile timer → [`Trigger::Reconcile`] every `reconcile_interval`;
+//! - inotify on the files that isolate CPUs ([`files`]) → [`Trigger::Isolation`].
 //!
 //! No event is lost silently: when a netlink socket overflows (ENOBUFS) the source sends one
 //! [`Trigger::Overflow`], which asks for a full rescan, after it has drained the socket (so after
@@ -16,6 +17,7 @@
 //! [`Debouncer`] coalesces bursts into one [`Batch`] per pass without ever delaying a stop.
 
 pub mod debounce;
+pub mod files;
 pub mod rtnetlink;
 pub mod uevent;
 
@@ -26,7 +28,7 @@ use std::time::Duration;
 use nix::sys::socket::{getsockopt, setsockopt, sockopt};
 
 use tokio::signal::unix::{signal, Signal, SignalKind};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
@@ -52,6 +54,8 @@ pub enum Trigger {
     Stop,
     /// The reconcile timer fired: re-read current masks and re-apply drift.
     Reconcile,
+    /// A file that isolates or bans CPUs changed (`None`: the watch overflowed, any may have).
+    Isolation { path: Option<std::path::PathBuf> },
 }
 
 /// The `ACTION` of a kernel uevent.
@@ -99,6 +103,8 @@ pub enum EventsError {
     Signal { signal: &'static str, source: io::Error },
     #[error("invalid event configuration: {0}")]
     Config(&'static str),
+    #[error("cannot watch the isolation files (inotify): {0}")]
+    Inotify(io::Error),
 }
 
 /// Which sources to start and how.
@@ -117,6 +123,8 @@ pub struct EventConfig {
     /// Capacity of the trigger channel; a full channel makes the sources wait, so the kernel
     /// buffers events and reports an overflow if that buffer fills too.
     pub channel_capacity: usize,
+    /// Files whose changes run a pass (inotify); none: no watch.
+    pub watch_files: Vec<files::WatchTarget>,
 }
 
 impl Default for EventConfig {
@@ -128,6 +136,7 @@ impl Default for EventConfig {
             reconcile_interval: Some(Duration::from_secs(60)),
             recv_buffer_bytes: 16 * 1024 * 1024,
             channel_capacity: 4096,
+            watch_files: Vec::new(),
         }
     }
 }
@@ -144,6 +153,16 @@ impl EventSources {
     /// inside a tokio runtime. When this returns, every socket is bound and every signal handler is
     /// installed: an event that happens afterwards is delivered (or reported as an overflow).
     pub fn start(config: &EventConfig) -> Result<(EventSources, mpsc::Receiver<Trigger>), EventsError> {
+        EventSources::start_adjustable(config, None)
+    }
+
+    /// [`EventSources::start`], with the reconcile period following `period` when given (the
+    /// daemon's `reconcile_interval` after a reload; `config.reconcile_interval` must then be set
+    /// and is ignored).
+    pub fn start_adjustable(
+        config: &EventConfig,
+        period: Option<watch::Receiver<Duration>>,
+    ) -> Result<(EventSources, mpsc::Receiver<Trigger>), EventsError> {
         if config.channel_capacity == 0 {
             return Err(EventsError::Config("channel_capacity must be at least 1"));
         }
@@ -168,8 +187,14 @@ impl EventSources {
             tasks.push(tokio::spawn(forward_signal(term, Trigger::Stop, tx.clone())));
             tasks.push(tokio::spawn(forward_signal(int, Trigger::Stop, tx.clone())));
         }
-        if let Some(period) = config.reconcile_interval {
+        if let Some(initial) = config.reconcile_interval {
+            let period = period.unwrap_or_else(|| watch::channel(initial).1);
             tasks.push(tokio::spawn(reconcile_timer(period, tx.clone())));
+        }
+        if !config.watch_files.is_empty() {
+            let watch = files::FileWatch::open(&config.watch_files)?;
+            tracing::debug!("watching {} path(s) for isolation changes", watch.watched());
+            tasks.push(tokio::spawn(watch.run(tx.clone())));
         }
         Ok((EventSources { injector: tx, tasks }, rx))
     }
@@ -217,14 +242,36 @@ async fn forward_signal(mut sig: Signal, trigger: Trigger, tx: mpsc::Sender<Trig
 }
 
 /// Sends `Reconcile` every `period`, first one `period` after start; ticks missed while the
-/// receiver was busy are not replayed (one late tick, then the regular rhythm again).
-async fn reconcile_timer(period: Duration, tx: mpsc::Sender<Trigger>) {
-    let mut timer = interval_at(Instant::now() + period, period);
-    timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
+/// receiver was busy are not replayed (one late tick, then the regular rhythm again). A new
+/// period restarts the rhythm from the moment it arrives; once the sender is gone the last
+/// period holds.
+async fn reconcile_timer(mut period: watch::Receiver<Duration>, tx: mpsc::Sender<Trigger>) {
+    let mut adjustable = true;
     loop {
-        timer.tick().await;
-        if tx.send(Trigger::Reconcile).await.is_err() {
-            return;
+        let every = (*period.borrow_and_update()).max(Duration::from_millis(1));
+        let mut timer = interval_at(Instant::now() + every, every);
+        timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        loop {
+            let changed = async {
+                if adjustable {
+                    period.changed().await
+                } else {
+                    std::future::pending().await
+                }
+            };
+            tokio::select! {
+                _ = timer.tick() => {
+                    if tx.send(Trigger::Reconcile).await.is_err() {
+                        return;
+                    }
+                }
+                result = changed => {
+                    adjustable = result.is_ok();
+                    if adjustable {
+                        break;
+                    }
+                }
+            }
         }
     }
 }
@@ -266,6 +313,29 @@ mod tests {
         assert_eq!(start.elapsed(), Duration::from_secs(30));
         assert_eq!(rx.recv().await, Some(Trigger::Reconcile));
         assert_eq!(start.elapsed(), Duration::from_secs(60));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_new_reconcile_period_restarts_the_rhythm_when_it_arrives() {
+        let config = EventConfig {
+            kernel_uevents: false,
+            rtnetlink: false,
+            signals: false,
+            reconcile_interval: Some(Duration::from_secs(3600)),
+            ..EventConfig::default()
+        };
+        let (period, rx_period) = watch::channel(Duration::from_secs(3600));
+        let (_sources, mut rx) = EventSources::start_adjustable(&config, Some(rx_period)).unwrap();
+        let start = Instant::now();
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        period.send_replace(Duration::from_secs(5));
+        assert_eq!(rx.recv().await, Some(Trigger::Reconcile));
+        assert_eq!(start.elapsed(), Duration::from_secs(15), "5 s after the change, not an hour after start");
+        assert_eq!(rx.recv().await, Some(Trigger::Reconcile));
+        assert_eq!(start.elapsed(), Duration::from_secs(20));
+        drop(period);
+        assert_eq!(rx.recv().await, Some(Trigger::Reconcile), "the last period holds once the sender is gone");
+        assert_eq!(start.elapsed(), Duration::from_secs(25));
     }
 
     #[tokio::test]

@@ -14,7 +14,10 @@ use crate::devices::{Device, DeviceClass, IrqVector, QueuePattern, QueueRole, Re
 use crate::kernel::GroupRules;
 use crate::policy::Policy;
 use crate::strategy::allocator::allocate;
-use crate::strategy::{decide, numa_hop, Decision, DeviceContext, Machine, QueueAllocation, StrategyName};
+use crate::strategy::{
+    decide, numa_hop, Decision, DeviceContext, GroupingCache, Machine, QueueAllocation, StrategyName,
+};
+use crate::topology::locality::classify_mask;
 use crate::topology::{home_topology, Topology};
 
 /// Machine-wide inputs of planning.
@@ -59,12 +62,14 @@ pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) ->
             &derived
         }
     };
+    let groupings = GroupingCache::default();
     let machine = Machine {
         now: ctx.topo,
         home,
         first: ctx.first,
         group_rules: ctx.group_rules,
         respect_isolation: ctx.respect_isolation,
+        groupings: &groupings,
     };
     let prepared: Vec<Prepared> =
         devices.iter().enumerate().map(|(i, d)| prepare(d, policies.get(i).unwrap_or(default))).collect();
@@ -142,6 +147,7 @@ fn plan_device(
         strategy,
         rules: policy.matched_rules.iter().map(|r| r.to_string()).collect(),
         irqs,
+        xps: None,
     };
     let warnings =
         setup.warning.into_iter().chain(p.range_warning.clone()).chain(unrecognised_warning(dev, &plan)).collect();
@@ -232,6 +238,8 @@ fn place(ctx: &PlanContext, dctx: &DeviceContext, v: &IrqVector, d: Decision) ->
         (Action::Set, Some(want)) => dctx.fallbacks(want),
         _ => Vec::new(),
     };
+    let desired = if managed && !d.managed { v.current.clone() } else { d.desired };
+    let current_locality = v.current.as_ref().and_then(|c| classify_mask(ctx.topo, c, desired.as_ref(), dctx.node));
     Placement {
         irq: v.irq,
         name: v.name.clone(),
@@ -240,7 +248,9 @@ fn place(ctx: &PlanContext, dctx: &DeviceContext, v: &IrqVector, d: Decision) ->
         recognised: v.recognised.clone(),
         managed,
         current: v.current.clone(),
-        desired: if managed && !d.managed { v.current.clone() } else { d.desired },
+        current_locality,
+        desired,
+        hint: v.hint.clone(),
         action,
         reason,
         fallbacks,

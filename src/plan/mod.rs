@@ -10,9 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, QueueRole, Recognition};
+use crate::topology::locality::Locality;
 
 pub mod build;
+pub mod guard;
 mod table;
+pub mod xps;
 
 pub use crate::strategy::StrategyName;
 pub use build::{build_plan, PlanContext};
@@ -64,8 +67,13 @@ pub struct Placement {
     pub managed: bool,
     /// `smp_affinity_list` as read; `None` when unreadable.
     pub current: Option<CpuSet>,
+    /// How far `current` can put the IRQ from `desired` (the farthest class of its CPUs; without
+    /// a desired set, relative to the device's node); `None` when it cannot be said.
+    pub current_locality: Option<Locality>,
     /// Where it should be (for managed IRQs: where the kernel should have put it).
     pub desired: Option<CpuSet>,
+    /// The driver's `affinity_hint`, `None` when it gives none.
+    pub hint: Option<CpuSet>,
     pub action: Action,
     pub reason: String,
     /// Written instead of `desired`, in order, while the kernel has no free vectors (ENOSPC):
@@ -102,6 +110,9 @@ pub struct DevicePlan {
     /// Config rules that decided this device (`file:line`), in order.
     pub rules: Vec<String>,
     pub irqs: Vec<Placement>,
+    /// A NIC placed by NUMA hop: its transmit steering (`None`: not planned for this device).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xps: Option<xps::XpsPlan>,
 }
 
 /// The counts of one pass: the plan's actions ([`Plan::summary`]), and once applied what the
@@ -175,14 +186,45 @@ impl Plan {
         s
     }
 
+    /// The placement of `irq`, with its device.
+    pub fn find_irq(&self, irq: u32) -> Option<(&DevicePlan, &Placement)> {
+        self.devices.iter().find_map(|d| d.irqs.iter().find(|p| p.irq == irq).map(|p| (d, p)))
+    }
+
     /// Placements to write, with their device.
     pub fn writes(&self) -> impl Iterator<Item = (&DevicePlan, &Placement)> {
         self.devices.iter().flat_map(|d| d.irqs.iter().map(move |p| (d, p))).filter(|(_, p)| p.action == Action::Set)
     }
 
+    /// Whether applying the plan would write anything (some placement is `Set`).
+    pub fn has_pending_writes(&self) -> bool {
+        self.writes().next().is_some()
+    }
+
+    /// The plan reduced to what needs attention: placements to write and kernel-managed ones that
+    /// differ from the prediction, each device kept only if it has such a placement. Kernel,
+    /// warnings unchanged.
+    pub fn only_changes(&self) -> Plan {
+        let devices = self
+            .devices
+            .iter()
+            .filter_map(|d| {
+                let irqs: Vec<Placement> =
+                    d.irqs.iter().filter(|p| p.action == Action::Set || p.mismatch == Some(true)).cloned().collect();
+                (!irqs.is_empty()).then(|| DevicePlan { irqs, ..d.clone() })
+            })
+            .collect();
+        Plan { kernel: self.kernel.clone(), devices, warnings: self.warnings.clone() }
+    }
+
     /// The human table printed by `irqwise plan`.
     pub fn to_table(&self) -> String {
-        table::render(self)
+        table::render(self, self)
+    }
+
+    /// The table of [`Plan::only_changes`], with the counts and warnings of the whole plan.
+    pub fn to_changes_table(&self) -> String {
+        table::render(&self.only_changes(), self)
     }
 }
 

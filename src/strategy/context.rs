@@ -62,6 +62,29 @@ pub fn nvme_irq_sets(nrirqs: u32, write_queues: u32) -> Vec<u32> {
     }
 }
 
+/// `group_cpus_evenly()` results of one plan by (topology, vector count, rules): a machine with
+/// 32 NVMe drives of the same queue count computes one grouping. The topology is told apart by
+/// its address, so the cache is valid only while the plan's topologies (now, home, first sight)
+/// live and stay unchanged, which they do for the whole plan.
+#[derive(Debug, Default)]
+pub struct GroupingCache(std::cell::RefCell<std::collections::HashMap<(usize, usize, GroupRules), Groups>>);
+
+/// One shared grouping.
+type Groups = std::rc::Rc<Vec<CpuSet>>;
+
+impl GroupingCache {
+    /// `group_cpus_evenly(topo, n, rules).groups`, computed once per (topology, n, rules).
+    pub fn groups(&self, topo: &Topology, n: usize, rules: GroupRules) -> Groups {
+        let key = (std::ptr::from_ref(topo) as usize, n, rules);
+        if let Some(g) = self.0.borrow().get(&key) {
+            return g.clone();
+        }
+        let g = Groups::new(group_cpus_evenly(topo, n, rules).groups);
+        self.0.borrow_mut().insert(key, g.clone());
+        g
+    }
+}
+
 /// The machine as planning sees it: now, and at home (every present CPU online).
 #[derive(Debug, Clone, Copy)]
 pub struct Machine<'a> {
@@ -75,6 +98,8 @@ pub struct Machine<'a> {
     pub group_rules: GroupRules,
     /// Keep isolated and nohz_full CPUs free of device IRQs.
     pub respect_isolation: bool,
+    /// Groupings computed for `now` during this plan.
+    pub groupings: &'a GroupingCache,
 }
 
 /// One device as the strategies see it. Invariants: `node` is `None` or a node the machine has;
@@ -104,6 +129,7 @@ pub struct DeviceContext<'a> {
     pub misc: Target,
     /// NUMA-hop: the machine-wide allocator's result for this device's queues.
     pub queues: Option<QueueAllocation>,
+    groupings: &'a GroupingCache,
     grouping: OnceCell<QueueGrouping>,
 }
 
@@ -138,7 +164,13 @@ impl<'a> DeviceContext<'a> {
     ) -> (DeviceContext<'a>, Setup) {
         let topo = machine.now;
         let (node, note) = start_node(topo, policy.node, device.node);
-        let warning = note.as_ref().filter(|_| name != StrategyName::Leave).map(|n| format!("{}: {n}", device.bdf));
+        let placing = name != StrategyName::Leave;
+        let warning = note.as_ref().filter(|_| placing).map(|n| format!("{}: {n}", device.bdf));
+        let isolated = isolated_in_cpus(topo, policy, machine.respect_isolation, &device.bdf).filter(|_| placing);
+        let warning = match (warning, isolated) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
         let usable = usable_cpus(topo, policy, machine.respect_isolation);
         let home_usable = usable_cpus(machine.home, policy, machine.respect_isolation).union(&usable);
         let note = note.or_else(|| {
@@ -161,6 +193,7 @@ impl<'a> DeviceContext<'a> {
             node_cpus,
             misc,
             queues: None,
+            groupings: machine.groupings,
             grouping: OnceCell::new(),
         };
         (ctx, Setup { note, warning })
@@ -204,6 +237,11 @@ impl<'a> DeviceContext<'a> {
         out
     }
 
+    /// The plan's grouping cache.
+    pub fn groupings(&self) -> &GroupingCache {
+        self.groupings
+    }
+
     /// The device's queue grouping on the machine now, computed once per device.
     pub fn queue_grouping(&self) -> &QueueGrouping {
         self.grouping.get_or_init(|| self.queue_grouping_on(self.topo))
@@ -218,19 +256,45 @@ impl<'a> DeviceContext<'a> {
         } else {
             vec![queues]
         };
-        let groups = sets.iter().flat_map(|&n| group_cpus_evenly(topo, n as usize, self.group_rules).groups).collect();
+        let groups = sets
+            .iter()
+            .flat_map(|&n| self.groupings.groups(topo, n as usize, self.group_rules).as_ref().clone())
+            .collect();
         QueueGrouping { queues, sets, groups }
     }
 }
 
-/// CPUs a device's IRQs may use: online, not banned or excluded, not isolated unless the
-/// device's own `cpus` names them.
+/// CPUs a device's IRQs may use: online, not banned or excluded, not isolated or nohz_full
+/// unless the rule says `allow_isolated = true`.
 fn usable_cpus(topo: &Topology, policy: &Policy, respect_isolation: bool) -> CpuSet {
-    if policy.cpus.is_none() && respect_isolation {
+    if respect_isolation && !policy.allow_isolated {
         policy.allowed_cpus(&topo.housekeeping())
     } else {
         policy.allowed_cpus(&topo.online)
     }
+}
+
+/// The warning for a rule's `cpus` naming isolated or nohz_full CPUs, which are left out unless
+/// the rule allows them; `None` when it names none (or allows them, or isolation is not
+/// respected).
+fn isolated_in_cpus(topo: &Topology, policy: &Policy, respect_isolation: bool, bdf: &str) -> Option<String> {
+    let cpus = policy.cpus.as_ref().filter(|_| respect_isolation && !policy.allow_isolated)?;
+    let isolated = cpus.intersection(&topo.isolated);
+    let nohz = cpus.intersection(&topo.nohz_full).difference(&isolated);
+    if isolated.is_empty() && nohz.is_empty() {
+        return None;
+    }
+    let mut named = Vec::new();
+    if !isolated.is_empty() {
+        named.push(format!("isolated CPUs {isolated}"));
+    }
+    if !nohz.is_empty() {
+        named.push(format!("nohz_full CPUs {nohz}"));
+    }
+    Some(format!(
+        "{bdf}: the rule's cpus {cpus} include {}: left out (allow_isolated = true in the rule uses them)",
+        named.join(" and ")
+    ))
 }
 
 /// The rule's `node`, else the device's own, and a note when it is not the one asked for. A node
@@ -293,6 +357,17 @@ mod tests {
     use crate::topology::synthetic::SyntheticMachine;
 
     #[test]
+    fn a_grouping_is_computed_once_per_vector_count_and_rules() {
+        let topo = SyntheticMachine::new(2, 4, 2).build();
+        let rules = GroupRules::for_kernel(KernelVersion { major: 6, minor: 11 });
+        let cache = GroupingCache::default();
+        let a = cache.groups(&topo, 4, rules);
+        assert!(std::rc::Rc::ptr_eq(&a, &cache.groups(&topo, 4, rules)), "the second drive reuses the first's");
+        assert_eq!(*a, group_cpus_evenly(&topo, 4, rules).groups);
+        assert!(!std::rc::Rc::ptr_eq(&a, &cache.groups(&topo, 5, rules)));
+    }
+
+    #[test]
     fn enospc_fallbacks_widen_core_cluster_llc_node_then_everything() {
         // 2 nodes × 8 cores × 2 threads, 4-core clusters: CPU 9's core is 9,25; its cluster
         // 8-11,24-27; its LLC and node 8-15,24-31.
@@ -313,7 +388,15 @@ mod tests {
         };
         let policy = Policy::default();
         let group_rules = GroupRules::for_kernel(KernelVersion { major: 6, minor: 11 });
-        let machine = Machine { now: &topo, home: &topo, first: None, group_rules, respect_isolation: true };
+        let groupings = GroupingCache::default();
+        let machine = Machine {
+            now: &topo,
+            home: &topo,
+            first: None,
+            group_rules,
+            respect_isolation: true,
+            groupings: &groupings,
+        };
         let (ctx, _) = DeviceContext::new(&machine, &dev, &policy, StrategyName::NumaHop);
         let steps: Vec<(&str, String)> =
             ctx.fallbacks(&CpuSet::single(9)).into_iter().map(|f| (f.step, f.cpus.to_list_string())).collect();

@@ -21,7 +21,6 @@ use std::collections::BTreeSet;
 use super::{queue_index, Decision, DeviceContext, QueueGrouping};
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, IrqVector, QueueRole};
-use crate::kernel::group_cpus_evenly;
 use crate::topology::Topology;
 
 /// Replaces the decision of every IRQ whose placement the kernel computes with the kernel's
@@ -140,7 +139,13 @@ impl Spread {
             format!("group {q} of {} = {group}", grouping.queues)
         };
         let on = self.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
-        compared(format!("kernel-managed: expected {expected}{on}"), group, v.current.as_ref(), blk_mq, self.unknowns.as_ref())
+        compared(
+            format!("kernel-managed: expected {expected}{on}"),
+            group,
+            v.current.as_ref(),
+            blk_mq,
+            self.unknowns.as_ref(),
+        )
     }
 }
 
@@ -241,7 +246,7 @@ impl StorageLayout {
         if flags[pre + run..].iter().any(|&m| m) {
             return None;
         }
-        let groups = group_cpus_evenly(ctx.home, run, ctx.group_rules).groups;
+        let groups = ctx.groupings().groups(ctx.home, run, ctx.group_rules).as_ref().clone();
         Some(StorageLayout { pre: pre as u32, groups, unknowns: Unknowns::of(ctx.home) })
     }
 

@@ -13,6 +13,7 @@ pub mod leave;
 pub mod managed;
 pub mod numa_hop;
 pub mod pin;
+pub mod xps;
 
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +21,9 @@ use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, IrqVector, QueueRole};
 
 pub use allocator::Spill;
-pub use context::{nvme_irq_sets, DeviceContext, Machine, QueueAllocation, QueueGrouping, Setup, Target};
+pub use context::{
+    nvme_irq_sets, DeviceContext, GroupingCache, Machine, QueueAllocation, QueueGrouping, Setup, Target,
+};
 
 /// `strategy = ...` in the config, and the strategy a plan names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

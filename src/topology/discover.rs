@@ -8,6 +8,7 @@
 
 mod caches;
 mod cpu;
+pub mod isolation;
 mod nodes;
 
 use std::collections::BTreeMap;

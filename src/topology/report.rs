@@ -4,6 +4,7 @@
 
 use serde_json::{json, Value};
 
+use super::isolation::{Effect, Isolation};
 use super::{Cpu, NodeSource, Topology};
 use crate::cpuset::CpuSet;
 
@@ -54,6 +55,78 @@ fn lowest(mask: Option<&CpuSet>) -> Option<u32> {
 /// A CPU set as a JSON array of ids.
 fn list(set: &CpuSet) -> Vec<u32> {
     set.iter().collect()
+}
+
+/// Which kinds of isolation source planning applies (`respect_isolation`,
+/// `import_irqbalance_banned`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    pub respect_isolation: bool,
+    pub import_banned: bool,
+}
+
+impl Applied {
+    /// Whether planning keeps the CPUs of a source with `effect` free.
+    pub fn applies(self, effect: Effect) -> bool {
+        match effect {
+            Effect::Isolated => self.respect_isolation,
+            Effect::Banned => self.import_banned,
+        }
+    }
+}
+
+/// The isolation sources as JSON: `avoid` (the CPUs device IRQs avoid under `applied`) and
+/// `sources` (per source: `kind`, `effect`, `path`, `setting`, `cpus`, `applied`).
+pub fn isolation_json(isolation: &Isolation, applied: Applied) -> Value {
+    let sources: Vec<Value> = isolation
+        .sources
+        .iter()
+        .map(|s| {
+            json!({
+                "kind": s.kind,
+                "effect": s.effect(),
+                "path": s.path,
+                "setting": s.setting,
+                "cpus": list(&s.cpus),
+                "applied": applied.applies(s.effect()),
+            })
+        })
+        .collect();
+    json!({
+        "avoid": list(&isolation.avoid(applied.respect_isolation, applied.import_banned)),
+        "sources": sources,
+    })
+}
+
+/// The isolation sources for humans: one line with the CPUs device IRQs avoid, then one per
+/// source (CPUs, effect, file and setting, what it is, and whether the configuration applies it).
+pub fn isolation_table(isolation: &Isolation, applied: Applied) -> String {
+    let avoid = isolation.avoid(applied.respect_isolation, applied.import_banned);
+    let mut out = if avoid.is_empty() {
+        "isolation: no CPU is kept free of device IRQs\n".to_string()
+    } else {
+        format!("isolation: device IRQs avoid CPUs {avoid}\n")
+    };
+    for s in &isolation.sources {
+        let effect = match s.effect() {
+            Effect::Isolated => "isolated",
+            Effect::Banned => "banned",
+        };
+        let off = match s.effect() {
+            _ if applied.applies(s.effect()) => "",
+            Effect::Isolated => "; not applied: respect_isolation = false",
+            Effect::Banned => "; not applied: import_irqbalance_banned = false",
+        };
+        out.push_str(&format!(
+            "  {:<12} {:<8} {}: {} ({}{off})\n",
+            s.cpus.to_list_string(),
+            effect,
+            s.path,
+            s.setting,
+            s.kind.describe()
+        ));
+    }
+    out
 }
 
 /// A human table, one line per NUMA node (id, CPU list, number of distinct clusters and cores

@@ -217,6 +217,23 @@ impl FixtureRoot {
         self
     }
 
+    /// Gives interface `ifname` of device `bdf` (already written) `queues` transmit and receive
+    /// queues, as sysfs shows them: `net/IF/queues/tx-N/{xps_cpus,traffic_class}` (`xps_cpus`
+    /// holds `xps` as the kernel prints it, `traffic_class` "0", as without traffic classes) and
+    /// `rx-N/`. Returns the `queues` directory.
+    pub fn tx_queues(&mut self, bdf: &str, ifname: &str, queues: u32, xps: &CpuSet) -> PathBuf {
+        let host = format!("pci{}", &bdf[..bdf.len().min(7)]);
+        let dir = self.path("sys/devices").join(host).join(bdf).join("net").join(ifname).join("queues");
+        for q in 0..queues {
+            let tx = dir.join(format!("tx-{q}"));
+            fs::create_dir_all(&tx).unwrap();
+            fs::write(tx.join("xps_cpus"), format!("{}\n", kernel_mask(xps, self.online.last().unwrap_or(0)))).unwrap();
+            fs::write(tx.join("traffic_class"), "0\n").unwrap();
+            fs::create_dir_all(dir.join(format!("rx-{q}"))).unwrap();
+        }
+        dir
+    }
+
     /// A device of any PCI `class` with one legacy INTx interrupt (no `msi_irqs/`).
     pub fn intx_device(&mut self, bdf: &str, class: u32, driver: &str, node: Option<u32>, name: &str) -> &mut Self {
         let dev = self.pci_device(bdf, class, driver, node);
@@ -339,6 +356,20 @@ impl FixtureRoot {
             })
             .collect()
     }
+}
+
+/// A mask as the kernel prints a cpumask (`%*pb`): every 32-bit group of a machine whose last
+/// CPU is `last`, zero-padded, comma-separated.
+pub fn kernel_mask(set: &CpuSet, last: u32) -> String {
+    let groups = last / 32 + 1;
+    (0..groups)
+        .rev()
+        .map(|g| {
+            let word: u32 = (0..32).filter(|b| set.contains(g * 32 + b)).fold(0, |w, b| w | 1 << b);
+            format!("{word:08x}")
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The highest IRQ number already in the root (`proc/irq/*`, `msi_irqs/*`, `irq` files).

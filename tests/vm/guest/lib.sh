@@ -358,3 +358,13 @@ cpu_load() {
   done
   LOAD_SPREAD=$((max - min)); REPLY=${out# }
 }
+
+# iface_with_mac MAC: REPLY = the network interface with that MAC address; false when none has it.
+iface_with_mac() {
+  local d a
+  REPLY=""
+  for d in /sys/class/net/*; do
+    read -r a < "$d/address" 2>/dev/null && [ "$a" = "$1" ] && REPLY=${d##*/}
+  done
+  [ -n "$REPLY" ]
+}

@@ -1,14 +1,7 @@
 # nic-hotplug: the host hot-adds a second vmxnet3 (node 1) through the QEMU monitor, then removes it.
 SCEN=nic-hotplug
 HOTMAC=52:54:00:00:00:02
-hot_iface() {
-  local d a
-  HOT=""
-  for d in /sys/class/net/*; do
-    read -r a < "$d/address" 2>/dev/null && [ "$a" = "$HOTMAC" ] && HOT=${d##*/}
-  done
-  [ -n "$HOT" ]
-}
+hot_iface() { iface_with_mac "$HOTMAC"; HOT=$REPLY; [ -n "$HOT" ]; }
 all_masks; MACHINE_BEFORE=$MASKS
 log_mark
 echo "HOST device_add vmxnet3,id=hotnic,netdev=hn0,bus=rphot,mac=$HOTMAC"

@@ -4,14 +4,7 @@
 # disjoint CPUs of their node.
 SCEN=two-nics
 NIC2MAC=52:54:00:00:00:03
-nic2_iface() {
-  local d a
-  NIC2=""
-  for d in /sys/class/net/*; do
-    read -r a < "$d/address" 2>/dev/null && [ "$a" = "$NIC2MAC" ] && NIC2=${d##*/}
-  done
-  [ -n "$NIC2" ]
-}
+nic2_iface() { iface_with_mac "$NIC2MAC"; NIC2=$REPLY; [ -n "$NIC2" ]; }
 write_config ''
 log_mark
 start_daemon

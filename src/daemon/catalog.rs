@@ -1,0 +1,75 @@
+//! The journal `MESSAGE_ID` of each kind of entry the daemon writes. Each is a random 128-bit id
+//! fixed forever: `journalctl MESSAGE_ID=<id>` finds every entry of that kind, and the catalog
+//! `systemd/irqwise.catalog` (installed to `/usr/lib/systemd/catalog/`) explains it under
+//! `journalctl -x`. An id is never reused for another meaning.
+
+/// An IRQ's affinity was written (INFO).
+pub const MAPPING_APPLIED: &str = "8ecce3473d944b3c8c6fde38160ae753";
+/// A write failed for a reason other than "kernel-managed" or "gone" (WARNING).
+pub const WRITE_FAILED: &str = "e5cb5fa2c27345efbed92da95ac4c142";
+/// The kernel refused a write as kernel-managed; the IRQ is left alone from then on (INFO).
+pub const IRQ_MANAGED: &str = "58e53d020b4a4dcfba284b4e6b758ee0";
+/// The IRQ disappeared between plan and write (INFO).
+pub const IRQ_GONE: &str = "7399c1516a4e4a1e989ce440301dc516";
+/// Someone else changed an IRQ irqwise had placed; irqwise puts it back (WARNING).
+pub const DRIFT_RESTORED: &str = "f6d1c94a82194d3cbcae7a95d98a9391";
+/// A device's kernel-managed IRQs are not where the kernel's spreading predicts (WARNING).
+pub const MANAGED_MISMATCH: &str = "ed6d261046f2451bb6d7706b39875186";
+/// A device's kernel-managed IRQs are where the kernel's spreading predicts (INFO).
+pub const MANAGED_VERIFIED: &str = "1c97bcd929b646b09a53080432f16add";
+/// A reload found an invalid configuration and kept the previous one (ERROR).
+pub const CONFIG_REJECTED: &str = "74298039b65c402ab4985e9bb8ba4a7f";
+/// A pass that changed something: what it wrote and what stands now (INFO).
+pub const PASS_SUMMARY: &str = "38d2d8a12497491da6b35bbb1cdbb5ff";
+/// A pass failed; the placement stays as it was (ERROR).
+pub const PASS_FAILED: &str = "804a021433134da7b406a3c3325a8e9d";
+/// A transmit queue's `xps_cpus` written to follow its IRQ.
+pub const XPS_APPLIED: &str = "ff26480e154d4be8896f1ef76de0b628";
+
+/// Every id with its name, in catalog order.
+pub const ALL: [(&str, &str); 11] = [
+    ("MAPPING_APPLIED", MAPPING_APPLIED),
+    ("WRITE_FAILED", WRITE_FAILED),
+    ("IRQ_MANAGED", IRQ_MANAGED),
+    ("IRQ_GONE", IRQ_GONE),
+    ("DRIFT_RESTORED", DRIFT_RESTORED),
+    ("MANAGED_MISMATCH", MANAGED_MISMATCH),
+    ("MANAGED_VERIFIED", MANAGED_VERIFIED),
+    ("CONFIG_REJECTED", CONFIG_REJECTED),
+    ("PASS_SUMMARY", PASS_SUMMARY),
+    ("PASS_FAILED", PASS_FAILED),
+    ("XPS_APPLIED", XPS_APPLIED),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shipped catalog, as `(id, subject)` per entry in file order.
+    fn catalog_entries() -> Vec<(String, String)> {
+        let text = include_str!("../../systemd/irqwise.catalog");
+        let mut out = Vec::new();
+        let mut lines = text.lines().peekable();
+        while let Some(line) = lines.next() {
+            if let Some(id) = line.strip_prefix("-- ") {
+                let subject = lines.next().and_then(|l| l.strip_prefix("Subject: ")).unwrap_or("").to_string();
+                out.push((id.to_string(), subject));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn ids_are_distinct_128_bit_hex_and_the_catalog_explains_exactly_them() {
+        let ids: Vec<&str> = ALL.iter().map(|(_, id)| *id).collect();
+        for id in &ids {
+            assert!(id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()), "{id}");
+        }
+        let distinct: std::collections::BTreeSet<_> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len());
+        let entries = catalog_entries();
+        let listed: Vec<&str> = entries.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(listed, ids, "systemd/irqwise.catalog lists the ids of ALL, in order");
+        assert!(entries.iter().all(|(_, s)| !s.is_empty()), "every entry has a Subject: {entries:?}");
+    }
+}

@@ -1,0 +1,607 @@
+//! What the daemon counts since it started (passes, writes, drift, reloads) and what its last
+//! pass left (IRQs per device and state), and the Prometheus text exposition of both.
+//!
+//! Pure: the daemon feeds plans and reports in; [`Counters::render`] returns the text that
+//! `metrics_file` holds, and the state file carries the same counters for `irqwise status`.
+//! Invariants: counters only grow while the daemon runs (a reload keeps them); every label set
+//! of a counter whose values are known in advance (triggers, results, classes) is present from
+//! the first pass on, at 0, so rates and alerts work before the first event.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::apply::{ApplyReport, WriteOutcome};
+use crate::plan::{Action, DevicePlan, Plan};
+
+/// What can trigger a pass, as counted (`link eth0 up` counts as `link`).
+pub const TRIGGERS: [&str; 8] = ["start", "once", "reload", "cpu", "device", "link", "overflow", "reconcile"];
+/// How an attempted write ended.
+pub const WRITE_RESULTS: [&str; 5] = ["written", "written_fallback", "managed", "gone", "failed"];
+/// Why a failed write failed (the apply module's failure classes that are failures).
+pub const FAILURE_CLASSES: [&str; 4] = ["invalid", "novectors", "permission", "other"];
+/// Where an IRQ stands after a pass: moved by irqwise (now or earlier) and still there, already
+/// where it should be without irqwise ever writing it, kernel-managed, left alone, write failed.
+pub const IRQ_STATES: [&str; 5] = ["placed", "kept", "managed", "skipped", "failed"];
+/// How a reload ended.
+pub const RELOAD_RESULTS: [&str; 2] = ["applied", "rejected"];
+
+/// How many recent writes the state file keeps for `irqwise status`.
+pub const RECENT_CHANGES: usize = 10;
+
+/// One write of a pass, as `irqwise status` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecentChange {
+    /// Seconds since the Unix epoch.
+    pub at: u64,
+    pub pass: u64,
+    pub irq: u32,
+    pub irq_name: Option<String>,
+    /// The device's name, else its PCI address.
+    pub device: String,
+    pub old: Option<String>,
+    /// The CPUs now in place, when written.
+    pub new: Option<String>,
+    /// One of [`WRITE_RESULTS`].
+    pub result: String,
+}
+
+impl RecentChange {
+    /// `c`, written in pass `pass` at `at`.
+    pub fn of(c: &crate::apply::Change, pass: u64, at: u64) -> RecentChange {
+        RecentChange {
+            at,
+            pass,
+            irq: c.irq,
+            irq_name: c.irq_name.clone(),
+            device: c.device_name.clone().unwrap_or_else(|| c.device.clone()),
+            old: c.old.as_ref().map(|s| s.to_list_string()),
+            new: c.new_cpus().map(|s| s.to_list_string()),
+            result: write_result(&c.result).to_string(),
+        }
+    }
+}
+
+/// The part of `irqwise status` that comes from the counters: totals since start and the last
+/// writes, newest first; `now` in Unix seconds for their ages. Guarantees: every counter the
+/// metrics file has a total for is in the text.
+pub fn render_status_section(c: &Counters, recent: &[RecentChange], now: u64) -> String {
+    let sum = |m: &BTreeMap<String, u64>| m.values().sum::<u64>();
+    let nonzero = |m: &BTreeMap<String, u64>| {
+        let parts: Vec<String> = m.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", parts.join(", "))
+        }
+    };
+    let mut out = String::from("\nsince start:\n");
+    out.push_str(&format!(
+        "  passes by trigger{}; {} failed\n",
+        if c.passes.values().all(|n| *n == 0) { " none".to_string() } else { nonzero(&c.passes) },
+        c.pass_failures
+    ));
+    out.push_str(&format!("  writes: {}{}\n", sum(&c.writes), nonzero(&c.writes)));
+    if sum(&c.write_failures) > 0 {
+        out.push_str(&format!("  failed writes by class{}\n", nonzero(&c.write_failures)));
+    }
+    let drift: u64 = c.drift_corrections.iter().map(|d| d.value).sum();
+    let by_device: Vec<String> =
+        c.drift_corrections.iter().map(|d| format!("{} {}", d.labels.device, d.value)).collect();
+    out.push_str(&format!(
+        "  drift corrections: {drift}{}\n",
+        if by_device.is_empty() { String::new() } else { format!(" ({})", by_device.join(", ")) }
+    ));
+    out.push_str(&format!("  reloads: {}{}\n", sum(&c.reloads), nonzero(&c.reloads)));
+    if let Some(last) = &c.last_pass {
+        out.push_str(&format!("  last pass took {:.1} ms\n", last.duration_seconds * 1000.0));
+    }
+    if recent.is_empty() {
+        out.push_str("last changes: none\n");
+        return out;
+    }
+    out.push_str(&format!("last {} change(s), newest first:\n", recent.len()));
+    for r in recent.iter().rev() {
+        let old = r.old.as_deref().unwrap_or("?");
+        let what = match &r.new {
+            Some(new) => format!("{old} -> {new}"),
+            None => format!("{old}, {}", r.result),
+        };
+        out.push_str(&format!(
+            "  {} s ago, pass {}: irq {} {} of {}: {what}\n",
+            now.saturating_sub(r.at),
+            r.pass,
+            r.irq,
+            r.irq_name.as_deref().unwrap_or("-"),
+            r.device
+        ));
+    }
+    out
+}
+
+/// The labels of a per-device series.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct DeviceLabels {
+    /// The interface or controller name, else the PCI address.
+    pub device: String,
+    pub driver: String,
+    /// `nic`, `nvme` or `other`.
+    pub class: String,
+}
+
+impl DeviceLabels {
+    pub fn of(d: &DevicePlan) -> DeviceLabels {
+        DeviceLabels {
+            device: d.name.clone().unwrap_or_else(|| d.bdf.clone()),
+            driver: d.driver.clone().unwrap_or_default(),
+            class: d.class.as_str().to_string(),
+        }
+    }
+}
+
+/// A counter or gauge of one device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceCount {
+    #[serde(flatten)]
+    pub labels: DeviceLabels,
+    pub value: u64,
+}
+
+/// One device after the last pass: IRQs per state and managed IRQs off their prediction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceState {
+    #[serde(flatten)]
+    pub labels: DeviceLabels,
+    /// IRQs per state of [`IRQ_STATES`].
+    pub irqs: BTreeMap<String, u64>,
+    pub mismatched: u64,
+}
+
+/// The last pass: when it ended, how long it took, whether it worked.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LastPass {
+    /// Seconds since the Unix epoch.
+    pub timestamp: f64,
+    pub duration_seconds: f64,
+    pub ok: bool,
+}
+
+/// Counts since the daemon started, and the state of the last pass.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Seconds since the Unix epoch.
+    pub started: u64,
+    /// Passes per trigger of [`TRIGGERS`] (a pass with several triggers counts under each).
+    pub passes: BTreeMap<String, u64>,
+    /// Passes that failed (discovery or planning; the placement stayed as it was).
+    pub pass_failures: u64,
+    /// Attempted writes per result of [`WRITE_RESULTS`].
+    pub writes: BTreeMap<String, u64>,
+    /// Failed writes per class of [`FAILURE_CLASSES`].
+    pub write_failures: BTreeMap<String, u64>,
+    /// IRQs restored after someone else changed their mask, per device.
+    pub drift_corrections: Vec<DeviceCount>,
+    /// Reloads per result of [`RELOAD_RESULTS`].
+    pub reloads: BTreeMap<String, u64>,
+    pub last_pass: Option<LastPass>,
+    /// Per device, after the last successful pass.
+    pub devices: Vec<DeviceState>,
+    /// IRQs this daemon wrote that are still in the plan: `placed`, not `kept`, while they stay.
+    #[serde(skip)]
+    moved: BTreeSet<u32>,
+}
+
+/// The counted kind of a pass trigger as the daemon describes it (`link eth0 up` → `link`);
+/// anything unknown is `other`.
+pub fn trigger_kind(why: &str) -> &'static str {
+    let word = why.split_whitespace().next().unwrap_or("");
+    TRIGGERS.iter().find(|t| **t == word).copied().unwrap_or("other")
+}
+
+/// The counted result of one write.
+pub fn write_result(outcome: &WriteOutcome) -> &'static str {
+    match outcome {
+        WriteOutcome::Written { .. } => "written",
+        WriteOutcome::WrittenFallback { .. } => "written_fallback",
+        WriteOutcome::Managed { .. } => "managed",
+        WriteOutcome::Gone { .. } => "gone",
+        WriteOutcome::Failed { .. } => "failed",
+    }
+}
+
+/// The state of every IRQ of every device of `plan` after `report` was applied; `wrote(irq)`
+/// says whether irqwise has written that IRQ since it first saw it. Guarantees: every IRQ of
+/// the plan is in exactly one state, so the states of a device sum to its IRQs.
+pub fn device_states(plan: &Plan, report: &ApplyReport, wrote: impl Fn(u32) -> bool) -> Vec<DeviceState> {
+    let outcomes: BTreeMap<u32, &WriteOutcome> = report.changes.iter().map(|c| (c.irq, &c.result)).collect();
+    plan.devices
+        .iter()
+        .map(|d| {
+            let mut irqs: BTreeMap<String, u64> = IRQ_STATES.iter().map(|s| (s.to_string(), 0)).collect();
+            for p in &d.irqs {
+                let state = match (p.action, outcomes.get(&p.irq)) {
+                    (Action::Keep, _) if wrote(p.irq) => "placed",
+                    (Action::Keep, _) => "kept",
+                    (Action::Managed, _) => "managed",
+                    (Action::Skip, _) => "skipped",
+                    (Action::Set, Some(WriteOutcome::Written { .. } | WriteOutcome::WrittenFallback { .. })) => {
+                        "placed"
+                    }
+                    (Action::Set, Some(WriteOutcome::Managed { .. })) => "managed",
+                    (Action::Set, Some(WriteOutcome::Gone { .. })) => "skipped",
+                    (Action::Set, Some(WriteOutcome::Failed { .. }) | None) => "failed",
+                };
+                *irqs.entry(state.to_string()).or_default() += 1;
+            }
+            let mismatched = d.irqs.iter().filter(|p| p.mismatch == Some(true)).count() as u64;
+            DeviceState { labels: DeviceLabels::of(d), irqs, mismatched }
+        })
+        .collect()
+}
+
+impl Counters {
+    /// Zero counters for a daemon started at `started` (Unix seconds), every known label present.
+    pub fn new(started: u64) -> Counters {
+        let zeros = |names: &[&str]| names.iter().map(|n| (n.to_string(), 0)).collect::<BTreeMap<_, _>>();
+        Counters {
+            started,
+            passes: zeros(&TRIGGERS),
+            writes: zeros(&WRITE_RESULTS),
+            write_failures: zeros(&FAILURE_CLASSES),
+            reloads: zeros(&RELOAD_RESULTS),
+            ..Counters::default()
+        }
+    }
+
+    /// One pass triggered by `why` ended at `timestamp` (Unix seconds) after `duration`.
+    pub fn record_pass(&mut self, why: &[String], ok: bool, duration: Duration, timestamp: f64) {
+        let kinds: BTreeSet<&str> = why.iter().map(|w| trigger_kind(w)).collect();
+        for kind in kinds {
+            *self.passes.entry(kind.to_string()).or_default() += 1;
+        }
+        if !ok {
+            self.pass_failures += 1;
+        }
+        self.last_pass = Some(LastPass { timestamp, duration_seconds: duration.as_secs_f64(), ok });
+    }
+
+    /// Every write of `report`, by result and failure class.
+    pub fn record_writes(&mut self, report: &ApplyReport) {
+        for c in &report.changes {
+            if c.new_cpus().is_some() {
+                self.moved.insert(c.irq);
+            }
+            *self.writes.entry(write_result(&c.result).to_string()).or_default() += 1;
+            if let WriteOutcome::Failed { class, .. } = &c.result {
+                let name = serde_json::to_value(class).ok().and_then(|v| v.as_str().map(String::from));
+                *self.write_failures.entry(name.unwrap_or_else(|| "other".into())).or_default() += 1;
+            }
+        }
+    }
+
+    /// The per-device states after `plan` was applied as `report` says (IRQs gone from the plan
+    /// are forgotten).
+    pub fn record_states(&mut self, plan: &Plan, report: &ApplyReport) {
+        let present: BTreeSet<u32> = plan.devices.iter().flat_map(|d| d.irqs.iter().map(|p| p.irq)).collect();
+        self.moved.retain(|irq| present.contains(irq));
+        self.devices = device_states(plan, report, |irq| self.moved.contains(&irq));
+    }
+
+    /// One drifted IRQ of the device `labels` was restored.
+    pub fn record_drift(&mut self, labels: DeviceLabels) {
+        match self.drift_corrections.iter_mut().find(|c| c.labels == labels) {
+            Some(c) => c.value += 1,
+            None => {
+                self.drift_corrections.push(DeviceCount { labels, value: 1 });
+                self.drift_corrections.sort_by(|a, b| a.labels.cmp(&b.labels));
+            }
+        }
+    }
+
+    /// A reload was applied, or rejected (the previous configuration kept).
+    pub fn record_reload(&mut self, applied: bool) {
+        *self.reloads.entry(if applied { "applied" } else { "rejected" }.to_string()).or_default() += 1;
+    }
+
+    /// The Prometheus text exposition (format 0.0.4) of every series, `version` as
+    /// `irqwise_build_info`'s label. Guarantees: each metric has one `# HELP` and one `# TYPE`
+    /// line before its samples; label values are escaped; output is sorted and so stable.
+    pub fn render(&self, version: &str) -> String {
+        let mut out = Exposition::default();
+        out.metric("irqwise_build_info", "gauge", "The irqwise version that wrote this file (always 1).");
+        out.sample("irqwise_build_info", &[("version", version)], 1.0);
+        out.metric("irqwise_start_time_seconds", "gauge", "When the daemon started, in seconds since the Unix epoch.");
+        out.sample("irqwise_start_time_seconds", &[], self.started as f64);
+        out.metric(
+            "irqwise_passes_total",
+            "counter",
+            "Passes (discover, plan, apply) since the daemon started, by trigger; a pass with several triggers counts under each.",
+        );
+        for (trigger, n) in &self.passes {
+            out.sample("irqwise_passes_total", &[("trigger", trigger)], *n as f64);
+        }
+        out.metric("irqwise_pass_failures_total", "counter", "Passes that failed (the placement was left as it was).");
+        out.sample("irqwise_pass_failures_total", &[], self.pass_failures as f64);
+        out.metric("irqwise_writes_total", "counter", "Attempted IRQ affinity writes, by result.");
+        for (result, n) in &self.writes {
+            out.sample("irqwise_writes_total", &[("result", result)], *n as f64);
+        }
+        out.metric("irqwise_write_failures_total", "counter", "Failed IRQ affinity writes, by failure class.");
+        for (class, n) in &self.write_failures {
+            out.sample("irqwise_write_failures_total", &[("class", class)], *n as f64);
+        }
+        out.metric(
+            "irqwise_drift_corrections_total",
+            "counter",
+            "IRQs whose mask someone else changed and irqwise restored, by device.",
+        );
+        for c in &self.drift_corrections {
+            out.sample("irqwise_drift_corrections_total", &c.labels.pairs(), c.value as f64);
+        }
+        out.metric("irqwise_config_reloads_total", "counter", "Configuration reloads (SIGHUP), by result.");
+        for (result, n) in &self.reloads {
+            out.sample("irqwise_config_reloads_total", &[("result", result)], *n as f64);
+        }
+        if let Some(last) = &self.last_pass {
+            out.metric(
+                "irqwise_last_pass_timestamp_seconds",
+                "gauge",
+                "When the last pass ended, in seconds since the Unix epoch.",
+            );
+            out.sample("irqwise_last_pass_timestamp_seconds", &[], last.timestamp);
+            out.metric("irqwise_last_pass_duration_seconds", "gauge", "How long the last pass took.");
+            out.sample("irqwise_last_pass_duration_seconds", &[], last.duration_seconds);
+            out.metric("irqwise_last_pass_success", "gauge", "1 when the last pass succeeded, 0 when it failed.");
+            out.sample("irqwise_last_pass_success", &[], if last.ok { 1.0 } else { 0.0 });
+        }
+        out.metric(
+            "irqwise_irqs",
+            "gauge",
+            "IRQs per device after the last pass, by state: placed (moved by irqwise and still there), kept (already right), managed (kernel-managed), skipped (left alone), failed (write failed).",
+        );
+        for d in &self.devices {
+            for (state, n) in &d.irqs {
+                let mut labels = d.labels.pairs();
+                labels.push(("state", state));
+                out.sample("irqwise_irqs", &labels, *n as f64);
+            }
+        }
+        out.metric(
+            "irqwise_managed_mismatched_irqs",
+            "gauge",
+            "Kernel-managed IRQs per device that are not where the kernel's spreading predicts, after the last pass.",
+        );
+        for d in &self.devices {
+            out.sample("irqwise_managed_mismatched_irqs", &d.labels.pairs(), d.mismatched as f64);
+        }
+        out.text
+    }
+}
+
+impl DeviceLabels {
+    fn pairs(&self) -> Vec<(&'static str, &str)> {
+        vec![("device", &self.device), ("driver", &self.driver), ("class", &self.class)]
+    }
+}
+
+/// A label value as the text format wants it: backslash, double quote and newline escaped.
+pub fn escape_label_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A `# HELP` text: backslash and newline escaped.
+fn escape_help(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+/// A sample value: integers without a fraction, others as Rust prints them (never exponents).
+fn value_text(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// The text being written.
+#[derive(Default)]
+struct Exposition {
+    text: String,
+}
+
+impl Exposition {
+    fn metric(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.text, "# HELP {name} {}", escape_help(help));
+        let _ = writeln!(self.text, "# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.text.push_str(name);
+        if !labels.is_empty() {
+            let inner: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape_label_value(v))).collect();
+            let _ = write!(self.text, "{{{}}}", inner.join(","));
+        }
+        let _ = writeln!(self.text, " {}", value_text(value));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::{Change, Effective, FailureClass, Verification};
+    use crate::cpuset::CpuSet;
+    use crate::devices::{DeviceClass, QueueRole, Recognition};
+    use crate::plan::{Placement, StrategyName};
+
+    fn set(s: &str) -> CpuSet {
+        CpuSet::parse_list(s).unwrap()
+    }
+
+    fn placement(irq: u32, action: Action) -> Placement {
+        Placement {
+            irq,
+            name: Some(format!("q{irq}")),
+            role: QueueRole::RxTx,
+            queue: Some(irq),
+            recognised: Recognition::UnknownDriver { driver: None },
+            managed: action == Action::Managed,
+            current: Some(set("0-3")),
+            current_locality: None,
+            desired: Some(set("1")),
+            hint: None,
+            action,
+            reason: "test".into(),
+            fallbacks: Vec::new(),
+            mismatch: (action == Action::Managed).then_some(irq == 5),
+            uncertain: None,
+        }
+    }
+
+    fn plan(name: &str) -> Plan {
+        let irqs = vec![
+            placement(1, Action::Set),
+            placement(2, Action::Set),
+            placement(3, Action::Keep),
+            placement(4, Action::Keep),
+            placement(5, Action::Managed),
+            placement(6, Action::Skip),
+        ];
+        let dev = DevicePlan {
+            bdf: "0000:01:00.0".into(),
+            class: DeviceClass::Nic,
+            driver: Some("ixgbe".into()),
+            name: Some(name.into()),
+            node: Some(0),
+            strategy: StrategyName::NumaHop,
+            rules: vec![],
+            irqs,
+            xps: None,
+        };
+        Plan { kernel: None, devices: vec![dev], warnings: vec![] }
+    }
+
+    fn change(irq: u32, result: WriteOutcome) -> Change {
+        Change {
+            irq,
+            irq_name: None,
+            device: "0000:01:00.0".into(),
+            device_name: None,
+            driver: None,
+            queue: None,
+            strategy: StrategyName::NumaHop,
+            reason: "test".into(),
+            old: None,
+            wanted: None,
+            result,
+        }
+    }
+
+    fn written(irq: u32) -> Change {
+        let verified = Verification { readback: Some(set("1")), matches: true, effective: Effective::Absent };
+        change(irq, WriteOutcome::Written { cpus: set("1"), verified })
+    }
+
+    fn report() -> ApplyReport {
+        let failed = WriteOutcome::Failed { class: FailureClass::Invalid, error: "ELOOP".into() };
+        ApplyReport { changes: vec![written(1), change(2, failed)], ..ApplyReport::default() }
+    }
+
+    /// The sample lines of `text` as `name{labels} value`.
+    fn samples(text: &str) -> Vec<&str> {
+        text.lines().filter(|l| !l.starts_with('#')).collect()
+    }
+
+    #[test]
+    fn every_irq_has_one_state_and_earlier_writes_count_as_placed() {
+        let states = device_states(&plan("eth0"), &report(), |irq| irq == 4);
+        let irqs = &states[0].irqs;
+        let get = |s: &str| irqs[s];
+        assert_eq!((get("placed"), get("kept"), get("managed"), get("skipped"), get("failed")), (2, 1, 1, 1, 1));
+        assert_eq!(irqs.values().sum::<u64>(), 6);
+        assert_eq!(states[0].mismatched, 1);
+    }
+
+    #[test]
+    fn the_exposition_names_labels_and_counts_every_series() {
+        let mut c = Counters::new(1_700_000_000);
+        c.record_pass(&["start".into()], true, Duration::from_millis(2500), 1_700_000_000.5);
+        c.record_pass(&["cpu".into(), "link eth0 up".into(), "link eth1 down".into()], false, Duration::ZERO, 1.0);
+        c.record_writes(&report());
+        c.record_drift(DeviceLabels::of(&plan("eth0").devices[0]));
+        c.record_drift(DeviceLabels::of(&plan("eth0").devices[0]));
+        c.record_reload(false);
+        c.devices = device_states(&plan("eth0"), &report(), |_| false);
+        let text = c.render("0.1.0");
+        let s = samples(&text);
+        for want in [
+            "irqwise_build_info{version=\"0.1.0\"} 1",
+            "irqwise_start_time_seconds 1700000000",
+            "irqwise_passes_total{trigger=\"start\"} 1",
+            "irqwise_passes_total{trigger=\"cpu\"} 1",
+            "irqwise_passes_total{trigger=\"link\"} 1",
+            "irqwise_passes_total{trigger=\"reconcile\"} 0",
+            "irqwise_pass_failures_total 1",
+            "irqwise_writes_total{result=\"written\"} 1",
+            "irqwise_writes_total{result=\"failed\"} 1",
+            "irqwise_writes_total{result=\"managed\"} 0",
+            "irqwise_write_failures_total{class=\"invalid\"} 1",
+            "irqwise_write_failures_total{class=\"novectors\"} 0",
+            "irqwise_drift_corrections_total{device=\"eth0\",driver=\"ixgbe\",class=\"nic\"} 2",
+            "irqwise_config_reloads_total{result=\"rejected\"} 1",
+            "irqwise_config_reloads_total{result=\"applied\"} 0",
+            "irqwise_last_pass_timestamp_seconds 1",
+            "irqwise_last_pass_duration_seconds 0",
+            "irqwise_last_pass_success 0",
+            "irqwise_irqs{device=\"eth0\",driver=\"ixgbe\",class=\"nic\",state=\"placed\"} 1",
+            "irqwise_irqs{device=\"eth0\",driver=\"ixgbe\",class=\"nic\",state=\"failed\"} 1",
+            "irqwise_managed_mismatched_irqs{device=\"eth0\",driver=\"ixgbe\",class=\"nic\"} 1",
+        ] {
+            assert!(s.contains(&want), "missing {want:?} in\n{text}");
+        }
+        // One HELP and one TYPE per metric, before its samples, and every sample's metric declared.
+        let mut declared = BTreeSet::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let name = rest.split(' ').next().unwrap();
+                assert!(declared.insert(name.to_string()), "{name} declared twice");
+            } else if !line.starts_with('#') {
+                let name = line.split(['{', ' ']).next().unwrap();
+                assert!(declared.contains(name), "{name} used before its TYPE");
+            }
+        }
+        let counters: Vec<&String> =
+            declared.iter().filter(|n| text.contains(&format!("# TYPE {n} counter"))).collect();
+        assert!(counters.iter().all(|n| n.ends_with("_total")), "{counters:?}");
+    }
+
+    #[test]
+    fn label_values_escape_quotes_backslashes_and_newlines() {
+        assert_eq!(escape_label_value(r#"e"t\h0"#), r#"e\"t\\h0"#);
+        assert_eq!(escape_label_value("a\nb"), "a\\nb");
+        let mut c = Counters::new(0);
+        c.devices = device_states(&plan(r#"we"ird\nic"#), &ApplyReport::default(), |_| false);
+        let text = c.render("0.1.0");
+        assert!(
+            text.contains(r#"irqwise_managed_mismatched_irqs{device="we\"ird\\nic",driver="ixgbe",class="nic"} 1"#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn trigger_kinds_are_bounded() {
+        assert_eq!(trigger_kind("link eth0 up"), "link");
+        assert_eq!(trigger_kind("reconcile"), "reconcile");
+        assert_eq!(trigger_kind("something new"), "other");
+    }
+}

@@ -1,0 +1,281 @@
+//! Files whose changes re-plan (irqbalance's banned lists, the cgroup isolated partitions),
+//! watched with inotify.
+//!
+//! Guarantees: a file watched [`WatchHow::InDirectory`] is seen however it changes (written in
+//! place, replaced by a rename as editors and `sed -i` do, created, deleted), also when its
+//! directory appears only later (the parent is watched for it); a file watched
+//! [`WatchHow::Itself`] is seen when the kernel reports a modification of it (kernfs files report
+//! only what their owner notifies; the reconcile timer covers the rest). Every change becomes
+//! one [`Trigger::Isolation`]; a queue overflow becomes one too.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::mem::MaybeUninit;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+use rustix::io::Errno;
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+use tokio::sync::mpsc;
+
+use super::{EventsError, Trigger};
+
+/// How a file is watched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchHow {
+    /// Through its directory: every way of changing it, and its creation.
+    InDirectory,
+    /// The file itself, when it exists (kernfs attributes, which the kernel never replaces).
+    Itself,
+}
+
+/// A file whose changes should run a pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchTarget {
+    pub path: PathBuf,
+    pub how: WatchHow,
+}
+
+/// What one watch descriptor stands for.
+#[derive(Debug, Clone)]
+enum Watch {
+    /// A directory holding watched files, by name.
+    Dir { dir: PathBuf, names: BTreeSet<OsString> },
+    /// The parent of watched directories that do not exist yet.
+    Parent { children: BTreeSet<PathBuf> },
+    /// A watched file itself.
+    File { path: PathBuf },
+}
+
+/// Changes inside a watched directory that may change a watched file.
+fn dir_events() -> WatchFlags {
+    WatchFlags::CLOSE_WRITE
+        | WatchFlags::MODIFY
+        | WatchFlags::CREATE
+        | WatchFlags::DELETE
+        | WatchFlags::MOVED_FROM
+        | WatchFlags::MOVED_TO
+        | WatchFlags::ATTRIB
+        | WatchFlags::ONLYDIR
+}
+
+/// The inotify source.
+pub struct FileWatch {
+    fd: AsyncFd<OwnedFd>,
+    watches: BTreeMap<i32, Watch>,
+    /// Watched names by directory, for directories that appear later.
+    wanted: BTreeMap<PathBuf, BTreeSet<OsString>>,
+}
+
+impl FileWatch {
+    /// Sets up the watches of `targets`; a target whose directory (and its parent) does not
+    /// exist, or an `Itself` file that does not exist, is not watched. Must be called inside a
+    /// tokio runtime.
+    pub fn open(targets: &[WatchTarget]) -> Result<FileWatch, EventsError> {
+        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)
+            .map_err(|e| EventsError::Inotify(std::io::Error::from(e)))?;
+        // SAFETY: the descriptor is an OwnedFd moved into the AsyncFd, which owns it: it stays
+        // open, and `as_raw_fd` returns the same descriptor, until the AsyncFd drops.
+        #[allow(unsafe_code)]
+        let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
+            .map_err(|e| EventsError::Register { what: "the inotify descriptor", source: e.into_parts().1 })?;
+        let mut watch = FileWatch { fd, watches: BTreeMap::new(), wanted: BTreeMap::new() };
+        for t in targets {
+            match t.how {
+                WatchHow::Itself => {
+                    let flags = WatchFlags::MODIFY | WatchFlags::CLOSE_WRITE | WatchFlags::ATTRIB;
+                    if let Ok(wd) = inotify::add_watch(watch.fd.get_ref(), &t.path, flags) {
+                        watch.watches.insert(wd, Watch::File { path: t.path.clone() });
+                    }
+                }
+                WatchHow::InDirectory => {
+                    let (Some(dir), Some(name)) = (t.path.parent(), t.path.file_name()) else { continue };
+                    watch.wanted.entry(dir.to_path_buf()).or_default().insert(name.to_os_string());
+                }
+            }
+        }
+        for dir in watch.wanted.keys().cloned().collect::<Vec<_>>() {
+            watch.watch_dir(&dir);
+        }
+        Ok(watch)
+    }
+
+    /// Watches `dir` for its wanted names, or its parent for `dir`'s creation. Whether `dir`
+    /// itself is now watched.
+    fn watch_dir(&mut self, dir: &Path) -> bool {
+        let names = self.wanted.get(dir).cloned().unwrap_or_default();
+        if let Ok(wd) = inotify::add_watch(self.fd.get_ref(), dir, dir_events()) {
+            self.watches.insert(wd, Watch::Dir { dir: dir.to_path_buf(), names });
+            return true;
+        }
+        if let Some(parent) = dir.parent() {
+            let flags = WatchFlags::CREATE | WatchFlags::MOVED_TO | WatchFlags::ONLYDIR | WatchFlags::MASK_ADD;
+            if let Ok(wd) = inotify::add_watch(self.fd.get_ref(), parent, flags) {
+                let entry = self.watches.entry(wd).or_insert_with(|| Watch::Parent { children: BTreeSet::new() });
+                if let Watch::Parent { children } = entry {
+                    children.insert(dir.to_path_buf());
+                }
+            }
+        }
+        false
+    }
+
+    /// How many paths are watched (directories, parents waiting for one, files).
+    pub fn watched(&self) -> usize {
+        self.watches.len()
+    }
+
+    /// Forwards a trigger per relevant change until the receiver is dropped or the descriptor
+    /// fails.
+    pub async fn run(mut self, tx: mpsc::Sender<Trigger>) {
+        let mut buf = vec![MaybeUninit::<u8>::uninit(); 8192];
+        loop {
+            let mut guard = match self.fd.readable().await {
+                Ok(g) => g,
+                Err(e) => {
+                    tracing::warn!("file watch stopped: {e}; isolation changes are seen by the reconcile timer only");
+                    return;
+                }
+            };
+            let mut events: Vec<(i32, ReadFlags, Option<OsString>)> = Vec::new();
+            let mut reader = inotify::Reader::new(guard.get_inner(), &mut buf);
+            let failed = loop {
+                match reader.next() {
+                    Ok(e) => {
+                        let name = e.file_name().map(|n| std::ffi::OsStr::from_bytes(n.to_bytes()).to_os_string());
+                        events.push((e.wd(), e.events(), name));
+                    }
+                    Err(Errno::AGAIN) => break None,
+                    Err(Errno::INTR) => {}
+                    Err(e) => break Some(e),
+                }
+            };
+            guard.clear_ready();
+            drop(guard);
+            for trigger in self.take(events) {
+                if tx.send(trigger).await.is_err() {
+                    return;
+                }
+            }
+            if let Some(e) = failed {
+                tracing::warn!("file watch stopped: {e}; isolation changes are seen by the reconcile timer only");
+                return;
+            }
+        }
+    }
+
+    /// The triggers of a batch of events, adding the watches of directories that appeared and
+    /// dropping those the kernel removed.
+    fn take(&mut self, events: Vec<(i32, ReadFlags, Option<OsString>)>) -> Vec<Trigger> {
+        let mut triggers = Vec::new();
+        for (wd, flags, name) in events {
+            if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
+                triggers.push(Trigger::Isolation { path: None });
+                continue;
+            }
+            let Some(watch) = self.watches.get(&wd).cloned() else { continue };
+            if flags.contains(ReadFlags::IGNORED) {
+                self.watches.remove(&wd);
+                if let Watch::Dir { dir, .. } = watch {
+                    // The directory went away: wait for it to come back.
+                    self.watch_dir(&dir);
+                }
+                continue;
+            }
+            match watch {
+                Watch::Dir { dir, names } => {
+                    if let Some(name) = name.filter(|n| names.contains(n)) {
+                        triggers.push(Trigger::Isolation { path: Some(dir.join(name)) });
+                    }
+                }
+                Watch::Parent { mut children } => {
+                    let Some(child) = children.iter().find(|c| name.as_deref() == c.file_name()).cloned() else {
+                        continue;
+                    };
+                    if !self.watch_dir(&child) {
+                        continue;
+                    }
+                    children.remove(&child);
+                    if children.is_empty() {
+                        let _ = inotify::remove_watch(self.fd.get_ref(), wd);
+                        self.watches.remove(&wd);
+                    } else {
+                        self.watches.insert(wd, Watch::Parent { children });
+                    }
+                    // Files may have been created in it before the watch was added.
+                    triggers.push(Trigger::Isolation { path: Some(child) });
+                }
+                Watch::File { path } => triggers.push(Trigger::Isolation { path: Some(path) }),
+            }
+        }
+        triggers
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    async fn next(rx: &mut mpsc::Receiver<Trigger>) -> Option<Trigger> {
+        tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.ok().flatten()
+    }
+
+    #[tokio::test]
+    async fn edits_renames_and_late_directories_are_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let etc = dir.path().join("etc");
+        std::fs::create_dir_all(etc.join("default")).unwrap();
+        let default = etc.join("default/irqbalance");
+        let sysconfig = etc.join("sysconfig/irqbalance");
+        let targets = [
+            WatchTarget { path: default.clone(), how: WatchHow::InDirectory },
+            WatchTarget { path: sysconfig.clone(), how: WatchHow::InDirectory },
+        ];
+        let watch = FileWatch::open(&targets).unwrap();
+        assert_eq!(watch.watched(), 2, "etc/default, and etc for sysconfig");
+        let (tx, mut rx) = mpsc::channel(16);
+        let task = tokio::spawn(watch.run(tx));
+
+        std::fs::write(etc.join("default/other"), "x").unwrap();
+        std::fs::write(&default, "IRQBALANCE_BANNED_CPULIST=2\n").unwrap();
+        assert_eq!(
+            next(&mut rx).await,
+            Some(Trigger::Isolation { path: Some(default.clone()) }),
+            "other files are not news"
+        );
+        while tokio::time::timeout(Duration::from_millis(200), rx.recv()).await.is_ok() {}
+
+        std::fs::write(etc.join("default/.irqbalance.tmp"), "IRQBALANCE_BANNED_CPULIST=3\n").unwrap();
+        std::fs::rename(etc.join("default/.irqbalance.tmp"), &default).unwrap();
+        assert_eq!(next(&mut rx).await, Some(Trigger::Isolation { path: Some(default.clone()) }), "a rename onto it");
+        while tokio::time::timeout(Duration::from_millis(200), rx.recv()).await.is_ok() {}
+
+        std::fs::create_dir(etc.join("sysconfig")).unwrap();
+        assert_eq!(next(&mut rx).await, Some(Trigger::Isolation { path: Some(etc.join("sysconfig")) }));
+        std::fs::write(&sysconfig, "IRQBALANCE_BANNED_CPUS=0c\n").unwrap();
+        assert_eq!(next(&mut rx).await, Some(Trigger::Isolation { path: Some(sysconfig.clone()) }));
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn a_file_watched_itself_reports_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("cpuset.cpus.isolated");
+        std::fs::write(&file, "\n").unwrap();
+        let targets = [
+            WatchTarget { path: file.clone(), how: WatchHow::Itself },
+            WatchTarget { path: dir.path().join("absent"), how: WatchHow::Itself },
+        ];
+        let watch = FileWatch::open(&targets).unwrap();
+        assert_eq!(watch.watched(), 1, "an absent kernfs file is not watched");
+        let (tx, mut rx) = mpsc::channel(16);
+        let task = tokio::spawn(watch.run(tx));
+        std::fs::write(&file, "10-11\n").unwrap();
+        assert_eq!(next(&mut rx).await, Some(Trigger::Isolation { path: Some(file) }));
+        task.abort();
+    }
+}

@@ -1,0 +1,30 @@
+//! Where interrupts actually land (`irqwise report`): two reads of the per-CPU counts in
+//! `/proc/interrupts`, their difference per IRQ and CPU, and the locality of those CPUs relative
+//! to where the plan puts each IRQ and to its device's node.
+//!
+//! The counts ([`counts`]), the report ([`build`]) and its text ([`render`]) are pure; only
+//! [`sample`] reads, through a [`Root`](crate::sysfs::Root), so a report works on any root and
+//! the two reads can be of a file a test rewrites in between.
+
+pub mod build;
+pub mod counts;
+pub mod render;
+pub mod sample;
+
+use std::path::PathBuf;
+
+pub use build::{build_landing, CpuLanding, DeviceLanding, IrqLanding, Landing, LocalityCounts};
+pub use counts::{parse_counts, InterruptCounts};
+pub use render::render_table;
+
+use crate::sysfs::SysfsError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LandingError {
+    #[error("{}: missing; a report needs the kernel's per-CPU interrupt counts", .path.display())]
+    Missing { path: PathBuf },
+    #[error(transparent)]
+    Read(#[from] SysfsError),
+    #[error("{}: {source}", .path.display())]
+    Header { path: PathBuf, source: counts::HeaderError },
+}

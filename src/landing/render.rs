@@ -1,0 +1,167 @@
+//! The human form of a [`Landing`]: one summary line per device, then one row per IRQ.
+
+use super::build::{IrqLanding, Landing, LocalityCounts};
+use crate::cpuset::CpuSet;
+use crate::devices::QueueRole;
+
+/// `part` of `whole` in whole percent, rounded down, so 100% means all of it; `None` for a
+/// zero `whole`.
+pub fn percent(part: u64, whole: u64) -> Option<u64> {
+    (whole > 0).then(|| (u128::from(part) * 100 / u128::from(whole)) as u64)
+}
+
+/// A rate for people: whole numbers with thousands separators from 100 up, one decimal below.
+pub fn rate_text(rate: f64) -> String {
+    if rate >= 100.0 {
+        let digits = format!("{:.0}", rate);
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else if rate == 0.0 {
+        "0".into()
+    } else {
+        format!("{rate:.1}")
+    }
+}
+
+/// The classes that got interrupts with their share: `desired 75%, node 25%`; `-` for none.
+fn locality_text(l: &LocalityCounts) -> String {
+    let total: u64 = l.entries().iter().map(|(_, n)| n).sum();
+    let parts: Vec<String> = l
+        .entries()
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(name, n)| format!("{name} {}%", percent(*n, total).unwrap_or(0)))
+        .collect();
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn role(r: QueueRole, queue: Option<u32>) -> String {
+    let name = match r {
+        QueueRole::Admin => "admin",
+        QueueRole::Io => "io",
+        QueueRole::Rx => "rx",
+        QueueRole::Tx => "tx",
+        QueueRole::RxTx => "rxtx",
+        QueueRole::Misc => "misc",
+    };
+    queue.map_or(name.to_string(), |q| format!("{name} {q}"))
+}
+
+fn list(set: Option<&CpuSet>) -> String {
+    set.map_or("-".into(), |s| if s.is_empty() { "-".into() } else { s.to_list_string() })
+}
+
+const HEADER: [&str; 8] = ["IRQ", "NAME", "QUEUE", "IRQ/S", "DESIRED", "EFFECTIVE", "FIRED ON", "LOCALITY"];
+
+fn cells(i: &IrqLanding) -> [String; 8] {
+    let fired: CpuSet = i.cpus.iter().map(|c| c.cpu).collect();
+    [
+        i.irq.to_string(),
+        i.name.as_deref().unwrap_or("-").to_string(),
+        role(i.role, i.queue),
+        rate_text(i.rate),
+        list(i.desired.as_ref()),
+        list(i.effective.as_ref()),
+        list(Some(&fired)),
+        locality_text(&i.locality),
+    ]
+}
+
+/// The summary line of a device: `eth0 (0000:81:00.0, ixgbe): 18,230 irq/s, 100% on desired
+/// CPUs, 100% on node 1`; the shares only where they have a base.
+pub fn device_line(d: &super::build::DeviceLanding) -> String {
+    let who = d.name.as_deref().unwrap_or(&d.bdf);
+    let what = match (&d.name, &d.driver) {
+        (Some(_), Some(drv)) => format!(" ({}, {drv})", d.bdf),
+        (Some(_), None) => format!(" ({})", d.bdf),
+        (None, Some(drv)) => format!(" ({drv})"),
+        (None, None) => String::new(),
+    };
+    let mut line = format!("{who}{what}: {} irq/s", rate_text(d.rate));
+    if let Some(p) = percent(d.locality.desired, d.with_desired) {
+        line.push_str(&format!(", {p}% on desired CPUs"));
+    }
+    if let (Some(on), Some(node)) = (d.on_node, d.node) {
+        if let Some(p) = percent(on, d.interrupts) {
+            line.push_str(&format!(", {p}% on node {node}"));
+        }
+    }
+    line
+}
+
+/// The report as text: the interval, then per device its summary line and its IRQ rows under
+/// one header, columns as wide as their widest cell; then the warnings.
+pub fn render_table(l: &Landing) -> String {
+    let rows: Vec<Vec<[String; 8]>> = l.devices.iter().map(|d| d.irqs.iter().map(cells).collect()).collect();
+    let header = HEADER.map(String::from);
+    let mut widths = [0usize; 8];
+    for row in std::iter::once(&header).chain(rows.iter().flatten()) {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |row: &[String; 8]| {
+        let mut out = format!("  {:>w$}", row[0], w = widths[0]);
+        for (i, (cell, w)) in row.iter().zip(&widths).enumerate().skip(1) {
+            out.push(' ');
+            if i == 3 {
+                out.push_str(&format!("{cell:>w$}"));
+            } else {
+                out.push_str(cell);
+                out.extend(std::iter::repeat_n(' ', w.saturating_sub(cell.chars().count())));
+            }
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+        out
+    };
+    let mut out = format!("interrupts over {:.1} s\n", l.interval_seconds);
+    if !l.devices.is_empty() {
+        out.push_str(&line(&header));
+    }
+    for (d, rows) in l.devices.iter().zip(&rows) {
+        out.push_str(&device_line(d));
+        out.push('\n');
+        for row in rows {
+            out.push_str(&line(row));
+        }
+    }
+    for w in &l.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_and_shares_read_naturally() {
+        assert_eq!(rate_text(18_230.4), "18,230");
+        assert_eq!(rate_text(1_000_000.0), "1,000,000");
+        assert_eq!(rate_text(100.0), "100");
+        assert_eq!(rate_text(2.5), "2.5");
+        assert_eq!(rate_text(0.0), "0");
+        assert_eq!(percent(999, 1000), Some(99), "100% only when all");
+        assert_eq!(percent(1000, 1000), Some(100));
+        assert_eq!(percent(1, 0), None);
+    }
+
+    #[test]
+    fn locality_lists_the_classes_that_got_interrupts() {
+        let l = LocalityCounts { desired: 3, remote: 1, ..LocalityCounts::default() };
+        assert_eq!(locality_text(&l), "desired 75%, remote 25%");
+        assert_eq!(locality_text(&LocalityCounts::default()), "-");
+    }
+}

@@ -1,0 +1,298 @@
+//! Isolation from every source, through the real binary against fixture roots: cgroup v2
+//! isolated partitions, `isolcpus=` on the kernel command line and irqbalance's banned list
+//! (both variables, both files) each keep device IRQs off their CPUs; `irqwise topology` names
+//! every source; the running daemon re-places within its debounce window when the banned list
+//! changes.
+
+#[path = "common/fixture.rs"]
+mod fixture;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fixture::{FixtureRoot, NamingScheme};
+use irqwise::cpuset::CpuSet;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+const NIC: &str = "0000:81:00.0";
+
+fn set(s: &str) -> CpuSet {
+    CpuSet::parse_list(s).unwrap()
+}
+
+/// 24 CPUs in 2 nodes (node 1 = 6-11,18-23) and an 8-queue ixgbe NIC on node 1: without
+/// isolation its queue 0 goes to CPU 6 and queue 1 to CPU 7.
+fn nic_root() -> (tempfile::TempDir, Vec<u32>) {
+    let dir = tempfile::tempdir().unwrap();
+    fixture::write_cpu_topology(dir.path(), 2, 6, 2);
+    let mut r = FixtureRoot::at(dir.path());
+    r.nic(NIC, "ixgbe", "eth1", Some(1), 8, NamingScheme::TxRx);
+    let irqs = r.irqs_of(NIC).to_vec();
+    (dir, irqs)
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn irqwise(root: &Path, cfg: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_irqwise"))
+        .arg("--root")
+        .arg(root)
+        .arg("--config")
+        .arg(cfg)
+        .args(args)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+/// `plan --json`: every placed IRQ's desired CPUs, and the plan's warnings.
+fn desired(root: &Path, cfg: &Path) -> (Vec<(u32, CpuSet)>, Vec<String>) {
+    let (code, out, err) = irqwise(root, cfg, &["plan", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let plan: Value = serde_json::from_str(&out).unwrap();
+    let irqs = plan["devices"][0]["irqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let cpus = p["desired"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap() as u32).collect();
+            (p["irq"].as_u64().unwrap() as u32, cpus)
+        })
+        .collect();
+    let warnings = plan["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap().to_string()).collect();
+    (irqs, warnings)
+}
+
+/// Asserts no IRQ of the NIC is planned on `avoid`.
+fn avoids(root: &Path, cfg: &Path, avoid: &CpuSet, what: &str) {
+    let (irqs, warnings) = desired(root, cfg);
+    assert_eq!(irqs.len(), 9, "{what}");
+    for (irq, cpus) in &irqs {
+        assert!(
+            !cpus.is_empty() && !cpus.intersects(avoid),
+            "{what}: irq {irq} planned on {cpus}, which touches {avoid}"
+        );
+    }
+    assert!(warnings.is_empty(), "{what}: {warnings:?}");
+}
+
+#[test]
+fn without_isolation_queue_0_and_1_take_cpus_6_and_7() {
+    let (root, irqs) = nic_root();
+    let cfg = tempfile::tempdir().unwrap();
+    let (planned, _) = desired(root.path(), cfg.path());
+    assert_eq!(planned[0], (irqs[0], set("6")));
+    assert_eq!(planned[1], (irqs[1], set("7")));
+}
+
+#[test]
+fn every_source_keeps_device_irqs_off_its_cpus_and_topology_names_it() {
+    let cases: [(&str, &str, &str); 7] = [
+        ("sys/fs/cgroup/cpuset.cpus.isolated", "6-7\n", "cgroup-partition"),
+        (
+            "proc/cmdline",
+            "BOOT_IMAGE=/vmlinuz root=/dev/vda1 isolcpus=managed_irq,domain,6-7 quiet\n",
+            "cmdline-isolcpus",
+        ),
+        ("etc/sysconfig/irqbalance", "IRQBALANCE_BANNED_CPULIST=6-7\n", "irqbalance-banned"),
+        (
+            "etc/sysconfig/irqbalance",
+            "# written by CRI-O\nIRQBALANCE_BANNED_CPUS=\"00000000,000000c0\"\n",
+            "irqbalance-banned",
+        ),
+        ("etc/default/irqbalance", "export IRQBALANCE_BANNED_CPULIST='6-7'\n", "irqbalance-banned"),
+        ("etc/default/irqbalance", "IRQBALANCE_BANNED_CPUS=c0  # tuned\n", "irqbalance-banned"),
+        ("proc/cmdline", "ro irqaffinity=0-5,8-23\n", "cmdline-irqaffinity"),
+    ];
+    let cfg = tempfile::tempdir().unwrap();
+    for (rel, text, kind) in cases {
+        let (root, _) = nic_root();
+        write(root.path(), rel, text);
+        avoids(root.path(), cfg.path(), &set("6-7"), &format!("{rel}: {text:?}"));
+        let (code, out, err) = irqwise(root.path(), cfg.path(), &["topology", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let topo: Value = serde_json::from_str(&out).unwrap();
+        let sources = topo["isolation"]["sources"].as_array().unwrap();
+        assert_eq!(sources.len(), 1, "{rel}: {sources:?}");
+        assert_eq!(sources[0]["kind"], kind);
+        assert_eq!(sources[0]["cpus"], serde_json::json!([6, 7]));
+        assert_eq!(sources[0]["applied"], true);
+        assert!(sources[0]["path"].as_str().unwrap().ends_with(rel), "{sources:?}");
+        assert_eq!(topo["isolation"]["avoid"], serde_json::json!([6, 7]));
+        let (_, table, _) = irqwise(root.path(), cfg.path(), &["topology"]);
+        assert!(table.contains("isolation: device IRQs avoid CPUs 6-7"), "{table}");
+        assert!(table.contains(&format!("{}: ", root.path().join(rel).display())), "{table}");
+    }
+}
+
+#[test]
+fn the_settings_decide_which_sources_apply() {
+    let (root, irqs) = nic_root();
+    write(root.path(), "sys/fs/cgroup/cpuset.cpus.isolated", "6\n");
+    write(root.path(), "etc/default/irqbalance", "IRQBALANCE_BANNED_CPULIST=7\n");
+    let cfg = tempfile::tempdir().unwrap();
+    write(
+        cfg.path(),
+        "etc/irqwise/irqwise.toml",
+        "[global]\nrespect_isolation = false\nimport_irqbalance_banned = false\n",
+    );
+    let (planned, _) = desired(root.path(), cfg.path());
+    assert_eq!((&planned[0], &planned[1]), (&(irqs[0], set("6")), &(irqs[1], set("7"))), "neither applies");
+    let (_, table, _) = irqwise(root.path(), cfg.path(), &["topology"]);
+    assert!(table.contains("isolation: no CPU is kept free of device IRQs"), "{table}");
+    assert!(
+        table.contains("not applied: respect_isolation = false")
+            && table.contains("not applied: import_irqbalance_banned = false"),
+        "{table}"
+    );
+
+    // A rule's own cpus may use an isolated CPU when it says so, never a banned one (like
+    // banned_cpus); without allow_isolated the plan warns and leaves the isolated CPU out.
+    let rule = "[[device]]\nmatch = { driver = \"ixgbe\" }\ncpus = \"6-11\"\n";
+    write(cfg.path(), "etc/irqwise/irqwise.toml", rule);
+    let (planned, warnings) = desired(root.path(), cfg.path());
+    assert!(planned.iter().all(|(_, c)| !c.contains(6)), "cgroup-isolated CPU 6 left out: {planned:?}");
+    assert!(warnings.iter().any(|w| w.contains("isolated CPUs 6")), "{warnings:?}");
+    write(cfg.path(), "etc/irqwise/irqwise.toml", &format!("{rule}allow_isolated = true\n"));
+    let (planned, _) = desired(root.path(), cfg.path());
+    assert_eq!(planned[0], (irqs[0], set("6")), "explicit cpus with allow_isolated use the isolated CPU 6");
+    assert!(planned.iter().all(|(_, c)| !c.contains(7)), "banned CPU 7 stays free: {planned:?}");
+}
+
+#[test]
+fn a_malformed_or_everything_banning_file_is_a_warning_and_bans_nothing() {
+    let cfg = tempfile::tempdir().unwrap();
+    let (root, irqs) = nic_root();
+    write(root.path(), "etc/sysconfig/irqbalance", "IRQBALANCE_BANNED_CPUS=zz\n");
+    let (planned, warnings) = desired(root.path(), cfg.path());
+    assert_eq!(planned[0], (irqs[0], set("6")));
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("etc/sysconfig/irqbalance") && warnings[0].contains("zz"), "{warnings:?}");
+
+    let (root, irqs) = nic_root();
+    write(root.path(), "etc/default/irqbalance", "IRQBALANCE_BANNED_CPULIST=0-23\n");
+    let (planned, warnings) = desired(root.path(), cfg.path());
+    assert_eq!(planned[0], (irqs[0], set("6")));
+    assert!(warnings.iter().any(|w| w.contains("bans every online CPU") && w.contains("not imported")), "{warnings:?}");
+}
+
+/// The daemon as a child process, its log kept; the state file says how many passes it ran.
+struct Daemon {
+    child: Child,
+    log: PathBuf,
+    root: PathBuf,
+}
+
+impl Daemon {
+    fn start(root: &Path, cfg: &Path, log: PathBuf) -> Daemon {
+        let child = Command::new(env!("CARGO_BIN_EXE_irqwise"))
+            .arg("--root")
+            .arg(root)
+            .arg("--config")
+            .arg(cfg)
+            .args(["--log-format", "text", "run"])
+            .env_remove("NOTIFY_SOCKET")
+            .env_remove("INVOCATION_ID")
+            .env_remove("JOURNAL_STREAM")
+            .stderr(Stdio::from(fs::File::create(&log).unwrap()))
+            .spawn()
+            .unwrap();
+        Daemon { child, log, root: root.to_path_buf() }
+    }
+
+    fn state(&self) -> Value {
+        let text = fs::read_to_string(self.root.join("run/irqwise/state.json")).unwrap_or_default();
+        let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if v["pid"].as_u64() == Some(u64::from(self.child.id())) {
+            v
+        } else {
+            Value::Null
+        }
+    }
+
+    /// Waits (harness deadline 60 s) until a pass after pass `after` satisfies `done`.
+    fn wait(&self, after: u64, what: &str, done: impl Fn() -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let state = self.state();
+            if state["passes"].as_u64().unwrap_or(0) > after && done() {
+                return state;
+            }
+            let log = fs::read_to_string(&self.log).unwrap_or_default();
+            assert!(Instant::now() < deadline, "{what}: not within the deadline; log:\n{log}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
+        let _ = self.child.wait();
+    }
+}
+
+fn affinity(root: &Path, irq: u32) -> CpuSet {
+    set(fs::read_to_string(root.join(format!("proc/irq/{irq}/smp_affinity_list"))).unwrap().trim())
+}
+
+#[test]
+fn the_running_daemon_replaces_when_the_banned_list_or_the_partitions_change() {
+    let (root, irqs) = nic_root();
+    // Present from the start, as on a kernel with isolated partitions: watched itself.
+    write(root.path(), "sys/fs/cgroup/cpuset.cpus.isolated", "\n");
+    fs::create_dir_all(root.path().join("etc")).unwrap();
+    let cfg = tempfile::tempdir().unwrap();
+    // Only the file watch can cause the passes awaited below: no reconcile for a day.
+    write(cfg.path(), "etc/irqwise/irqwise.toml", "[global]\nreconcile_interval = \"24h\"\ndebounce = \"50ms\"\n");
+    let log = cfg.path().join("daemon.log");
+    let d = Daemon::start(root.path(), cfg.path(), log);
+    let state = d.wait(0, "first pass", || affinity(root.path(), irqs[0]) == set("6"));
+    let first = state["passes"].as_u64().unwrap();
+
+    // tuned writes the banned list (etc/default does not exist yet: its creation is seen too).
+    write(root.path(), "etc/default/irqbalance", "IRQBALANCE_BANNED_CPULIST=6-7\n");
+    let state =
+        d.wait(first, "banned list", || irqs.iter().all(|&i| !affinity(root.path(), i).intersects(&set("6-7"))));
+    assert!(state["triggers"].as_array().unwrap().iter().any(|t| t == "isolation"), "{state}");
+    let second = state["passes"].as_u64().unwrap();
+
+    // An isolated partition takes CPUs 8-9.
+    write(root.path(), "sys/fs/cgroup/cpuset.cpus.isolated", "8-9\n");
+    d.wait(second, "cgroup partition", || irqs.iter().all(|&i| !affinity(root.path(), i).intersects(&set("6-9"))));
+}
+
+#[test]
+fn the_guard_names_each_source_when_it_clears_a_left_alone_irq() {
+    let (root, _) = nic_root();
+    let mut r = FixtureRoot::at(root.path());
+    r.msi_device("0000:02:00.0", 0x0c0330, "xhci_hcd", Some(0), &["xhci_hcd"]);
+    let usb = r.irqs_of("0000:02:00.0")[0];
+    write(root.path(), "sys/fs/cgroup/cpuset.cpus.isolated", "6-7\n");
+    write(root.path(), "etc/sysconfig/irqbalance", "IRQBALANCE_BANNED_CPUS=00000300\n");
+    let cfg = tempfile::tempdir().unwrap();
+    let (code, out, err) = irqwise(root.path(), cfg.path(), &["plan", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let plan: Value = serde_json::from_str(&out).unwrap();
+    let p = plan["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| d["irqs"].as_array().unwrap())
+        .find(|p| p["irq"] == usb)
+        .unwrap()
+        .clone();
+    let desired: CpuSet = p["desired"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap() as u32).collect();
+    assert_eq!(desired, set("0-5,10-23"), "{p}");
+    let reason = p["reason"].as_str().unwrap();
+    assert!(reason.contains("cgroup-isolated CPUs 6-7") && reason.contains("irqbalance-banned CPUs 8-9"), "{reason}");
+}

@@ -1,0 +1,114 @@
+//! `on_drift`: with "respect", a mask another owner set survives reconcile passes (and is placed
+//! again after a reload); the kernel's CPU-offline fallback and a driver's reset to the default
+//! mask are still placed again; with "restore" (the default) every drift is restored.
+
+#[path = "common/daemon_fixture.rs"]
+mod daemon_fixture;
+#[path = "common/fixture.rs"]
+mod fixture;
+
+use daemon_fixture::{affinity, nic_root, set_affinity, write_config, Hotplug, Running};
+use irqwise::cpuset::CpuSet;
+use irqwise::events::{Trigger, UeventAction};
+use irqwise::plan::Action;
+
+fn set(s: &str) -> CpuSet {
+    CpuSet::parse_list(s).unwrap()
+}
+
+const RESPECT: &str = "[global]\non_drift = \"respect\"\n";
+
+#[tokio::test]
+async fn a_foreign_mask_survives_reconcile_passes_until_a_reload() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    write_config(cfg.path(), RESPECT);
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let placed = affinity(root.path(), irqs[0]);
+    assert_eq!(placed.len(), 1, "queue 0 placed: {placed}");
+
+    // An operator (or tuned) moves queue 0 to the housekeeping CPUs 0-1.
+    set_affinity(root.path(), irqs[0], &set("0-1"));
+    for _ in 0..3 {
+        d.trigger(Trigger::Reconcile).await;
+        assert_eq!(affinity(root.path(), irqs[0]), set("0-1"), "the other owner's mask stays");
+    }
+    // They change it again: still theirs.
+    set_affinity(root.path(), irqs[0], &set("2"));
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(affinity(root.path(), irqs[0]), set("2"));
+
+    // A reload starts afresh: irqwise places it again.
+    d.trigger(Trigger::Reload).await;
+    assert_eq!(affinity(root.path(), irqs[0]), placed, "placed again after the reload");
+    d.trigger(Trigger::Reconcile).await;
+    let daemon = d.stop().await;
+    let p = daemon.last_plan().devices[0].irqs.iter().find(|p| p.irq == irqs[0]).unwrap();
+    assert_eq!(p.action, Action::Keep);
+}
+
+#[tokio::test]
+async fn the_kernels_offline_fallback_and_a_driver_reset_are_placed_again() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    write_config(cfg.path(), RESPECT);
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let placed: Vec<CpuSet> = irqs.iter().map(|&i| affinity(root.path(), i)).collect();
+
+    // CPU offline: the kernel moves queue 1's IRQ to every online CPU.
+    let victim = placed[1].first().unwrap();
+    let mut hotplug = Hotplug::new(root.path());
+    hotplug.offline(victim, &irqs);
+    assert!(affinity(root.path(), irqs[1]).len() > 1, "the kernel's fallback");
+    d.trigger(Trigger::Cpu { cpu: victim, action: UeventAction::Offline }).await;
+    let now = affinity(root.path(), irqs[1]);
+    assert_eq!(now.len(), 1, "re-placed, not respected: {now}");
+    assert!(!now.contains(victim));
+    hotplug.restore();
+    d.trigger(Trigger::Cpu { cpu: victim, action: UeventAction::Online }).await;
+    assert_eq!(affinity(root.path(), irqs[1]), placed[1], "back on its CPU");
+
+    // A driver reset: the IRQ is requested anew on every CPU (the default affinity).
+    set_affinity(root.path(), irqs[2], &set("0-15"));
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(affinity(root.path(), irqs[2]), placed[2], "a reset to the default mask is not another owner's");
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn restore_is_the_default() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let placed = affinity(root.path(), irqs[0]);
+    set_affinity(root.path(), irqs[0], &set("0-1"));
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(affinity(root.path(), irqs[0]), placed);
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn transmit_steering_follows_an_irq_left_to_another_owner() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    let queues = fixture::FixtureRoot::at(root.path()).tx_queues(daemon_fixture::NIC, "eth1", 8, &CpuSet::new());
+    let xps = |q: u32| {
+        let text = std::fs::read_to_string(queues.join(format!("tx-{q}/xps_cpus"))).unwrap();
+        CpuSet::parse_mask(text.trim()).unwrap()
+    };
+    write_config(cfg.path(), RESPECT);
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let placed = affinity(root.path(), irqs[0]);
+    assert!(placed.is_subset(&xps(0)), "tx-0 sends from its IRQ's CPU {placed}: {}", xps(0));
+
+    // Queue 0's IRQ moved to CPU 0 by another owner and left there: tx-0 now sends from CPU 0.
+    set_affinity(root.path(), irqs[0], &set("0"));
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(affinity(root.path(), irqs[0]), set("0"));
+    assert!(xps(0).contains(0) && !xps(0).intersects(&placed), "tx-0 follows its IRQ to CPU 0: {}", xps(0));
+    d.stop().await;
+}
