@@ -637,12 +637,19 @@ impl Daemon {
                 );
             } else if news.mismatched.is_empty() {
                 let irqs: Vec<String> = news.uncertain.iter().map(u32::to_string).collect();
+                let reason = news.uncertain_reason.as_deref().unwrap_or("unknown");
                 tracing::info!(
+                    message_id = catalog::MANAGED_UNCERTAIN,
+                    device = bdf,
+                    driver = driver.unwrap_or(""),
+                    managed_irqs = news.managed,
+                    uncertain_irqs = irqs.join(" "),
+                    reason,
                     "{}: {} IRQs are kernel-managed; predicted placement matches where it can be known; IRQ(s) {} uncertain: {}",
                     news.device,
                     news.managed,
                     irqs.join(", "),
-                    news.uncertain_reason.as_deref().unwrap_or("unknown")
+                    reason
                 );
             } else {
                 let irqs: Vec<String> = news.mismatched.iter().map(u32::to_string).collect();

@@ -168,7 +168,7 @@ fn discover(root: &Root) -> Result<(Topology, Vec<TopologyWarning>), TopologyErr
 
 /// Gives every CPU sysfs placed its [`NodeSource::Sysfs`], and the others the node the kernel
 /// gave them where a rule says which: node 0 without NUMA information, the only node of a
-/// one-node machine, and on x86 (or an unknown arch, like the offline masks) the round-robin
+/// one-node machine for CPUs that are not present, and on x86 (or an unknown arch, like the offline masks) the round-robin
 /// node of boot for possible CPUs that are not present ([`round_robin_node`] over `boot_nodes`).
 /// A present CPU without a node in sysfs, or any CPU elsewhere, stays unknown: arm64 and others
 /// take the node of a CPU that is not present from firmware tables sysfs does not show.
@@ -178,7 +178,7 @@ fn place_unlisted_cpus(cpus: &mut BTreeMap<u32, Cpu>, node_ids: &[u32], boot_nod
         (c.node, c.node_source) = match (c.node, node_ids) {
             (Some(n), _) => (Some(n), NodeSource::Sysfs),
             (None, []) => (None, NodeSource::NoNuma),
-            (None, [only]) => (Some(*only), NodeSource::OnlyNode),
+            (None, [only]) if !c.present => (Some(*only), NodeSource::OnlyNode),
             (None, _) if x86 && !c.present => match round_robin_node(c.id, boot_nodes) {
                 Some(n) => (Some(n), NodeSource::RoundRobinAtBoot),
                 None => (None, NodeSource::Unknown),

@@ -37,7 +37,8 @@ pub enum NodeSource {
     Sysfs,
     /// The kernel shows no NUMA information: every CPU is on node 0 (`node` stays `None`).
     NoNuma,
-    /// The machine has one node, so every CPU is on it.
+    /// Not present on a machine with one node: the kernel gives every CPU without firmware
+    /// affinity a node that is online, and there is one.
     OnlyNode,
     /// Not in sysfs, on x86: `numa_init_array()` (arch/x86/mm/numa.c) gives every CPU id the
     /// nodes online at that point (those with memory) round robin in id order, CPU i the
