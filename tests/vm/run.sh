@@ -3,8 +3,10 @@
 #   kernel   the release binary in a busybox initramfs on Debian's stock kernel: placement through
 #            CPU/link/device hot-plug and SIGHUP, idle cost and placement beside irqbalance;
 #   kernel-6.12  the same on Debian 12's 6.12 kernel (unpacked from its package, not installed);
+#            not in the default tiers (it doubles the kernel tier's time): IRQWISE_VM_TIERS;
 #   oracle   the kernel as oracle for managed NVMe IRQs: one light boot per kernel (6.1, 6.12)
 #            and guest shape (host/oracle.sh), irqwise's prediction against /proc/irq and blk-mq;
+#            by default three boots (ORACLE_CI_RUNS), the whole matrix with IRQWISE_VM_ORACLE=full;
 #   systemd  the package (`make deb`) installed with dpkg in a debootstrapped Debian 12 root,
 #            booted with systemd as PID 1: the unit's start, reload, watchdog, restarts, stop,
 #            sandbox, journal fields and exposure, irqbalance's conflict and the install warning.
@@ -13,7 +15,8 @@
 # a guest line "HOST <command>" is relayed to QEMU's monitor), then prints one line per check,
 # the tables, "N passed, M failed" per tier and for the whole suite.
 # Exit status: 0 when every check passed, 1 when one failed, 2 when the suite could not run.
-# env: IRQWISE_VM_TIERS="kernel kernel-6.12 oracle systemd"  the tiers to run (default: all)
+# env: IRQWISE_VM_TIERS="kernel kernel-6.12 oracle systemd"  the tiers to run (default:
+#                           kernel oracle systemd)
 #      IRQWISE_VM_BROKEN=1  kernel tier: irqwise replaced by a stub that places nothing
 #      IRQWISE_VM_BROKEN_UNIT=kill-reload|no-netlink|restart-loop  systemd tier: the installed
 #                           unit broken on purpose (tests/vm/host/debroot.sh)
@@ -28,8 +31,10 @@
 #      IRQWISE_VM_BOOT_TIMEOUT=S  a guest not at /init after S s (default 180) is stopped and
 #                           its boot retried once (reported in the timings line)
 #      IRQWISE_VM_MIRROR=URL  Debian mirror for debootstrap (default http://deb.debian.org/debian)
+#      IRQWISE_VM_ORACLE=full  oracle tier: every kernel x every shape (10 boots; RESULTS.md's
+#                           matrix is updated only by such a run)
 #      IRQWISE_VM_ORACLE_KERNELS="6.1 6.12", IRQWISE_VM_ORACLE_SHAPES="maxcpus nosmt"  oracle tier:
-#                           only these kernels / shapes (host/oracle.sh lists the shapes)
+#                           these kernels x shapes of the matrix (host/oracle.sh lists the shapes)
 #      IRQWISE_VM_ORACLE_SNAPSHOTS=1  oracle tier: `irqwise snapshot` of the guest after every
 #                           check, in WORK/oracle/KERNEL-SHAPE/snapshot-STAGE.tar.gz (test fixtures)
 set -euo pipefail
@@ -38,7 +43,7 @@ REPO=$(cd "$VM_DIR/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$REPO/target}
 WORK=${IRQWISE_VM_WORK:-$TARGET/vm}
 TIMEOUT=${IRQWISE_VM_TIMEOUT:-540}
-TIERS=${IRQWISE_VM_TIERS:-kernel kernel-6.12 oracle systemd}
+TIERS=${IRQWISE_VM_TIERS:-kernel oracle systemd}
 . "$VM_DIR/host/deps.sh"
 . "$VM_DIR/host/initramfs.sh"
 . "$VM_DIR/host/qemu.sh"
@@ -61,9 +66,18 @@ use_kernel() {
   pvh_image "$KIMG" "$WORK/cache"
 }
 
+# The oracle tier's boots, KERNEL:SHAPE each, in launch order.
+if [ "${IRQWISE_VM_ORACLE:-}" = full ] || [ -n "${IRQWISE_VM_ORACLE_KERNELS:-}${IRQWISE_VM_ORACLE_SHAPES:-}" ]; then
+  ORACLE_RUNS=$(for v in ${IRQWISE_VM_ORACLE_KERNELS:-6.1 6.12}; do for s in ${IRQWISE_VM_ORACLE_SHAPES:-$ORACLE_SHAPES}; do echo "$v:$s"; done; done)
+else
+  ORACLE_RUNS=$ORACLE_CI_RUNS
+fi
+
 t=$(secs); ensure_packages || exit 2
 use_kernel 6.1 || exit 2
-case " $TIERS " in *" kernel-6.12 "*|*" oracle "*) use_kernel 6.12 || exit 2;; esac
+# The 6.12 package is fetched only when a tier boots it.
+case " $TIERS " in *" kernel-6.12 "*) use_kernel 6.12 || exit 2;; esac
+case " $TIERS $ORACLE_RUNS " in *" oracle "*6.12:*) use_kernel 6.12 || exit 2;; esac
 T_PKG=$(since "$t")
 
 # boot_retried WORK INITRD [DISK]: boots the guest; once more, and only when it never reached
@@ -158,8 +172,9 @@ oracle_boot() {
 # irqwise's managed-IRQ predictions with the kernel's masks and blk-mq's map. Guests run
 # IRQWISE_VM_ORACLE_JOBS at a time (default 2: a booting guest keeps about one host CPU busy).
 tier_oracle() {
-  local w=$WORK/oracle bin t version shape d rc=0 boots=0 running=0 jobs=${IRQWISE_VM_ORACLE_JOBS:-2}
-  local versions=${IRQWISE_VM_ORACLE_KERNELS:-6.1 6.12} shapes=${IRQWISE_VM_ORACLE_SHAPES:-$ORACLE_SHAPES}
+  local w=$WORK/oracle bin t version shape run d rc=0 boots=0 running=0 jobs=${IRQWISE_VM_ORACLE_JOBS:-2}
+  local versions
+  versions=$(for run in $ORACLE_RUNS; do echo "${run%%:*}"; done | sort -u)
   mkdir -p "$w"
   t=$(secs); (cd "$REPO" && cargo build --release --quiet) || return 2; local t_build; t_build=$(since "$t")
   bin=$TARGET/release/irqwise
@@ -170,21 +185,22 @@ tier_oracle() {
     pack_cpio "$w/root-$version" "$w/base-$version.cpio.gz"
   done
   local t_all; t_all=$(secs)
-  for version in $versions; do
+  for run in $ORACLE_RUNS; do
+    version=${run%%:*} shape=${run#*:}
     use_kernel "$version" || return 2
-    for shape in $shapes; do
-      d=$w/$version-$shape; rm -rf "$d"; mkdir -p "$d"
-      echo "test-vm: oracle tier: $KVER, shape $shape, log in $d" >&2
-      oracle_boot "$version" "$shape" "$d" &
-      running=$((running + 1))
-      if [ $running -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
-    done
+    d=$w/$version-$shape; rm -rf "$d"; mkdir -p "$d"
+    echo "test-vm: oracle tier: $KVER, shape $shape, log in $d" >&2
+    oracle_boot "$version" "$shape" "$d" &
+    running=$((running + 1))
+    if [ $running -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
   done
   wait || true
   local t_guests; t_guests=$(since "$t_all")
+  # In table order: by kernel, then by shape as ORACLE_SHAPES lists them.
   for version in $versions; do
     use_kernel "$version" || return 2
-    for shape in $shapes; do
+    for shape in $ORACLE_SHAPES; do
+      case " $(echo $ORACLE_RUNS) " in *" $version:$shape "*) ;; *) continue;; esac
       d=$w/$version-$shape
       [ -f "$d/boot-time" ] || { echo "test-vm: oracle guest $version/$shape did not run; see $d" >&2; cat "$d/boot.log" >&2 2>/dev/null; }
       cat "$d/boot.log" >&2 2>/dev/null || true
@@ -209,7 +225,16 @@ tier_oracle() {
     echo
     echo "Timings on this host: cargo build ${t_build} s, $boots guest runs ($jobs at a time) ${t_guests} s in all (each: $(cut -f4 "$w/boots" | paste -sd' ' | sed 's/ /, /g') s)."
   } | tee -a "$w/RESULTS.md"
-  [ -z "${IRQWISE_VM_ORACLE_SHAPES:-}${IRQWISE_VM_ORACLE_KERNELS:-}${IRQWISE_VM_ORACLE_SNAPSHOTS:-}" ] && COMPLETE="$COMPLETE oracle"
+  # RESULTS.md: the whole matrix from a full run, the CI subset in a section of its own.
+  if [ -z "${IRQWISE_VM_ORACLE_SHAPES:-}${IRQWISE_VM_ORACLE_KERNELS:-}${IRQWISE_VM_ORACLE_SNAPSHOTS:-}" ]; then
+    if [ "${IRQWISE_VM_ORACLE:-}" = full ]; then
+      COMPLETE="$COMPLETE oracle"
+    else
+      mkdir -p "$WORK/oracle-ci"
+      sed '1,/^## /s/^## \(.*\)$/## \1: the CI subset (`make test-vm` default)/' "$w/RESULTS.md" > "$WORK/oracle-ci/RESULTS.md"
+      COMPLETE="$COMPLETE oracle-ci"
+    fi
+  fi
   return $rc
 }
 
