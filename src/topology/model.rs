@@ -68,8 +68,9 @@ impl NodeSource {
 
 /// The node x86 gives CPU `cpu` at boot before firmware names any CPU's node:
 /// `numa_init_array()` (arch/x86/mm/numa.c) walks every CPU id from 0 and hands out the nodes
-/// online at that point round robin, so CPU i gets the (i mod n)-th of the `n` nodes in id order.
-/// `None` without nodes.
+/// online at that point round robin, so CPU i gets the (i mod n)-th of the `n` nodes in id order;
+/// `init_cpu_to_node()` then overrides only CPUs with a known APIC id. Read in the 6.1 and 6.12
+/// sources (both called from `numa_init()`). `None` without nodes.
 pub fn round_robin_node(cpu: u32, boot_nodes: &[u32]) -> Option<u32> {
     boot_nodes.get(cpu as usize % boot_nodes.len().max(1)).copied()
 }

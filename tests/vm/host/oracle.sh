@@ -43,23 +43,23 @@ oracle_shape() {
   MACHINE_OPTS="" CPU_EXTRA="" APPEND_EXTRA=""
   case $name in
     2x2x2)
-      SHAPE_DESC="2 sockets x 2 cores x 2 threads, nodes 0-3 | 4-7, NVMe on node 0"
+      SHAPE_DESC="2 sockets x 2 cores x 2 threads, nodes 0-3 / 4-7, NVMe on node 0"
       mem_nodes 512 0-3 4-7; nvme_block "$work" 0 0x80
       MACHINE=(-smp cpus=8,maxcpus=8,sockets=2,cores=2,threads=2 "${NODE_ARGS[@]}" -numa dist,src=0,dst=1,val=20)
       printf 'check boot\n' > "$work/steps";;
     three-nodes)
-      SHAPE_DESC="3 nodes x 4 CPUs (0-3 | 4-7 | 8-11, 2 cores x 2 threads each; distances 0-1 20, 1-2 20, 0-2 30), NVMe on the middle node 1"
+      SHAPE_DESC="3 nodes x 4 CPUs (0-3 / 4-7 / 8-11, 2 cores x 2 threads each; distances 0-1 20, 1-2 20, 0-2 30), NVMe on the middle node 1"
       mem_nodes 384 0-3 4-7 8-11; nvme_block "$work" 1 0x80
       MACHINE=(-smp cpus=12,maxcpus=12,sockets=3,cores=2,threads=2 "${NODE_ARGS[@]}"
         -numa dist,src=0,dst=1,val=20 -numa dist,src=1,dst=2,val=20 -numa dist,src=0,dst=2,val=30)
       printf 'check boot\n' > "$work/steps";;
     uneven)
-      SHAPE_DESC="uneven nodes 0-2 | 3-7 (2 x 2 x 2: the core of CPUs 2,3 spans both nodes), NVMe on node 1"
+      SHAPE_DESC="uneven nodes 0-2 / 3-7 (2 x 2 x 2: the core of CPUs 2,3 spans both nodes), NVMe on node 1"
       mem_nodes 512 0-2 3-7; nvme_block "$work" 1 0x80
       MACHINE=(-smp cpus=8,maxcpus=8,sockets=2,cores=2,threads=2 "${NODE_ARGS[@]}" -numa dist,src=0,dst=1,val=20)
       printf 'check boot\n' > "$work/steps";;
     maxcpus)
-      SHAPE_DESC="possible > present: -smp cpus=8,maxcpus=12 (2 sockets x 3 cores x 2 threads, nodes 0-5 | 6-11), kernel maxcpus=7 (CPU 7 offline at boot), NVMe on node 1; then CPU 7 online and a CPU hot-added (socket 1, core 1) and onlined (6.12 makes possible = present = 0-7 here: nothing to hot-add)"
+      SHAPE_DESC="possible > present: -smp cpus=8,maxcpus=12 (2 sockets x 3 cores x 2 threads, nodes 0-5 / 6-11), kernel maxcpus=7 (CPU 7 offline at boot), NVMe on node 1; then CPU 7 online and a CPU hot-added (socket 1, core 1) and onlined (6.12 makes possible = present = 0-7 here: nothing to hot-add)"
       mem_nodes 512 0-5 6-11; nvme_block "$work" 1 0x80
       MACHINE=(-smp cpus=8,maxcpus=12,sockets=2,cores=3,threads=2 "${NODE_ARGS[@]}" -numa dist,src=0,dst=1,val=20)
       APPEND_EXTRA="maxcpus=7"
