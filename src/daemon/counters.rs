@@ -17,7 +17,8 @@ use crate::apply::{ApplyReport, WriteOutcome};
 use crate::plan::{Action, DevicePlan, Plan};
 
 /// What can trigger a pass, as counted (`link eth0 up` counts as `link`).
-pub const TRIGGERS: [&str; 8] = ["start", "once", "reload", "cpu", "device", "link", "overflow", "reconcile"];
+pub const TRIGGERS: [&str; 10] =
+    ["start", "once", "reload", "cpu", "device", "link", "overflow", "reconcile", "isolation", "retry"];
 /// How an attempted write ended.
 pub const WRITE_RESULTS: [&str; 5] = ["written", "written_fallback", "managed", "gone", "failed"];
 /// Why a failed write failed (the apply module's failure classes that are failures).
