@@ -14,11 +14,14 @@ block() { awk -v m="<!-- $1 -->" '$0 == m { on = 1; next } on && /^```sh$/ { inb
 block migration-steps > $MIG/steps.sh
 block rollback-steps > $MIG/rollback.sh
 # on_banned: the IRQs on a banned CPU that the kernel would let anyone move (writing their own
-# mask back succeeds); REFUSED counts the ones it would not (managed, per-CPU, the timer).
+# mask back succeeds); REFUSED counts the ones it would not (managed, per-CPU, the timer). IRQs
+# no handler requested (empty actions, absent from /proc/interrupts) deliver nothing and are
+# left out, as irqbalance leaves them.
 on_banned() {
-  local f n m c cpus moved="" REFUSED=0
+  local f n m c a cpus moved="" REFUSED=0
   for f in /proc/irq/[0-9]*/smp_affinity_list; do
     n=${f#/proc/irq/}; n=${n%%/*}; read -r m < "$f"
+    a=$(cat /sys/kernel/irq/$n/actions 2>/dev/null); [ -n "$a" ] || continue
     expand "$m"; cpus=$REPLY
     for c in $BANNED; do
       if contains "$cpus" "$c"; then
