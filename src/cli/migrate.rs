@@ -6,16 +6,16 @@ use super::{CliError, Outcome};
 use crate::devices::discover_devices;
 use crate::migrate::{translate, IrqOwner};
 use crate::sysfs::Root;
+use crate::topology::discover::isolation::IRQBALANCE_FILES;
 use crate::topology::Topology;
 
-/// Where irqbalance's packages keep its settings: Debian's, then Red Hat's and SUSE's.
-const IRQBALANCE_FILES: [&str; 2] = ["etc/default/irqbalance", "etc/sysconfig/irqbalance"];
-
-/// Translates `file` (default: the first of [`IRQBALANCE_FILES`] under `root`). IRQ numbers of
+/// Translates `file` (default: the first of [`IRQBALANCE_FILES`] under `root`; stderr names any
+/// other that exists too). IRQ numbers of
 /// `--banirq` are looked up among this machine's devices; when the devices cannot be read, each
 /// is left untranslated and stderr says why. Exit 0, or 3 when some setting could not be
 /// translated (the drop-in then lists it in comments).
 pub fn import_irqbalance(root: &Root, file: Option<&Path>) -> Result<Outcome, CliError> {
+    let mut stderr = String::new();
     let (path, text) = match file {
         Some(f) => {
             let text = std::fs::read_to_string(f).map_err(|e| {
@@ -32,10 +32,15 @@ pub fn import_irqbalance(root: &Root, file: Option<&Path>) -> Result<Outcome, Cl
                 ))
             })?;
             let text = root.read_string(found).map_err(|e| CliError::Failed(e.to_string()))?;
+            for other in IRQBALANCE_FILES.iter().filter(|f| *f != found && root.exists(f)) {
+                stderr.push_str(&format!(
+                    "warning: {} exists too and is not translated: run irqwise import-irqbalance {0}\n",
+                    root.path(other).display()
+                ));
+            }
             (root.path(found), text)
         }
     };
-    let mut stderr = String::new();
     let owners: Vec<(u32, IrqOwner)> = match Topology::discover(root)
         .map_err(|e| e.to_string())
         .and_then(|topo| discover_devices(root, &topo).map_err(|e| e.to_string()))
