@@ -17,6 +17,7 @@ pub mod engine;
 pub mod events;
 pub mod kernel;
 pub mod landing;
+pub mod migrate;
 pub mod plan;
 pub mod policy;
 pub mod snapshot;

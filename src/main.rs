@@ -1,7 +1,8 @@
 //! The `irqwise` command line: parse, dispatch, turn errors into messages and exit codes.
 //!
 //! Exit codes: 0 success, 1 a runtime failure (unreadable system, failed writes), 2 usage or
-//! configuration errors, 4 changes pending (`plan --exit-code`).
+//! configuration errors, 3 not running (`status`) or settings left untranslated
+//! (`import-irqbalance`), 4 changes pending (`plan --exit-code`).
 
 use std::process::ExitCode;
 
@@ -38,6 +39,7 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
             cli::report(&root, &paths, &cli::ReportRequest { interval, json, watch, between_samples })
         }
         Command::CheckConfig { paths: files, strict, json } => cli::check_config(&root, &paths, &files, strict, json),
+        Command::ImportIrqbalance { file } => cli::import_irqbalance(&root, file.as_deref()),
         Command::Snapshot { out } => cli::snapshot(&root, &out).map(ok),
         Command::Run { once } => cli::run(&root, &paths, cli.global.log_format, once),
         Command::Status { json } => cli::status(&root, json),

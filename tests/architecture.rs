@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Files and directories (every `.rs` below) of the pure core.
-const PURE_CORE: [&str; 18] = [
+const PURE_CORE: [&str; 19] = [
     "src/cpuset.rs",
     "src/topology/model.rs",
     "src/topology/isolation.rs",
@@ -24,6 +24,7 @@ const PURE_CORE: [&str; 18] = [
     "src/strategy",
     "src/plan",
     "src/policy.rs",
+    "src/migrate.rs",
     "src/landing/counts.rs",
     "src/landing/build.rs",
     "src/landing/render.rs",

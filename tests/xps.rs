@@ -230,6 +230,7 @@ fn the_daemon_logs_each_change_with_its_fields() {
     let f = &entries[0]["fields"];
     assert_eq!((f["device"].as_str(), f["interface"].as_str(), f["txq"].as_u64()), (Some(NIC), Some("eth1"), Some(0)));
     assert_eq!(f["xps_old"], "0-23");
+    assert_eq!(f["message_id"], irqwise::daemon::catalog::XPS_APPLIED, "{f}");
     assert!(!f["xps_new"].as_str().unwrap().is_empty() && f["xps_new"] != "0-23", "{f}");
     assert!(f["message"].as_str().unwrap().starts_with("xps of eth1 tx-0: 0-23 -> "), "{f}");
 }

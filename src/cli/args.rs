@@ -119,6 +119,13 @@ pub enum Command {
         #[arg(long, default_value_t = 60, value_name = "SECONDS")]
         timeout: u64,
     },
+    /// Print irqbalance's settings (IRQBALANCE_BANNED_CPUS/_CPULIST, IRQBALANCE_ARGS) as an
+    /// irqwise drop-in, with a comment for each setting irqwise has no equivalent for (exit 3
+    /// then). FILE defaults to ROOT/etc/default/irqbalance or ROOT/etc/sysconfig/irqbalance.
+    ImportIrqbalance {
+        /// irqbalance's environment file.
+        file: Option<PathBuf>,
+    },
     /// Copy the part of /sys and /proc that irqwise reads into OUT, usable as --root OUT.
     Snapshot {
         /// Directory to write the copy into (created if missing; must be empty).

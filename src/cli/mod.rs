@@ -4,12 +4,14 @@
 pub mod args;
 mod daemon;
 mod inspect;
+mod migrate;
 mod ops;
 mod reload;
 mod report;
 
 pub use daemon::{run, status};
 pub use inspect::{spread_groups, spread_numa, topology};
+pub use migrate::import_irqbalance;
 pub use ops::{apply, check_config, config_paths, plan, snapshot, Outcome, PlanView, EXIT_CHANGES_PENDING};
 pub use reload::{reload, reload_recorded};
 pub use report::{report, ReportRequest};

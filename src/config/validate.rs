@@ -427,7 +427,8 @@ impl FileCtx<'_> {
         }
         let ignored = |key, why| ConfigWarning::SettingIgnored { at: at.clone(), key, why };
         if s.strategy == Some(StrategyName::Leave) {
-            let others = Settings { strategy: None, ..s.clone() };
+            // The guard still acts on a left-alone device: `guard = false` is not one of them.
+            let others = Settings { strategy: None, guard: None, ..s.clone() };
             if !others.is_empty() {
                 let at = r.strategy.as_ref().map_or(at.clone(), |v| self.loc(v.span().start));
                 self.warnings.push(ConfigWarning::SettingIgnored {

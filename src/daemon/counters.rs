@@ -17,7 +17,8 @@ use crate::apply::{ApplyReport, WriteOutcome};
 use crate::plan::{Action, DevicePlan, Plan};
 
 /// What can trigger a pass, as counted (`link eth0 up` counts as `link`).
-pub const TRIGGERS: [&str; 8] = ["start", "once", "reload", "cpu", "device", "link", "overflow", "reconcile"];
+pub const TRIGGERS: [&str; 10] =
+    ["start", "once", "reload", "cpu", "device", "link", "overflow", "reconcile", "isolation", "retry"];
 /// How an attempted write ended.
 pub const WRITE_RESULTS: [&str; 5] = ["written", "written_fallback", "managed", "gone", "failed"];
 /// Why a failed write failed (the apply module's failure classes that are failures).
@@ -185,6 +186,9 @@ pub struct Counters {
     pub writes: BTreeMap<String, u64>,
     /// Failed writes per class of [`FAILURE_CLASSES`].
     pub write_failures: BTreeMap<String, u64>,
+    /// Transmit queues' `xps_cpus` writes per result (`written`, `failed`).
+    #[serde(default)]
+    pub xps_writes: BTreeMap<String, u64>,
     /// IRQs restored after someone else changed their mask, per device.
     pub drift_corrections: Vec<DeviceCount>,
     /// Reloads per result of [`RELOAD_RESULTS`].
@@ -255,6 +259,7 @@ impl Counters {
             passes: zeros(&TRIGGERS),
             writes: zeros(&WRITE_RESULTS),
             write_failures: zeros(&FAILURE_CLASSES),
+            xps_writes: zeros(&["written", "failed"]),
             reloads: zeros(&RELOAD_RESULTS),
             ..Counters::default()
         }
@@ -283,6 +288,9 @@ impl Counters {
                 let name = serde_json::to_value(class).ok().and_then(|v| v.as_str().map(String::from));
                 *self.write_failures.entry(name.unwrap_or_else(|| "other".into())).or_default() += 1;
             }
+        }
+        for x in &report.xps {
+            *self.xps_writes.entry(if x.is_failure() { "failed" } else { "written" }.to_string()).or_default() += 1;
         }
     }
 
@@ -336,6 +344,10 @@ impl Counters {
         out.metric("irqwise_write_failures_total", "counter", "Failed IRQ affinity writes, by failure class.");
         for (class, n) in &self.write_failures {
             out.sample("irqwise_write_failures_total", &[("class", class)], *n as f64);
+        }
+        out.metric("irqwise_xps_writes_total", "counter", "Transmit queue steering (xps_cpus) writes, by result.");
+        for (result, n) in &self.xps_writes {
+            out.sample("irqwise_xps_writes_total", &[("result", result)], *n as f64);
         }
         out.metric(
             "irqwise_drift_corrections_total",
@@ -527,7 +539,20 @@ mod tests {
 
     fn report() -> ApplyReport {
         let failed = WriteOutcome::Failed { class: FailureClass::Invalid, error: "ELOOP".into() };
-        ApplyReport { changes: vec![written(1), change(2, failed)], ..ApplyReport::default() }
+        let xps = |txq, result| crate::apply::XpsChange {
+            device: "0000:01:00.0".into(),
+            interface: Some("eth0".into()),
+            driver: None,
+            txq,
+            old: CpuSet::new(),
+            result,
+        };
+        let xps = vec![
+            xps(0, crate::apply::XpsOutcome::Written { new: set("1"), readback: Some(set("1")), matches: true }),
+            xps(1, crate::apply::XpsOutcome::Written { new: set("2"), readback: Some(set("2")), matches: true }),
+            xps(2, crate::apply::XpsOutcome::Failed { class: FailureClass::Permission, error: "EPERM".into() }),
+        ];
+        ApplyReport { changes: vec![written(1), change(2, failed)], xps, ..ApplyReport::default() }
     }
 
     /// The sample lines of `text` as `name{labels} value`.
@@ -590,6 +615,8 @@ mod tests {
             "irqwise_writes_total{result=\"managed\"} 0",
             "irqwise_write_failures_total{class=\"invalid\"} 1",
             "irqwise_write_failures_total{class=\"novectors\"} 0",
+            "irqwise_xps_writes_total{result=\"written\"} 2",
+            "irqwise_xps_writes_total{result=\"failed\"} 1",
             "irqwise_drift_corrections_total{device=\"eth0\",driver=\"ixgbe\",class=\"nic\"} 2",
             "irqwise_config_reloads_total{result=\"rejected\"} 1",
             "irqwise_config_reloads_total{result=\"applied\"} 0",

@@ -75,6 +75,21 @@ pub enum QueueRole {
     Misc,
 }
 
+impl QueueRole {
+    /// The role as tables show it, with the queue index when there is one: `rx 3`, `misc`.
+    pub fn label(self, queue: Option<u32>) -> String {
+        let name = match self {
+            QueueRole::Admin => "admin",
+            QueueRole::Io => "io",
+            QueueRole::Rx => "rx",
+            QueueRole::Tx => "tx",
+            QueueRole::RxTx => "rxtx",
+            QueueRole::Misc => "misc",
+        };
+        queue.map_or(name.to_string(), |q| format!("{name} {q}"))
+    }
+}
+
 /// How a vector's role and queue were read from its name: which entry of the driver table
 /// ([`super::name_table`]) or which config rule, or that nothing recognised it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

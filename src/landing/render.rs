@@ -2,7 +2,6 @@
 
 use super::build::{IrqLanding, Landing, LocalityCounts};
 use crate::cpuset::CpuSet;
-use crate::devices::QueueRole;
 
 /// `part` of `whole` in whole percent, rounded down, so 100% means all of it; `None` for a
 /// zero `whole`.
@@ -45,18 +44,6 @@ fn locality_text(l: &LocalityCounts) -> String {
     }
 }
 
-fn role(r: QueueRole, queue: Option<u32>) -> String {
-    let name = match r {
-        QueueRole::Admin => "admin",
-        QueueRole::Io => "io",
-        QueueRole::Rx => "rx",
-        QueueRole::Tx => "tx",
-        QueueRole::RxTx => "rxtx",
-        QueueRole::Misc => "misc",
-    };
-    queue.map_or(name.to_string(), |q| format!("{name} {q}"))
-}
-
 fn list(set: Option<&CpuSet>) -> String {
     set.map_or("-".into(), |s| if s.is_empty() { "-".into() } else { s.to_list_string() })
 }
@@ -68,7 +55,7 @@ fn cells(i: &IrqLanding) -> [String; 8] {
     [
         i.irq.to_string(),
         i.name.as_deref().unwrap_or("-").to_string(),
-        role(i.role, i.queue),
+        i.role.label(i.queue),
         rate_text(i.rate),
         list(i.desired.as_ref()),
         list(i.effective.as_ref()),

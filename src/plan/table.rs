@@ -2,28 +2,12 @@
 
 use super::{Action, Placement, Plan};
 use crate::cpuset::CpuSet;
-use crate::devices::QueueRole;
 
 fn cpus(set: &Option<CpuSet>) -> String {
     match set {
         Some(s) if s.is_empty() => "-".into(),
         Some(s) => s.to_list_string(),
         None => "?".into(),
-    }
-}
-
-fn role(r: QueueRole, queue: Option<u32>) -> String {
-    let name = match r {
-        QueueRole::Admin => "admin",
-        QueueRole::Io => "io",
-        QueueRole::Rx => "rx",
-        QueueRole::Tx => "tx",
-        QueueRole::RxTx => "rxtx",
-        QueueRole::Misc => "misc",
-    };
-    match queue {
-        Some(q) => format!("{name} {q}"),
-        None => name.into(),
     }
 }
 
@@ -53,7 +37,7 @@ fn cells(p: &Placement) -> [String; 6] {
     [
         p.irq.to_string(),
         p.name.as_deref().unwrap_or("-").to_string(),
-        role(p.role, p.queue),
+        p.role.label(p.queue),
         arrow,
         format!("{:?}", p.action).to_lowercase(),
         p.reason.clone() + &hint_marker(p),
@@ -137,7 +121,7 @@ pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::devices::{DeviceClass, Recognition};
+    use crate::devices::{DeviceClass, QueueRole, Recognition};
     use crate::plan::{DevicePlan, StrategyName};
 
     fn placement(irq: u32, name: &str, current: &str, desired: &str, action: Action) -> Placement {

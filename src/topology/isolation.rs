@@ -345,7 +345,7 @@ pub fn parse_irqbalance(text: &str, possible: &CpuSet, path: &str) -> (Vec<Isola
 /// A hex mask as irqbalance's `cpumask_parse_user()` reads it, and a little more: groups of up to
 /// eight hex digits separated by commas, `0x` allowed; a longer run of digits without commas
 /// is read as the number it spells.
-fn parse_banned_mask(text: &str) -> Result<CpuSet, String> {
+pub(crate) fn parse_banned_mask(text: &str) -> Result<CpuSet, String> {
     let t = text.trim();
     let t = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
     if t.is_empty() {
@@ -367,7 +367,7 @@ fn parse_banned_mask(text: &str) -> Result<CpuSet, String> {
 /// The value of one `NAME=value` line as a shell would see it: quotes removed, backslashes
 /// resolved, an unquoted `#` after a blank starting a comment, the first unquoted blank ending
 /// the value. A `$` or a backquote (an expansion no file reader can do) is an error.
-fn shell_word(value: &str) -> Result<String, String> {
+pub(crate) fn shell_word(value: &str) -> Result<String, String> {
     let mut out = String::new();
     let mut chars = value.chars().peekable();
     let expansion = || Err("uses a shell expansion ($ or `), which irqwise cannot evaluate".to_string());
