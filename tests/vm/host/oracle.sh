@@ -46,31 +46,31 @@ oracle_shape() {
       SHAPE_DESC="2 sockets x 2 cores x 2 threads, nodes 0-3 / 4-7, NVMe on node 0"
       mem_nodes 512 0-3 4-7; nvme_block "$work" 0 0x80
       MACHINE=(-smp cpus=8,maxcpus=8,sockets=2,cores=2,threads=2 "${NODE_ARGS[@]}" -numa dist,src=0,dst=1,val=20)
-      printf 'check boot\n' > "$work/steps";;
+      printf 'check boot\nmanaged-mode\n' > "$work/steps";;
     three-nodes)
       SHAPE_DESC="3 nodes x 4 CPUs (0-3 / 4-7 / 8-11, 2 cores x 2 threads each; distances 0-1 20, 1-2 20, 0-2 30), NVMe on the middle node 1"
       mem_nodes 384 0-3 4-7 8-11; nvme_block "$work" 1 0x80
       MACHINE=(-smp cpus=12,maxcpus=12,sockets=3,cores=2,threads=2 "${NODE_ARGS[@]}"
         -numa dist,src=0,dst=1,val=20 -numa dist,src=1,dst=2,val=20 -numa dist,src=0,dst=2,val=30)
-      printf 'check boot\n' > "$work/steps";;
+      printf 'check boot\nmanaged-mode\n' > "$work/steps";;
     uneven)
       SHAPE_DESC="uneven nodes 0-2 / 3-7 (2 x 2 x 2: the core of CPUs 2,3 spans both nodes), NVMe on node 1"
       mem_nodes 512 0-2 3-7; nvme_block "$work" 1 0x80
       MACHINE=(-smp cpus=8,maxcpus=8,sockets=2,cores=2,threads=2 "${NODE_ARGS[@]}" -numa dist,src=0,dst=1,val=20)
-      printf 'check boot\n' > "$work/steps";;
+      printf 'check boot\nmanaged-mode\n' > "$work/steps";;
     maxcpus)
       SHAPE_DESC="possible > present: -smp cpus=8,maxcpus=12 (2 sockets x 3 cores x 2 threads, nodes 0-5 / 6-11), kernel maxcpus=7 (CPU 7 offline at boot), NVMe on node 1; then CPU 7 online and a CPU hot-added (socket 1, core 1) and onlined (6.12 makes possible = present = 0-7 here: nothing to hot-add)"
       mem_nodes 512 0-5 6-11; nvme_block "$work" 1 0x80
       MACHINE=(-smp cpus=8,maxcpus=12,sockets=2,cores=3,threads=2 "${NODE_ARGS[@]}" -numa dist,src=0,dst=1,val=20)
       APPEND_EXTRA="maxcpus=7"
-      printf '%s\n' "check boot" "daemon" "online 7" "settle 1" "check cpu7-online" \
+      printf '%s\n' "check boot" "managed-mode" "daemon" "online 7" "settle 1" "check cpu7-online" \
         "hotadd max-x86_64-cpu,id=hotcpu,socket-id=1,core-id=1,thread-id=0" "online-new" "settle 1" "check hot-added" > "$work/steps";;
     nosmt)
       SHAPE_DESC="2 x 2 x 2 as above booted with nosmt (CPUs 1,3,5,7 offline), NVMe on node 0; then SMT on"
       mem_nodes 512 0-3 4-7; nvme_block "$work" 0 0x80
       MACHINE=(-smp cpus=8,maxcpus=8,sockets=2,cores=2,threads=2 "${NODE_ARGS[@]}" -numa dist,src=0,dst=1,val=20)
       APPEND_EXTRA="nosmt"
-      printf '%s\n' "check boot" "daemon" "smt on" "settle 1" "check smt-on" > "$work/steps";;
+      printf '%s\n' "check boot" "managed-mode" "daemon" "smt on" "settle 1" "check smt-on" > "$work/steps";;
     *) echo "test-vm: unknown oracle shape $name ($ORACLE_SHAPES)" >&2; return 1;;
   esac
   MACHINE+=(-device intel-iommu,intremap=on,eim=off "${NVME_ARGS[@]}")

@@ -81,11 +81,33 @@ oracle() {
   [ -s /tmp/plan.err ] && sed 's/^/# plan stderr: /' /tmp/plan.err | head -5
 }
 
+# managed_mode: REPLY = "<mode> <error>" of the first I/O queue IRQ of the 7-queue controller:
+# the mode of its smp_affinity_list and what a write of CPU 0 answers (kernel/irq/proc.c: 0644
+# and EIO up to 6.11, 0444 and EPERM from 6.12, when irq_can_set_affinity_usr() is false).
+managed_mode() {
+  local c serial irq mode err
+  for c in /sys/class/nvme/nvme*; do
+    read -r serial < "$c/serial"; [ "$serial" = q7 ] || continue
+    controller_queues "${c##*/}"; irq=${QIRQS%% *}
+  done
+  [ -n "$irq" ] || { REPLY="no q7 controller"; return 1; }
+  mode=$(stat -c %a /proc/irq/$irq/smp_affinity_list)
+  err=$( (echo 0 > /proc/irq/$irq/smp_affinity_list) 2>&1 )
+  case $err in *"I/O error"*|*"Input/output error"*) err=EIO;; *"not permitted"*) err=EPERM;; "") err=written;; *) err="other: $err";; esac
+  REPLY="$mode $err"
+}
+
 # The steps. A HOST line goes to QEMU's monitor; new CPUs are then polled for in sysfs.
 while read -r step args <&3; do
   case $step in
     ""|"#"*) ;;
     check) oracle "$args";;
+    managed-mode)
+      # The mode and write error each kernel gives a kernel-managed IRQ.
+      case $(uname -r) in 6.1.*) want="644 EIO";; *) want="444 EPERM";; esac
+      managed_mode; got=$REPLY; measure managed_mode "$got"
+      check managed_mode "a managed NVMe IRQ's smp_affinity_list: $want" -- [ "$got" = "$want" ]
+      [ "$got" = "$want" ] || note "managed mode: got $got, want $want";;
     daemon)
       mkdir -p /run/irqwise
       $IRQWISE --config $CFG --log-format text run </dev/null 2>>$DLOG &
