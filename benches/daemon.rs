@@ -2,8 +2,14 @@
 //! 1. trigger → all writes done, p50/p99, in-process on fixture roots (debounce 0: the figure is
 //!    the reaction time of a pass; the configured `debounce`, 100 ms by default, adds to it);
 //! 2. one full pass (discover + plan + apply) on a larger fixture, p50/p99;
-//! 3. idle cost of the real binary over IDLE_SECS (default 30) with nothing changing:
-//!    voluntary context switches (wake-ups) and VmRSS from /proc/PID/status.
+//! 3. one trigger after a quiet period with the default `debounce` (100 ms) → all writes done,
+//!    p50/p99: the debouncer and the daemon loop as `irqwise run` drives them (leading edge);
+//! 4. a burst of 1,000 triggers (CPU, device and link events mixed), sent at once and spread
+//!    over 100 ms, with the default `debounce` → passes run, and the time from the last trigger
+//!    to the end of the last pass;
+//! 5. idle cost of the real binary over IDLE_SECS (default 30) with nothing changing:
+//!    voluntary context switches (wake-ups) and VmRSS (anonymous and file-backed) from
+//!    /proc/PID/status; with IRQWISE_BEFORE=PATH, of that binary too, measured just before.
 //!
 //! `cargo bench --bench daemon`; `IDLE_SECS=5 cargo bench --bench daemon` for a quick run.
 
@@ -23,7 +29,7 @@ use irqwise::config::{Config, ConfigPaths};
 use irqwise::cpuset::CpuSet;
 use irqwise::daemon::Daemon;
 use irqwise::engine::plan_pass;
-use irqwise::events::Trigger;
+use irqwise::events::{Trigger, UeventAction};
 use irqwise::sysfs::Root;
 
 fn percentiles(mut v: Vec<Duration>) -> (Duration, Duration) {
@@ -73,6 +79,96 @@ fn trigger_latency(dir: &Path, irqs: &[u32], rounds: usize) -> (Duration, Durati
     })
 }
 
+/// One trigger after a quiet period longer than the default window → the pass it causes has
+/// written, `rounds` times; the window and the loop are the daemon's own.
+fn single_trigger_default_debounce(dir: &Path, irqs: &[u32], rounds: usize) -> (Duration, Duration) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let config = Config::default();
+        let quiet = config.global.debounce * 3 / 2;
+        let mut daemon = Daemon::new(Root::new(dir), ConfigPaths::under(dir.join("no-config")), config);
+        let mut passes = daemon.passes();
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        let handle = tokio::spawn(async move { daemon.run_with(rx).await });
+        passes.wait_for(|&n| n >= 1).await.unwrap();
+        let all = CpuSet::parse_list("0-15").unwrap();
+        let mut times = Vec::with_capacity(rounds);
+        for i in 0..rounds {
+            tokio::time::sleep(quiet).await;
+            let irq = irqs[i % irqs.len()];
+            daemon_fixture::set_affinity(dir, irq, &all);
+            let next = *passes.borrow() + 1;
+            let t = Instant::now();
+            tx.send(Trigger::Cpu { cpu: 3, action: UeventAction::Online }).await.unwrap();
+            passes.wait_for(|&n| n >= next).await.unwrap();
+            times.push(t.elapsed());
+            assert_ne!(daemon_fixture::affinity(dir, irq), all, "irq {irq} was not placed again");
+        }
+        tx.send(Trigger::Stop).await.unwrap();
+        handle.await.unwrap();
+        percentiles(times)
+    })
+}
+
+/// The `i`-th trigger of a burst: CPU, device and link events in turn.
+fn burst_trigger(i: u32) -> Trigger {
+    match i % 3 {
+        0 => Trigger::Cpu { cpu: 1 + i % 15, action: UeventAction::Offline },
+        1 => Trigger::Device {
+            subsystem: "pci".into(),
+            action: UeventAction::Change,
+            devpath: format!("/devices/pci0000:80/{}", daemon_fixture::NIC),
+            name: None,
+        },
+        _ => Trigger::Link { ifindex: 2, name: Some("eth1".into()), up: i.is_multiple_of(2) },
+    }
+}
+
+/// 1,000 triggers with the default window, sent at once (`spread` zero) or evenly over `spread`,
+/// after a quiet period: (passes they caused, last trigger → last pass done).
+fn burst(dir: &Path, spread: Duration) -> (u64, Duration) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let config = Config::default();
+        let window = config.global.debounce;
+        let mut daemon = Daemon::new(Root::new(dir), ConfigPaths::under(dir.join("no-config")), config);
+        let mut passes = daemon.passes();
+        let (tx, rx) = tokio::sync::mpsc::channel(2048);
+        let handle = tokio::spawn(async move { daemon.run_with(rx).await });
+        passes.wait_for(|&n| n >= 1).await.unwrap();
+        tokio::time::sleep(window * 2).await;
+        let before = *passes.borrow();
+        // The triggers come from another thread, as the kernel's do: a pass running on the
+        // daemon's thread does not hold them back.
+        let per_ms = if spread.is_zero() { 1000 } else { (1000 / spread.as_millis().max(1)) as u32 };
+        let producer = std::thread::spawn(move || {
+            for i in 0..1000u32 {
+                tx.blocking_send(burst_trigger(i)).unwrap();
+                if !spread.is_zero() && (i + 1).is_multiple_of(per_ms) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            (tx, Instant::now())
+        });
+        let (tx, sent) = loop {
+            if producer.is_finished() {
+                break producer.join().unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        };
+        // Every pass the burst causes ends within two windows of its last trigger, plus passes.
+        let mut last_pass = sent;
+        let mut seen = *passes.borrow();
+        while tokio::time::timeout(window * 4, passes.changed()).await.is_ok() {
+            seen = *passes.borrow();
+            last_pass = Instant::now();
+        }
+        tx.send(Trigger::Stop).await.unwrap();
+        handle.await.unwrap();
+        (seen - before, last_pass.saturating_duration_since(sent))
+    })
+}
+
 fn full_pass(dir: &Path, rounds: usize) -> (Duration, Duration) {
     let root = Root::new(dir);
     let config = Config::default();
@@ -95,26 +191,47 @@ fn status_field(pid: u32, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {key} in /proc/{pid}/status"))
 }
 
-/// Runs `irqwise run` for `secs` after a 2 s settling time; returns (wake-ups, VmRSS kB).
-fn idle_cost(dir: &Path, secs: u64) -> (u64, u64) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_irqwise"))
+/// What an idle daemon costs: wake-ups over the window, and its memory at the end (kB).
+struct Idle {
+    wakeups: u64,
+    rss: u64,
+    rss_anon: u64,
+    rss_file: u64,
+}
+
+/// Runs `bin run` for `secs` after a 2 s settling time.
+fn idle_cost(bin: &Path, env: &[(&str, &str)], dir: &Path, secs: u64) -> Idle {
+    // A configuration directory without files: the defaults.
+    std::fs::create_dir_all(dir.join("no-config")).unwrap();
+    let mut child = Command::new(bin)
         .args(["run", "--log-format", "text", "--root"])
         .arg(dir)
         .arg("--config")
         .arg(dir.join("no-config"))
         .env_remove("NOTIFY_SOCKET")
         .env_remove("WATCHDOG_USEC")
-        .stderr(Stdio::null())
+        .envs(env.iter().copied())
+        .stderr(Stdio::from(std::fs::File::create(dir.join("daemon.stderr")).unwrap()))
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_secs(2));
+    if let Ok(Some(status)) = child.try_wait() {
+        let log = std::fs::read_to_string(dir.join("daemon.stderr")).unwrap_or_default();
+        panic!("irqwise run ended with {status}:\n{log}");
+    }
     let before = status_field(child.id(), "voluntary_ctxt_switches:");
     std::thread::sleep(Duration::from_secs(secs));
     let after = status_field(child.id(), "voluntary_ctxt_switches:");
-    let rss = status_field(child.id(), "VmRSS:");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let pid = child.id();
+    let idle = Idle {
+        wakeups: after - before,
+        rss: status_field(pid, "VmRSS:"),
+        rss_anon: status_field(pid, "RssAnon:"),
+        rss_file: status_field(pid, "RssFile:"),
+    };
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
     child.wait().unwrap();
-    (after - before, rss)
+    idle
 }
 
 fn main() {
@@ -141,12 +258,45 @@ fn main() {
     );
     let (p50, p99) = full_pass(big.path(), 300);
     println!("| one full pass, nothing to write | same | {} | {} |", ms(p50), ms(p99));
+    let (p50, p99) = single_trigger_default_debounce(small.path(), &irqs, 40);
+    println!(
+        "| one trigger after quiet → all writes done (debounce 100 ms) | 16 CPUs, 1 NIC × 8 queues | {} | {} |",
+        ms(p50),
+        ms(p99)
+    );
+
+    println!();
+    println!("| burst of 1,000 triggers (debounce 100 ms), 16 CPUs, 1 NIC × 8 queues | passes | last trigger → last pass done |");
+    println!("|---|---|---|");
+    for (what, spread) in [("sent at once", Duration::ZERO), ("spread over 100 ms", Duration::from_millis(100))] {
+        let (passes, tail) = burst(small.path(), spread);
+        println!("| {what} | {passes} | {} |", ms(tail));
+    }
 
     let secs: u64 = std::env::var("IDLE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(30);
-    let (wakeups, rss) = idle_cost(small.path(), secs);
+    // IRQWISE_BEFORE=PATH: the same measurement of another build of the binary, beside this one.
+    // With glibc's malloc limited to one arena, the heap the reader threads used is shared.
+    let this = std::path::PathBuf::from(env!("CARGO_BIN_EXE_irqwise"));
+    let one_arena: &[(&str, &str)] = &[("MALLOC_ARENA_MAX", "1")];
+    let mut bins = vec![
+        ("this build".to_string(), this.clone(), &[][..]),
+        ("this build, MALLOC_ARENA_MAX=1".to_string(), this, one_arena),
+    ];
+    if let Some(before) = std::env::var_os("IRQWISE_BEFORE") {
+        bins.insert(0, (format!("{}", Path::new(&before).display()), before.into(), &[][..]));
+    }
     println!();
-    println!("| idle over {secs} s (real binary, nothing changing) | value |");
-    println!("|---|---|");
-    println!("| voluntary context switches (wake-ups) | {wakeups} ({:.2}/s) |", wakeups as f64 / secs as f64);
-    println!("| VmRSS | {rss} kB |");
+    println!("| idle over {secs} s (real binary, nothing changing) | wake-ups | VmRSS | RssAnon | RssFile |");
+    println!("|---|---|---|---|---|");
+    for (name, bin, env) in &bins {
+        let idle = idle_cost(bin, env, small.path(), secs);
+        println!(
+            "| {name} | {} ({:.2}/s) | {} kB | {} kB | {} kB |",
+            idle.wakeups,
+            idle.wakeups as f64 / secs as f64,
+            idle.rss,
+            idle.rss_anon,
+            idle.rss_file
+        );
+    }
 }

@@ -11,7 +11,10 @@
 //! - `discover_topology`, `discover_devices_from_sys_kernel_irq`: the two discovery halves alone;
 //! - `discover_devices_from_proc_interrupts`: device discovery on the same machine without
 //!   `sys/kernel/irq` (kernels without SPARSE_IRQ, partial captures): names from `proc/interrupts`;
-//! - `plan_only`: planning of already discovered data.
+//! - `plan_only`: planning of already discovered data;
+//! - `pass_with_known_topology`: what the daemon runs after a device or link event, which cannot
+//!   change the topology: everything `plan_pass` does but topology discovery (devices, masks,
+//!   isolation, udev properties and the plan, on the topology kept from the last pass).
 //!
 //! What it costs is system calls: ~8300 IRQs × 5 files (`sys/kernel/irq/N/actions`, three
 //! `proc/irq/N` lists and the mode of `smp_affinity`) and ~1024 CPUs × 17 files, read on up to
@@ -33,11 +36,11 @@ use std::sync::LazyLock;
 use irqwise::config::Config;
 use irqwise::cpuset::CpuSet;
 use irqwise::devices::{discover_devices, Device};
-use irqwise::engine::{group_rules, plan_pass};
+use irqwise::engine::{group_rules, plan_pass, plan_with_topology};
 use irqwise::plan::{build_plan, PlanContext};
 use irqwise::sysfs::Root;
 use irqwise::topology::synthetic::SyntheticMachine;
-use irqwise::topology::Topology;
+use irqwise::topology::{home_topology, Topology, TopologyMemory};
 
 fn main() {
     // Writing the 8288-IRQ root takes most of a minute in a debug build: measure only under
@@ -82,8 +85,9 @@ fn write_machine() -> Machine {
         let node = i % NODES;
         let dev = pci_device(root, &bdf, 0x020000, "ice", node, &topo);
         fs::create_dir_all(dev.join("net").join(&ifname)).expect("net");
-        let mut names: Vec<String> = (0..NIC_QUEUES).map(|q| format!("{ifname}-TxRx-{q}")).collect();
-        names.push(ifname.clone());
+        // ice: the misc vector `ice-<bdf>:misc`, then `ice-<if>-TxRx-N` (ice_vsi_req_irq_msix).
+        let mut names = vec![format!("ice-{bdf}:misc")];
+        names.extend((0..NIC_QUEUES).map(|q| format!("ice-{ifname}-TxRx-{q}")));
         for (hw, name) in names.iter().enumerate() {
             fs::write(dev.join(format!("msi_irqs/{irq}")), "msix\n").expect("msi");
             irqs.write(irq, &format!("IR-PCI-MSIX-{bdf}"), hw as u32, "edge", name, false);
@@ -112,13 +116,21 @@ fn write_machine() -> Machine {
 const LEGACY: [(u32, &str); 6] =
     [(0, "timer"), (1, "i8042"), (8, "rtc0"), (9, "acpi"), (12, "i8042"), (14, "ata_piix")];
 
-/// A second root sharing the first's `sys/bus`, `sys/devices` and `proc` but without
-/// `sys/kernel/irq`: what a kernel without SPARSE_IRQ (or a partial capture) shows.
+/// A second root with the first's `sys/bus`, `sys/devices` and `proc` (hard-linked copies:
+/// reads never follow a symlink out of the root) but without `sys/kernel/irq`: what a kernel
+/// without SPARSE_IRQ (or a partial capture) shows.
 fn write_root_without_sys_kernel_irq(full: &Path) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     fs::create_dir_all(dir.path().join("sys")).expect("sys");
     for rel in ["sys/bus", "sys/devices", "proc"] {
-        symlink(full.join(rel), dir.path().join(rel)).expect("symlink");
+        let status = std::process::Command::new("cp")
+            .arg("-a")
+            .arg("--link")
+            .arg(full.join(rel))
+            .arg(dir.path().join(rel))
+            .status()
+            .expect("cp");
+        assert!(status.success(), "cp -a --link {rel}: {status}");
     }
     dir
 }
@@ -226,6 +238,23 @@ fn plan_pass_discover_and_plan(bencher: divan::Bencher) {
     assert_eq!(pass.plan.summary().irqs as u32, NICS * (NIC_QUEUES + 1) + NVMES * (NVME_QUEUES + 1));
     assert!(pass.plan.warnings.is_empty(), "{:?}", &pass.plan.warnings[..pass.plan.warnings.len().min(3)]);
     bencher.bench(|| plan_pass(&root, &config, &known).expect("plan_pass"));
+}
+
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn pass_with_known_topology(bencher: divan::Bencher) {
+    let (topo, _) = &*DISCOVERED;
+    let root = Root::new(MACHINE.dir.path());
+    let config = Config::default();
+    let known = BTreeSet::new();
+    let mut memory = TopologyMemory::default();
+    memory.remember(topo);
+    let full = plan_pass(&root, &config, &known).expect("plan_pass").plan;
+    let pass = || {
+        let home = home_topology(topo, Some(&memory));
+        plan_with_topology(&root, &config, &known, topo.clone(), Some(&home), Vec::new()).expect("pass")
+    };
+    assert_eq!(pass().plan, full, "a pass on the known topology plans what a full pass plans");
+    bencher.bench(pass);
 }
 
 #[divan::bench(sample_count = 10, sample_size = 1)]

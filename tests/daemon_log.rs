@@ -12,6 +12,7 @@ mod fixture;
 use daemon_fixture::{affinity, nic_root, set_affinity, Running};
 use irqwise::cpuset::CpuSet;
 use irqwise::events::Trigger;
+use tracing_subscriber::layer::SubscriberExt;
 
 fn set(s: &str) -> CpuSet {
     CpuSet::parse_list(s).unwrap()
@@ -41,11 +42,9 @@ impl Captured {
 async fn a_pass_with_nothing_to_do_logs_nothing_and_drift_is_logged_with_old_and_new() {
     let log = Captured::default();
     let sink = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(irqwise::daemon::logging::DEFAULT_FILTER)
-        .with_ansi(false)
-        .with_writer(move || sink.clone())
-        .finish();
+    let subscriber = tracing_subscriber::registry()
+        .with(irqwise::daemon::logging::default_filter())
+        .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(move || sink.clone()));
     let _guard = tracing::subscriber::set_default(subscriber);
     let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let irqs = nic_root(root.path());

@@ -11,9 +11,9 @@
 
 use std::io::Write;
 
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::EnvFilter;
 
 use super::catalog;
 use crate::apply::{Change, WriteOutcome, XpsChange, XpsOutcome};
@@ -26,6 +26,18 @@ pub const JOURNAL_SOCKET: &str = "/run/systemd/journal/socket";
 /// Default filter: INFO and up, except the apply module's own per-write events (the daemon logs
 /// each change itself, with all the fields). `RUST_LOG` overrides it.
 pub const DEFAULT_FILTER: &str = "info,irqwise::apply=off";
+
+/// The level filter: `RUST_LOG` when it is set and is a list of `target=level` and bare levels
+/// (`debug`, `info,irqwise::apply=off`), else [`DEFAULT_FILTER`]. A plain target filter, not a
+/// regular-expression one: the daemon carries no regex engine for its log.
+pub fn filter() -> Targets {
+    std::env::var("RUST_LOG").ok().and_then(|text| text.parse().ok()).unwrap_or_else(default_filter)
+}
+
+/// [`DEFAULT_FILTER`] as a filter.
+pub fn default_filter() -> Targets {
+    Targets::new().with_default(LevelFilter::INFO).with_target("irqwise::apply", LevelFilter::OFF)
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoggingError {
@@ -62,7 +74,7 @@ pub fn started_by_systemd() -> bool {
 }
 
 /// The subscriber below the sink: the registry and the level filter.
-type Base = tracing_subscriber::layer::Layered<EnvFilter, tracing_subscriber::Registry>;
+type Base = tracing_subscriber::layer::Layered<Targets, tracing_subscriber::Registry>;
 /// One sink's layer, boxed so a reload can swap it for another.
 type SinkLayer = Box<dyn tracing_subscriber::Layer<Base> + Send + Sync>;
 
@@ -91,7 +103,7 @@ fn sink_layer(format: LogFormat) -> Result<(SinkLayer, Sink), LoggingError> {
 /// Installs the global subscriber for `format` (see [`sink_layer`] for `auto`); [`switch`]
 /// changes its sink later.
 pub fn init(format: LogFormat) -> Result<Sink, LoggingError> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let filter = filter();
     let (layer, sink) = sink_layer(format)?;
     let (layer, handle) = tracing_subscriber::reload::Layer::new(layer);
     tracing_subscriber::registry()
@@ -274,6 +286,16 @@ pub fn log_xps_change(x: &XpsChange, quiet: bool) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_default_filter_is_the_documented_text() {
+        let parsed: Targets = DEFAULT_FILTER.parse().expect("DEFAULT_FILTER parses");
+        assert_eq!(format!("{parsed:?}"), format!("{:?}", default_filter()));
+        assert!(default_filter().would_enable("irqwise::daemon", &tracing::Level::INFO));
+        assert!(!default_filter().would_enable("irqwise::daemon", &tracing::Level::DEBUG));
+        assert!(!default_filter().would_enable("irqwise::apply::report", &tracing::Level::ERROR));
+    }
+
     use super::*;
 
     #[test]

@@ -2,10 +2,12 @@
 //! journal what it did.
 //!
 //! Guarantees:
-//! - Every pass is a full pass (discover, plan, apply) and re-reads every current mask, so drift
-//!   of any kind (a driver rewriting its masks, the kernel resetting an IRQ to all CPUs after an
-//!   offline, an operator's edit) is restored by the next pass: a pass equals a full pass by
-//!   construction (its cost is measured in `benches/daemon.rs`).
+//! - Every pass re-reads the devices and every current mask, so drift of any kind (a driver
+//!   rewriting its masks, the kernel resetting an IRQ to all CPUs after an offline, an operator's
+//!   edit) is restored by the next pass. The CPU topology is re-read when it may have changed (a
+//!   CPU event, lost events, a reload, the reconcile timer, an isolation file, the start and
+//!   every retry) and kept from the last pass when only devices and links changed, which cannot
+//!   change it: each pass plans what a full pass on the same machine plans (`tests/incremental.rs`).
 //! - A pass that changes nothing logs nothing (debug aside); it still updates `STATUS=` and the
 //!   state file.
 //! - A failed pass (unreadable topology, ...) is logged and the daemon keeps the placement it had.
@@ -119,8 +121,12 @@ pub struct Daemon {
     last_counts: Summary,
     last_error: Option<String>,
     config_error: Option<String>,
-    /// The last topology that could be read, planned on when a re-read fails.
-    last_topology: Option<Topology>,
+    /// The last topology that could be read, with its discovery's warnings: planned on when a
+    /// re-read fails, and instead of a re-read while `topology_current`.
+    last_topology: Option<(Topology, Vec<String>)>,
+    /// `last_topology` is what the machine shows: the last attempt to read it succeeded, and only
+    /// device and link events came since.
+    topology_current: bool,
     /// Every CPU's masks as last seen online: queue homes stay put while CPUs come and go.
     memory: TopologyMemory,
     memory_failed: bool,
@@ -199,6 +205,7 @@ impl Daemon {
             last_error: None,
             config_error: None,
             last_topology: None,
+            topology_current: false,
             memory: TopologyMemory::default(),
             memory_failed: false,
             debounce: watch::channel(debounce).0,
@@ -315,16 +322,20 @@ impl Daemon {
         self.shutdown();
     }
 
-    /// One batch: reload first if asked, then one pass.
-    fn handle(&mut self, batch: Batch) {
+    /// One batch: reload first if asked, then one pass, which re-reads the topology unless the
+    /// batch holds only device and link events.
+    pub fn handle(&mut self, batch: Batch) {
         let why = describe(&batch);
+        if batch.may_change_topology() {
+            self.topology_current = false;
+        }
         if batch.reload {
             self.notifier.reloading();
             self.reload();
-            self.pass(why);
+            self.run_pass(why);
             self.notifier.ready(&self.status_text());
         } else {
-            self.pass(why);
+            self.run_pass(why);
             self.notifier.status(&self.status_text());
         }
     }
@@ -438,8 +449,15 @@ impl Daemon {
         }
     }
 
-    /// One full pass; never fails: errors are logged and the previous placement stays.
+    /// One full pass (the topology re-read too); never fails: errors are logged and the
+    /// previous placement stays.
     pub fn pass(&mut self, why: Vec<String>) {
+        self.topology_current = false;
+        self.run_pass(why);
+    }
+
+    /// One pass, on the kept topology while it is current; never fails.
+    fn run_pass(&mut self, why: Vec<String>) {
         let number = *self.passes.borrow() + 1;
         if number == 1 {
             let removed = files::remove_stale_temps(&self.root.path(state::STATE_FILE))
@@ -523,22 +541,28 @@ impl Daemon {
         }
     }
 
-    /// Discovers and plans; when the topology cannot be read, plans on the last one that could
-    /// (saying so in the plan's warnings) rather than giving up the pass.
+    /// Discovers and plans: on the kept topology while it is current, else on a fresh read;
+    /// when the topology cannot be read, on the last one that could (saying so in the plan's
+    /// warnings) rather than giving up the pass.
     fn plan(&mut self) -> Result<PlannedPass, EngineError> {
-        let (topology, warnings) = match Topology::discover_with_warnings(&self.root) {
-            Ok((topology, warnings)) => {
-                self.last_topology = Some(topology.clone());
-                if self.memory.remember(&topology) {
-                    self.save_memory();
+        let (topology, warnings) = match (&self.last_topology, self.topology_current) {
+            (Some((topology, warnings)), true) => (topology.clone(), warnings.clone()),
+            _ => match Topology::discover_with_warnings(&self.root) {
+                Ok((topology, warnings)) => {
+                    let warnings: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+                    self.last_topology = Some((topology.clone(), warnings.clone()));
+                    self.topology_current = true;
+                    if self.memory.remember(&topology) {
+                        self.save_memory();
+                    }
+                    (topology, warnings)
                 }
-                (topology, warnings.iter().map(|w| w.to_string()).collect())
-            }
-            Err(e) => match &self.last_topology {
-                Some(last) => {
-                    (last.clone(), vec![format!("cannot read the topology ({e}); planning with the last one read")])
-                }
-                None => return Err(e.into()),
+                Err(e) => match &self.last_topology {
+                    Some((last, _)) => {
+                        (last.clone(), vec![format!("cannot read the topology ({e}); planning with the last one read")])
+                    }
+                    None => return Err(e.into()),
+                },
             },
         };
         plan_with_topology(&self.root, &self.config, &self.known_managed, topology, Some(&self.memory), warnings)

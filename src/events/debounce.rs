@@ -51,6 +51,18 @@ impl Batch {
         }
     }
 
+    /// Whether the CPU topology may have changed since the last pass: anything but device and
+    /// link events may have (CPU hotplug, lost events, a reload, the reconcile timer, a file
+    /// that isolates CPUs); a device or link event cannot add, remove or move a CPU.
+    pub fn may_change_topology(&self) -> bool {
+        // Destructured so that a new kind of trigger has to be placed on one side or the other.
+        let Batch { cpus_changed, devices_changed, links, reload, stop, overflow, reconcile, isolation, triggers: _ } =
+            self;
+        let only_devices_and_links = (*devices_changed || !links.is_empty())
+            && !(*cpus_changed || *reload || *stop || *overflow || *reconcile || *isolation);
+        !only_devices_and_links
+    }
+
     /// Whether no trigger was absorbed.
     pub fn is_empty(&self) -> bool {
         self.triggers == 0
@@ -182,6 +194,35 @@ mod tests {
         let sent: std::collections::BTreeSet<u32> = (0..1000).filter(|i| i % 3 == 1).map(|i| i % 50).collect();
         assert_eq!(links, sent);
         assert!(batches.iter().any(|b| b.cpus_changed) && batches.iter().any(|b| b.overflow));
+    }
+
+    #[test]
+    fn only_device_and_link_events_keep_the_topology() {
+        let device = Trigger::Device {
+            subsystem: "net".into(),
+            action: UeventAction::Add,
+            devpath: "/devices/pci0000:00/0000:00:03.0/net/eth0".into(),
+            name: Some("eth0".into()),
+        };
+        let batch = |triggers: Vec<Trigger>| {
+            let mut b = Batch::default();
+            triggers.into_iter().for_each(|t| b.absorb(t));
+            b
+        };
+        assert!(!batch(vec![device.clone()]).may_change_topology());
+        assert!(!batch(vec![link(2, true), device.clone(), link(3, false)]).may_change_topology());
+        for other in [
+            cpu(1),
+            Trigger::Overflow,
+            Trigger::Reload,
+            Trigger::Reconcile,
+            Trigger::Isolation { path: None },
+            Trigger::Stop,
+        ] {
+            assert!(batch(vec![device.clone(), other.clone()]).may_change_topology(), "{other:?}");
+            assert!(batch(vec![other.clone()]).may_change_topology(), "{other:?}");
+        }
+        assert!(Batch::default().may_change_topology(), "an empty batch is read in full");
     }
 
     #[tokio::test(start_paused = true)]
