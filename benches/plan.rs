@@ -40,7 +40,7 @@ use irqwise::engine::{group_rules, plan_pass, plan_with_topology};
 use irqwise::plan::{build_plan, PlanContext};
 use irqwise::sysfs::Root;
 use irqwise::topology::synthetic::SyntheticMachine;
-use irqwise::topology::{home_topology, Topology, TopologyMemory};
+use irqwise::topology::{Topology, TopologyMemory};
 
 fn main() {
     // Writing the 8288-IRQ root takes most of a minute in a debug build: measure only under
@@ -249,10 +249,7 @@ fn pass_with_known_topology(bencher: divan::Bencher) {
     let mut memory = TopologyMemory::default();
     memory.remember(topo);
     let full = plan_pass(&root, &config, &known).expect("plan_pass").plan;
-    let pass = || {
-        let home = home_topology(topo, Some(&memory));
-        plan_with_topology(&root, &config, &known, topo.clone(), Some(&home), Vec::new()).expect("pass")
-    };
+    let pass = || plan_with_topology(&root, &config, &known, topo.clone(), Some(&memory), Vec::new()).expect("pass");
     assert_eq!(pass().plan, full, "a pass on the known topology plans what a full pass plans");
     bencher.bench(pass);
 }
@@ -293,6 +290,7 @@ fn plan_only(bencher: divan::Bencher) {
     let ctx = PlanContext {
         topo,
         home: None,
+        first: None,
         group_rules: group_rules(topo),
         respect_isolation: true,
         known_managed: &known,

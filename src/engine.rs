@@ -143,8 +143,7 @@ pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) ->
         }
     };
     memory.remember(&topology);
-    let home = home_topology(&topology, Some(&memory));
-    plan_with_topology(root, config, known_managed, topology, Some(&home), warnings)
+    plan_with_topology(root, config, known_managed, topology, Some(&memory), warnings)
 }
 
 /// The CPUs device interrupts must avoid, by source: the global `banned_cpus`, every isolation
@@ -189,17 +188,20 @@ fn guard_exempt(devices: &[Device], policies: &[Policy]) -> BTreeSet<String> {
 }
 
 /// Discovers the devices under `root` and plans them on `topology` (just discovered, or the
-/// daemon's last good one), its discovery's `warnings` first among the plan's. `home` is the
-/// machine with every present CPU online as the daemon remembers it (`None`: derived from
-/// `topology` alone).
+/// daemon's last good one), its discovery's `warnings` first among the plan's. `memory` is the
+/// daemon's topology memory: the machine with every present CPU online is computed with it, and
+/// kernel-managed IRQs are also predicted on the machine as first seen this boot (`None`: both
+/// derived from `topology` alone).
 pub fn plan_with_topology(
     root: &Root,
     config: &Config,
     known_managed: &BTreeSet<u32>,
     topology: Topology,
-    home: Option<&Topology>,
+    memory: Option<&TopologyMemory>,
     warnings: Vec<String>,
 ) -> Result<PlannedPass, EngineError> {
+    let home = home_topology(&topology, memory);
+    let first = memory.and_then(|m| m.first_topology(&topology));
     let (isolation, isolation_warnings) = Isolation::discover(root, &topology);
     let mut warnings = warnings;
     warnings.extend(isolation_warnings.iter().map(|w| w.to_string()));
@@ -208,9 +210,9 @@ pub fn plan_with_topology(
     warnings.extend(void_ban);
     let banned_imported = matches!(merged, Cow::Owned(_));
     let config = merged.as_ref();
-    // The remembered machine is isolated the same way, so queue homes avoid the same CPUs.
-    let home = home.map(|h| isolate(h.clone(), &isolation));
-    let home = home.as_ref();
+    // The remembered machines are isolated the same way, so queue homes avoid the same CPUs.
+    let home = isolate(home, &isolation);
+    let first = first.map(|f| isolate(f, &isolation));
     let discovery = discover_devices(root, &topology)?;
     let facts: Vec<DeviceFacts> = discovery
         .devices
@@ -221,7 +223,8 @@ pub fn plan_with_topology(
     let (group_rules, kernel_warning) = plan_rules(root, &topology);
     let ctx = PlanContext {
         topo: &topology,
-        home,
+        home: Some(&home),
+        first: first.as_ref(),
         group_rules,
         respect_isolation: config.global.respect_isolation,
         known_managed,

@@ -19,15 +19,14 @@ use irqwise::cpuset::CpuSet;
 use irqwise::engine::plan_with_topology;
 use irqwise::plan::{Action, Plan};
 use irqwise::sysfs::Root;
-use irqwise::topology::{home_topology, Topology, TopologyMemory};
+use irqwise::topology::{Topology, TopologyMemory};
 
 /// Plans the root as the daemon does: discover, remember, plan on the home machine.
 fn plan(root: &Path, memory: &mut TopologyMemory) -> Plan {
     let r = Root::new(root);
     let (topo, _) = Topology::discover_with_warnings(&r).unwrap();
     memory.remember(&topo);
-    let home = home_topology(&topo, Some(memory));
-    plan_with_topology(&r, &Config::default(), &BTreeSet::new(), topo, Some(&home), Vec::new()).unwrap().plan
+    plan_with_topology(&r, &Config::default(), &BTreeSet::new(), topo, Some(memory), Vec::new()).unwrap().plan
 }
 
 /// Writes every `set` placement, as the applier would; returns the IRQs written.

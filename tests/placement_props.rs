@@ -75,6 +75,7 @@ fn plan(now: &Topology, memory: &mut TopologyMemory, devices: &[Device], policie
     let ctx = PlanContext {
         topo: now,
         home: Some(&home),
+        first: None,
         group_rules: group_rules(now),
         respect_isolation: true,
         known_managed: &known,

@@ -66,6 +66,7 @@ fn plan_one(topo: &Topology, dev: Device, policy: Policy) -> (DevicePlan, Vec<St
     let ctx = PlanContext {
         topo,
         home: None,
+        first: None,
         group_rules: group_rules(topo),
         respect_isolation: true,
         known_managed: &known,

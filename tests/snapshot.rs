@@ -170,7 +170,9 @@ fn expected_files() -> BTreeSet<String> {
         f.extend(["topology/core_cpus_list", "topology/physical_package_id"].map(|n| format!("{d}/{n}")));
         f.extend(["level", "type", "shared_cpu_list"].map(|n| format!("{d}/cache/index0/{n}")));
     }
-    f.extend(["possible", "node0/cpulist", "node0/distance"].map(|n| format!("sys/devices/system/node/{n}")));
+    f.extend(
+        ["possible", "has_memory", "node0/cpulist", "node0/distance"].map(|n| format!("sys/devices/system/node/{n}")),
+    );
     let nic = "sys/bus/pci/devices/0000:00:03.0";
     let ssd = "sys/bus/pci/devices/0000:00:04.0";
     for dev in [nic, ssd] {

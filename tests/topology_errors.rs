@@ -10,7 +10,7 @@ use std::path::Path;
 
 use irqwise::cpuset::CpuSet;
 use irqwise::sysfs::Root;
-use irqwise::topology::{Cpu, NumaNode, Topology};
+use irqwise::topology::{Cpu, NodeSource, NumaNode, Topology};
 
 const CPU: &str = "sys/devices/system/cpu";
 const NODE: &str = "sys/devices/system/node";
@@ -33,6 +33,7 @@ fn good_machine() -> Topology {
             present: true,
             online: true,
             node: Some(id / 2),
+            node_source: NodeSource::Sysfs,
             package: Some(CpuSet::first_n(4)),
             die: Some(CpuSet::first_n(4)),
             cluster: Some(core.clone()),

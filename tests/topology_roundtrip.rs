@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use irqwise::cpuset::CpuSet;
 use irqwise::sysfs::Root;
 use irqwise::topology::report::to_json;
-use irqwise::topology::{Cpu, NumaNode, OfflineMasks, Topology};
+use irqwise::topology::{Cpu, NodeSource, NumaNode, OfflineMasks, Topology};
 
 fn set(list: &str) -> CpuSet {
     CpuSet::parse_list(list).unwrap()
@@ -24,6 +24,7 @@ fn online_cpu(id: u32, node: Option<u32>, package: &str, cluster: &str, core: &s
         present: true,
         online: true,
         node,
+        node_source: NodeSource::Unknown,
         package: Some(set(package)),
         die: Some(set(package)),
         cluster: Some(set(cluster)),
@@ -40,8 +41,16 @@ fn silent_cpu(id: u32, present: bool, node: Option<u32>) -> Cpu {
     c
 }
 
-/// Fills the global lists and the nodes' CPU sets from `cpus`, as discovery defines them.
-fn assemble(cpus: Vec<Cpu>, distances: &[(u32, Vec<u32>)], kernel: Option<&str>, arch: Option<&str>) -> Topology {
+/// Fills the global lists, the nodes' CPU sets and each CPU's node source from `cpus`, as
+/// discovery defines them (every node here is one sysfs shows, or there is no NUMA at all).
+fn assemble(mut cpus: Vec<Cpu>, distances: &[(u32, Vec<u32>)], kernel: Option<&str>, arch: Option<&str>) -> Topology {
+    for c in &mut cpus {
+        c.node_source = match (c.node, distances.is_empty()) {
+            (Some(_), _) => NodeSource::Sysfs,
+            (None, true) => NodeSource::NoNuma,
+            (None, false) => NodeSource::Unknown,
+        };
+    }
     let possible: CpuSet = cpus.iter().map(|c| c.id).collect();
     let present: CpuSet = cpus.iter().filter(|c| c.present).map(|c| c.id).collect();
     let online: CpuSet = cpus.iter().filter(|c| c.online).map(|c| c.id).collect();

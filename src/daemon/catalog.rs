@@ -17,6 +17,9 @@ pub const DRIFT_RESTORED: &str = "f6d1c94a82194d3cbcae7a95d98a9391";
 pub const MANAGED_MISMATCH: &str = "ed6d261046f2451bb6d7706b39875186";
 /// A device's kernel-managed IRQs are where the kernel's spreading predicts (INFO).
 pub const MANAGED_VERIFIED: &str = "1c97bcd929b646b09a53080432f16add";
+/// A device's kernel-managed IRQs agree with the prediction where it can be checked, but it
+/// depends on the node of CPUs irqwise cannot know (INFO).
+pub const MANAGED_UNCERTAIN: &str = "cb8ab93743174148b8e8e52c8d33cf03";
 /// A reload found an invalid configuration and kept the previous one (ERROR).
 pub const CONFIG_REJECTED: &str = "74298039b65c402ab4985e9bb8ba4a7f";
 /// A pass that changed something: what it wrote and what stands now (INFO).
@@ -27,7 +30,7 @@ pub const PASS_FAILED: &str = "804a021433134da7b406a3c3325a8e9d";
 pub const XPS_APPLIED: &str = "ff26480e154d4be8896f1ef76de0b628";
 
 /// Every id with its name, in catalog order.
-pub const ALL: [(&str, &str); 11] = [
+pub const ALL: [(&str, &str); 12] = [
     ("MAPPING_APPLIED", MAPPING_APPLIED),
     ("WRITE_FAILED", WRITE_FAILED),
     ("IRQ_MANAGED", IRQ_MANAGED),
@@ -35,6 +38,7 @@ pub const ALL: [(&str, &str); 11] = [
     ("DRIFT_RESTORED", DRIFT_RESTORED),
     ("MANAGED_MISMATCH", MANAGED_MISMATCH),
     ("MANAGED_VERIFIED", MANAGED_VERIFIED),
+    ("MANAGED_UNCERTAIN", MANAGED_UNCERTAIN),
     ("CONFIG_REJECTED", CONFIG_REJECTED),
     ("PASS_SUMMARY", PASS_SUMMARY),
     ("PASS_FAILED", PASS_FAILED),

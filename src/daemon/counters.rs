@@ -158,6 +158,10 @@ pub struct DeviceState {
     /// IRQs per state of [`IRQ_STATES`].
     pub irqs: BTreeMap<String, u64>,
     pub mismatched: u64,
+    /// Kernel-managed IRQs whose prediction is uncertain (it depends on a CPU node irqwise
+    /// cannot know) and agrees where it can be checked; never counted in `mismatched`.
+    #[serde(default)]
+    pub uncertain: u64,
 }
 
 /// The last pass: when it ended, how long it took, whether it worked.
@@ -240,7 +244,8 @@ pub fn device_states(plan: &Plan, report: &ApplyReport, wrote: impl Fn(u32) -> b
                 *irqs.entry(state.to_string()).or_default() += 1;
             }
             let mismatched = d.irqs.iter().filter(|p| p.mismatch == Some(true)).count() as u64;
-            DeviceState { labels: DeviceLabels::of(d), irqs, mismatched }
+            let uncertain = d.irqs.iter().filter(|p| p.is_uncertain()).count() as u64;
+            DeviceState { labels: DeviceLabels::of(d), irqs, mismatched, uncertain }
         })
         .collect()
 }
@@ -388,6 +393,14 @@ impl Counters {
         for d in &self.devices {
             out.sample("irqwise_managed_mismatched_irqs", &d.labels.pairs(), d.mismatched as f64);
         }
+        out.metric(
+            "irqwise_managed_uncertain_irqs",
+            "gauge",
+            "Kernel-managed IRQs per device whose predicted placement depends on a CPU's NUMA node irqwise cannot know (a possible CPU sysfs does not place), and agrees where it can be checked; not counted as mismatched.",
+        );
+        for d in &self.devices {
+            out.sample("irqwise_managed_uncertain_irqs", &d.labels.pairs(), d.uncertain as f64);
+        }
         out.text
     }
 }
@@ -476,6 +489,7 @@ mod tests {
             reason: "test".into(),
             fallbacks: Vec::new(),
             mismatch: (action == Action::Managed).then_some(irq == 5),
+            uncertain: None,
         }
     }
 
@@ -554,6 +568,26 @@ mod tests {
         assert_eq!((get("placed"), get("kept"), get("managed"), get("skipped"), get("failed")), (2, 1, 1, 1, 1));
         assert_eq!(irqs.values().sum::<u64>(), 6);
         assert_eq!(states[0].mismatched, 1);
+        assert_eq!(states[0].uncertain, 0);
+    }
+
+    #[test]
+    fn uncertain_predictions_count_apart_from_mismatches() {
+        let mut p = plan("eth0");
+        let mut agreeing = placement(7, Action::Managed);
+        agreeing.mismatch = Some(false);
+        p.devices[0].irqs.push(agreeing);
+        for irq in p.devices[0].irqs.iter_mut().filter(|i| i.action == Action::Managed) {
+            irq.uncertain = Some("CPUs 8-11 have no node in sysfs".into());
+        }
+        let states = device_states(&p, &report(), |_| false);
+        // IRQ 5 mismatches where it can be checked: a mismatch; IRQ 7 agrees: uncertain only.
+        assert_eq!((states[0].mismatched, states[0].uncertain), (1, 1));
+        let mut c = Counters::new(1);
+        c.devices = states;
+        let text = c.render("0.1.0");
+        let want = "irqwise_managed_uncertain_irqs{device=\"eth0\",driver=\"ixgbe\",class=\"nic\"} 1";
+        assert!(samples(&text).contains(&want), "missing {want:?} in\n{text}");
     }
 
     #[test]
@@ -592,6 +626,7 @@ mod tests {
             "irqwise_irqs{device=\"eth0\",driver=\"ixgbe\",class=\"nic\",state=\"placed\"} 1",
             "irqwise_irqs{device=\"eth0\",driver=\"ixgbe\",class=\"nic\",state=\"failed\"} 1",
             "irqwise_managed_mismatched_irqs{device=\"eth0\",driver=\"ixgbe\",class=\"nic\"} 1",
+            "irqwise_managed_uncertain_irqs{device=\"eth0\",driver=\"ixgbe\",class=\"nic\"} 0",
         ] {
             assert!(s.contains(&want), "missing {want:?} in\n{text}");
         }

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::apply::{ApplyReport, Change, WriteOutcome};
 use crate::cpuset::CpuSet;
-use crate::plan::{Action, Plan};
+use crate::plan::{Action, Placement, Plan};
 
 /// An IRQ the daemon had placed whose mask someone (a driver, the kernel, an operator) changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +34,10 @@ pub struct ManagedNews {
     pub predicted: usize,
     /// IRQs whose actual mask differs from the predicted one.
     pub mismatched: Vec<u32>,
+    /// IRQs whose prediction is uncertain (and no mismatch where it can be checked), with the
+    /// first one's reason.
+    pub uncertain: Vec<u32>,
+    pub uncertain_reason: Option<String>,
 }
 
 /// A write that ends the same way pass after pass (the same failure class, or the same ENOSPC
@@ -65,7 +69,8 @@ pub enum Loudness {
 pub struct Ledger {
     placed: BTreeMap<u32, CpuSet>,
     repeated: BTreeMap<u32, Repeated>,
-    managed_reported: BTreeMap<String, bool>,
+    /// Per device: (some IRQ mismatched, some prediction uncertain) when last reported.
+    managed_reported: BTreeMap<String, (bool, bool)>,
     warned: BTreeSet<String>,
 }
 
@@ -173,11 +178,20 @@ impl Ledger {
                 continue;
             }
             let mismatched: Vec<u32> = managed.iter().filter(|p| p.mismatch == Some(true)).map(|p| p.irq).collect();
+            let unsure: Vec<&&Placement> = managed.iter().filter(|p| p.is_uncertain()).collect();
             let device = d.name.clone().unwrap_or_else(|| d.bdf.clone());
             seen.insert(d.bdf.clone());
-            if self.managed_reported.insert(d.bdf.clone(), !mismatched.is_empty()) != Some(!mismatched.is_empty()) {
+            let state = (!mismatched.is_empty(), !unsure.is_empty());
+            if self.managed_reported.insert(d.bdf.clone(), state) != Some(state) {
                 let predicted = managed.iter().filter(|p| p.mismatch.is_some()).count();
-                news.push(ManagedNews { device, managed: managed.len(), predicted, mismatched });
+                news.push(ManagedNews {
+                    device,
+                    managed: managed.len(),
+                    predicted,
+                    mismatched,
+                    uncertain: unsure.iter().map(|p| p.irq).collect(),
+                    uncertain_reason: unsure.first().and_then(|p| p.uncertain.clone()),
+                });
             }
         }
         self.managed_reported.retain(|bdf, _| seen.contains(bdf));
@@ -200,7 +214,7 @@ mod tests {
     use super::*;
     use crate::apply::{Change, Effective, FailureClass, Verification, WriteOutcome};
     use crate::devices::{DeviceClass, QueueRole, Recognition};
-    use crate::plan::{DevicePlan, Placement, StrategyName};
+    use crate::plan::{DevicePlan, StrategyName};
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse_list(s).unwrap()
@@ -222,6 +236,7 @@ mod tests {
             reason: "test".into(),
             fallbacks: Vec::new(),
             mismatch: None,
+            uncertain: None,
         }
     }
 
@@ -297,10 +312,27 @@ mod tests {
         let mut p = plan(vec![placement(40, "0", "0", Action::Managed), placement(41, "1", "1", Action::Managed)]);
         p.devices[0].irqs[1].mismatch = Some(false);
         let news = ledger.managed_news(&p);
-        assert_eq!(news, vec![ManagedNews { device: "eth0".into(), managed: 2, predicted: 1, mismatched: vec![] }]);
+        assert_eq!(
+            news,
+            vec![ManagedNews {
+                device: "eth0".into(),
+                managed: 2,
+                predicted: 1,
+                mismatched: vec![],
+                uncertain: vec![],
+                uncertain_reason: None
+            }]
+        );
         assert!(ledger.managed_news(&p).is_empty(), "not on every pass");
         p.devices[0].irqs[1].mismatch = Some(true);
         assert_eq!(ledger.managed_news(&p)[0].mismatched, vec![41]);
+        // An uncertain prediction that agrees where it can be checked is news, and not a mismatch.
+        p.devices[0].irqs[1].mismatch = Some(false);
+        p.devices[0].irqs[1].uncertain = Some("CPUs 8-11 have no node in sysfs".into());
+        let news = ledger.managed_news(&p);
+        assert_eq!((news[0].mismatched.clone(), news[0].uncertain.clone()), (vec![], vec![41]));
+        assert_eq!(news[0].uncertain_reason.as_deref(), Some("CPUs 8-11 have no node in sysfs"));
+        assert!(ledger.managed_news(&p).is_empty());
     }
 
     #[test]

@@ -48,7 +48,7 @@ use crate::events::files::{WatchHow, WatchTarget};
 use crate::events::{Batch, Debouncer, EventConfig, EventSources, EventsError, Trigger};
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
-use crate::topology::{home_topology, memory_file, Topology, TopologyMemory};
+use crate::topology::{memory_file, Topology, TopologyMemory};
 
 use counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
 use ledger::{Ledger, Loudness};
@@ -565,8 +565,7 @@ impl Daemon {
                 },
             },
         };
-        let home = home_topology(&topology, Some(&self.memory));
-        plan_with_topology(&self.root, &self.config, &self.known_managed, topology, Some(&home), warnings)
+        plan_with_topology(&self.root, &self.config, &self.known_managed, topology, Some(&self.memory), warnings)
     }
 
     fn apply(&mut self, number: u64, why: &[String], plan: Plan) {
@@ -649,7 +648,7 @@ impl Daemon {
                     news.device,
                     news.managed
                 );
-            } else if news.mismatched.is_empty() {
+            } else if news.mismatched.is_empty() && news.uncertain.is_empty() {
                 let of = if news.predicted < news.managed { format!(" for {}", news.predicted) } else { String::new() };
                 tracing::info!(
                     message_id = catalog::MANAGED_VERIFIED,
@@ -659,6 +658,22 @@ impl Daemon {
                     "{}: {} IRQs are kernel-managed; predicted placement matches{of}",
                     news.device,
                     news.managed
+                );
+            } else if news.mismatched.is_empty() {
+                let irqs: Vec<String> = news.uncertain.iter().map(u32::to_string).collect();
+                let reason = news.uncertain_reason.as_deref().unwrap_or("unknown");
+                tracing::info!(
+                    message_id = catalog::MANAGED_UNCERTAIN,
+                    device = bdf,
+                    driver = driver.unwrap_or(""),
+                    managed_irqs = news.managed,
+                    uncertain_irqs = irqs.join(" "),
+                    reason,
+                    "{}: {} IRQs are kernel-managed; predicted placement matches where it can be known; IRQ(s) {} uncertain: {}",
+                    news.device,
+                    news.managed,
+                    irqs.join(", "),
+                    reason
                 );
             } else {
                 let irqs: Vec<String> = news.mismatched.iter().map(u32::to_string).collect();

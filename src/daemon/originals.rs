@@ -220,6 +220,7 @@ mod tests {
                 reason: String::new(),
                 fallbacks: Vec::new(),
                 mismatch: None,
+                uncertain: None,
             })
             .collect();
         let dev = DevicePlan {

@@ -27,6 +27,9 @@ pub struct PlanContext<'a> {
     /// The machine with every present CPU online, with the masks the daemon saw while they were
     /// ([`crate::topology::TopologyMemory`]); `None`: derived from `topo` alone.
     pub home: Option<&'a Topology>,
+    /// The machine as first seen this boot, when it spreads differently from now (CPUs hot-added
+    /// or brought online since): kernel-managed IRQs allocated before then were spread on it.
+    pub first: Option<&'a Topology>,
     /// The running kernel's `group_cpus_evenly()` rules (for managed-IRQ prediction and cluster-group).
     pub group_rules: GroupRules,
     /// Keep isolated and nohz_full CPUs free of device IRQs.
@@ -63,6 +66,7 @@ pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) ->
     let machine = Machine {
         now: ctx.topo,
         home,
+        first: ctx.first,
         group_rules: ctx.group_rules,
         respect_isolation: ctx.respect_isolation,
         groupings: &groupings,
@@ -251,5 +255,6 @@ fn place(ctx: &PlanContext, dctx: &DeviceContext, v: &IrqVector, d: Decision) ->
         reason,
         fallbacks,
         mismatch: d.mismatch,
+        uncertain: d.uncertain,
     }
 }

@@ -94,6 +94,7 @@ pub fn guard(plan: &mut Plan, loose: &[LooseIrq], input: &GuardInput) {
             reason: "no device: placed by no strategy".into(),
             fallbacks: Vec::new(),
             mismatch: None,
+            uncertain: None,
         };
         if input.refused.contains(&v.irq) {
             p.reason = "the kernel refuses to move it (a write failed)".into();
@@ -189,6 +190,7 @@ mod tests {
             reason: "left alone".into(),
             fallbacks: Vec::new(),
             mismatch: None,
+            uncertain: None,
         }
     }
 

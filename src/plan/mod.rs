@@ -80,9 +80,21 @@ pub struct Placement {
     /// each wider than the last.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fallbacks: Vec<Fallback>,
-    /// Managed IRQs: whether the kernel's actual mask differs from the prediction.
+    /// Managed IRQs: whether the kernel's actual mask differs from the prediction (where the
+    /// prediction is uncertain, only on the CPUs whose placement irqwise can know).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mismatch: Option<bool>,
+    /// Managed IRQs whose prediction depends on what irqwise cannot know (the node of a CPU sysfs
+    /// does not place): why. Absent when the prediction is certain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uncertain: Option<String>,
+}
+
+impl Placement {
+    /// A prediction irqwise cannot fully check that showed no mismatch where it can.
+    pub fn is_uncertain(&self) -> bool {
+        self.uncertain.is_some() && self.mismatch != Some(true)
+    }
 }
 
 /// One device's plan.
@@ -119,6 +131,9 @@ pub struct Summary {
     pub skipped: usize,
     /// Managed IRQs whose kernel placement differs from the prediction.
     pub mismatched: usize,
+    /// Managed IRQs whose prediction is uncertain and not a mismatch where it can be checked.
+    #[serde(default)]
+    pub uncertain: usize,
     /// Writes that succeeded (0 until applied).
     pub written: usize,
     /// Writes that failed (0 until applied).
@@ -166,6 +181,7 @@ impl Plan {
                 Action::Skip => s.skipped += 1,
             }
             s.mismatched += usize::from(p.mismatch == Some(true));
+            s.uncertain += usize::from(p.is_uncertain());
         }
         s
     }

@@ -107,8 +107,9 @@ pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
         }
     }
     let s = whole.summary();
+    let uncertain = if s.uncertain > 0 { format!(", {} uncertain", s.uncertain) } else { String::new() };
     out.push_str(&format!(
-        "{} IRQs on {} devices: {} to set, {} kept, {} kernel-managed ({} differ from prediction), {} skipped\n",
+        "{} IRQs on {} devices: {} to set, {} kept, {} kernel-managed ({} differ from prediction{uncertain}), {} skipped\n",
         s.irqs, s.devices, s.set, s.kept, s.managed, s.mismatched, s.skipped
     ));
     for w in &whole.warnings {
@@ -140,6 +141,7 @@ mod tests {
             reason: "because".into(),
             fallbacks: Vec::new(),
             mismatch: None,
+            uncertain: None,
         }
     }
 

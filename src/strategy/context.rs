@@ -62,22 +62,25 @@ pub fn nvme_irq_sets(nrirqs: u32, write_queues: u32) -> Vec<u32> {
     }
 }
 
-/// `group_cpus_evenly()` results of one plan by (vector count, rules): a machine with 32 NVMe
-/// drives of the same queue count computes one grouping. Valid for one topology only.
+/// `group_cpus_evenly()` results of one plan by (topology, vector count, rules): a machine with
+/// 32 NVMe drives of the same queue count computes one grouping. The topology is told apart by
+/// its address, so the cache is valid only while the plan's topologies (now, home, first sight)
+/// live and stay unchanged, which they do for the whole plan.
 #[derive(Debug, Default)]
-pub struct GroupingCache(std::cell::RefCell<std::collections::HashMap<(usize, GroupRules), Groups>>);
+pub struct GroupingCache(std::cell::RefCell<std::collections::HashMap<(usize, usize, GroupRules), Groups>>);
 
 /// One shared grouping.
 type Groups = std::rc::Rc<Vec<CpuSet>>;
 
 impl GroupingCache {
-    /// `group_cpus_evenly(topo, n, rules).groups`, computed once per (n, rules).
+    /// `group_cpus_evenly(topo, n, rules).groups`, computed once per (topology, n, rules).
     pub fn groups(&self, topo: &Topology, n: usize, rules: GroupRules) -> Groups {
-        if let Some(g) = self.0.borrow().get(&(n, rules)) {
+        let key = (std::ptr::from_ref(topo) as usize, n, rules);
+        if let Some(g) = self.0.borrow().get(&key) {
             return g.clone();
         }
         let g = Groups::new(group_cpus_evenly(topo, n, rules).groups);
-        self.0.borrow_mut().insert((n, rules), g.clone());
+        self.0.borrow_mut().insert(key, g.clone());
         g
     }
 }
@@ -88,6 +91,9 @@ pub struct Machine<'a> {
     pub now: &'a Topology,
     /// [`crate::topology::home_topology`] of `now`: what homes and stable masks are computed on.
     pub home: &'a Topology,
+    /// The machine as first seen this boot, when it spreads differently from now
+    /// ([`crate::topology::TopologyMemory::first_topology`]).
+    pub first: Option<&'a Topology>,
     /// The running kernel's `group_cpus_evenly()` rules.
     pub group_rules: GroupRules,
     /// Keep isolated and nohz_full CPUs free of device IRQs.
@@ -104,6 +110,8 @@ pub struct DeviceContext<'a> {
     pub topo: &'a Topology,
     /// The machine with every present CPU online.
     pub home: &'a Topology,
+    /// The machine as first seen this boot, when it spreads differently from now.
+    pub first: Option<&'a Topology>,
     pub device: &'a Device,
     pub policy: &'a Policy,
     /// The running kernel's `group_cpus_evenly()` rules.
@@ -175,6 +183,7 @@ impl<'a> DeviceContext<'a> {
         let ctx = DeviceContext {
             topo,
             home: machine.home,
+            first: machine.first,
             device,
             policy,
             group_rules: machine.group_rules,
@@ -233,22 +242,25 @@ impl<'a> DeviceContext<'a> {
         self.groupings
     }
 
-    /// The device's queue grouping, computed once per device.
+    /// The device's queue grouping on the machine now, computed once per device.
     pub fn queue_grouping(&self) -> &QueueGrouping {
-        self.grouping.get_or_init(|| {
-            let queues = self.device.vectors.iter().filter_map(queue_index).max().map_or(0, |q| q + 1);
-            let write_queues = self.device.nvme.as_ref().and_then(|n| n.write_queues).unwrap_or(0);
-            let sets = if self.device.driver.as_deref() == Some("nvme") {
-                nvme_irq_sets(queues, write_queues)
-            } else {
-                vec![queues]
-            };
-            let groups = sets
-                .iter()
-                .flat_map(|&n| self.groupings.groups(self.topo, n as usize, self.group_rules).as_ref().clone())
-                .collect();
-            QueueGrouping { queues, sets, groups }
-        })
+        self.grouping.get_or_init(|| self.queue_grouping_on(self.topo))
+    }
+
+    /// The device's queue grouping as `group_cpus_evenly()` computes it on `topo`.
+    pub fn queue_grouping_on(&self, topo: &Topology) -> QueueGrouping {
+        let queues = self.device.vectors.iter().filter_map(queue_index).max().map_or(0, |q| q + 1);
+        let write_queues = self.device.nvme.as_ref().and_then(|n| n.write_queues).unwrap_or(0);
+        let sets = if self.device.driver.as_deref() == Some("nvme") {
+            nvme_irq_sets(queues, write_queues)
+        } else {
+            vec![queues]
+        };
+        let groups = sets
+            .iter()
+            .flat_map(|&n| self.groupings.groups(topo, n as usize, self.group_rules).as_ref().clone())
+            .collect();
+        QueueGrouping { queues, sets, groups }
     }
 }
 
@@ -377,7 +389,14 @@ mod tests {
         let policy = Policy::default();
         let group_rules = GroupRules::for_kernel(KernelVersion { major: 6, minor: 11 });
         let groupings = GroupingCache::default();
-        let machine = Machine { now: &topo, home: &topo, group_rules, respect_isolation: true, groupings: &groupings };
+        let machine = Machine {
+            now: &topo,
+            home: &topo,
+            first: None,
+            group_rules,
+            respect_isolation: true,
+            groupings: &groupings,
+        };
         let (ctx, _) = DeviceContext::new(&machine, &dev, &policy, StrategyName::NumaHop);
         let steps: Vec<(&str, String)> =
             ctx.fallbacks(&CpuSet::single(9)).into_iter().map(|f| (f.step, f.cpus.to_list_string())).collect();

@@ -7,12 +7,21 @@
 //! leading unmanaged vectors are the driver's pre-vectors, the trailing ones its post-vectors,
 //! and the rest are spread as one set. Other managed IRQs are reported with their current mask
 //! and never claimed to match anything.
+//!
+//! The kernel spreads once, when the driver allocates the vectors, and keeps the masks: a CPU
+//! hot-added or brought online later changes nothing. Predictions are made on the machine with
+//! every present CPU online (the masks of CPUs offline now as they were seen online), and for
+//! NVMe also on the machine as first seen this boot when that differs; a device takes the first
+//! of these its masks agree with. Where the grouping depends on the node of a CPU irqwise cannot
+//! know ([`Topology::unknown_node_cpus`]), the prediction is uncertain: only the CPUs whose
+//! placement does not depend on it are compared.
 
 use std::collections::BTreeSet;
 
-use super::{queue_index, Decision, DeviceContext};
+use super::{queue_index, Decision, DeviceContext, QueueGrouping};
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, IrqVector, QueueRole};
+use crate::topology::Topology;
 
 /// Replaces the decision of every IRQ whose placement the kernel computes with the kernel's
 /// placement (flagging where the current mask or blk-mq's map differ from it), and for storage
@@ -21,20 +30,141 @@ use crate::devices::{DeviceClass, IrqVector, QueueRole};
 pub fn predict(ctx: &DeviceContext, decisions: Vec<Decision>, known_managed: &BTreeSet<u32>) -> Vec<Decision> {
     let storage = ctx.device.class == DeviceClass::Storage;
     let layout = if storage { StorageLayout::of(ctx, known_managed) } else { None };
+    let predicted = ctx.device.vectors.iter().any(|v| queue_index(v).is_some() && is_predicted(ctx, v, known_managed));
+    let spread = predicted.then(|| Spread::choose(ctx, known_managed));
     ctx.device
         .vectors
         .iter()
         .zip(decisions)
-        .map(|(v, d)| match queue_index(v) {
-            Some(q) if is_predicted(ctx, v, known_managed) => prediction(ctx, v, q),
-            Some(q) if storage && is_managed(ctx, v, known_managed) => match &layout {
+        .map(|(v, d)| match (queue_index(v), &spread) {
+            (Some(q), Some(spread)) if is_predicted(ctx, v, known_managed) => spread.prediction(ctx, v, q),
+            (Some(q), _) if storage && is_managed(ctx, v, known_managed) => match &layout {
                 Some(l) => l.prediction(v, q),
                 None => chosen_by_driver(ctx, v),
             },
-            None if storage && is_managed(ctx, v, known_managed) => chosen_by_driver(ctx, v),
+            (None, _) if storage && is_managed(ctx, v, known_managed) => chosen_by_driver(ctx, v),
             _ => d,
         })
         .collect()
+}
+
+/// What a prediction on one machine cannot know: the CPUs whose node is unknown, and the CPUs
+/// whose group does not depend on them (`None`: none does).
+struct Unknowns {
+    reason: String,
+    certain: Option<CpuSet>,
+}
+
+impl Unknowns {
+    /// `None` when every CPU's node is known on `topo`. `group_cpus_evenly()` spreads the present
+    /// CPUs first, so when only CPUs that are not present lack a node, the present CPUs' groups
+    /// are still certain.
+    fn of(topo: &Topology) -> Option<Unknowns> {
+        let unknown = topo.unknown_node_cpus();
+        if unknown.is_empty() {
+            return None;
+        }
+        let arch = topo.arch.as_deref().unwrap_or("this architecture");
+        if unknown.intersects(&topo.present) {
+            let reason = format!("CPUs {unknown} have no node in sysfs");
+            return Some(Unknowns { reason, certain: None });
+        }
+        let reason = format!(
+            "CPUs {unknown} have no node in sysfs (possible, not present) and irqwise knows no rule giving them one on {arch}"
+        );
+        Some(Unknowns { reason, certain: Some(topo.present.clone()) })
+    }
+
+    /// Whether `a` and `b` differ where the prediction is certain.
+    fn differ(this: Option<&Unknowns>, a: &CpuSet, b: &CpuSet) -> bool {
+        match this.map(|u| &u.certain) {
+            None => a != b,
+            Some(None) => false,
+            Some(Some(c)) => a.intersection(c) != b.intersection(c),
+        }
+    }
+}
+
+/// The machine an NVMe device's vectors are predicted on, its grouping, what it cannot know, and
+/// the words for it when it is not the machine now.
+struct Spread {
+    grouping: QueueGrouping,
+    unknowns: Option<Unknowns>,
+    note: Option<String>,
+}
+
+impl Spread {
+    /// The machine with every present CPU online, unless the device's masks disagree with it and
+    /// agree with the machine as first seen this boot.
+    fn choose(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> Spread {
+        let home = Spread::on(ctx, ctx.home, None);
+        let Some(first) = ctx.first else { return home };
+        if home.fits(ctx, known_managed) {
+            return home;
+        }
+        let then = Spread::on(ctx, first, Some(first_sight_words(first, ctx.home)));
+        if then.fits(ctx, known_managed) {
+            then
+        } else {
+            home
+        }
+    }
+
+    fn on(ctx: &DeviceContext, topo: &Topology, note: Option<String>) -> Spread {
+        Spread { grouping: ctx.queue_grouping_on(topo), unknowns: Unknowns::of(topo), note }
+    }
+
+    /// Every predicted vector's mask and blk-mq entry agree with this grouping where it is certain.
+    fn fits(&self, ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> bool {
+        ctx.device.vectors.iter().filter(|v| is_predicted(ctx, v, known_managed)).all(|v| {
+            let Some(q) = queue_index(v) else { return true };
+            let group = self.grouping.groups.get(q as usize).cloned().unwrap_or_default();
+            let blk_mq = ctx.device.nvme.as_ref().and_then(|n| n.blk_mq.get(q as usize));
+            let u = self.unknowns.as_ref();
+            !v.current.as_ref().is_some_and(|a| Unknowns::differ(u, a, &group))
+                && !blk_mq.is_some_and(|m| Unknowns::differ(u, m, &group))
+        })
+    }
+
+    /// Group `q` of the grouping, compared with the IRQ's mask and blk-mq's map.
+    fn prediction(&self, ctx: &DeviceContext, v: &IrqVector, q: u32) -> Decision {
+        let grouping = &self.grouping;
+        let group = grouping.groups.get(q as usize).cloned().unwrap_or_default();
+        let blk_mq = ctx.device.nvme.as_ref().and_then(|n| n.blk_mq.get(q as usize));
+        let expected = if grouping.sets.len() > 1 {
+            let (set, index, size) = grouping.locate(q);
+            let kind = if set == 0 { "default (write)" } else { "read" };
+            format!("group {index} of the {kind} set of {size} = {group}")
+        } else {
+            format!("group {q} of {} = {group}", grouping.queues)
+        };
+        let on = self.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
+        compared(
+            format!("kernel-managed: expected {expected}{on}"),
+            group,
+            v.current.as_ref(),
+            blk_mq,
+            self.unknowns.as_ref(),
+        )
+    }
+}
+
+/// How the machine as first seen this boot differs from `now`, for reasons: "spread as first
+/// seen this boot, before CPUs 8 were added".
+fn first_sight_words(first: &Topology, now: &Topology) -> String {
+    let added = now.present.difference(&first.present);
+    let removed = first.present.difference(&now.present);
+    let mut what = Vec::new();
+    if !added.is_empty() {
+        what.push(format!("CPUs {added} were added"));
+    }
+    if !removed.is_empty() {
+        what.push(format!("CPUs {removed} were removed"));
+    }
+    if what.is_empty() {
+        what.push("CPUs came online or changed node".to_string());
+    }
+    format!("spread on the machine as first seen this boot, before {}", what.join(" and "))
 }
 
 /// Kernel-managed as far as we know: read-only mode, a failed write remembered, or the nvme
@@ -61,35 +191,33 @@ fn chosen_by_driver(ctx: &DeviceContext, v: &IrqVector) -> Decision {
         managed: true,
         reason: format!("kernel-managed: placement chosen by the driver ({driver}); irqwise predicts none here"),
         mismatch: None,
+        uncertain: None,
     }
 }
 
-/// Group `q` of the device's grouping, compared with the IRQ's mask and blk-mq's map.
-fn prediction(ctx: &DeviceContext, v: &IrqVector, q: u32) -> Decision {
-    let grouping = ctx.queue_grouping();
-    let group = grouping.groups.get(q as usize).cloned().unwrap_or_default();
-    let blk_mq = ctx.device.nvme.as_ref().and_then(|n| n.blk_mq.get(q as usize));
-    let expected = if grouping.sets.len() > 1 {
-        let (set, index, size) = grouping.locate(q);
-        let kind = if set == 0 { "default (write)" } else { "read" };
-        format!("group {index} of the {kind} set of {size} = {group}")
-    } else {
-        format!("group {q} of {} = {group}", grouping.queues)
-    };
-    compared(format!("kernel-managed: expected {expected}"), group, v.current.as_ref(), blk_mq)
-}
-
-/// The managed decision for `want`, flagged where the IRQ's mask or blk-mq's map differ.
-fn compared(mut reason: String, want: CpuSet, actual: Option<&CpuSet>, blk_mq: Option<&CpuSet>) -> Decision {
-    let mut mismatch = actual.is_some_and(|a| *a != want);
+/// The managed decision for `want`, flagged where the IRQ's mask or blk-mq's map differ from it
+/// on the CPUs whose placement irqwise can know; uncertain (with the reason) where `unknowns`
+/// says it cannot know all of it.
+fn compared(
+    mut reason: String,
+    want: CpuSet,
+    actual: Option<&CpuSet>,
+    blk_mq: Option<&CpuSet>,
+    unknowns: Option<&Unknowns>,
+) -> Decision {
+    let mismatch = actual.is_some_and(|a| Unknowns::differ(unknowns, a, &want))
+        || blk_mq.is_some_and(|m| Unknowns::differ(unknowns, m, &want));
     if let Some(a) = actual.filter(|a| **a != want) {
         reason.push_str(&format!("; kernel shows {a}"));
     }
     if let Some(m) = blk_mq.filter(|m| **m != want) {
-        mismatch = true;
         reason.push_str(&format!("; blk-mq maps {m}"));
     }
-    Decision { desired: Some(want), managed: true, reason, mismatch: Some(mismatch) }
+    let uncertain = unknowns.map(|u| u.reason.clone());
+    if let Some(u) = &uncertain {
+        reason.push_str(&format!("; uncertain: {u}"));
+    }
+    Decision { desired: Some(want), managed: true, reason, mismatch: Some(mismatch), uncertain }
 }
 
 /// A storage HBA's vectors as `irq_create_affinity_masks()` laid them out: `pre` unmanaged
@@ -97,6 +225,7 @@ fn compared(mut reason: String, want: CpuSet, actual: Option<&CpuSet>, blk_mq: O
 struct StorageLayout {
     pre: u32,
     groups: Vec<CpuSet>,
+    unknowns: Option<Unknowns>,
 }
 
 impl StorageLayout {
@@ -117,8 +246,8 @@ impl StorageLayout {
         if flags[pre + run..].iter().any(|&m| m) {
             return None;
         }
-        let groups = ctx.groupings().groups(ctx.topo, run, ctx.group_rules).as_ref().clone();
-        Some(StorageLayout { pre: pre as u32, groups })
+        let groups = ctx.groupings().groups(ctx.home, run, ctx.group_rules).as_ref().clone();
+        Some(StorageLayout { pre: pre as u32, groups, unknowns: Unknowns::of(ctx.home) })
     }
 
     /// The kernel's mask for the vector of MSI-X index `q`.
@@ -130,6 +259,6 @@ impl StorageLayout {
             self.groups.len(),
             self.pre
         );
-        compared(reason, group, v.current.as_ref(), None)
+        compared(reason, group, v.current.as_ref(), None, self.unknowns.as_ref())
     }
 }

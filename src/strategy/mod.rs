@@ -92,19 +92,22 @@ pub struct Decision {
     pub desired: Option<CpuSet>,
     pub managed: bool,
     pub reason: String,
-    /// Managed IRQs: whether the kernel's actual placement differs from the prediction.
+    /// Managed IRQs: whether the kernel's actual placement differs from the prediction where
+    /// irqwise can know it.
     pub mismatch: Option<bool>,
+    /// Managed IRQs whose prediction depends on what irqwise cannot know: why.
+    pub uncertain: Option<String>,
 }
 
 impl Decision {
     /// Leave the IRQ alone, for `reason`.
     pub fn leave(reason: &str) -> Decision {
-        Decision { desired: None, managed: false, reason: reason.into(), mismatch: None }
+        Decision { desired: None, managed: false, reason: reason.into(), mismatch: None, uncertain: None }
     }
 
     /// Put the IRQ on `set`, for `reason`.
     pub fn fixed(set: &CpuSet, reason: String) -> Decision {
-        Decision { desired: Some(set.clone()), managed: false, reason, mismatch: None }
+        Decision { desired: Some(set.clone()), managed: false, reason, mismatch: None, uncertain: None }
     }
 }
 

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use super::MAX_NUMNODES;
-use super::{NumaNode, OfflineMasks, Topology};
+use super::{round_robin_node, Cpu, NodeSource, NumaNode, OfflineMasks, Topology};
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::sysfs::{parse_cpulist_at, read_in_parallel, Root, SysfsError};
 
@@ -150,6 +150,10 @@ fn discover(root: &Root) -> Result<(Topology, Vec<TopologyWarning>), TopologyErr
     }
     w.extend(nodes::cpus_in_several_nodes(root, &node_dirs, &cpus));
     let online: CpuSet = cpus.values().filter(|c| c.online).map(|c| c.id).collect();
+    let kernel = read_trimmed(root, "proc/sys/kernel/osrelease", &mut w);
+    let arch = read_trimmed(root, "proc/sys/kernel/arch", &mut w);
+    let boot_nodes = nodes::boot_nodes(root, &node_dirs);
+    place_unlisted_cpus(&mut cpus, &node_dirs.keys().copied().collect::<Vec<_>>(), &boot_nodes, arch.as_deref());
 
     let mut nodes = BTreeMap::new();
     for (&id, dir) in &node_dirs {
@@ -157,11 +161,31 @@ fn discover(root: &Root) -> Result<(Topology, Vec<TopologyWarning>), TopologyErr
         nodes.insert(id, NumaNode { id, cpus: members, distance: dir.distance.clone() });
     }
 
-    let kernel = read_trimmed(root, "proc/sys/kernel/osrelease", &mut w);
-    let arch = read_trimmed(root, "proc/sys/kernel/arch", &mut w);
     let offline_masks = offline_masks_for(arch.as_deref());
     let topo = Topology { kernel, arch, possible, present, online, isolated, nohz_full, cpus, nodes, offline_masks };
     Ok((topo, w))
+}
+
+/// Gives every CPU sysfs placed its [`NodeSource::Sysfs`], and the others the node the kernel
+/// gave them where a rule says which: node 0 without NUMA information, the only node of a
+/// one-node machine for CPUs that are not present, and on x86 (or an unknown arch, like the offline masks) the round-robin
+/// node of boot for possible CPUs that are not present ([`round_robin_node`] over `boot_nodes`).
+/// A present CPU without a node in sysfs, or any CPU elsewhere, stays unknown: arm64 and others
+/// take the node of a CPU that is not present from firmware tables sysfs does not show.
+fn place_unlisted_cpus(cpus: &mut BTreeMap<u32, Cpu>, node_ids: &[u32], boot_nodes: &[u32], arch: Option<&str>) {
+    let x86 = arch.is_none_or(is_x86);
+    for c in cpus.values_mut() {
+        (c.node, c.node_source) = match (c.node, node_ids) {
+            (Some(n), _) => (Some(n), NodeSource::Sysfs),
+            (None, []) => (None, NodeSource::NoNuma),
+            (None, [only]) if !c.present => (Some(*only), NodeSource::OnlyNode),
+            (None, _) if x86 && !c.present => match round_robin_node(c.id, boot_nodes) {
+                Some(n) => (Some(n), NodeSource::RoundRobinAtBoot),
+                None => (None, NodeSource::Unknown),
+            },
+            (None, _) => (None, NodeSource::Unknown),
+        };
+    }
 }
 
 /// What the kernel leaves in an offline CPU's masks: x86 (and unknown arch) clears them, the

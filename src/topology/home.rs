@@ -14,10 +14,70 @@ use std::collections::BTreeMap;
 use super::{Cpu, Topology};
 use crate::cpuset::CpuSet;
 
-/// The masks of every CPU as last seen while it was online, kept across passes by the daemon.
+/// The masks of every CPU as last seen while it was online, kept across passes by the daemon,
+/// and the machine as first seen this boot ([`FirstSight`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TopologyMemory {
     seen: BTreeMap<u32, Cpu>,
+    first: Option<FirstSight>,
+}
+
+/// What `group_cpus_evenly()` read of the machine, as irqwise first saw it this boot: the present
+/// CPUs and each possible CPU's node, online state and SMT and cluster masks. The kernel spreads a
+/// device's managed IRQs once, when the driver allocates them, and keeps those masks while CPUs
+/// are hot-added (a CPU that was not present gets its firmware node then) or come online (its
+/// siblings' masks grow); for devices that were there at first sight, this is the machine their
+/// masks were computed on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FirstSight {
+    pub present: CpuSet,
+    /// Every possible CPU then: `node`, `node_source`, `online`, `core`, `cluster` are kept.
+    pub cpus: BTreeMap<u32, Cpu>,
+}
+
+impl FirstSight {
+    /// The spreading inputs of `topo`.
+    pub fn of(topo: &Topology) -> FirstSight {
+        let cpus = topo
+            .cpus
+            .values()
+            .map(|c| {
+                let mut k = Cpu::bare(c.id);
+                (k.present, k.online, k.node, k.node_source) = (c.present, c.online, c.node, c.node_source);
+                (k.core, k.cluster) = (c.core.clone(), c.cluster.clone());
+                k
+            })
+            .collect::<Vec<_>>();
+        FirstSight { present: topo.present.clone(), cpus: cpus.into_iter().map(|c| (c.id, c)).collect() }
+    }
+
+    /// Whether `topo` spreads differently from this sight for some device: its present CPUs, a
+    /// CPU's node or an SMT or cluster mask differ.
+    pub fn differs_from(&self, topo: &Topology) -> bool {
+        self.present != topo.present
+            || topo.cpus.values().any(|c| match self.cpus.get(&c.id) {
+                Some(k) => k.node != c.node || k.core != c.core || k.cluster != c.cluster,
+                None => true,
+            })
+    }
+
+    /// `now` as it was at this sight: its present CPUs and every CPU's node, online state and SMT
+    /// and cluster masks from then, the nodes' CPU sets recomputed; everything else from `now`.
+    pub fn topology(&self, now: &Topology) -> Topology {
+        let mut t = now.clone();
+        t.present = self.present.intersection(&now.possible);
+        for c in t.cpus.values_mut() {
+            if let Some(k) = self.cpus.get(&c.id) {
+                (c.present, c.online, c.node, c.node_source) = (k.present, k.online, k.node, k.node_source);
+                (c.core, c.cluster) = (k.core.clone(), k.cluster.clone());
+            }
+        }
+        t.online = t.cpus.values().filter(|c| c.online).map(|c| c.id).collect();
+        for (&id, node) in t.nodes.iter_mut() {
+            node.cpus = t.cpus.values().filter(|c| c.node == Some(id)).map(|c| c.id).collect();
+        }
+        t
+    }
 }
 
 impl TopologyMemory {
@@ -27,7 +87,8 @@ impl TopologyMemory {
     /// Returns whether anything changed (so a saved copy needs writing).
     pub fn remember(&mut self, topo: &Topology) -> bool {
         let before_len = self.seen.len();
-        let mut changed = false;
+        let mut changed = self.first.is_none();
+        self.first.get_or_insert_with(|| FirstSight::of(topo));
         let offline = topo.possible.difference(&topo.online);
         for c in &topo.online {
             let Some(cpu) = topo.cpus.get(&c) else { continue };
@@ -57,7 +118,24 @@ impl TopologyMemory {
 
     /// A memory holding these records (a saved copy read back); later records of the same CPU win.
     pub fn from_cpus(cpus: impl IntoIterator<Item = Cpu>) -> TopologyMemory {
-        TopologyMemory { seen: cpus.into_iter().map(|c| (c.id, c)).collect() }
+        TopologyMemory { seen: cpus.into_iter().map(|c| (c.id, c)).collect(), first: None }
+    }
+
+    /// This memory with `first` as its first sight (a saved copy read back).
+    pub fn with_first_sight(mut self, first: Option<FirstSight>) -> TopologyMemory {
+        self.first = first;
+        self
+    }
+
+    /// The machine as first seen this boot, when something has been remembered.
+    pub fn first_sight(&self) -> Option<&FirstSight> {
+        self.first.as_ref()
+    }
+
+    /// `now` as it was at first sight, when that differs from `now` in what spreading reads
+    /// ([`FirstSight::differs_from`]); `None` otherwise.
+    pub fn first_topology(&self, now: &Topology) -> Option<Topology> {
+        self.first.as_ref().filter(|f| f.differs_from(now)).map(|f| f.topology(now))
     }
 
     /// How many CPUs have been seen online.

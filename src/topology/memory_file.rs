@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Cpu, TopologyMemory};
+use super::{Cpu, FirstSight, NodeSource, TopologyMemory};
 use crate::cpuset::CpuSet;
 use crate::sysfs::Root;
 
@@ -30,6 +30,28 @@ struct MemoryFile {
     schema: u32,
     boot_id: Option<String>,
     cpus: Vec<CpuRecord>,
+    /// The machine as first seen this boot (absent in copies written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    first: Option<FirstRecord>,
+}
+
+/// [`FirstSight`]: the present CPUs as a kernel list and every possible CPU.
+#[derive(Serialize, Deserialize)]
+struct FirstRecord {
+    present: String,
+    cpus: Vec<FirstCpu>,
+}
+
+/// One CPU at first sight; masks as kernel lists.
+#[derive(Serialize, Deserialize)]
+struct FirstCpu {
+    id: u32,
+    present: bool,
+    online: bool,
+    node: Option<u32>,
+    node_source: NodeSource,
+    core: Option<String>,
+    cluster: Option<String>,
 }
 
 /// One CPU as last seen online; masks as kernel lists.
@@ -37,6 +59,8 @@ struct MemoryFile {
 struct CpuRecord {
     id: u32,
     node: Option<u32>,
+    #[serde(default)]
+    node_source: NodeSource,
     core: Option<String>,
     cluster: Option<String>,
     llc: Option<String>,
@@ -57,6 +81,7 @@ pub fn encode(root: &Root, memory: &TopologyMemory) -> Vec<u8> {
         .map(|c| CpuRecord {
             id: c.id,
             node: c.node,
+            node_source: c.node_source,
             core: list(&c.core),
             cluster: list(&c.cluster),
             llc: list(&c.llc),
@@ -64,7 +89,23 @@ pub fn encode(root: &Root, memory: &TopologyMemory) -> Vec<u8> {
             die: list(&c.die),
         })
         .collect();
-    let file = MemoryFile { schema: crate::JSON_SCHEMA, boot_id: boot_id(root), cpus };
+    let first = memory.first_sight().map(|f| FirstRecord {
+        present: f.present.to_list_string(),
+        cpus: f
+            .cpus
+            .values()
+            .map(|c| FirstCpu {
+                id: c.id,
+                present: c.present,
+                online: c.online,
+                node: c.node,
+                node_source: c.node_source,
+                core: list(&c.core),
+                cluster: list(&c.cluster),
+            })
+            .collect(),
+    });
+    let file = MemoryFile { schema: crate::JSON_SCHEMA, boot_id: boot_id(root), cpus, first };
     let mut bytes = serde_json::to_vec(&file).unwrap_or_default();
     bytes.push(b'\n');
     bytes
@@ -90,7 +131,7 @@ pub fn load(root: &Root) -> Result<Option<TopologyMemory>, MemoryFileError> {
             m.as_deref().map(CpuSet::parse_list).transpose().map_err(|e| unreadable(format!("CPU {}: {e}", r.id)))
         };
         let mut cpu = Cpu::bare(r.id);
-        (cpu.present, cpu.online, cpu.node) = (true, true, r.node);
+        (cpu.present, cpu.online, cpu.node, cpu.node_source) = (true, true, r.node, r.node_source);
         cpu.core = parse(&r.core)?;
         cpu.cluster = parse(&r.cluster)?;
         cpu.llc = parse(&r.llc)?;
@@ -98,7 +139,25 @@ pub fn load(root: &Root) -> Result<Option<TopologyMemory>, MemoryFileError> {
         cpu.die = parse(&r.die)?;
         cpus.push(cpu);
     }
-    Ok(Some(TopologyMemory::from_cpus(cpus)))
+    let first = match file.first {
+        None => None,
+        Some(f) => {
+            let list = |what: &str, m: &Option<String>| -> Result<Option<CpuSet>, MemoryFileError> {
+                m.as_deref().map(CpuSet::parse_list).transpose().map_err(|e| unreadable(format!("{what}: {e}")))
+            };
+            let present = CpuSet::parse_list(&f.present).map_err(|e| unreadable(format!("first present: {e}")))?;
+            let mut sight = FirstSight { present, cpus: Default::default() };
+            for c in f.cpus {
+                let mut cpu = Cpu::bare(c.id);
+                (cpu.present, cpu.online, cpu.node, cpu.node_source) = (c.present, c.online, c.node, c.node_source);
+                cpu.core = list(&format!("first CPU {}", c.id), &c.core)?;
+                cpu.cluster = list(&format!("first CPU {}", c.id), &c.cluster)?;
+                sight.cpus.insert(c.id, cpu);
+            }
+            Some(sight)
+        }
+    };
+    Ok(Some(TopologyMemory::from_cpus(cpus).with_first_sight(first)))
 }
 
 #[cfg(test)]

@@ -12,6 +12,6 @@ pub mod report;
 pub mod synthetic;
 
 pub use discover::TopologyError;
-pub use home::{home_topology, TopologyMemory};
+pub use home::{home_topology, FirstSight, TopologyMemory};
 pub use isolation::Isolation;
-pub use model::{Cpu, NumaNode, OfflineMasks, Topology, MAX_NUMNODES};
+pub use model::{round_robin_node, Cpu, NodeSource, NumaNode, OfflineMasks, Topology, MAX_NUMNODES};

@@ -27,13 +27,64 @@ pub enum OfflineMasks {
     SelfOnly,
 }
 
+/// Where a CPU's NUMA node ([`Cpu::node`]) comes from. sysfs shows the node of present CPUs
+/// only: a possible CPU that is not present has no `cpuN/` and is in no node's `cpulist`, yet the
+/// kernel gave it a node at boot, and `group_cpus_evenly()` spreads it with that node's CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeSource {
+    /// The CPU's `cpuN/nodeM` link or a node's `cpulist`.
+    Sysfs,
+    /// The kernel shows no NUMA information: every CPU is on node 0 (`node` stays `None`).
+    NoNuma,
+    /// Not present on a machine with one node: the kernel gives every CPU without firmware
+    /// affinity a node that is online, and there is one.
+    OnlyNode,
+    /// Not in sysfs, on x86: `numa_init_array()` (arch/x86/mm/numa.c) gives every CPU id the
+    /// nodes online at that point (those with memory) round robin in id order, CPU i the
+    /// (i mod n)-th, before `init_cpu_to_node()` overrides it for CPUs whose APIC id firmware
+    /// enumerated as present. A CPU not present at boot keeps the round-robin node until it is
+    /// hot-added.
+    RoundRobinAtBoot,
+    /// Not in sysfs and no rule for this architecture: counted on node 0, and predictions that
+    /// depend on it are uncertain.
+    #[default]
+    Unknown,
+}
+
+impl NodeSource {
+    /// The words `irqwise topology` uses: `sysfs`, `no NUMA`, `only node`, `round robin at boot`,
+    /// `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeSource::Sysfs => "sysfs",
+            NodeSource::NoNuma => "no NUMA",
+            NodeSource::OnlyNode => "only node",
+            NodeSource::RoundRobinAtBoot => "round robin at boot",
+            NodeSource::Unknown => "unknown",
+        }
+    }
+}
+
+/// The node x86 gives CPU `cpu` at boot before firmware names any CPU's node:
+/// `numa_init_array()` (arch/x86/mm/numa.c) walks every CPU id from 0 and hands out the nodes
+/// online at that point round robin, so CPU i gets the (i mod n)-th of the `n` nodes in id order;
+/// `init_cpu_to_node()` then overrides only CPUs with a known APIC id. Read in the 6.1 and 6.12
+/// sources (both called from `numa_init()`). `None` without nodes.
+pub fn round_robin_node(cpu: u32, boot_nodes: &[u32]) -> Option<u32> {
+    boot_nodes.get(cpu as usize % boot_nodes.len().max(1)).copied()
+}
+
 /// One possible CPU. Masks are `None` where sysfs does not say (offline CPUs on most kernels).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Cpu {
     pub id: u32,
     pub present: bool,
     pub online: bool,
+    /// The kernel's `cpu_to_node()`; `None` when unknown or without NUMA information.
     pub node: Option<u32>,
+    /// Where `node` comes from.
+    pub node_source: NodeSource,
     /// CPUs in the same package (`package_cpus_list` / `core_siblings_list`).
     pub package: Option<CpuSet>,
     /// CPUs in the same die (`die_cpus_list`; the package where the kernel has no dies).
@@ -54,6 +105,7 @@ impl Cpu {
             present: false,
             online: false,
             node: None,
+            node_source: NodeSource::Unknown,
             package: None,
             die: None,
             cluster: None,
@@ -111,6 +163,15 @@ impl Topology {
     /// The kernel's `cpu_to_node()`: `None` when unknown.
     pub fn cpu_node(&self, cpu: u32) -> Option<u32> {
         self.cpus.get(&cpu).and_then(|c| c.node)
+    }
+
+    /// Possible CPUs whose node irqwise cannot know: no node on a machine with several nodes
+    /// (with one node or none, every CPU is on node 0 or the only one).
+    pub fn unknown_node_cpus(&self) -> CpuSet {
+        if self.nodes.len() < 2 {
+            return CpuSet::new();
+        }
+        self.possible.iter().filter(|&c| self.cpu_node(c).is_none()).collect()
     }
 
     /// Distance from node `from` to node `to` (SLIT row `from`), `None` when unknown.

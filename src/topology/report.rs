@@ -5,14 +5,15 @@
 use serde_json::{json, Value};
 
 use super::isolation::{Effect, Isolation};
-use super::{Cpu, Topology};
+use super::{Cpu, NodeSource, Topology};
 use crate::cpuset::CpuSet;
 
 /// The JSON document: `kernel`, `possible`, `present`, `online`, `isolated`, `cpus`
 /// (per CPU: `cpu`, `online`, `node`, and `package`/`die`/`cluster`/`core`/`llc` as the lowest
 /// CPU id of the set it shares that level with, `null` where sysfs does not say or the mask is
 /// empty) and `nodes` (`node`, `cpus`, `distance`). Extra keys: `arch`, `nohz_full`, `present`
-/// per CPU.
+/// per CPU, and `node_source` per CPU: where its node comes from (`sysfs`, `no-numa`,
+/// `only-node`, `round-robin-at-boot` for a possible CPU that is not present on x86, `unknown`).
 pub fn to_json(topo: &Topology) -> Value {
     let cpus: Vec<Value> = topo.cpus.values().map(cpu_json).collect();
     let nodes: Vec<Value> =
@@ -37,6 +38,7 @@ fn cpu_json(c: &Cpu) -> Value {
         "online": c.online,
         "present": c.present,
         "node": c.node,
+        "node_source": c.node_source,
         "package": lowest(c.package.as_ref()),
         "die": lowest(c.die.as_ref()),
         "cluster": lowest(c.cluster.as_ref()),
@@ -129,7 +131,9 @@ pub fn isolation_table(isolation: &Isolation, applied: Applied) -> String {
 
 /// A human table, one line per NUMA node (id, CPU list, number of distinct clusters and cores
 /// among its CPUs, distance row), under a header line of kernel / possible / online / isolated.
-/// Without NUMA information the whole machine is one line with node `-`.
+/// Without NUMA information the whole machine is one line with node `-`. Then one line per node
+/// and source for the CPUs whose node sysfs does not show (`cpus 8,10 on node 0: round robin at
+/// boot (not present)`, `cpus 12-15 on node ?: unknown`).
 pub fn to_table(topo: &Topology) -> String {
     let mut out = format!(
         "kernel {}  possible {}  online {}  isolated {}\n",
@@ -148,7 +152,37 @@ pub fn to_table(topo: &Topology) -> String {
         let distance = node.distance.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
         out.push_str(&format!("{:<5} {:<24} {:>8} {:>6}  {}\n", node.id, show(&node.cpus), clusters, cores, distance));
     }
+    out.push_str(&unlisted_lines(topo));
     out
+}
+
+/// The lines naming CPUs whose node sysfs does not show, grouped by node and source, in order
+/// of their lowest CPU; empty without NUMA information or when sysfs shows every node.
+fn unlisted_lines(topo: &Topology) -> String {
+    let mut groups: Vec<((Option<u32>, NodeSource), CpuSet)> = Vec::new();
+    for c in topo.cpus.values().filter(|c| !matches!(c.node_source, NodeSource::Sysfs | NodeSource::NoNuma)) {
+        let key = (c.node, c.node_source);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, set)) => {
+                set.insert(c.id);
+            }
+            None => groups.push((key, CpuSet::single(c.id))),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|((node, source), cpus)| {
+            let node = node.map_or("?".to_string(), |n| n.to_string());
+            let present = if cpus.is_subset(&topo.present) {
+                ""
+            } else if cpus.intersects(&topo.present) {
+                " (some not present)"
+            } else {
+                " (not present)"
+            };
+            format!("cpus {cpus} on node {node}: {}{present}\n", source.as_str())
+        })
+        .collect()
 }
 
 /// Distinct clusters and cores among the online CPUs of `cpus`, told apart by the lowest CPU of
@@ -198,7 +232,7 @@ mod tests {
             let mut c = Cpu::bare(id);
             c.present = true;
             c.online = id < 3;
-            c.node = Some(0);
+            (c.node, c.node_source) = (Some(0), NodeSource::Sysfs);
             if c.online {
                 c.package = Some(CpuSet::first_n(3));
                 c.die = c.package.clone();
@@ -221,7 +255,7 @@ mod tests {
         // CPU 1 shares its core with CPU 0; CPU 2 is alone.
         assert_eq!(
             v["cpus"][1],
-            json!({"cpu": 1, "online": true, "present": true, "node": 0, "package": 0,
+            json!({"cpu": 1, "online": true, "present": true, "node": 0, "node_source": "sysfs", "package": 0,
             "die": 0, "cluster": null, "core": 0, "llc": 0})
         );
         assert_eq!(v["cpus"][2]["core"], 2);
@@ -241,12 +275,41 @@ mod tests {
     }
 
     #[test]
+    fn table_names_cpus_sysfs_does_not_place() {
+        let mut t = small();
+        t.possible = CpuSet::first_n(8);
+        for (id, node, source) in [
+            (4, Some(0), NodeSource::RoundRobinAtBoot),
+            (5, Some(1), NodeSource::RoundRobinAtBoot),
+            (6, Some(0), NodeSource::RoundRobinAtBoot),
+            (7, None, NodeSource::Unknown),
+        ] {
+            let mut c = Cpu::bare(id);
+            (c.node, c.node_source) = (node, source);
+            t.cpus.insert(id, c);
+        }
+        let table = to_table(&t);
+        let tail: Vec<&str> = table.lines().skip(3).collect();
+        assert_eq!(
+            tail,
+            vec![
+                "cpus 4,6 on node 0: round robin at boot (not present)",
+                "cpus 5 on node 1: round robin at boot (not present)",
+                "cpus 7 on node ?: unknown (not present)"
+            ],
+            "{table}"
+        );
+        assert_eq!(to_json(&t)["cpus"][5]["node_source"], "round-robin-at-boot");
+        assert_eq!(to_table(&small()).lines().count(), 3, "every node from sysfs: no such line");
+    }
+
+    #[test]
     fn table_without_cluster_files_or_nodes() {
         let mut t = small();
         t.nodes.clear();
         for c in t.cpus.values_mut() {
             c.cluster = None;
-            c.node = None;
+            (c.node, c.node_source) = (None, NodeSource::NoNuma);
         }
         let table = to_table(&t);
         let row: Vec<&str> = table.lines().nth(2).unwrap().split_whitespace().collect();

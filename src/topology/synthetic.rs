@@ -81,6 +81,7 @@ impl SyntheticMachine {
                             present: true,
                             online: true,
                             node: Some(node),
+                            node_source: super::NodeSource::Sysfs,
                             package: Some(node_cpus.clone()),
                             die: Some(node_cpus.clone()),
                             cluster: Some(cluster.clone()),

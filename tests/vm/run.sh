@@ -1,15 +1,22 @@
 #!/bin/bash
-# make test-vm: irqwise end-to-end in QEMU (tests/vm/README.md), in two tiers:
+# make test-vm: irqwise end-to-end in QEMU (tests/vm/README.md), in four tiers:
 #   kernel   the release binary in a busybox initramfs on Debian's stock kernel: placement through
 #            CPU/link/device hot-plug and SIGHUP, idle cost and placement beside irqbalance;
+#   kernel-6.12  the same on Debian 12's 6.12 kernel (unpacked from its package, not installed);
+#            not in the default tiers (it doubles the kernel tier's time): IRQWISE_VM_TIERS;
+#   oracle   the kernel as oracle for managed NVMe IRQs: one light boot per kernel (6.1, 6.12)
+#            and guest shape (host/oracle.sh), irqwise's prediction against /proc/irq and blk-mq;
+#            by default three boots (ORACLE_CI_RUNS), the whole matrix with IRQWISE_VM_ORACLE=full;
 #   systemd  the package (`make deb`) installed with dpkg in a debootstrapped Debian 12 root,
 #            booted with systemd as PID 1: the unit's start, reload, watchdog, restarts, stop,
 #            sandbox, journal fields and exposure, irqbalance's conflict and the install warning.
 # Installs missing packages (as root), boots one guest per tier (each runs all of its scenarios;
+# the oracle tier boots one per kernel and shape;
 # a guest line "HOST <command>" is relayed to QEMU's monitor), then prints one line per check,
 # the tables, "N passed, M failed" per tier and for the whole suite.
 # Exit status: 0 when every check passed, 1 when one failed, 2 when the suite could not run.
-# env: IRQWISE_VM_TIERS="kernel systemd"  the tiers to run (default: both)
+# env: IRQWISE_VM_TIERS="kernel kernel-6.12 oracle systemd"  the tiers to run (default:
+#                           kernel oracle systemd)
 #      IRQWISE_VM_BROKEN=1  kernel tier: irqwise replaced by a stub that places nothing
 #      IRQWISE_VM_BROKEN_UNIT=kill-reload|no-netlink|restart-loop  systemd tier: the installed
 #                           unit broken on purpose (tests/vm/host/debroot.sh)
@@ -24,29 +31,54 @@
 #      IRQWISE_VM_BOOT_TIMEOUT=S  a guest not at /init after S s (default 180) is stopped and
 #                           its boot retried once (reported in the timings line)
 #      IRQWISE_VM_MIRROR=URL  Debian mirror for debootstrap (default http://deb.debian.org/debian)
+#      IRQWISE_VM_ORACLE=full  oracle tier: every kernel x every shape (10 boots; RESULTS.md's
+#                           matrix is updated only by such a run)
+#      IRQWISE_VM_ORACLE_KERNELS="6.1 6.12", IRQWISE_VM_ORACLE_SHAPES="maxcpus nosmt"  oracle tier:
+#                           these kernels x shapes of the matrix (host/oracle.sh lists the shapes)
+#      IRQWISE_VM_ORACLE_SNAPSHOTS=1  oracle tier: `irqwise snapshot` of the guest after every
+#                           check, in WORK/oracle/KERNEL-SHAPE/snapshot-STAGE.tar.gz (test fixtures)
 set -euo pipefail
 VM_DIR=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$VM_DIR/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$REPO/target}
 WORK=${IRQWISE_VM_WORK:-$TARGET/vm}
 TIMEOUT=${IRQWISE_VM_TIMEOUT:-540}
-TIERS=${IRQWISE_VM_TIERS:-kernel systemd}
+TIERS=${IRQWISE_VM_TIERS:-kernel oracle systemd}
 . "$VM_DIR/host/deps.sh"
 . "$VM_DIR/host/initramfs.sh"
 . "$VM_DIR/host/qemu.sh"
 . "$VM_DIR/host/debroot.sh"
+. "$VM_DIR/host/oracle.sh"
 
 secs() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(secs)" 'BEGIN { printf "%.1f", b - a }'; }
 T_ALL=$(secs)
 mkdir -p "$WORK/cache"
 
-t=$(secs); ensure_packages || exit 2; T_PKG=$(since "$t")
-guest_kernel || exit 2
-KIMG=/boot/vmlinuz-$KVER
-if [ -s "$WORK/cache/vmlinux-$KVER" ] || extract_vmlinux "$KIMG" "$WORK/cache/vmlinux-$KVER"; then
-  KIMG=$WORK/cache/vmlinux-$KVER        # PVH entry: no in-guest decompression
+# use_kernel 6.1|6.12: KVER, KIMG (the PVH-bootable vmlinux when one can be extracted: no
+# in-guest decompression) and MODBASE of that guest kernel.
+use_kernel() {
+  case $1 in
+    6.1) guest_kernel || return 1;;
+    6.12) second_kernel "$WORK/cache/kernel-6.12" || return 1;;
+    *) echo "test-vm: no guest kernel $1 (6.1, 6.12)" >&2; return 1;;
+  esac
+  pvh_image "$KIMG" "$WORK/cache"
+}
+
+# The oracle tier's boots, KERNEL:SHAPE each, in launch order.
+if [ "${IRQWISE_VM_ORACLE:-}" = full ] || [ -n "${IRQWISE_VM_ORACLE_KERNELS:-}${IRQWISE_VM_ORACLE_SHAPES:-}" ]; then
+  ORACLE_RUNS=$(for v in ${IRQWISE_VM_ORACLE_KERNELS:-6.1 6.12}; do for s in ${IRQWISE_VM_ORACLE_SHAPES:-$ORACLE_SHAPES}; do echo "$v:$s"; done; done)
+else
+  ORACLE_RUNS=$ORACLE_CI_RUNS
 fi
+
+t=$(secs); ensure_packages || exit 2
+use_kernel 6.1 || exit 2
+# The 6.12 package is fetched only when a tier boots it.
+case " $TIERS " in *" kernel-6.12 "*) use_kernel 6.12 || exit 2;; esac
+case " $TIERS $ORACLE_RUNS " in *" oracle "*6.12:*) use_kernel 6.12 || exit 2;; esac
+T_PKG=$(since "$t")
 
 # boot_retried WORK INITRD [DISK]: boots the guest; once more, and only when it never reached
 # /init (an environmental stall: QEMU could not start or the kernel boot hung under load). A
@@ -83,10 +115,14 @@ expected_checks() {
 # between BEGIN END FILE: the lines strictly between the marker lines.
 between() { sed -n "/^$1/,/^$2/p" "$3" | sed '1d;$d'; }
 
-# The kernel tier (sets its RC): busybox init, the release binary, scenarios in guest/scenarios.
+# The kernel tier (sets its RC): busybox init, the release binary, scenarios in guest/scenarios,
+# on kernel VERSION (default 6.1; the tier kernel-6.12 runs it on 6.12).
 tier_kernel() {
-  local w=$WORK/kernel bin t
+  local version=${1:-6.1} tier=kernel bin t
+  [ "$version" = 6.1 ] || tier=kernel-$version
+  local w=$WORK/$tier
   mkdir -p "$w"
+  use_kernel "$version" || return 2
   t=$(secs); (cd "$REPO" && cargo build --release --quiet) || return 2; local t_build; t_build=$(since "$t")
   bin=$TARGET/release/irqwise
   if [ "${IRQWISE_VM_BROKEN:-0}" = 1 ]; then
@@ -97,7 +133,7 @@ tier_kernel() {
   t=$(secs)
   build_initramfs "$w/root" "$w/initramfs.cpio.gz" "$bin" "$IRQBALANCE" || return 2
   local t_initrd; t_initrd=$(since "$t")
-  echo "test-vm: kernel tier: booting $KVER ($(basename "$KIMG")), log in $w" >&2
+  echo "test-vm: $tier tier: booting $KVER ($(basename "$KIMG")), log in $w" >&2
   t=$(secs); boot_retried "$w" "$w/initramfs.cpio.gz"; local t_boot; t_boot=$(since "$t")
   between @@DAEMON_LOG_BEGIN @@DAEMON_LOG_END "$w/guest.out" > "$w/irqwise.log"
   expected_checks "$VM_DIR/guest/main.sh" $(scenario_files) > "$w/expected"
@@ -108,7 +144,97 @@ tier_kernel() {
     echo
     echo "Timings on this host: cargo build ${t_build} s, initramfs ${t_initrd} s, guest run ${t_boot} s${BOOT_NOTE}."
   } | tee -a "$w/RESULTS.md"
-  [ "${IRQWISE_VM_BROKEN:-0}" != 1 ] && grep -q '^@@DONE' "$w/guest.out" && COMPLETE="$COMPLETE kernel"
+  [ "${IRQWISE_VM_BROKEN:-0}" != 1 ] && grep -q '^@@DONE' "$w/guest.out" && COMPLETE="$COMPLETE $tier"
+  return $rc
+}
+tier_kernel-6.12() { tier_kernel 6.12; }
+
+# oracle_boot VERSION SHAPE DIR: one oracle guest (run in a subshell; KIMG and MODBASE are
+# VERSION's): its machine, its initramfs (the kernel's base archive and one with the shape's
+# files: the kernel reads concatenated archives), the boot, and DIR/boot-time, DIR/shape-desc.
+oracle_boot() {
+  local version=$1 shape=$2 d=$3 t
+  oracle_shape "$shape" "$d" || return 2
+  if [ "${IRQWISE_VM_ORACLE_SNAPSHOTS:-0}" = 1 ]; then   # a snapshot after every check
+    awk '{ print } $1 == "check" { print "snapshot " $2 }' "$d/steps" > "$d/steps.new" && mv "$d/steps.new" "$d/steps"
+  fi
+  mkdir -p "$d/overlay/etc"
+  echo "$shape" > "$d/overlay/etc/oracle-shape"; cp "$d/steps" "$d/overlay/etc/oracle-steps"
+  pack_cpio "$d/overlay" "$d/overlay.cpio.gz"
+  cat "$WORK/oracle/base-$version.cpio.gz" "$d/overlay.cpio.gz" > "$d/initramfs.cpio.gz"
+  echo "$SHAPE_DESC" > "$d/shape-desc"
+  t=$(secs); boot_retried "$d" "$d/initramfs.cpio.gz" > "$d/boot.log" 2>&1
+  echo "$(since "$t")$BOOT_NOTE" > "$d/boot-time"
+  rm -f "$d"/nvme*.img
+}
+
+# The oracle tier: one light boot per kernel and shape (host/oracle.sh), each comparing
+# irqwise's managed-IRQ predictions with the kernel's masks and blk-mq's map. Guests run
+# IRQWISE_VM_ORACLE_JOBS at a time (default 2: a booting guest keeps about one host CPU busy).
+tier_oracle() {
+  local w=$WORK/oracle bin t version shape run d rc=0 boots=0 running=0 jobs=${IRQWISE_VM_ORACLE_JOBS:-2}
+  local versions
+  versions=$(for run in $ORACLE_RUNS; do echo "${run%%:*}"; done | sort -u)
+  mkdir -p "$w"
+  t=$(secs); (cd "$REPO" && cargo build --release --quiet) || return 2; local t_build; t_build=$(since "$t")
+  bin=$TARGET/release/irqwise
+  : > "$w/guest.out"; : > "$w/expected"; : > "$w/boots"
+  for version in $versions; do
+    use_kernel "$version" || return 2
+    build_oracle_base "$w/root-$version" "$bin" || return 2
+    pack_cpio "$w/root-$version" "$w/base-$version.cpio.gz"
+  done
+  local t_all; t_all=$(secs)
+  for run in $ORACLE_RUNS; do
+    version=${run%%:*} shape=${run#*:}
+    use_kernel "$version" || return 2
+    d=$w/$version-$shape; rm -rf "$d"; mkdir -p "$d"
+    echo "test-vm: oracle tier: $KVER, shape $shape, log in $d" >&2
+    oracle_boot "$version" "$shape" "$d" &
+    running=$((running + 1))
+    if [ $running -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+  done
+  wait || true
+  local t_guests; t_guests=$(since "$t_all")
+  # In table order: by kernel, then by shape as ORACLE_SHAPES lists them.
+  for version in $versions; do
+    use_kernel "$version" || return 2
+    for shape in $ORACLE_SHAPES; do
+      case " $(echo $ORACLE_RUNS) " in *" $version:$shape "*) ;; *) continue;; esac
+      d=$w/$version-$shape
+      [ -f "$d/boot-time" ] || { echo "test-vm: oracle guest $version/$shape did not run; see $d" >&2; cat "$d/boot.log" >&2 2>/dev/null; }
+      cat "$d/boot.log" >&2 2>/dev/null || true
+      boots=$((boots + 1))
+      printf '%s\t%s\t%s\t%s\t%s\n' "$version" "$KVER" "$shape" "$(cat "$d/boot-time" 2>/dev/null || echo '?')" "$(cat "$d/shape-desc" 2>/dev/null)" >> "$w/boots"
+      # Each check of the guest, named by kernel and shape.
+      awk -v tag="$version/$shape" '$1 == "check" { print tag, "check@" $2 } $1 == "daemon" { print tag, "daemon_memory" } $1 == "managed-mode" { print tag, "managed_mode" }' "$d/steps" |
+        while read -r tag stage; do
+          case $stage in *@*) for q in q1 q3 q5 q7 qcpu; do echo "$tag $q@${stage#*@}"; done;; *) echo "$tag $stage";; esac
+        done >> "$w/expected"
+      sed -e "s|^RESULT oracle |RESULT $version/$shape |" -e "s|^MEASURE oracle |MEASURE $version/$shape |" "$d/guest.out" |
+        sed '/^@@SNAPSHOT_BEGIN/,/^@@SNAPSHOT_END/d' >> "$w/guest.out"
+      local snap
+      for snap in $(awk '$1 == "@@SNAPSHOT_BEGIN" { print $2 }' "$d/guest.out"); do
+        sed -n "/^@@SNAPSHOT_BEGIN $snap\$/,/^@@SNAPSHOT_END/p" "$d/guest.out" | sed '1d;$d' | tr -d '\r' | base64 -d > "$d/snapshot-$snap.tar.gz" ||
+          echo "test-vm: snapshot $snap of $version/$shape did not decode" >&2
+      done
+    done
+  done
+  awk -v md="$w/RESULTS.md" -v boots="$w/boots" -f "$VM_DIR/host/oracle.awk" "$w/expected" "$w/guest.out" || rc=1
+  {
+    echo
+    echo "Timings on this host: cargo build ${t_build} s, $boots guest runs ($jobs at a time) ${t_guests} s in all (each: $(cut -f4 "$w/boots" | paste -sd' ' | sed 's/ /, /g') s)."
+  } | tee -a "$w/RESULTS.md"
+  # RESULTS.md: the whole matrix from a full run, the CI subset in a section of its own.
+  if [ -z "${IRQWISE_VM_ORACLE_SHAPES:-}${IRQWISE_VM_ORACLE_KERNELS:-}${IRQWISE_VM_ORACLE_SNAPSHOTS:-}" ]; then
+    if [ "${IRQWISE_VM_ORACLE:-}" = full ]; then
+      COMPLETE="$COMPLETE oracle"
+    else
+      mkdir -p "$WORK/oracle-ci"
+      sed '1,/^## /s/^## \(.*\)$/## \1: the CI subset (`make test-vm` default)/' "$w/RESULTS.md" > "$WORK/oracle-ci/RESULTS.md"
+      COMPLETE="$COMPLETE oracle-ci"
+    fi
+  fi
   return $rc
 }
 
@@ -116,6 +242,7 @@ tier_kernel() {
 tier_systemd() {
   local w=$WORK/systemd t deb base=$WORK/cache/debroot-$DEBROOT_SUITE
   mkdir -p "$w"
+  use_kernel 6.1 || return 2
   t=$(secs); debian_base "$base" || return 2; local t_base; t_base=$(since "$t")
   t=$(secs)
   if ! (cd "$REPO" && make deb) > "$w/make-deb.log" 2>&1; then
@@ -162,7 +289,7 @@ update_results() {
 
 RC=0 COMPLETE="" TOTAL_PASS=0 TOTAL_FAIL=0 TOTAL_SKIP=0
 for tier in $TIERS; do
-  case $tier in kernel|systemd) ;; *) echo "test-vm: unknown tier $tier (kernel, systemd)" >&2; exit 2;; esac
+  case $tier in kernel|kernel-6.12|oracle|systemd) ;; *) echo "test-vm: unknown tier $tier (kernel, kernel-6.12, oracle, systemd)" >&2; exit 2;; esac
   echo "=== test-vm: $tier tier ==="
   trc=0; "tier_$tier" || trc=$?
   [ $trc = 2 ] && { echo "test-vm: the $tier tier could not run" >&2; exit 2; }

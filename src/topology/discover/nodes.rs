@@ -50,6 +50,19 @@ pub(super) fn read_nodes(root: &Root, w: &mut Vec<TopologyWarning>) -> Result<BT
     Ok(nodes)
 }
 
+/// The nodes online when x86 handed out nodes round robin at boot: those with memory
+/// (`node/has_memory`, N_MEMORY) among the node directories, in id order; every node directory
+/// where the file is missing, unreadable or names none of them (memory hot-added since boot
+/// cannot be told apart).
+pub(super) fn boot_nodes(root: &Root, nodes: &BTreeMap<u32, NodeDir>) -> Vec<u32> {
+    let all: Vec<u32> = nodes.keys().copied().collect();
+    let with_memory = root.read_cpulist_optional(format!("{NODE_DIR}/has_memory")).ok().flatten();
+    match with_memory.map(|m| all.iter().copied().filter(|n| m.contains(*n)).collect::<Vec<_>>()) {
+        Some(ids) if !ids.is_empty() => ids,
+        _ => all,
+    }
+}
+
 /// `node/possible` as a list of ids, when it reads.
 fn possible_nodes(root: &Root) -> Option<Vec<u32>> {
     let set = root.read_cpulist_optional(format!("{NODE_DIR}/possible")).ok()??;

@@ -5,7 +5,9 @@
 # spaces. A tiny JSON reader (objects, arrays, strings, literals) flattens the document into
 # path -> value pairs first; it knows nothing of irqwise beyond the field names it prints.
 # -v base=plan. reads the plan inside a larger document (`irqwise status --json` keeps it under
-# "plan"); -v get=KEY prints only the value at KEY ("passes", "pid"), or nothing when absent.
+# "plan"); -v get=KEY prints only the value at KEY ("passes", "pid"), or nothing when absent;
+# -v cols=irq,desired,mismatch,uncertain prints those fields of each IRQ instead ("-" when
+# absent; desired/current as comma-separated CPUs), so a field with spaces goes last.
 function ws() { while (pos <= n && index(" \t\r\n", substr(buf, pos, 1)) > 0) pos++ }
 function str(   s, c) {
   pos++; s = ""
@@ -54,6 +56,13 @@ END {
     p = base "devices." d
     for (i = 0; (p ".irqs." i ".irq") in val; i++) {
       q = p ".irqs." i
+      if (cols != "") {
+        nc = split(cols, cl, ","); line = ""
+        for (j = 1; j <= nc; j++)
+          line = line (j > 1 ? " " : "") ((cl[j] == "desired" || cl[j] == "current") ? list(q "." cl[j]) : field(q "." cl[j]))
+        print line
+        continue
+      }
       print val[q ".irq"], field(q ".action"), field(q ".managed"), list(q ".desired"), list(q ".current"),
         val[p ".bdf"], field(p ".driver"), field(p ".node"), field(q ".name")
     }

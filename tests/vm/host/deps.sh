@@ -20,15 +20,58 @@ ensure_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2
 }
 
-# guest_kernel: sets KVER to the newest kernel that has both /boot/vmlinuz-KVER and
-# /lib/modules/KVER (the host's own kernel may have neither: the guest never uses it).
+# guest_kernel: sets KVER to Debian 12's default kernel (the release linux-image-amd64 depends
+# on: 6.1), KIMG to its image and MODBASE to / (its modules are installed). Falls back to the
+# newest kernel that has both /boot/vmlinuz-KVER and /lib/modules/KVER (the host's own kernel may
+# have neither: the guest never uses it).
 guest_kernel() {
-  local k
-  KVER=""
-  for k in $(ls /lib/modules 2>/dev/null | sort -V); do
-    [ -r "/boot/vmlinuz-$k" ] && [ -d "/lib/modules/$k/kernel" ] && KVER=$k
-  done
+  local k dep
+  KVER="" MODBASE=/
+  dep=$(dpkg-query -W -f='${Depends}' linux-image-amd64 2>/dev/null | grep -o 'linux-image-[^ ,]*' | head -1)
+  k=${dep#linux-image-}
+  if [ -n "$k" ] && [ -r "/boot/vmlinuz-$k" ] && [ -d "/lib/modules/$k/kernel" ]; then
+    KVER=$k
+  else
+    for k in $(ls /lib/modules 2>/dev/null | sort -V); do
+      [ -r "/boot/vmlinuz-$k" ] && [ -d "/lib/modules/$k/kernel" ] && KVER=$k
+    done
+  fi
   [ -n "$KVER" ] || { echo "test-vm: no kernel with modules in /boot and /lib/modules" >&2; return 1; }
+  KIMG=/boot/vmlinuz-$KVER
+}
+
+# KERNEL_612_META: the package that names Debian 12's current 6.12 kernel (linux-image-6.12.*+deb12-amd64).
+KERNEL_612_META=linux-image-6.12-amd64
+
+# second_kernel DIR: the 6.12 kernel package unpacked below DIR (cached there), not installed:
+# installing it would make it the host's default kernel and run update-initramfs for nothing.
+# Sets KVER, KIMG (its vmlinuz) and MODBASE (DIR/root, holding lib/modules/KVER with the
+# modules.dep depmod wrote). Fails naming what is missing.
+second_kernel() {
+  local dir=$1 pkg deb
+  pkg=$(apt-cache depends "$KERNEL_612_META" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-6\.12/ { print $2; exit }')
+  if [ -z "$pkg" ]; then
+    [ "$(id -u)" = 0 ] && apt-get update -qq >&2
+    pkg=$(apt-cache depends "$KERNEL_612_META" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-6\.12/ { print $2; exit }')
+  fi
+  [ -n "$pkg" ] || { echo "test-vm: apt-cache knows no $KERNEL_612_META (Debian 12 archive or bookworm-backports)" >&2; return 1; }
+  KVER=${pkg#linux-image-} MODBASE=$dir/root KIMG=$dir/root/boot/vmlinuz-${pkg#linux-image-}
+  if [ ! -r "$KIMG" ] || [ ! -e "$MODBASE/lib/modules/$KVER/modules.dep" ]; then
+    rm -rf "$dir"; mkdir -p "$dir"
+    (cd "$dir" && apt-get download "$pkg" >/dev/null 2>&1) || { echo "test-vm: apt-get download $pkg failed" >&2; return 1; }
+    deb=$(ls "$dir"/linux-image-*.deb | head -1)
+    dpkg-deb -x "$deb" "$dir/root" && rm -f "$deb"
+    depmod -b "$MODBASE" "$KVER" || { echo "test-vm: depmod -b $MODBASE $KVER failed" >&2; return 1; }
+  fi
+  [ -r "$KIMG" ] || { echo "test-vm: $pkg has no /boot/vmlinuz-$KVER" >&2; return 1; }
+}
+
+# pvh_image KIMG CACHE: sets KIMG to the kernel's uncompressed vmlinux with a PVH entry (cached
+# in CACHE), which QEMU boots without in-guest decompression, when one can be extracted.
+pvh_image() {
+  local img=$1 cache=$2 out
+  out=$cache/vmlinux-$(basename "$img" | sed 's/^vmlinuz-//')
+  if [ -s "$out" ] || extract_vmlinux "$img" "$out"; then KIMG=$out; else KIMG=$img; fi
 }
 
 # fetch_irqbalance DIR: unpacks the irqbalance package into DIR (cached) without installing it,

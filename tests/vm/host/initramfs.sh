@@ -2,7 +2,8 @@
 # build_initramfs ROOTDIR OUT.cpio.gz IRQWISE_BIN [IRQBALANCE_BIN]  (the kernel tier)
 #   Layout in the guest: /init (tests/vm/guest/init), /guest/* (scenario scripts), /usr/bin/irqwise,
 #   /usr/sbin/irqbalance (+ its shared libraries), busybox applets in /bin, and the nvme and
-#   vmxnet3 modules of $KVER with their dependencies, decompressed, with modules.dep.
+#   vmxnet3 modules of $KVER (below $MODBASE, default /) with their dependencies, decompressed,
+#   with modules.dep.
 # build_boot_initramfs ROOTDIR OUT.cpio.gz INIT MODULE...  (the systemd tier)
 #   busybox, the modules with their dependencies, and INIT as /init (it mounts the real root and
 #   switches to it).
@@ -34,19 +35,20 @@ copy_in() {
 
 # add_module ROOT NAME: the module file of NAME and, first, those it depends on.
 add_module() {
-  local root=$1 m=$2 f d rel moddir=/lib/modules/$KVER
+  local root=$1 m=$2 f d rel base=${MODBASE:-/} guestdir=/lib/modules/$KVER moddir
+  moddir=${base%/}$guestdir
   case " $ADDED_MODULES " in *" $m "*) return 0;; esac
   ADDED_MODULES="$ADDED_MODULES $m"
-  f=$(modinfo -k "$KVER" -F filename "$m" 2>/dev/null) || { echo "test-vm: no module $m in $KVER" >&2; return 1; }
+  f=$(modinfo -b "$base" -k "$KVER" -F filename "$m" 2>/dev/null) || { echo "test-vm: no module $m in $KVER" >&2; return 1; }
   case $f in builtin*|"") return 0;; esac
-  for d in $(modinfo -k "$KVER" -F depends "$m" | tr ',' ' '); do add_module "$root" "$d"; done
+  for d in $(modinfo -b "$base" -k "$KVER" -F depends "$m" | tr ',' ' '); do add_module "$root" "$d"; done
   rel=${f#"$moddir"/}
-  mkdir -p "$root$moddir/$(dirname "$rel")"
+  mkdir -p "$root$guestdir/$(dirname "$rel")"
   case $f in
-    *.ko.xz) xz -dc "$f" > "$root$moddir/${rel%.xz}";;
-    *.ko.zst) zstd -qdc "$f" > "$root$moddir/${rel%.zst}";;
-    *.ko.gz) gzip -dc "$f" > "$root$moddir/${rel%.gz}";;
-    *) cp "$f" "$root$moddir/$rel";;
+    *.ko.xz) xz -dc "$f" > "$root$guestdir/${rel%.xz}";;
+    *.ko.zst) zstd -qdc "$f" > "$root$guestdir/${rel%.zst}";;
+    *.ko.gz) gzip -dc "$f" > "$root$guestdir/${rel%.gz}";;
+    *) cp "$f" "$root$guestdir/$rel";;
   esac
 }
 
@@ -55,7 +57,8 @@ install_modules() {
   local root=$1 m; shift
   ADDED_MODULES=""
   for m in "$@"; do add_module "$root" "$m" || return 1; done
-  cp /lib/modules/"$KVER"/modules.{order,builtin,builtin.modinfo} "$root/lib/modules/$KVER/" 2>/dev/null || true
+  local base=${MODBASE:-/}
+  cp "${base%/}/lib/modules/$KVER"/modules.{order,builtin,builtin.modinfo} "$root/lib/modules/$KVER/" 2>/dev/null || true
   depmod -b "$root" "$KVER"
 }
 

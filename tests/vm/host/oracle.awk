@@ -1,0 +1,80 @@
+# oracle.awk: the oracle tier's results and its matrix (kernel x shape x queue count).
+# usage: awk -v md=SECTION.md -v boots=BOOTS -f oracle.awk EXPECTED GUEST_OUT
+# EXPECTED: "KERNEL/SHAPE CHECK" pairs the host expects (one per controller and check stage, and
+# daemon_memory where a shape starts the daemon); one the guest never reported counts as failed.
+# GUEST_OUT: every boot's guest output with RESULT/MEASURE lines tagged KERNEL/SHAPE; a MEASURE
+# "q<count>@<stage>" value is "QUEUES EXACT UNCERTAIN MISMATCH". BOOTS: one line per boot,
+# tab-separated: version, release, shape, guest run seconds, shape description.
+# Prints one line per check, writes the tier's RESULTS.md section to md; exit 1 on any failure.
+FNR == NR { if (!(($1 " " $2) in expected)) { expected[$1 " " $2] = 1; order[++n_exp] = $1 " " $2 }; next }
+/^RESULT / {
+  k = $2 " " $3; status[k] = $4
+  d = $0; sub(/^RESULT [^ ]+ [^ ]+ [^ ]+ ?/, "", d); detail[k] = d
+  if (!(k in expected)) { expected[k] = 1; order[++n_exp] = k }
+  next
+}
+/^MEASURE / { v = $0; sub(/^MEASURE [^ ]+ [^ ]+ /, "", v); m[$2 " " $3] = v; next }
+function out(s) { print s; print s > md }
+function cell(k,   f, n) {
+  if (!(k in m)) return "not run"
+  n = split(m[k], f, " ")
+  if (f[4] > 0) return "**" f[4] " of " f[1] " mismatch**"
+  if (f[3] > 0) return f[1] ": " f[2] " exact, " f[3] " uncertain"
+  return f[1] " exact"
+}
+END {
+  for (i = 1; i <= n_exp; i++) {
+    k = order[i]
+    if (!(k in status)) { status[k] = "FAIL"; detail[k] = "not reported by the guest" }
+    split(k, p, " ")
+    printf "%-4s %s %s  %s\n", status[k], p[1], p[2], detail[k]
+    if (status[k] == "PASS") pass++
+    else { fail++; fails = fails "- FAIL " p[1] " " p[2] ": " detail[k] "\n" }
+  }
+  for (k in m) {
+    if (split(k, p, " ") != 2 || p[2] !~ /^q[0-9a-z]+@/) continue
+    split(m[k], f, " ")
+    preds += f[1]; exact += f[2]; unc += f[3]; mis += f[4]
+    split(p[2], qs, "@"); stage_seen[p[1] " " qs[2]] = 1
+  }
+  print "## The kernel as oracle: managed NVMe queues predicted by irqwise, checked on real kernels" > md
+  print "" > md
+  out("Each guest boots with five NVMe controllers on one node (1, 3, 5 and 7 I/O queue pairs, and")
+  out("64: one queue per possible CPU) and compares, for every I/O queue, `irqwise plan --json` with")
+  out("the kernel's `/proc/irq/N/smp_affinity_list` and blk-mq's `/sys/block/<ns>/mq/<q>/cpu_list`:")
+  out("exact (all three agree), uncertain (irqwise says it cannot know, the part it knows agrees),")
+  out("mismatch (anything else). QEMU TCG, busybox init; one boot per kernel and shape.")
+  out("")
+  out("| Shape | QEMU guest |")
+  out("|---|---|")
+  while ((getline line < boots) > 0) {
+    split(line, b, "\t")
+    if (!(b[3] in shape_desc)) { shape_desc[b[3]] = b[5]; shapes[++n_shapes] = b[3]; out("| " b[3] " | " b[5] " |") }
+    release[b[1]] = b[2]; if (!(b[1] in seen_v)) { seen_v[b[1]] = 1; versions[++n_versions] = b[1] }
+    boot[b[1] "/" b[3]] = b[4]
+  }
+  out("")
+  out("| Kernel | Shape | When | 1 queue | 3 queues | 5 queues | 7 queues | one per CPU |")
+  out("|---|---|---|---|---|---|---|---|")
+  for (v = 1; v <= n_versions; v++) for (s = 1; s <= n_shapes; s++) {
+    tag = versions[v] "/" shapes[s]
+    n_st = 0
+    for (i = 1; i <= n_exp; i++) {
+      split(order[i], p, " ")
+      if (p[1] != tag || p[2] !~ /^q1@/) continue
+      st = substr(p[2], 4); stages[++n_st] = st
+    }
+    for (j = 1; j <= n_st; j++) {
+      st = stages[j]
+      out("| " release[versions[v]] " | " shapes[s] " | " st " | " cell(tag " q1@" st) " | " cell(tag " q3@" st) " | " cell(tag " q5@" st) " | " cell(tag " q7@" st) " | " cell(tag " qcpu@" st) " |")
+    }
+  }
+  out("")
+  out(sprintf("%d queue predictions: %d exact, %d uncertain, %d mismatches.", preds, exact, unc, mis))
+  out("")
+  line = sprintf("%d passed, %d failed", pass, fail)
+  print line
+  print line > md
+  if (fail) printf "\n%s", fails > md
+  exit fail > 0 ? 1 : 0
+}
