@@ -6,7 +6,8 @@
 #            not in the default tiers (it doubles the kernel tier's time): IRQWISE_VM_TIERS;
 #   oracle   the kernel as oracle for managed NVMe IRQs: one light boot per kernel (6.1, 6.12)
 #            and guest shape (host/oracle.sh), irqwise's prediction against /proc/irq and blk-mq;
-#            by default three boots (ORACLE_CI_RUNS), the whole matrix with IRQWISE_VM_ORACLE=full;
+#            by default the whole matrix (10 boots, two at a time), three boots
+#            (ORACLE_CI_RUNS) with IRQWISE_VM_ORACLE=ci;
 #   systemd  the package (`make deb`) installed with dpkg in a debootstrapped Debian 12 root,
 #            booted with systemd as PID 1: the unit's start, reload, watchdog, restarts, stop,
 #            sandbox, journal fields and exposure, irqbalance's conflict and the install warning.
@@ -31,8 +32,9 @@
 #      IRQWISE_VM_BOOT_TIMEOUT=S  a guest not at /init after S s (default 180) is stopped and
 #                           its boot retried once (reported in the timings line)
 #      IRQWISE_VM_MIRROR=URL  Debian mirror for debootstrap (default http://deb.debian.org/debian)
-#      IRQWISE_VM_ORACLE=full  oracle tier: every kernel x every shape (10 boots; RESULTS.md's
-#                           matrix is updated only by such a run)
+#      IRQWISE_VM_ORACLE=ci    oracle tier: three boots only (6.1 three-nodes, maxcpus on 6.1
+#                           and 6.12), for quick runs; the default, full, is every kernel x
+#                           every shape (10 boots; RESULTS.md's matrix is updated only by it)
 #      IRQWISE_VM_ORACLE_KERNELS="6.1 6.12", IRQWISE_VM_ORACLE_SHAPES="maxcpus nosmt"  oracle tier:
 #                           these kernels x shapes of the matrix (host/oracle.sh lists the shapes)
 #      IRQWISE_VM_ORACLE_SNAPSHOTS=1  oracle tier: `irqwise snapshot` of the guest after every
@@ -67,7 +69,7 @@ use_kernel() {
 }
 
 # The oracle tier's boots, KERNEL:SHAPE each, in launch order.
-if [ "${IRQWISE_VM_ORACLE:-}" = full ] || [ -n "${IRQWISE_VM_ORACLE_KERNELS:-}${IRQWISE_VM_ORACLE_SHAPES:-}" ]; then
+if [ "${IRQWISE_VM_ORACLE:-full}" = full ] || [ -n "${IRQWISE_VM_ORACLE_KERNELS:-}${IRQWISE_VM_ORACLE_SHAPES:-}" ]; then
   ORACLE_RUNS=$(for v in ${IRQWISE_VM_ORACLE_KERNELS:-6.1 6.12}; do for s in ${IRQWISE_VM_ORACLE_SHAPES:-$ORACLE_SHAPES}; do echo "$v:$s"; done; done)
 else
   ORACLE_RUNS=$ORACLE_CI_RUNS
@@ -227,7 +229,7 @@ tier_oracle() {
   } | tee -a "$w/RESULTS.md"
   # RESULTS.md: the whole matrix from a full run, the CI subset in a section of its own.
   if [ -z "${IRQWISE_VM_ORACLE_SHAPES:-}${IRQWISE_VM_ORACLE_KERNELS:-}${IRQWISE_VM_ORACLE_SNAPSHOTS:-}" ]; then
-    if [ "${IRQWISE_VM_ORACLE:-}" = full ]; then
+    if [ "${IRQWISE_VM_ORACLE:-full}" = full ]; then
       COMPLETE="$COMPLETE oracle"
     else
       mkdir -p "$WORK/oracle-ci"
