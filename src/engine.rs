@@ -14,12 +14,11 @@ use crate::devices::{discover_devices, udev_properties, Device, DeviceClass, Dev
 use crate::kernel::{GroupRules, KernelVersion, KernelVersionError};
 use crate::plan::guard::{guard, Forbidden, GuardInput};
 use crate::plan::xps::{plan_xps, XpsPlan};
-use crate::plan::{build_plan, Plan, PlanContext, StrategyName};
+use crate::plan::{build_plan, locate_current, Plan, PlanContext, StrategyName};
 use crate::policy::{resolve, unmatched_rules, DeviceFacts, Policy};
 use crate::strategy::leave::PASSTHROUGH_DRIVERS;
 use crate::sysfs::Root;
 use crate::topology::isolation::Effect;
-use crate::topology::locality::classify_mask;
 use crate::topology::{home_topology, memory_file, Isolation, Topology, TopologyError, TopologyMemory};
 
 #[derive(Debug, thiserror::Error)]
@@ -238,14 +237,9 @@ pub fn plan_with_topology(
         let allowed = topology.online.difference(&forbidden.cpus());
         let input = GuardInput { forbidden, allowed, nodes: &nodes, exempt: &exempt, refused: known_managed };
         guard(&mut plan, &discovery.loose, &input);
-        // Locality is relative to the desired mask, which the guard may have changed.
-        for d in plan.devices.iter_mut() {
-            for p in d.irqs.iter_mut() {
-                p.current_locality =
-                    p.current.as_ref().and_then(|c| classify_mask(&topology, c, p.desired.as_ref(), d.node));
-            }
-        }
     }
+    // Relative to the desired masks, so after the guard has changed them.
+    locate_current(&mut plan, &topology);
     // Transmit steering follows the IRQs as finally planned, the guard's changes included.
     plan_transmit_steering(root, config, &topology, &discovery.devices, &policies, &mut plan);
     plan.warnings.splice(0..0, warnings);

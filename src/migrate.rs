@@ -8,7 +8,7 @@
 //! [`Translation::untranslated`].
 
 use crate::cpuset::{CpuSet, MAX_CPUS};
-use crate::topology::isolation::{parse_banned_mask, parse_kernel_cpulist, shell_word};
+use crate::topology::isolation::{env_assignments, parse_banned_mask, parse_kernel_cpulist, shell_word};
 
 /// The device an IRQ number belongs to on this machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +64,7 @@ const WITH_VALUE: [(&str, char); 9] = [
 /// on this machine (for `--banirq`).
 pub fn translate(text: &str, source: &str, owner: &dyn Fn(u32) -> Option<IrqOwner>) -> Translation {
     let mut r = Reading::default();
-    for (name, raw) in assignments(text) {
+    for (name, raw) in env_assignments(text) {
         let setting = format!("{name}={raw}");
         let value = match shell_word(&raw) {
             Ok(v) => v,
@@ -84,25 +84,6 @@ pub fn translate(text: &str, source: &str, owner: &dyn Fn(u32) -> Option<IrqOwne
         }
     }
     Translation { dropin: r.render(source), untranslated: r.untranslated }
-}
-
-/// Every `NAME=value` assignment of an environment file, `export` allowed, comments and other
-/// lines skipped; the value as written (quotes still on).
-fn assignments(text: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let line = line.trim_start();
-        let line = line.strip_prefix("export ").map_or(line, str::trim_start);
-        if line.starts_with('#') {
-            continue;
-        }
-        let Some((name, value)) = line.split_once('=') else { continue };
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            continue;
-        }
-        out.push((name.to_string(), value.trim_end().to_string()));
-    }
-    out
 }
 
 /// The words of an argument string, split at blanks as the shell splits `$IRQBALANCE_ARGS`.

@@ -80,15 +80,7 @@ fn two_changed_irqs_make_two_journal_entries_with_every_field() {
         .unwrap();
     assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
 
-    let journal = Command::new("journalctl")
-        .arg("-D")
-        .arg(logdir.path().join("journal"))
-        .args(["-o", "json", "--no-pager"])
-        .output()
-        .unwrap();
-    assert!(journal.status.success(), "{}", String::from_utf8_lossy(&journal.stderr));
-    let entries: Vec<serde_json::Value> =
-        String::from_utf8_lossy(&journal.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let entries = journal_entries(&logdir.path().join("journal"));
     let ours: Vec<&serde_json::Value> = entries.iter().filter(|e| e.get("IRQ").is_some()).collect();
     assert_eq!(ours.len(), 2, "entries with IRQ: {ours:#?}");
     for e in ours {
@@ -204,15 +196,7 @@ fn every_kind_of_entry_has_its_message_id_and_the_fields_of_its_irq() {
         .unwrap();
     assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
 
-    let journal = Command::new("journalctl")
-        .arg("-D")
-        .arg(logdir.path().join("journal"))
-        .args(["-o", "json", "--no-pager"])
-        .output()
-        .unwrap();
-    assert!(journal.status.success(), "{}", String::from_utf8_lossy(&journal.stderr));
-    let entries: Vec<serde_json::Value> =
-        String::from_utf8_lossy(&journal.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let entries = journal_entries(&logdir.path().join("journal"));
     let field = |e: &serde_json::Value, k: &str| e.get(k).and_then(|v| v.as_str()).map(String::from);
     let of_kind = |id: &str| -> Vec<&serde_json::Value> {
         entries.iter().filter(|e| field(e, "MESSAGE_ID").as_deref() == Some(id)).collect()
@@ -274,4 +258,11 @@ fn every_kind_of_entry_has_its_message_id_and_the_fields_of_its_irq() {
     assert!(explained.contains(&format!("Subject: IRQ {drift} drifted from CPUs")), "{explained}");
     assert!(explained.contains("Defined-By: irqwise"), "{explained}");
     assert!(explained.contains(&format!("of device {NIC} (driver")), "{explained}");
+}
+
+/// Every entry of the journal directory `dir`, as `journalctl -D dir -o json` prints them.
+fn journal_entries(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    let journal = Command::new("journalctl").arg("-D").arg(dir).args(["-o", "json", "--no-pager"]).output().unwrap();
+    assert!(journal.status.success(), "{}", String::from_utf8_lossy(&journal.stderr));
+    String::from_utf8_lossy(&journal.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }

@@ -5,94 +5,21 @@
 
 #[path = "common/acceptance.rs"]
 mod acceptance;
+#[path = "common/child_daemon.rs"]
+mod child_daemon;
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
 
 use acceptance::fixture::{FixtureRoot, NamingScheme};
 use acceptance::*;
+use child_daemon::Daemon;
 use irqwise::cpuset::CpuSet;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use serde_json::Value;
 
 const NIC: &str = "0000:81:00.0";
-
-/// The daemon as a child process: `irqwise --root R --config C --log-format text run`, stderr kept.
-struct Daemon {
-    child: Child,
-    log: PathBuf,
-    root: PathBuf,
-}
-
-impl Daemon {
-    fn start(root: &Path, config: &Path, log: PathBuf) -> Daemon {
-        let child = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-            .arg("--root")
-            .arg(root)
-            .arg("--config")
-            .arg(config)
-            .args(["--log-format", "text", "run"])
-            .env_remove("NOTIFY_SOCKET")
-            .env_remove("INVOCATION_ID")
-            .env_remove("JOURNAL_STREAM")
-            .stderr(Stdio::from(fs::File::create(&log).unwrap()))
-            .spawn()
-            .unwrap();
-        let d = Daemon { child, log, root: root.to_path_buf() };
-        d.wait_passes(1);
-        d
-    }
-
-    fn pid(&self) -> Pid {
-        Pid::from_raw(self.child.id() as i32)
-    }
-
-    fn passes(&self) -> u64 {
-        let text = fs::read_to_string(self.root.join("run/irqwise/state.json")).unwrap_or_default();
-        let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        if v["pid"].as_u64() != Some(self.child.id() as u64) {
-            return 0;
-        }
-        v["passes"].as_u64().unwrap_or(0)
-    }
-
-    /// Waits (harness deadline 60 s) until this process has finished `n` passes.
-    fn wait_passes(&self, n: u64) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while self.passes() < n {
-            assert!(Instant::now() < deadline, "no pass {n} within the deadline:\n{}", self.log_text());
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn signal(&self, sig: Signal) {
-        kill(self.pid(), sig).unwrap();
-    }
-
-    /// SIGTERM and wait for the exit (deadline 30 s).
-    fn stop(mut self) -> String {
-        self.signal(Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "no exit after SIGTERM");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        self.log_text()
-    }
-
-    /// SIGKILL: nothing restored, the state file left behind.
-    fn kill(mut self) {
-        self.signal(Signal::SIGKILL);
-        let _ = self.child.wait();
-    }
-}
 
 fn affinity(root: &Path, irq: u32) -> CpuSet {
     sysfs_list(root, &format!("proc/irq/{irq}/smp_affinity_list"))

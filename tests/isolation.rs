@@ -4,18 +4,18 @@
 //! every source; the running daemon re-places within its debounce window when the banned list
 //! changes.
 
+#[path = "common/child_daemon.rs"]
+mod child_daemon;
 #[path = "common/fixture.rs"]
 mod fixture;
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
 
+use child_daemon::Daemon;
 use fixture::{FixtureRoot, NamingScheme};
 use irqwise::cpuset::CpuSet;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use serde_json::Value;
 
 const NIC: &str = "0000:81:00.0";
@@ -185,62 +185,6 @@ fn a_malformed_or_everything_banning_file_is_a_warning_and_bans_nothing() {
     assert!(warnings.iter().any(|w| w.contains("bans every online CPU") && w.contains("not imported")), "{warnings:?}");
 }
 
-/// The daemon as a child process, its log kept; the state file says how many passes it ran.
-struct Daemon {
-    child: Child,
-    log: PathBuf,
-    root: PathBuf,
-}
-
-impl Daemon {
-    fn start(root: &Path, cfg: &Path, log: PathBuf) -> Daemon {
-        let child = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-            .arg("--root")
-            .arg(root)
-            .arg("--config")
-            .arg(cfg)
-            .args(["--log-format", "text", "run"])
-            .env_remove("NOTIFY_SOCKET")
-            .env_remove("INVOCATION_ID")
-            .env_remove("JOURNAL_STREAM")
-            .stderr(Stdio::from(fs::File::create(&log).unwrap()))
-            .spawn()
-            .unwrap();
-        Daemon { child, log, root: root.to_path_buf() }
-    }
-
-    fn state(&self) -> Value {
-        let text = fs::read_to_string(self.root.join("run/irqwise/state.json")).unwrap_or_default();
-        let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        if v["pid"].as_u64() == Some(u64::from(self.child.id())) {
-            v
-        } else {
-            Value::Null
-        }
-    }
-
-    /// Waits (harness deadline 60 s) until a pass after pass `after` satisfies `done`.
-    fn wait(&self, after: u64, what: &str, done: impl Fn() -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let state = self.state();
-            if state["passes"].as_u64().unwrap_or(0) > after && done() {
-                return state;
-            }
-            let log = fs::read_to_string(&self.log).unwrap_or_default();
-            assert!(Instant::now() < deadline, "{what}: not within the deadline; log:\n{log}");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
-        let _ = self.child.wait();
-    }
-}
-
 fn affinity(root: &Path, irq: u32) -> CpuSet {
     set(fs::read_to_string(root.join(format!("proc/irq/{irq}/smp_affinity_list"))).unwrap().trim())
 }
@@ -255,7 +199,7 @@ fn the_running_daemon_replaces_when_the_banned_list_or_the_partitions_change() {
     // Only the file watch can cause the passes awaited below: no reconcile for a day.
     write(cfg.path(), "etc/irqwise/irqwise.toml", "[global]\nreconcile_interval = \"24h\"\ndebounce = \"50ms\"\n");
     let log = cfg.path().join("daemon.log");
-    let d = Daemon::start(root.path(), cfg.path(), log);
+    let d = Daemon::spawn(root.path(), cfg.path(), log);
     let state = d.wait(0, "first pass", || affinity(root.path(), irqs[0]) == set("6"));
     let first = state["passes"].as_u64().unwrap();
 

@@ -327,28 +327,22 @@ impl Counters {
         out.sample("irqwise_build_info", &[("version", version)], 1.0);
         out.metric("irqwise_start_time_seconds", "gauge", "When the daemon started, in seconds since the Unix epoch.");
         out.sample("irqwise_start_time_seconds", &[], self.started as f64);
-        out.metric(
-            "irqwise_passes_total",
-            "counter",
-            "Passes (discover, plan, apply) since the daemon started, by trigger; a pass with several triggers counts under each.",
-        );
-        for (trigger, n) in &self.passes {
-            out.sample("irqwise_passes_total", &[("trigger", trigger)], *n as f64);
-        }
+        out.counter_by("irqwise_passes_total", "Passes (discover, plan, apply) since the daemon started, by trigger; a pass with several triggers counts under each.", "trigger", &self.passes);
         out.metric("irqwise_pass_failures_total", "counter", "Passes that failed (the placement was left as it was).");
         out.sample("irqwise_pass_failures_total", &[], self.pass_failures as f64);
-        out.metric("irqwise_writes_total", "counter", "Attempted IRQ affinity writes, by result.");
-        for (result, n) in &self.writes {
-            out.sample("irqwise_writes_total", &[("result", result)], *n as f64);
-        }
-        out.metric("irqwise_write_failures_total", "counter", "Failed IRQ affinity writes, by failure class.");
-        for (class, n) in &self.write_failures {
-            out.sample("irqwise_write_failures_total", &[("class", class)], *n as f64);
-        }
-        out.metric("irqwise_xps_writes_total", "counter", "Transmit queue steering (xps_cpus) writes, by result.");
-        for (result, n) in &self.xps_writes {
-            out.sample("irqwise_xps_writes_total", &[("result", result)], *n as f64);
-        }
+        out.counter_by("irqwise_writes_total", "Attempted IRQ affinity writes, by result.", "result", &self.writes);
+        out.counter_by(
+            "irqwise_write_failures_total",
+            "Failed IRQ affinity writes, by failure class.",
+            "class",
+            &self.write_failures,
+        );
+        out.counter_by(
+            "irqwise_xps_writes_total",
+            "Transmit queue steering (xps_cpus) writes, by result.",
+            "result",
+            &self.xps_writes,
+        );
         out.metric(
             "irqwise_drift_corrections_total",
             "counter",
@@ -357,10 +351,12 @@ impl Counters {
         for c in &self.drift_corrections {
             out.sample("irqwise_drift_corrections_total", &c.labels.pairs(), c.value as f64);
         }
-        out.metric("irqwise_config_reloads_total", "counter", "Configuration reloads (SIGHUP), by result.");
-        for (result, n) in &self.reloads {
-            out.sample("irqwise_config_reloads_total", &[("result", result)], *n as f64);
-        }
+        out.counter_by(
+            "irqwise_config_reloads_total",
+            "Configuration reloads (SIGHUP), by result.",
+            "result",
+            &self.reloads,
+        );
         if let Some(last) = &self.last_pass {
             out.metric(
                 "irqwise_last_pass_timestamp_seconds",
@@ -458,6 +454,14 @@ impl Exposition {
             let _ = write!(self.text, "{{{}}}", inner.join(","));
         }
         let _ = writeln!(self.text, " {}", value_text(value));
+    }
+
+    /// A counter with one label: its header, then one sample per entry of `by`.
+    fn counter_by(&mut self, name: &str, help: &str, label: &str, by: &BTreeMap<String, u64>) {
+        self.metric(name, "counter", help);
+        for (value, n) in by {
+            self.sample(name, &[(label, value)], *n as f64);
+        }
     }
 }
 

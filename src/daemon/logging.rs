@@ -16,6 +16,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 use super::catalog;
+use super::ledger::ManagedNews;
 use crate::apply::{Change, WriteOutcome, XpsChange, XpsOutcome};
 use crate::config::LogFormat;
 use crate::text::{printable, printable_lines};
@@ -281,6 +282,74 @@ pub fn log_xps_change(x: &XpsChange, quiet: bool) {
             x.txq,
             printable(error)
         ),
+    }
+}
+
+/// A write that worked again after `n` passes that ended the same way.
+pub fn log_recovered(c: &Change, n: u64) {
+    tracing::info!(
+        irq = c.irq,
+        irq_name = c.irq_name.as_deref().unwrap_or(""),
+        device = c.device.as_str(),
+        driver = c.driver.as_deref().unwrap_or(""),
+        queue = c.queue,
+        "irq {}: written again after {n} passes that ended the same way",
+        c.irq
+    );
+}
+
+/// What a pass learned about a device's kernel-managed IRQs (`bdf`, bound to `driver`): not
+/// predicted (the driver's choice), as predicted, uncertain, or off the prediction.
+pub fn log_managed_news(news: &ManagedNews, bdf: &str, driver: &str) {
+    if news.predicted == 0 {
+        tracing::info!(
+            device = bdf,
+            driver,
+            managed_irqs = news.managed,
+            "{}: {} IRQs are kernel-managed; placement chosen by the driver (not predicted)",
+            news.device,
+            news.managed
+        );
+    } else if news.mismatched.is_empty() && news.uncertain.is_empty() {
+        let of = if news.predicted < news.managed { format!(" for {}", news.predicted) } else { String::new() };
+        tracing::info!(
+            message_id = catalog::MANAGED_VERIFIED,
+            device = bdf,
+            driver,
+            managed_irqs = news.managed,
+            "{}: {} IRQs are kernel-managed; predicted placement matches{of}",
+            news.device,
+            news.managed
+        );
+    } else if news.mismatched.is_empty() {
+        let irqs: Vec<String> = news.uncertain.iter().map(u32::to_string).collect();
+        let reason = news.uncertain_reason.as_deref().unwrap_or("unknown");
+        tracing::info!(
+            message_id = catalog::MANAGED_UNCERTAIN,
+            device = bdf,
+            driver,
+            managed_irqs = news.managed,
+            uncertain_irqs = irqs.join(" "),
+            reason,
+            "{}: {} IRQs are kernel-managed; predicted placement matches where it can be known; IRQ(s) {} uncertain: {}",
+            news.device,
+            news.managed,
+            irqs.join(", "),
+            reason
+        );
+    } else {
+        let irqs: Vec<String> = news.mismatched.iter().map(u32::to_string).collect();
+        tracing::warn!(
+            message_id = catalog::MANAGED_MISMATCH,
+            device = bdf,
+            driver,
+            managed_irqs = news.managed,
+            mismatched_irqs = irqs.join(" "),
+            "{}: {} IRQs are kernel-managed; IRQ(s) {} are not where the kernel's spreading predicts",
+            news.device,
+            news.managed,
+            irqs.join(", ")
+        );
     }
 }
 

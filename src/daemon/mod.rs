@@ -619,15 +619,7 @@ impl Daemon {
                 Loudness::Loud => logging::log_change(c),
                 Loudness::Quiet => logging::log_change_quietly(c),
                 Loudness::Recovered(n) => {
-                    tracing::info!(
-                        irq = c.irq,
-                        irq_name = c.irq_name.as_deref().unwrap_or(""),
-                        device = c.device.as_str(),
-                        driver = c.driver.as_deref().unwrap_or(""),
-                        queue = c.queue,
-                        "irq {}: written again after {n} passes that ended the same way",
-                        c.irq
-                    );
+                    logging::log_recovered(c, n);
                     logging::log_change(c);
                 }
             }
@@ -639,56 +631,7 @@ impl Daemon {
             let dev = plan.devices.iter().find(|d| d.name.as_deref().unwrap_or(&d.bdf) == news.device);
             let bdf = dev.map_or(news.device.as_str(), |d| d.bdf.as_str());
             let driver = dev.and_then(|d| d.driver.as_deref());
-            if news.predicted == 0 {
-                tracing::info!(
-                    device = bdf,
-                    driver = driver.unwrap_or(""),
-                    managed_irqs = news.managed,
-                    "{}: {} IRQs are kernel-managed; placement chosen by the driver (not predicted)",
-                    news.device,
-                    news.managed
-                );
-            } else if news.mismatched.is_empty() && news.uncertain.is_empty() {
-                let of = if news.predicted < news.managed { format!(" for {}", news.predicted) } else { String::new() };
-                tracing::info!(
-                    message_id = catalog::MANAGED_VERIFIED,
-                    device = bdf,
-                    driver = driver.unwrap_or(""),
-                    managed_irqs = news.managed,
-                    "{}: {} IRQs are kernel-managed; predicted placement matches{of}",
-                    news.device,
-                    news.managed
-                );
-            } else if news.mismatched.is_empty() {
-                let irqs: Vec<String> = news.uncertain.iter().map(u32::to_string).collect();
-                let reason = news.uncertain_reason.as_deref().unwrap_or("unknown");
-                tracing::info!(
-                    message_id = catalog::MANAGED_UNCERTAIN,
-                    device = bdf,
-                    driver = driver.unwrap_or(""),
-                    managed_irqs = news.managed,
-                    uncertain_irqs = irqs.join(" "),
-                    reason,
-                    "{}: {} IRQs are kernel-managed; predicted placement matches where it can be known; IRQ(s) {} uncertain: {}",
-                    news.device,
-                    news.managed,
-                    irqs.join(", "),
-                    reason
-                );
-            } else {
-                let irqs: Vec<String> = news.mismatched.iter().map(u32::to_string).collect();
-                tracing::warn!(
-                    message_id = catalog::MANAGED_MISMATCH,
-                    device = bdf,
-                    driver = driver.unwrap_or(""),
-                    managed_irqs = news.managed,
-                    mismatched_irqs = irqs.join(" "),
-                    "{}: {} IRQs are kernel-managed; IRQ(s) {} are not where the kernel's spreading predicts",
-                    news.device,
-                    news.managed,
-                    irqs.join(", ")
-                );
-            }
+            logging::log_managed_news(&news, bdf, driver.unwrap_or(""));
         }
         let r = report.summary;
         self.last_counts = r;

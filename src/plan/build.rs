@@ -47,6 +47,17 @@ struct Prepared<'a> {
     range_warning: Option<String>,
 }
 
+/// Sets every placement's `current_locality`: how far its current mask can put the IRQ from its
+/// desired CPUs (from the device's node for an IRQ without desired CPUs). Run once the desired
+/// masks are final ([`build_plan`] leaves it unset).
+pub fn locate_current(plan: &mut Plan, topo: &Topology) {
+    for d in plan.devices.iter_mut() {
+        for p in d.irqs.iter_mut() {
+            p.current_locality = p.current.as_ref().and_then(|c| classify_mask(topo, c, p.desired.as_ref(), d.node));
+        }
+    }
+}
+
 /// Plans every device; `policies[i]` belongs to `devices[i]` (missing entries = class defaults).
 /// Steps: prepare each device; set up each device's context; allocate the queues of every
 /// NUMA-hop device together ([`crate::strategy::allocator`]); decide and compare each IRQ. A
@@ -239,7 +250,6 @@ fn place(ctx: &PlanContext, dctx: &DeviceContext, v: &IrqVector, d: Decision) ->
         _ => Vec::new(),
     };
     let desired = if managed && !d.managed { v.current.clone() } else { d.desired };
-    let current_locality = v.current.as_ref().and_then(|c| classify_mask(ctx.topo, c, desired.as_ref(), dctx.node));
     Placement {
         irq: v.irq,
         name: v.name.clone(),
@@ -248,7 +258,7 @@ fn place(ctx: &PlanContext, dctx: &DeviceContext, v: &IrqVector, d: Decision) ->
         recognised: v.recognised.clone(),
         managed,
         current: v.current.clone(),
-        current_locality,
+        current_locality: None,
         desired,
         hint: v.hint.clone(),
         action,

@@ -18,7 +18,7 @@ mod table;
 pub mod xps;
 
 pub use crate::strategy::StrategyName;
-pub use build::{build_plan, PlanContext};
+pub use build::{build_plan, locate_current, PlanContext};
 
 /// What happens to one IRQ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -304,17 +304,14 @@ pub fn parse_irqbalance(text: &str, possible: &CpuSet, path: &str) -> (Vec<Isola
     let mut sources = Vec::new();
     let mut problems = Vec::new();
     let mut found: Vec<(&'static str, Result<String, String>, String)> = Vec::new();
-    for line in text.lines() {
-        let line = line.trim_start();
-        let line = line.strip_prefix("export ").map_or(line, str::trim_start);
-        let Some((name, value)) = line.split_once('=') else { continue };
-        let var = match name {
+    for (name, value) in env_assignments(text) {
+        let var = match name.as_str() {
             BANNED_CPULIST => BANNED_CPULIST,
             BANNED_CPUS => BANNED_CPUS,
             _ => continue,
         };
         found.retain(|(v, _, _)| *v != var);
-        found.push((var, shell_word(value), format!("{name}={}", value.trim_end())));
+        found.push((var, shell_word(&value), format!("{name}={value}")));
     }
     let last = possible.last().unwrap_or(0);
     for (var, value, setting) in found {
@@ -340,6 +337,25 @@ pub fn parse_irqbalance(text: &str, possible: &CpuSet, path: &str) -> (Vec<Isola
         }
     }
     (sources, problems)
+}
+
+/// Every `NAME=value` assignment of an environment file, `export` allowed, comments and other
+/// lines skipped; the value as written (quotes still on).
+pub(crate) fn env_assignments(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim_start();
+        let line = line.strip_prefix("export ").map_or(line, str::trim_start);
+        if line.starts_with('#') {
+            continue;
+        }
+        let Some((name, value)) = line.split_once('=') else { continue };
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            continue;
+        }
+        out.push((name.to_string(), value.trim_end().to_string()));
+    }
+    out
 }
 
 /// A hex mask as irqbalance's `cpumask_parse_user()` reads it, and a little more: groups of up to
