@@ -10,9 +10,9 @@ use crate::topology::discover::isolation::IRQBALANCE_FILES;
 use crate::topology::Topology;
 
 /// Translates `file` (default: the first of [`IRQBALANCE_FILES`] under `root`; stderr names any
-/// other that exists too). IRQ numbers of
-/// `--banirq` are looked up among this machine's devices; when the devices cannot be read, each
-/// is left untranslated and stderr says why. Exit 0, or 3 when some setting could not be
+/// other that exists too). IRQ numbers of `--banirq` are looked up among this machine's devices
+/// (read only then, once); when they cannot be read, each is left untranslated and stderr says
+/// why. Exit 0, or 3 when some setting could not be
 /// translated (the drop-in then lists it in comments).
 pub fn import_irqbalance(root: &Root, file: Option<&Path>) -> Result<Outcome, CliError> {
     let mut stderr = String::new();
@@ -41,25 +41,16 @@ pub fn import_irqbalance(root: &Root, file: Option<&Path>) -> Result<Outcome, Cl
             (root.path(found), text)
         }
     };
-    let owners: Vec<(u32, IrqOwner)> = match Topology::discover(root)
-        .map_err(|e| e.to_string())
-        .and_then(|topo| discover_devices(root, &topo).map_err(|e| e.to_string()))
-    {
-        Ok(discovery) => discovery
-            .devices
-            .iter()
-            .flat_map(|d| {
-                let owner = IrqOwner { pci: d.bdf.clone(), driver: d.driver.clone(), name: d.name.clone() };
-                d.vectors.iter().map(move |v| (v.irq, owner.clone()))
-            })
-            .collect(),
-        Err(e) => {
-            stderr.push_str(&format!("warning: devices not readable ({e}): --banirq left untranslated\n"));
-            Vec::new()
-        }
+    // Devices are read only when a --banirq needs its owner, and once.
+    let owners = std::cell::OnceCell::new();
+    let owner = |irq: u32| {
+        let found: &Result<Vec<(u32, IrqOwner)>, String> = owners.get_or_init(|| irq_owners(root));
+        found.as_ref().ok()?.iter().find(|(i, _)| *i == irq).map(|(_, o)| o.clone())
     };
-    let owner = |irq: u32| owners.iter().find(|(i, _)| *i == irq).map(|(_, o)| o.clone());
     let t = translate(&text, &path.display().to_string(), &owner);
+    if let Some(Err(e)) = owners.get() {
+        stderr.push_str(&format!("warning: devices not readable ({e}): --banirq left untranslated\n"));
+    }
     if t.untranslated > 0 {
         stderr.push_str(&format!(
             "{} setting(s) not translated: see the comments at the end of the drop-in\n",
@@ -67,4 +58,18 @@ pub fn import_irqbalance(root: &Root, file: Option<&Path>) -> Result<Outcome, Cl
         ));
     }
     Ok(Outcome { text: t.dropin, stderr, exit: if t.untranslated > 0 { 3 } else { 0 } })
+}
+
+/// Every IRQ of this machine's devices with the device that owns it.
+fn irq_owners(root: &Root) -> Result<Vec<(u32, IrqOwner)>, String> {
+    let topo = Topology::discover(root).map_err(|e| e.to_string())?;
+    let discovery = discover_devices(root, &topo).map_err(|e| e.to_string())?;
+    Ok(discovery
+        .devices
+        .iter()
+        .flat_map(|d| {
+            let owner = IrqOwner { pci: d.bdf.clone(), driver: d.driver.clone(), name: d.name.clone() };
+            d.vectors.iter().map(move |v| (v.irq, owner.clone()))
+        })
+        .collect())
 }
