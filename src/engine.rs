@@ -199,6 +199,21 @@ pub fn plan_with_topology(
     memory: Option<&TopologyMemory>,
     warnings: Vec<String>,
 ) -> Result<PlannedPass, EngineError> {
+    let discovery = discover_devices(root, &topology)?;
+    Ok(plan_discovered(root, config, known_managed, topology, memory, warnings, discovery))
+}
+
+/// [`plan_with_topology`] on devices already discovered (the daemon's, re-read only where
+/// events asked): isolation, udev properties, policies, the plan, the guard, transmit steering.
+pub fn plan_discovered(
+    root: &Root,
+    config: &Config,
+    known_managed: &BTreeSet<u32>,
+    topology: Topology,
+    memory: Option<&TopologyMemory>,
+    warnings: Vec<String>,
+    discovery: crate::devices::Discovery,
+) -> PlannedPass {
     let home = home_topology(&topology, memory);
     let first = memory.and_then(|m| m.first_topology(&topology));
     let (isolation, isolation_warnings) = Isolation::discover(root, &topology);
@@ -212,7 +227,6 @@ pub fn plan_with_topology(
     // The remembered machines are isolated the same way, so queue homes avoid the same CPUs.
     let home = isolate(home, &isolation);
     let first = first.map(|f| isolate(f, &isolation));
-    let discovery = discover_devices(root, &topology)?;
     let facts: Vec<DeviceFacts> = discovery
         .devices
         .iter()
@@ -246,7 +260,7 @@ pub fn plan_with_topology(
     plan.warnings.extend(kernel_warning);
     plan.warnings.extend(discovery.warnings.iter().map(|w| w.to_string()));
     plan.warnings.extend(unmatched_rules(config, &facts).into_iter().map(|r| format!("rule at {r} matches no device")));
-    Ok(PlannedPass { topology, isolation, devices: discovery.devices, plan })
+    PlannedPass { topology, isolation, devices: discovery.devices, plan }
 }
 
 /// Plans the transmit steering of every NIC placed by NUMA hop (`plan.devices[i]` is

@@ -2,10 +2,11 @@
 //!
 //! Random sequences of machine changes (CPUs going offline and coming back, devices removed and
 //! returning, links going down and up, masks edited by another owner) are made to a fixture root,
-//! each followed by the batch its kernel event makes (a foreign edit makes none: it is followed
-//! by an unrelated device or link event, or the reconcile timer). After every pass the daemon's
-//! plan equals the plan of a full pass (`engine::plan_pass`) on the same root just before it, and
-//! the writes it made are exactly that plan's writes.
+//! each followed by the batch its kernel event makes: the CPUs, the device path or the link it
+//! names (a foreign edit makes none: it is followed by an event of the edited IRQ's device, or
+//! by the reconcile timer). After every pass the daemon's plan equals the plan of a full pass
+//! (`engine::plan_pass`) on the same root just before it, and the writes it made are exactly
+//! that plan's writes.
 
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
@@ -162,7 +163,7 @@ impl Machine {
 
     /// Makes `change` and returns the batch its event makes (what the daemon would receive).
     fn make(&mut self, change: &Change) -> Batch {
-        let devices = Batch { devices_changed: true, triggers: 1, ..Batch::default() };
+        let device = |dev: usize, devices: &[Dev]| device_event(devices[dev].bdf);
         let link = |nic: usize, up: bool, devices: &[Dev]| {
             let mut b = Batch { triggers: 1, ..Batch::default() };
             b.links.insert(2 + nic as u32, LinkState { name: devices[nic].ifname.map(String::from), up });
@@ -174,19 +175,19 @@ impl Machine {
                     self.hotplug.offline(cpu, &self.present_irqs());
                     self.offline.insert(cpu);
                 }
-                Batch { cpus_changed: true, triggers: 1, ..Batch::default() }
+                cpu_event(&[cpu])
             }
             Change::OnlineAll => {
                 self.hotplug.restore();
-                self.offline.clear();
-                Batch { cpus_changed: true, triggers: 1, ..Batch::default() }
+                let back: Vec<u32> = std::mem::take(&mut self.offline).into_iter().collect();
+                cpu_event(&back)
             }
             Change::Remove(dev) => {
                 if self.removed.insert(dev) {
                     self.free(&self.devices[dev].irqs);
                     self.move_device(dev, true);
                 }
-                devices
+                device(dev, &self.devices)
             }
             Change::Return(dev) => {
                 if self.removed.remove(&dev) {
@@ -198,7 +199,7 @@ impl Machine {
                     }
                     self.request(&irqs);
                 }
-                devices
+                device(dev, &self.devices)
             }
             Change::LinkDown(nic) => {
                 if !self.removed.contains(&nic) && self.link_down.insert(nic) {
@@ -220,18 +221,31 @@ impl Machine {
                 if cpus.is_empty() {
                     cpus = online.clone();
                 }
-                if let Some(&irq) = present.get(irq % present.len().max(1)) {
-                    set_affinity(self.root(), irq, &cpus);
-                    assert_eq!(affinity(self.root(), irq), cpus);
-                }
-                match event {
-                    0 => devices,
-                    1 => link(0, !self.link_down.contains(&0), &self.devices),
+                let Some(&irq) = present.get(irq % present.len().max(1)) else {
+                    return Batch { reconcile: true, triggers: 1, ..Batch::default() };
+                };
+                set_affinity(self.root(), irq, &cpus);
+                assert_eq!(affinity(self.root(), irq), cpus);
+                let owner = self.devices.iter().position(|d| d.irqs.contains(&irq)).unwrap();
+                match (event, self.devices[owner].ifname) {
+                    (0, _) | (1, None) => device(owner, &self.devices),
+                    (1, Some(_)) => link(owner, !self.link_down.contains(&owner), &self.devices),
                     _ => Batch { reconcile: true, triggers: 1, ..Batch::default() },
                 }
             }
         }
     }
+}
+
+/// The batch of CPU events naming `cpus`.
+fn cpu_event(cpus: &[u32]) -> Batch {
+    Batch { cpus_changed: true, cpus: cpus.iter().copied().collect(), triggers: cpus.len().max(1), ..Batch::default() }
+}
+
+/// The batch of a uevent about PCI device `bdf`.
+fn device_event(bdf: &str) -> Batch {
+    let devpath = format!("/devices/pci{}/{bdf}", &bdf[..7]);
+    Batch { devices_changed: true, devpaths: [devpath].into(), triggers: 1, ..Batch::default() }
 }
 
 /// The daemon on `m`'s root after its first pass.
@@ -286,12 +300,47 @@ fn device_and_link_events_plan_on_the_kept_topology_and_cpu_events_read_it_again
     assert!(on_5(daemon.last_plan()) && !on_5(&full()), "a queue lives on CPU 5 until it goes offline");
     let mut link = Batch { triggers: 1, ..Batch::default() };
     link.links.insert(2, LinkState { name: Some("eth1".into()), up: true });
-    for batch in [link, Batch { devices_changed: true, triggers: 1, ..Batch::default() }] {
+    for batch in [link, device_event("0000:41:00.0")] {
         let full = full();
         daemon.handle(batch.clone());
         assert_ne!(daemon.last_plan(), &full, "{batch:?} re-read the topology");
     }
     let full = full();
-    daemon.handle(Batch { cpus_changed: true, triggers: 1, ..Batch::default() });
+    daemon.handle(cpu_event(&[5]));
     assert_eq!(daemon.last_plan(), &full, "a CPU event did not re-read the topology");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// After each CPU going offline (or all coming back), re-reading only the CPUs the events
+    /// name and their neighbours gives the topology and warnings a full discovery gives.
+    #[test]
+    fn a_rediscovered_topology_equals_a_full_discovery(
+        steps in prop::collection::vec(prop::option::of(0u32..16), 1..12)
+    ) {
+        let m = machine();
+        let root = Root::new(m.root());
+        let mut hotplug = Hotplug::new(m.root());
+        let (_, _, mut reads) = irqwise::topology::Topology::discover_keeping(&root).unwrap();
+        let mut offline = BTreeSet::new();
+        for step in steps {
+            let named: CpuSet = match step {
+                Some(cpu) if cpu != 0 && offline.insert(cpu) => {
+                    hotplug.offline(cpu, &[]);
+                    CpuSet::single(cpu)
+                }
+                Some(cpu) => CpuSet::single(cpu),
+                None => {
+                    hotplug.restore();
+                    std::mem::take(&mut offline).into_iter().collect()
+                }
+            };
+            let (again, again_warnings, next) = irqwise::topology::Topology::rediscover(&root, &reads, &named).unwrap();
+            let (full, full_warnings) = irqwise::topology::Topology::discover_with_warnings(&root).unwrap();
+            prop_assert_eq!(&again, &full, "after {:?}", step);
+            prop_assert_eq!(again_warnings, full_warnings);
+            reads = next;
+        }
+    }
 }

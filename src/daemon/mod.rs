@@ -32,6 +32,7 @@ pub mod metrics_file;
 pub mod notify;
 pub mod originals;
 pub mod peers;
+pub mod rescan;
 pub mod respect;
 pub mod state;
 
@@ -43,12 +44,13 @@ use tokio::time::{interval, Interval, MissedTickBehavior};
 
 use crate::apply::{apply_plan, apply_xps, AffinityWriter, ApplyReport, ProcIrq, XpsChange, XpsOutcome};
 use crate::config::{Config, ConfigPaths, OnDrift};
-use crate::engine::{load_config_with_warnings, plan_with_topology, EngineError, PlannedPass};
+use crate::engine::{load_config_with_warnings, plan_discovered, EngineError, PlannedPass};
+use rescan::Rescan;
 use crate::events::files::{WatchHow, WatchTarget};
 use crate::events::{Batch, Debouncer, EventConfig, EventSources, EventsError, Trigger};
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
-use crate::topology::{memory_file, Topology, TopologyMemory};
+use crate::topology::{memory_file, TopologyMemory};
 
 use counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
 use ledger::{Ledger, Loudness};
@@ -121,12 +123,8 @@ pub struct Daemon {
     last_counts: Summary,
     last_error: Option<String>,
     config_error: Option<String>,
-    /// The last topology that could be read, with its discovery's warnings: planned on when a
-    /// re-read fails, and instead of a re-read while `topology_current`.
-    last_topology: Option<(Topology, Vec<String>)>,
-    /// `last_topology` is what the machine shows: the last attempt to read it succeeded, and only
-    /// device and link events came since.
-    topology_current: bool,
+    /// What the last passes read of the machine, and what events made stale since.
+    rescan: Rescan,
     /// Every CPU's masks as last seen online: queue homes stay put while CPUs come and go.
     memory: TopologyMemory,
     memory_failed: bool,
@@ -204,8 +202,7 @@ impl Daemon {
             last_counts: Summary::default(),
             last_error: None,
             config_error: None,
-            last_topology: None,
-            topology_current: false,
+            rescan: Rescan::new(),
             memory: TopologyMemory::default(),
             memory_failed: false,
             debounce: watch::channel(debounce).0,
@@ -326,9 +323,7 @@ impl Daemon {
     /// batch holds only device and link events.
     pub fn handle(&mut self, batch: Batch) {
         let why = describe(&batch);
-        if batch.may_change_topology() {
-            self.topology_current = false;
-        }
+        self.rescan.note(&self.root, &batch);
         if batch.reload {
             self.notifier.reloading();
             self.reload();
@@ -452,7 +447,7 @@ impl Daemon {
     /// One full pass (the topology re-read too); never fails: errors are logged and the
     /// previous placement stays.
     pub fn pass(&mut self, why: Vec<String>) {
-        self.topology_current = false;
+        self.rescan.everything();
         self.run_pass(why);
     }
 
@@ -541,31 +536,23 @@ impl Daemon {
         }
     }
 
-    /// Discovers and plans: on the kept topology while it is current, else on a fresh read;
-    /// when the topology cannot be read, on the last one that could (saying so in the plan's
-    /// warnings) rather than giving up the pass.
+    /// Discovers and plans: on what was read before where no event made it stale, else on a
+    /// fresh read; when the topology cannot be read, on the last one that could (saying so in
+    /// the plan's warnings) rather than giving up the pass.
     fn plan(&mut self) -> Result<PlannedPass, EngineError> {
-        let (topology, warnings) = match (&self.last_topology, self.topology_current) {
-            (Some((topology, warnings)), true) => (topology.clone(), warnings.clone()),
-            _ => match Topology::discover_with_warnings(&self.root) {
-                Ok((topology, warnings)) => {
-                    let warnings: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
-                    self.last_topology = Some((topology.clone(), warnings.clone()));
-                    self.topology_current = true;
-                    if self.memory.remember(&topology) {
-                        self.save_memory();
-                    }
-                    (topology, warnings)
-                }
-                Err(e) => match &self.last_topology {
-                    Some((last, _)) => {
-                        (last.clone(), vec![format!("cannot read the topology ({e}); planning with the last one read")])
-                    }
-                    None => return Err(e.into()),
-                },
-            },
-        };
-        plan_with_topology(&self.root, &self.config, &self.known_managed, topology, Some(&self.memory), warnings)
+        let (topology, warnings, discovery) = self.rescan.read(&self.root)?;
+        if self.memory.remember(&topology) {
+            self.save_memory();
+        }
+        Ok(plan_discovered(
+            &self.root,
+            &self.config,
+            &self.known_managed,
+            topology,
+            Some(&self.memory),
+            warnings,
+            discovery,
+        ))
     }
 
     fn apply(&mut self, number: u64, why: &[String], plan: Plan) {
@@ -609,6 +596,8 @@ impl Daemon {
             }
         }
         let mut report = apply_plan(&plan, &ProcIrq::new(self.root.clone()));
+        // What a write leaves (its mask, the effective mask the kernel picked) is read again.
+        self.rescan.wrote(plan.writes().map(|(_, p)| p.irq));
         report.xps = apply_xps(&plan, &self.root);
         self.log_xps(&report.xps);
         let targets: std::collections::BTreeMap<u32, &crate::cpuset::CpuSet> =

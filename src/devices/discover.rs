@@ -10,12 +10,14 @@ mod nvme;
 mod pci;
 mod udev;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::PathBuf;
 
 use serde::{Serialize, Serializer};
 
 use super::{Device, LooseIrq, NO_DEVICE};
+use crate::cpuset::CpuSet;
 use crate::sysfs::{read_in_parallel, Root, SysfsError};
 use crate::topology::Topology;
 
@@ -56,6 +58,9 @@ pub enum DeviceError {
     /// A line of `/proc/interrupts` could not be read.
     #[error("{path} line {line_no}: {problem}: {line:?}")]
     Interrupts { path: PathBuf, line_no: usize, line: String, problem: &'static str },
+    /// A warning read earlier and kept with what it is about (see [`rediscover_devices`]).
+    #[error("{0}")]
+    Kept(String),
     /// A number no real machine shows (a node id beyond the kernel's limit, more vectors than
     /// PCI allows); `instead` says what discovery did.
     #[error("PCI device {bdf}: {path}: {problem}; {instead}")]
@@ -81,33 +86,161 @@ pub const PCI_DEVICES: &str = "sys/bus/pci/devices";
 /// [`read_in_parallel`]); the result is the same as one thread's: warnings about
 /// `proc/interrupts` first, then each device's in PCI address order.
 pub fn discover_devices(root: &Root, topo: &Topology) -> Result<Discovery, DevicesError> {
+    discover(root, topo, None).map(|(d, _)| d)
+}
+
+/// [`discover_devices`], keeping what was read so that [`rediscover_devices`] can re-read only
+/// what events changed.
+pub fn discover_devices_keeping(root: &Root, topo: &Topology) -> Result<(Discovery, DeviceReads), DevicesError> {
+    discover(root, topo, None)
+}
+
+/// The devices after events `scope` describes, reading again only: the bus listing, the
+/// devices `scope` names, appeared, failed to read last time or lost an IRQ, whole; the
+/// affinity files of the vectors `scope` names (by IRQ, or by a CPU in their mask or effective
+/// mask); and the IRQs of no device. The rest is `before`'s. Guarantees the discovery
+/// [`discover_devices`] would make when nothing else changed; without `sys/kernel/irq` (names
+/// only in the whole `proc/interrupts`) it is that full discovery.
+pub fn rediscover_devices(
+    root: &Root,
+    topo: &Topology,
+    before: &DeviceReads,
+    scope: &DeviceScope,
+) -> Result<(Discovery, DeviceReads), DevicesError> {
+    discover(root, topo, Some((before, scope)))
+}
+
+/// What to read again after events (see [`rediscover_devices`]).
+#[derive(Debug, Clone, Default)]
+pub struct DeviceScope {
+    /// Devices to read whole (PCI addresses); `None`: every device.
+    pub devices: Option<BTreeSet<String>>,
+    /// IRQs whose affinity files to read again (those irqwise wrote, for one).
+    pub irqs: BTreeSet<u32>,
+    /// CPUs that came or went: vectors whose mask or effective mask holds one are read again.
+    pub cpus: CpuSet,
+}
+
+/// What a device discovery read, kept for [`rediscover_devices`].
+#[derive(Debug, Clone, Default)]
+pub struct DeviceReads {
+    /// Whether every name came from `sys/kernel/irq` (rediscovery needs it).
+    sysfs_names: bool,
+    devices: BTreeMap<String, DeviceRead>,
+}
+
+impl DeviceReads {
+    /// The PCI address of the kept device with network interface `name`.
+    pub fn bdf_of_interface(&self, name: &str) -> Option<String> {
+        self.devices
+            .iter()
+            .find(|(_, r)| r.device.as_ref().is_some_and(|d| d.interfaces.iter().any(|i| i == name)))
+            .map(|(bdf, _)| bdf.clone())
+    }
+}
+
+/// One device as read: the device (`None`: nothing to place, or it failed), the warnings about
+/// the device itself, then those of each vector by IRQ, and whether reading it failed.
+#[derive(Debug, Clone)]
+struct DeviceRead {
+    device: Option<Device>,
+    warnings: Vec<String>,
+    vector_warnings: BTreeMap<u32, Vec<String>>,
+    failed: bool,
+}
+
+impl DeviceRead {
+    /// Splits a fresh read's warnings: those of one IRQ apart, the rest in order.
+    fn of(device: Result<Option<Device>, DeviceError>, found: Vec<DeviceError>) -> DeviceRead {
+        let mut read = DeviceRead { device: None, warnings: Vec::new(), vector_warnings: BTreeMap::new(), failed: false };
+        for w in found {
+            match &w {
+                DeviceError::Irq { irq, .. } => read.vector_warnings.entry(*irq).or_default().push(w.to_string()),
+                _ => read.warnings.push(w.to_string()),
+            }
+        }
+        match device {
+            Ok(d) => read.device = d,
+            Err(e) => {
+                read.warnings.push(e.to_string());
+                read.failed = true;
+            }
+        }
+        read
+    }
+
+    /// The warnings in a full read's order: the device's, then each vector's in vector order.
+    fn all_warnings(&self) -> impl Iterator<Item = &String> {
+        let vectors = self.device.iter().flat_map(|d| &d.vectors);
+        self.warnings.iter().chain(vectors.filter_map(|v| self.vector_warnings.get(&v.irq)).flatten())
+    }
+
+    /// Reads again the affinity files of the vectors `scope` names.
+    fn refresh(&mut self, root: &Root, scope: &DeviceScope) {
+        let Some(dev) = self.device.as_mut() else { return };
+        for v in &mut dev.vectors {
+            let touches = |m: &Option<CpuSet>| m.as_ref().is_some_and(|m| m.intersects(&scope.cpus));
+            if scope.irqs.contains(&v.irq) || touches(&v.current) || touches(&v.effective) {
+                let mut found = Vec::new();
+                irq::read_affinity(root, &dev.bdf, v, &mut found);
+                let texts: Vec<String> = found.iter().map(ToString::to_string).collect();
+                if texts.is_empty() {
+                    self.vector_warnings.remove(&v.irq);
+                } else {
+                    self.vector_warnings.insert(v.irq, texts);
+                }
+            }
+        }
+    }
+}
+
+fn discover(
+    root: &Root,
+    topo: &Topology,
+    again: Option<(&DeviceReads, &DeviceScope)>,
+) -> Result<(Discovery, DeviceReads), DevicesError> {
     let mut out = Discovery::default();
     let bdfs = match root.list_dir(PCI_DEVICES) {
         Ok(bdfs) => bdfs,
         Err(e) if e.io_kind() == Some(std::io::ErrorKind::NotFound) => {
             out.warnings.push(DeviceError::NoPciBus(root.path(PCI_DEVICES)));
-            return Ok(out);
+            return Ok((out, DeviceReads::default()));
         }
         Err(e) => return Err(DeviceError::Bus(e)),
     };
     let names = irq::IrqNames::read(root, &mut out.warnings);
+    let again = again.filter(|(before, _)| before.sysfs_names && names.sysfs_only());
     let requested = irq::Requested::read(root);
-    let found = read_in_parallel(&bdfs, |bdf| {
-        let mut warnings = Vec::new();
-        let device = pci::read_device(root, topo, bdf, &names, &requested, &mut warnings);
-        (device, warnings)
-    });
-    for (device, warnings) in found {
-        out.warnings.extend(warnings);
-        match device {
-            Ok(Some(dev)) => out.devices.push(dev),
-            Ok(None) => {}
-            Err(e) => out.warnings.push(e),
+    let mut reads: BTreeMap<String, DeviceRead> = BTreeMap::new();
+    if let Some((before, scope)) = again {
+        for bdf in &bdfs {
+            let Some(kept) = before.devices.get(bdf) else { continue };
+            let named = scope.devices.as_ref().is_none_or(|d| d.contains(bdf));
+            let lost_irq =
+                kept.device.iter().flat_map(|d| &d.vectors).any(|v| !requested.contains(root, v.irq));
+            if !named && !kept.failed && !lost_irq {
+                let mut kept = kept.clone();
+                kept.refresh(root, scope);
+                reads.insert(bdf.clone(), kept);
+            }
         }
     }
+    let whole: Vec<&String> = bdfs.iter().filter(|b| !reads.contains_key(*b)).collect();
+    let found = read_in_parallel(&whole, |bdf| {
+        let mut warnings = Vec::new();
+        let device = pci::read_device(root, topo, bdf, &names, &requested, &mut warnings);
+        DeviceRead::of(device, warnings)
+    });
+    reads.extend(whole.into_iter().cloned().zip(found));
+    // The bus lists devices in address order; so does `reads`.
+    for read in reads.values() {
+        out.warnings.extend(read.all_warnings().cloned().map(DeviceError::Kept));
+        out.devices.extend(read.device.clone());
+    }
     out.loose = loose_irqs(root, &requested, &names, &out.devices, &mut out.warnings);
+    let sysfs_names = names.sysfs_only();
     out.warnings.extend(names.take_warnings());
-    Ok(out)
+    Ok((out, DeviceReads { sysfs_names, devices: reads }))
 }
 
 /// Every IRQ of `proc/irq` with a handler that no device's vector is: read like a device vector

@@ -20,7 +20,11 @@ pub struct LinkState {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Batch {
     pub cpus_changed: bool,
+    /// The CPUs the CPU events named.
+    pub cpus: crate::cpuset::CpuSet,
     pub devices_changed: bool,
+    /// The device paths (`DEVPATH`) the device events named.
+    pub devpaths: std::collections::BTreeSet<String>,
     /// Per interface index, the state of its latest link message in the burst.
     pub links: BTreeMap<u32, LinkState>,
     pub reload: bool,
@@ -38,8 +42,14 @@ impl Batch {
     pub fn absorb(&mut self, trigger: Trigger) {
         self.triggers += 1;
         match trigger {
-            Trigger::Cpu { .. } => self.cpus_changed = true,
-            Trigger::Device { .. } => self.devices_changed = true,
+            Trigger::Cpu { cpu, .. } => {
+                self.cpus_changed = true;
+                self.cpus.insert(cpu);
+            }
+            Trigger::Device { devpath, .. } => {
+                self.devices_changed = true;
+                self.devpaths.insert(devpath);
+            }
             Trigger::Link { ifindex, name, up } => {
                 self.links.insert(ifindex, LinkState { name, up });
             }
@@ -56,8 +66,19 @@ impl Batch {
     /// that isolates CPUs); a device or link event cannot add, remove or move a CPU.
     pub fn may_change_topology(&self) -> bool {
         // Destructured so that a new kind of trigger has to be placed on one side or the other.
-        let Batch { cpus_changed, devices_changed, links, reload, stop, overflow, reconcile, isolation, triggers: _ } =
-            self;
+        let Batch {
+            cpus_changed,
+            cpus: _,
+            devices_changed,
+            devpaths: _,
+            links,
+            reload,
+            stop,
+            overflow,
+            reconcile,
+            isolation,
+            triggers: _,
+        } = self;
         let only_devices_and_links = (*devices_changed || !links.is_empty())
             && !(*cpus_changed || *reload || *stop || *overflow || *reconcile || *isolation);
         !only_devices_and_links

@@ -89,7 +89,7 @@ pub fn allocate(home: &Topology, demands: &[Demand]) -> Allocation {
     // Devices without a node last: they may go anywhere, so they take what the others left.
     order.sort_by_key(|&d| (demands[d].node.is_none(), demands[d].node, &demands[d].bdf));
     let homes = allocate_homes(demands, &order);
-    let mut load: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut load = Loads::default();
     let mut devices: Vec<Vec<Assignment>> = demands.iter().map(|_| Vec::new()).collect();
     // Queues at home first, so displaced ones see every settled queue when they pick.
     for &d in &order {
@@ -99,7 +99,7 @@ pub fn allocate(home: &Topology, demands: &[Demand]) -> Allocation {
         }
         for (&h, &w) in homes[d].iter().zip(&demand.weights) {
             if demand.usable.contains(h) {
-                *load.entry(h).or_default() += w;
+                load.add(h, w);
             }
         }
     }
@@ -114,19 +114,49 @@ pub fn allocate(home: &Topology, demands: &[Demand]) -> Allocation {
                 Assignment { cpu: h, home: h, displaced: None }
             } else {
                 let (cpu, ring) = nearest(home, h, &demand.usable, &load, &rank);
-                *load.entry(cpu).or_default() += w;
+                load.add(cpu, w);
                 Assignment { cpu, home: h, displaced: Some(ring) }
             };
             devices[d].push(assignment);
         }
     }
-    Allocation { devices, load }
+    Allocation { devices, load: load.into_map() }
+}
+
+/// Queue counts per CPU, indexed by CPU id: the allocator looks a count up for every CPU of
+/// every window, so a dense vector rather than a map (CPU ids are below `MAX_CPUS`).
+#[derive(Default)]
+struct Loads {
+    count: Vec<u32>,
+    /// Which CPUs got a unit (a count of 0 after a zero-weight unit still counts as one).
+    touched: Vec<bool>,
+}
+
+impl Loads {
+    fn get(&self, cpu: u32) -> u32 {
+        self.count.get(cpu as usize).copied().unwrap_or(0)
+    }
+
+    fn add(&mut self, cpu: u32, w: u32) {
+        let i = cpu as usize;
+        if i >= self.count.len() {
+            self.count.resize(i + 1, 0);
+            self.touched.resize(i + 1, false);
+        }
+        self.count[i] += w;
+        self.touched[i] = true;
+    }
+
+    /// The counts of the CPUs that got a unit, by CPU id.
+    fn into_map(self) -> BTreeMap<u32, u32> {
+        self.touched.iter().zip(&self.count).enumerate().filter(|(_, (t, _))| **t).map(|(c, (_, &n))| (c as u32, n)).collect()
+    }
 }
 
 /// Every demand's home per unit (empty for a demand without CPUs): devices in `order`, units
 /// in order, each the least-loaded CPU of its window, ties to the earliest in the order.
 fn allocate_homes(demands: &[Demand], order: &[usize]) -> Vec<Vec<u32>> {
-    let mut load: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut load = Loads::default();
     let mut homes: Vec<Vec<u32>> = demands.iter().map(|_| Vec::new()).collect();
     for &d in order {
         let demand = &demands[d];
@@ -141,14 +171,14 @@ fn allocate_homes(demands: &[Demand], order: &[usize]) -> Vec<Vec<u32>> {
             };
             let mut best: Option<(u32, u32)> = None;
             for &c in window {
-                let l = load.get(&c).copied().unwrap_or(0);
+                let l = load.get(c);
                 if best.is_none_or(|(_, bl)| l < bl) {
                     best = Some((c, l));
                 }
             }
             // Windows are non-empty: blocks are, and `n > 0`.
             if let Some((c, _)) = best {
-                *load.entry(c).or_default() += w;
+                load.add(c, w);
                 homes[d].push(c);
             }
         }
@@ -167,9 +197,18 @@ fn block_of_slot(blocks: &[Vec<u32>], mut slot: usize) -> &Vec<u32> {
     &blocks[blocks.len() - 1]
 }
 
-/// Each CPU's position in the demand's order (for ties).
-fn positions(demand: &Demand) -> BTreeMap<u32, usize> {
-    demand.blocks.iter().flatten().enumerate().map(|(i, &c)| (c, i)).collect()
+/// Each CPU's position in the demand's order (for ties), indexed by CPU id; `usize::MAX` for
+/// CPUs outside the order.
+fn positions(demand: &Demand) -> Vec<usize> {
+    let mut rank = Vec::new();
+    for (i, &c) in demand.blocks.iter().flatten().enumerate() {
+        let c = c as usize;
+        if c >= rank.len() {
+            rank.resize(c + 1, usize::MAX);
+        }
+        rank[c] = i;
+    }
+    rank
 }
 
 /// The rings around `cpu` on the home machine, nearest first, with the words reasons use:
@@ -206,14 +245,14 @@ fn nearest(
     home: &Topology,
     cpu: u32,
     usable: &CpuSet,
-    load: &BTreeMap<u32, u32>,
-    rank: &BTreeMap<u32, usize>,
+    load: &Loads,
+    rank: &[usize],
 ) -> (u32, String) {
     for (words, ring) in rings(home, cpu) {
         let pick = ring
             .intersection(usable)
             .iter()
-            .min_by_key(|c| (load.get(c).copied().unwrap_or(0), rank.get(c).copied().unwrap_or(usize::MAX), *c));
+            .min_by_key(|&c| (load.get(c), rank.get(c as usize).copied().unwrap_or(usize::MAX), c));
         if let Some(c) = pick {
             return (c, words);
         }

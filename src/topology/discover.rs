@@ -48,12 +48,33 @@ impl Topology {
     /// Reads the topology under `root` (`ROOT/sys/devices/system/{cpu,node}`, `ROOT/proc/sys/kernel`),
     /// dropping the warnings (see [`Topology::discover_with_warnings`]).
     pub fn discover(root: &Root) -> Result<Topology, TopologyError> {
-        discover(root).map(|(t, _)| t)
+        discover(root, None).map(|(t, _, _)| t)
     }
 
     /// Reads the topology and what had to be worked around on the way, in file order.
     pub fn discover_with_warnings(root: &Root) -> Result<(Topology, Vec<TopologyWarning>), TopologyError> {
-        discover(root)
+        discover(root, None).map(|(t, w, _)| (t, w))
+    }
+
+    /// [`Topology::discover_with_warnings`], keeping what was read so that
+    /// [`Topology::rediscover`] can re-read only what CPU events changed.
+    pub fn discover_keeping(root: &Root) -> Result<(Topology, Vec<TopologyWarning>, TopologyReads), TopologyError> {
+        discover(root, None)
+    }
+
+    /// The topology after CPU events naming `changed` (hotplug of those CPUs), reading again the
+    /// global lists, the nodes and the directories of only the CPUs the events can have changed:
+    /// `changed`, those whose online or present state differs from `before`'s, and their
+    /// neighbours (every CPU whose core, cluster, die, package or cache mask holds one of them,
+    /// before or now: the kernel edits those masks when a CPU comes or goes). Guarantees the same
+    /// topology and warnings as [`Topology::discover_keeping`] when only those directories
+    /// changed; when the possible CPUs or the nodes changed, it is that full discovery.
+    pub fn rediscover(
+        root: &Root,
+        before: &TopologyReads,
+        changed: &CpuSet,
+    ) -> Result<(Topology, Vec<TopologyWarning>, TopologyReads), TopologyError> {
+        discover(root, Some((before, changed)))
     }
 
     /// Just the NUMA node ids under `root` (below [`MAX_NUMNODES`]), without reading the nodes;
@@ -116,7 +137,43 @@ fn possible(root: &Root, warnings: &mut Vec<TopologyWarning>) -> Result<CpuSet, 
     Ok(cpus)
 }
 
-fn discover(root: &Root) -> Result<(Topology, Vec<TopologyWarning>), TopologyError> {
+/// What a discovery read, kept for [`Topology::rediscover`]: each possible CPU's directory as
+/// read (before the global lists and node rules are applied), with its warnings.
+#[derive(Debug, Clone, Default)]
+pub struct TopologyReads {
+    possible: CpuSet,
+    present: CpuSet,
+    online: CpuSet,
+    nodes: BTreeMap<u32, nodes::NodeDir>,
+    cpus: BTreeMap<u32, (Cpu, Vec<TopologyWarning>)>,
+}
+
+/// The CPUs whose directory must be read again after events naming `changed`: those, the ones
+/// whose online or present state changed, and every CPU whose kept masks hold one of them.
+fn stale_cpus(before: &TopologyReads, changed: &CpuSet, present: &CpuSet, online: &CpuSet) -> CpuSet {
+    let mut seeds = changed.clone();
+    for (was, is) in [(&before.online, online), (&before.present, present)] {
+        seeds.extend_with(&was.difference(is));
+        seeds.extend_with(&is.difference(was));
+    }
+    let mut stale = seeds.clone();
+    for (id, (cpu, _)) in &before.cpus {
+        if mask_levels(cpu).any(|m| m.intersects(&seeds)) {
+            stale.insert(*id);
+        }
+    }
+    stale
+}
+
+/// The masks of a CPU as read, every level.
+fn mask_levels(cpu: &Cpu) -> impl Iterator<Item = &CpuSet> {
+    [&cpu.core, &cpu.cluster, &cpu.die, &cpu.package, &cpu.llc].into_iter().flatten()
+}
+
+fn discover(
+    root: &Root,
+    again: Option<(&TopologyReads, &CpuSet)>,
+) -> Result<(Topology, Vec<TopologyWarning>, TopologyReads), TopologyError> {
     let mut w = Vec::new();
     let possible = possible(root, &mut w)?;
     let present = read_cpu_list(root, "present", &mut w, "every possible CPU counts as present")?;
@@ -134,12 +191,52 @@ fn discover(root: &Root) -> Result<(Topology, Vec<TopologyWarning>), TopologyErr
     let nohz_full = read_cpu_list(root, "nohz_full", &mut w, "no CPU counts as nohz_full")?.unwrap_or_default();
 
     let node_dirs = nodes::read_nodes(root, &mut w)?;
+    let online_now = global_online.clone().unwrap_or_default();
+    // After CPU events, only the directories they can have changed; the rest as kept (a change
+    // of the possible CPUs, of the nodes or a missing global online list: everything).
+    let kept = again.filter(|(before, _)| {
+        before.possible == possible && before.nodes == node_dirs && global_online.is_some()
+    });
+    let stale = kept.map(|(before, changed)| stale_cpus(before, changed, &present, &online_now));
     // Each CPU's directory is read on its own (in parallel: ~17 files per CPU); warnings are
     // kept in CPU order, as in a sequential scan.
-    let ids: Vec<u32> = possible.iter().collect();
-    let read = read_in_parallel(&ids, |&id| cpu::read_cpu(root, id, &node_dirs));
+    let mut reads: BTreeMap<u32, (Cpu, Vec<TopologyWarning>)> = BTreeMap::new();
+    let fresh: Vec<u32> = match (kept, &stale) {
+        (Some((before, _)), Some(stale)) => {
+            for (id, read) in &before.cpus {
+                if !stale.contains(*id) {
+                    reads.insert(*id, read.clone());
+                }
+            }
+            possible.iter().filter(|id| !reads.contains_key(id)).collect()
+        }
+        _ => possible.iter().collect(),
+    };
+    for (id, read) in fresh.iter().zip(read_in_parallel(&fresh, |&id| cpu::read_cpu(root, id, &node_dirs))) {
+        reads.insert(*id, read);
+    }
+    if let (Some((before, _)), Some(stale)) = (kept, &stale) {
+        // A CPU that came online joined the masks of CPUs its own masks now name.
+        let joined: CpuSet = fresh
+            .iter()
+            .filter_map(|id| reads.get(id))
+            .flat_map(|(c, _)| mask_levels(c).flat_map(|m| m.iter()).collect::<Vec<_>>())
+            .filter(|id| !stale.contains(*id) && before.cpus.contains_key(id))
+            .collect();
+        let more: Vec<u32> = joined.iter().collect();
+        for (id, read) in more.iter().zip(read_in_parallel(&more, |&id| cpu::read_cpu(root, id, &node_dirs))) {
+            reads.insert(*id, read);
+        }
+    }
+    let kept_reads = TopologyReads {
+        possible: possible.clone(),
+        present: present.clone(),
+        online: online_now,
+        nodes: node_dirs.clone(),
+        cpus: reads.clone(),
+    };
     let mut cpus = BTreeMap::new();
-    for (id, (mut c, cpu_warnings)) in ids.into_iter().zip(read) {
+    for (id, (mut c, cpu_warnings)) in reads {
         w.extend(cpu_warnings);
         c.present = present.contains(id);
         c.online = match &global_online {
@@ -163,7 +260,7 @@ fn discover(root: &Root) -> Result<(Topology, Vec<TopologyWarning>), TopologyErr
 
     let offline_masks = offline_masks_for(arch.as_deref());
     let topo = Topology { kernel, arch, possible, present, online, isolated, nohz_full, cpus, nodes, offline_masks };
-    Ok((topo, w))
+    Ok((topo, w, kept_reads))
 }
 
 /// Gives every CPU sysfs placed its [`NodeSource::Sysfs`], and the others the node the kernel

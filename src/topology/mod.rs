@@ -11,7 +11,7 @@ mod model;
 pub mod report;
 pub mod synthetic;
 
-pub use discover::TopologyError;
+pub use discover::{TopologyError, TopologyReads};
 pub use home::{home_topology, FirstSight, TopologyMemory};
 pub use isolation::Isolation;
 pub use model::{round_robin_node, Cpu, NodeSource, NumaNode, OfflineMasks, Topology, MAX_NUMNODES};

@@ -59,6 +59,11 @@ impl IrqNames {
         from_proc.get(&irq).cloned()
     }
 
+    /// Whether names come from `sys/kernel/irq` and `proc/interrupts` was not needed so far.
+    pub(super) fn sysfs_only(&self) -> bool {
+        matches!(self, IrqNames::Sysfs { from_proc, .. } if from_proc.get().is_none())
+    }
+
     /// The warnings of a `proc/interrupts` read on demand (none in `Proc` mode, where
     /// [`IrqNames::read`] returned them).
     pub(super) fn take_warnings(self) -> Vec<DeviceError> {
@@ -152,29 +157,38 @@ pub(super) fn read_vector(
 ) -> (IrqVector, Vec<String>) {
     let (role, queue, recognised) = (QueueRole::Misc, None, Recognition::UnknownDriver { driver: None });
     let name = (!actions.is_empty()).then(|| actions.join(", "));
+    let mut v = IrqVector { irq, name, role, queue, recognised, managed: false, current: None, effective: None, hint: None };
+    read_affinity(root, bdf, &mut v, warnings);
+    (v, actions)
+}
+
+/// Reads the affinity files of `v` (`proc/irq/N/`: the mask, the effective mask, the driver's
+/// hint and whether the mask is writable) into it, in that order; each unreadable or malformed
+/// file becomes `None` (or not managed) plus one warning naming it.
+pub(super) fn read_affinity(root: &Root, bdf: &str, v: &mut IrqVector, warnings: &mut Vec<DeviceError>) {
+    let irq = v.irq;
     let dir = format!("proc/irq/{irq}");
     let mut warn = |source: SysfsError| warnings.push(DeviceError::Irq { bdf: bdf.into(), irq, source });
 
-    let current = match root.read_cpulist(format!("{dir}/smp_affinity_list")) {
+    v.current = match root.read_cpulist(format!("{dir}/smp_affinity_list")) {
         Ok(set) => Some(set),
         Err(e) => {
             warn(e);
             None
         }
     };
-    let effective = root.read_cpulist_optional(format!("{dir}/effective_affinity_list")).unwrap_or_else(|e| {
+    v.effective = root.read_cpulist_optional(format!("{dir}/effective_affinity_list")).unwrap_or_else(|e| {
         warn(e);
         None
     });
-    let hint = read_hint(root, &format!("{dir}/affinity_hint")).unwrap_or_else(|e| {
+    v.hint = read_hint(root, &format!("{dir}/affinity_hint")).unwrap_or_else(|e| {
         warn(e);
         None
     });
-    let managed = is_read_only(root, &format!("{dir}/smp_affinity")).unwrap_or_else(|e| {
+    v.managed = is_read_only(root, &format!("{dir}/smp_affinity")).unwrap_or_else(|e| {
         warn(e);
         false
     });
-    (IrqVector { irq, name, role, queue, recognised, managed, current, effective, hint }, actions)
 }
 
 /// `affinity_hint` as a set; `None` when the file is absent or the mask is all zero.

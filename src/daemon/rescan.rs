@@ -1,0 +1,205 @@
+//! What the daemon keeps between passes of what it read, and what the next pass must read
+//! again: everything after a reconcile, an overflow, a reload, an isolation change or a failed
+//! pass; after CPU events, the CPU lists, the directories of the CPUs that changed (and their
+//! neighbours) and the affinity files of the IRQs whose masks hold them; after device and link
+//! events, the devices they name. The IRQs a pass wrote are always read again by the next.
+//!
+//! Invariant (the property test of `tests/incremental.rs`): when only what the events name
+//! changed, a pass on what this returns plans and writes what a full pass would. A mask another
+//! owner edits without an event is seen by the next pass that reads that IRQ: the reconcile
+//! timer's at the latest.
+
+use std::collections::BTreeSet;
+
+use crate::cpuset::CpuSet;
+use crate::devices::{discover_devices_keeping, rediscover_devices, DeviceReads, DeviceScope, Discovery};
+use crate::engine::EngineError;
+use crate::events::Batch;
+use crate::sysfs::Root;
+use crate::topology::{Topology, TopologyError, TopologyReads};
+
+/// What was read, and what of it is stale.
+#[derive(Debug, Default)]
+pub struct Rescan {
+    /// The last topology read, its warnings and its reads; `None` before the first.
+    topology: Option<(Topology, Vec<String>, TopologyReads)>,
+    devices: Option<DeviceReads>,
+    stale: Stale,
+    /// Interface indexes whose link is no PCI device's (a veth, a bridge): their events read
+    /// nothing.
+    virtual_links: BTreeSet<u32>,
+}
+
+/// What events asked to read again since the last successful pass.
+#[derive(Debug, Default)]
+struct Stale {
+    /// Everything (the start, a reconcile, lost events, ...).
+    everything: bool,
+    cpus: CpuSet,
+    /// Devices by PCI address.
+    devices: BTreeSet<String>,
+    /// An event no device address could be taken from: every device.
+    all_devices: bool,
+    /// IRQs the last pass wrote (or tried to).
+    irqs: BTreeSet<u32>,
+}
+
+/// The last PCI address (`dddd:bb:dd.f`) of a device path: the function the device hangs off.
+fn pci_address(devpath: &str) -> Option<&str> {
+    devpath.split('/').filter(|c| is_pci_address(c)).next_back()
+}
+
+fn is_pci_address(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 12
+        && b.iter().enumerate().all(|(i, &c)| match i {
+            4 | 7 => c == b':',
+            10 => c == b'.',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+impl Rescan {
+    /// A rescan that reads everything first.
+    pub fn new() -> Rescan {
+        Rescan { stale: Stale { everything: true, ..Stale::default() }, ..Rescan::default() }
+    }
+
+    /// Forgets what was read: the next pass reads everything.
+    pub fn everything(&mut self) {
+        self.stale.everything = true;
+    }
+
+    /// Notes what `batch`'s events can have changed.
+    pub fn note(&mut self, root: &Root, batch: &Batch) {
+        if batch.may_change_topology() && !batch.cpus_changed {
+            self.stale.everything = true;
+        }
+        if batch.reload || batch.stop || batch.overflow || batch.reconcile || batch.isolation {
+            self.stale.everything = true;
+        }
+        self.stale.cpus.extend_with(&batch.cpus);
+        for devpath in &batch.devpaths {
+            match pci_address(devpath) {
+                Some(bdf) => {
+                    self.stale.devices.insert(bdf.to_string());
+                }
+                None if devpath.starts_with("/devices/virtual/") => {}
+                None => self.stale.all_devices = true,
+            }
+        }
+        for (ifindex, link) in &batch.links {
+            match self.link_device(root, *ifindex, link.name.as_deref()) {
+                Some(Some(bdf)) => {
+                    self.stale.devices.insert(bdf);
+                }
+                Some(None) => {}
+                None => self.stale.all_devices = true,
+            }
+        }
+    }
+
+    /// The PCI address of interface `name` (`Some(None)`: a virtual interface, no device; `None`:
+    /// cannot tell).
+    fn link_device(&mut self, root: &Root, ifindex: u32, name: Option<&str>) -> Option<Option<String>> {
+        if self.virtual_links.contains(&ifindex) {
+            return Some(None);
+        }
+        let name = name?;
+        let known = self.devices.as_ref().and_then(|d| d.bdf_of_interface(name));
+        if let Some(bdf) = known {
+            return Some(Some(bdf));
+        }
+        let target = root.link_target(format!("sys/class/net/{name}")).ok()?;
+        let target = target.to_string_lossy();
+        if target.contains("/devices/virtual/") {
+            self.virtual_links.insert(ifindex);
+            return Some(None);
+        }
+        pci_address(&target).map(|b| Some(b.to_string()))
+    }
+
+    /// Notes the IRQs a pass wrote or tried to: the next pass reads their masks again.
+    pub fn wrote(&mut self, irqs: impl IntoIterator<Item = u32>) {
+        self.stale.irqs.extend(irqs);
+    }
+
+    /// The topology (read again as the events require), its warnings, and the devices. When the
+    /// topology cannot be read again, the last one that could, with a warning saying so. On
+    /// success what was stale is current; on failure (or on the last topology) everything
+    /// stays stale.
+    pub fn read(&mut self, root: &Root) -> Result<(Topology, Vec<String>, Discovery), EngineError> {
+        let mut keep_stale = false;
+        let result = self.read_stale(root, &mut keep_stale);
+        if result.is_ok() && !keep_stale {
+            self.stale = Stale::default();
+        } else {
+            self.stale.everything = true;
+        }
+        result
+    }
+
+    fn read_stale(
+        &mut self,
+        root: &Root,
+        on_last: &mut bool,
+    ) -> Result<(Topology, Vec<String>, Discovery), EngineError> {
+        let stale = &self.stale;
+        let reread = match &self.topology {
+            Some((_, _, reads)) if !stale.everything && !stale.cpus.is_empty() => {
+                Some(Topology::rediscover(root, reads, &stale.cpus))
+            }
+            Some(_) if !stale.everything => None,
+            _ => Some(Topology::discover_keeping(root)),
+        };
+        let mut last_warning = None;
+        match reread {
+            Some(Ok((topology, warnings, reads))) => {
+                let warnings = warnings.iter().map(ToString::to_string).collect();
+                self.topology = Some((topology, warnings, reads));
+            }
+            Some(Err(e)) if self.topology.is_some() => {
+                *on_last = true;
+                last_warning = Some(format!("cannot read the topology ({e}); planning with the last one read"));
+            }
+            Some(Err(e)) => return Err(e.into()),
+            None => {}
+        }
+        let Some((topology, kept_warnings, _)) = &self.topology else {
+            let path = root.path("sys/devices/system/cpu").display().to_string();
+            return Err(TopologyError::Inconsistent { path, problem: "never read".into() }.into());
+        };
+        let warnings = match last_warning {
+            Some(w) => vec![w],
+            None => kept_warnings.clone(),
+        };
+        let devices = match (&self.devices, stale.everything || *on_last) {
+            (Some(before), false) => {
+                let scope = DeviceScope {
+                    devices: (!stale.all_devices).then(|| stale.devices.clone()),
+                    irqs: stale.irqs.clone(),
+                    cpus: stale.cpus.clone(),
+                };
+                rediscover_devices(root, topology, before, &scope)
+            }
+            _ => discover_devices_keeping(root, topology),
+        };
+        let (discovery, reads) = devices?;
+        self.devices = Some(reads);
+        Ok((topology.clone(), warnings, discovery))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_device_path_names_the_last_pci_function_on_it() {
+        let nic = "/devices/pci0000:00/0000:00:03.0/0000:05:00.1/net/ens5f1";
+        assert_eq!(pci_address(nic), Some("0000:05:00.1"));
+        assert_eq!(pci_address("/devices/pci0000:00/0000:00:04.0/nvme/nvme0"), Some("0000:00:04.0"));
+        assert_eq!(pci_address("/devices/virtual/net/veth0"), None);
+        assert_eq!(pci_address("/devices/platform/serial8250"), None);
+    }
+}
