@@ -12,9 +12,13 @@
 //! - `discover_devices_from_proc_interrupts`: device discovery on the same machine without
 //!   `sys/kernel/irq` (kernels without SPARSE_IRQ, partial captures): names from `proc/interrupts`;
 //! - `plan_only`: planning of already discovered data;
-//! - `pass_with_known_topology`: what the daemon runs after a device or link event, which cannot
-//!   change the topology: everything `plan_pass` does but topology discovery (devices, masks,
-//!   isolation, udev properties and the plan, on the topology kept from the last pass).
+//! - `pass_with_known_topology`: everything `plan_pass` does but topology discovery (devices,
+//!   masks, isolation, udev properties and the plan, on a topology already read);
+//! - `daemon_pass_after_one_cpu_event`: the daemon's whole pass (read, plan, write, state file)
+//!   after one CPU went offline or came back, on a copy of the machine it placed: it re-reads the
+//!   CPU lists, that CPU's package and the masks of the IRQs on it;
+//! - `daemon_pass_reconcile`: the same daemon's pass on the reconcile timer, which re-reads
+//!   everything.
 //!
 //! What it costs is system calls: ~8300 IRQs × 5 files (`sys/kernel/irq/N/actions`, three
 //! `proc/irq/N` lists and the mode of `smp_affinity`) and ~1024 CPUs × 17 files, read on up to
@@ -22,9 +26,14 @@
 //! median of ~150 ms (~260 ms pinned to one CPU), down from ~425 ms when every pass parsed the
 //! whole `proc/interrupts` and read each file on one thread.
 
+#[path = "../tests/common/daemon_fixture.rs"]
+mod daemon_fixture;
+#[path = "../tests/common/fixture.rs"]
+mod fixture;
 #[path = "../tests/common/sysfs_tree.rs"]
 mod sysfs_tree;
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::fs;
@@ -33,10 +42,12 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
 use std::sync::LazyLock;
 
-use irqwise::config::Config;
+use irqwise::config::{Config, ConfigPaths};
 use irqwise::cpuset::CpuSet;
+use irqwise::daemon::Daemon;
 use irqwise::devices::{discover_devices, Device};
 use irqwise::engine::{group_rules, plan_pass, plan_with_topology};
+use irqwise::events::Batch;
 use irqwise::plan::{build_plan, PlanContext};
 use irqwise::sysfs::Root;
 use irqwise::topology::synthetic::SyntheticMachine;
@@ -296,4 +307,71 @@ fn plan_only(bencher: divan::Bencher) {
         known_managed: &known,
     };
     bencher.bench(|| build_plan(&ctx, devices, &[]));
+}
+
+/// A copy of the machine that a daemon may write to, placed by a first pass.
+fn placed_daemon() -> (tempfile::TempDir, Daemon) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", MACHINE.dir.path().display()))
+        .arg(dir.path())
+        .status()
+        .expect("cp");
+    assert!(status.success(), "cp -a: {status}");
+    let root = Root::new(dir.path());
+    let mut daemon = Daemon::new(root, ConfigPaths::under(dir.path().join("no-config")), Config::default());
+    daemon.pass(vec!["start".into()]);
+    assert_eq!(daemon.last_error(), None);
+    assert!(daemon.last_report().summary.failed == 0, "the first pass placed every IRQ");
+    // As the kernel would show it after that: managed masks are the kernel's groups (the
+    // prediction), every effective mask one CPU of the mask.
+    for p in daemon.last_plan().devices.iter().flat_map(|d| &d.irqs) {
+        let dir = dir.path().join(format!("proc/irq/{}", p.irq));
+        if p.managed {
+            let mask = p.desired.clone().expect("a managed prediction");
+            fs::write(dir.join("smp_affinity_list"), format!("{}\n", mask.to_list_string())).expect("mask");
+            fs::write(dir.join("smp_affinity"), format!("{}\n", mask.to_mask_string())).expect("mask");
+        }
+        let mask =
+            CpuSet::parse_list(fs::read_to_string(dir.join("smp_affinity_list")).expect("mask").trim()).expect("list");
+        fs::write(dir.join("effective_affinity_list"), format!("{}\n", mask.first().expect("a CPU")))
+            .expect("effective");
+    }
+    daemon.pass(vec!["reconcile".into()]);
+    (dir, daemon)
+}
+
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn daemon_pass_after_one_cpu_event(bencher: divan::Bencher) {
+    let (dir, daemon) = placed_daemon();
+    // A CPU holding a NIC queue, so the pass has a queue to move (and back).
+    let queue = daemon.last_plan().devices.iter().flat_map(|d| &d.irqs).find(|p| p.queue.is_some() && !p.managed);
+    let cpu = queue.and_then(|p| p.desired.as_ref()).and_then(|d| d.first()).expect("a placed NIC queue");
+    let irqs: Vec<u32> = daemon.last_plan().devices.iter().flat_map(|d| d.irqs.iter().map(|p| p.irq)).collect();
+    let daemon = RefCell::new(daemon);
+    let hotplug = RefCell::new(daemon_fixture::Hotplug::new(dir.path()));
+    let offline = std::cell::Cell::new(false);
+    bencher
+        .with_inputs(|| {
+            if offline.replace(!offline.get()) {
+                hotplug.borrow_mut().restore();
+            } else {
+                hotplug.borrow_mut().offline(cpu, &irqs);
+            }
+            Batch { cpus_changed: true, cpus: CpuSet::single(cpu), triggers: 1, ..Batch::default() }
+        })
+        .bench_local_values(|batch| daemon.borrow_mut().handle(batch));
+    let daemon = daemon.into_inner();
+    assert_eq!(daemon.last_error(), None);
+    assert!(daemon.last_report().summary.failed == 0);
+}
+
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn daemon_pass_reconcile(bencher: divan::Bencher) {
+    let (_dir, daemon) = placed_daemon();
+    let daemon = RefCell::new(daemon);
+    bencher
+        .with_inputs(|| Batch { reconcile: true, triggers: 1, ..Batch::default() })
+        .bench_local_values(|batch| daemon.borrow_mut().handle(batch));
 }

@@ -12,6 +12,8 @@
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
 mod fixture;
+#[path = "common/sysfs_tree.rs"]
+mod sysfs_tree;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -319,9 +321,13 @@ proptest! {
     fn a_rediscovered_topology_equals_a_full_discovery(
         steps in prop::collection::vec(prop::option::of(0u32..16), 1..12)
     ) {
-        let m = machine();
-        let root = Root::new(m.root());
-        let mut hotplug = Hotplug::new(m.root());
+        // 2 nodes x 4 cores x 2 threads, clusters of 2 cores, caches: every mask level the
+        // kernel edits on hotplug.
+        let dir = tempfile::tempdir().unwrap();
+        let topo = irqwise::topology::synthetic::SyntheticMachine { cores_per_cluster: 2, ..irqwise::topology::synthetic::SyntheticMachine::new(2, 4, 2) }.build();
+        sysfs_tree::write_topology(dir.path(), &topo);
+        let root = Root::new(dir.path());
+        let mut hotplug = Hotplug::new(dir.path());
         let (_, _, mut reads) = irqwise::topology::Topology::discover_keeping(&root).unwrap();
         let mut offline = BTreeSet::new();
         for step in steps {

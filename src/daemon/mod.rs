@@ -45,12 +45,12 @@ use tokio::time::{interval, Interval, MissedTickBehavior};
 use crate::apply::{apply_plan, apply_xps, AffinityWriter, ApplyReport, ProcIrq, XpsChange, XpsOutcome};
 use crate::config::{Config, ConfigPaths, OnDrift};
 use crate::engine::{load_config_with_warnings, plan_discovered, EngineError, PlannedPass};
-use rescan::Rescan;
 use crate::events::files::{WatchHow, WatchTarget};
 use crate::events::{Batch, Debouncer, EventConfig, EventSources, EventsError, Trigger};
 use crate::plan::{Plan, Summary};
 use crate::sysfs::Root;
 use crate::topology::{memory_file, TopologyMemory};
+use rescan::Rescan;
 
 use counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
 use ledger::{Ledger, Loudness};

@@ -152,7 +152,8 @@ struct DeviceRead {
 impl DeviceRead {
     /// Splits a fresh read's warnings: those of one IRQ apart, the rest in order.
     fn of(device: Result<Option<Device>, DeviceError>, found: Vec<DeviceError>) -> DeviceRead {
-        let mut read = DeviceRead { device: None, warnings: Vec::new(), vector_warnings: BTreeMap::new(), failed: false };
+        let mut read =
+            DeviceRead { device: None, warnings: Vec::new(), vector_warnings: BTreeMap::new(), failed: false };
         for w in found {
             match &w {
                 DeviceError::Irq { irq, .. } => read.vector_warnings.entry(*irq).or_default().push(w.to_string()),
@@ -216,8 +217,7 @@ fn discover(
         for bdf in &bdfs {
             let Some(kept) = before.devices.get(bdf) else { continue };
             let named = scope.devices.as_ref().is_none_or(|d| d.contains(bdf));
-            let lost_irq =
-                kept.device.iter().flat_map(|d| &d.vectors).any(|v| !requested.contains(root, v.irq));
+            let lost_irq = kept.device.iter().flat_map(|d| &d.vectors).any(|v| !requested.contains(root, v.irq));
             if !named && !kept.failed && !lost_irq {
                 let mut kept = kept.clone();
                 kept.refresh(root, scope);

@@ -149,7 +149,13 @@ impl Loads {
 
     /// The counts of the CPUs that got a unit, by CPU id.
     fn into_map(self) -> BTreeMap<u32, u32> {
-        self.touched.iter().zip(&self.count).enumerate().filter(|(_, (t, _))| **t).map(|(c, (_, &n))| (c as u32, n)).collect()
+        self.touched
+            .iter()
+            .zip(&self.count)
+            .enumerate()
+            .filter(|(_, (t, _))| **t)
+            .map(|(c, (_, &n))| (c as u32, n))
+            .collect()
     }
 }
 
@@ -241,13 +247,7 @@ fn rings(home: &Topology, cpu: u32) -> Vec<(String, CpuSet)> {
 
 /// The least-loaded usable CPU of the nearest ring around `cpu` that has one (ties: earliest in
 /// `rank`, then lowest id), and the ring's words. `usable` must not be empty.
-fn nearest(
-    home: &Topology,
-    cpu: u32,
-    usable: &CpuSet,
-    load: &Loads,
-    rank: &[usize],
-) -> (u32, String) {
+fn nearest(home: &Topology, cpu: u32, usable: &CpuSet, load: &Loads, rank: &[usize]) -> (u32, String) {
     for (words, ring) in rings(home, cpu) {
         let pick = ring
             .intersection(usable)

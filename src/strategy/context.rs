@@ -67,20 +67,45 @@ pub fn nvme_irq_sets(nrirqs: u32, write_queues: u32) -> Vec<u32> {
 /// its address, so the cache is valid only while the plan's topologies (now, home, first sight)
 /// live and stay unchanged, which they do for the whole plan.
 #[derive(Debug, Default)]
-pub struct GroupingCache(std::cell::RefCell<std::collections::HashMap<(usize, usize, GroupRules), Groups>>);
+pub struct GroupingCache {
+    groups: std::cell::RefCell<std::collections::HashMap<(usize, usize, GroupRules), Groups>>,
+    orders: std::cell::RefCell<std::collections::HashMap<OrderKey, Blocks>>,
+}
 
 /// One shared grouping.
 type Groups = std::rc::Rc<Vec<CpuSet>>;
+/// One shared NUMA-hop order, block per hop.
+type Blocks = std::rc::Rc<Vec<Vec<u32>>>;
+/// A NUMA-hop order's inputs: the topology's address, the node, the order, the CPUs within.
+type OrderKey = (usize, Option<u32>, crate::kernel::SpreadOrder, CpuSet);
 
 impl GroupingCache {
+    /// `spread_blocks_within(topo, node, order, within)`, computed once per (topology, node,
+    /// order, within): the NICs of one node share one order.
+    pub fn order_blocks(
+        &self,
+        topo: &Topology,
+        node: Option<u32>,
+        order: crate::kernel::SpreadOrder,
+        within: &CpuSet,
+    ) -> Blocks {
+        let key = (std::ptr::from_ref(topo) as usize, node, order, within.clone());
+        if let Some(b) = self.orders.borrow().get(&key) {
+            return b.clone();
+        }
+        let b = Blocks::new(crate::kernel::spread_blocks_within(topo, node, order, within));
+        self.orders.borrow_mut().insert(key, b.clone());
+        b
+    }
+
     /// `group_cpus_evenly(topo, n, rules).groups`, computed once per (topology, n, rules).
     pub fn groups(&self, topo: &Topology, n: usize, rules: GroupRules) -> Groups {
         let key = (std::ptr::from_ref(topo) as usize, n, rules);
-        if let Some(g) = self.0.borrow().get(&key) {
+        if let Some(g) = self.groups.borrow().get(&key) {
             return g.clone();
         }
         let g = Groups::new(group_cpus_evenly(topo, n, rules).groups);
-        self.0.borrow_mut().insert(key, g.clone());
+        self.groups.borrow_mut().insert(key, g.clone());
         g
     }
 }

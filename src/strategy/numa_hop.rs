@@ -8,7 +8,7 @@ use super::allocator::{allocate, Demand};
 use super::context::QueueAllocation;
 use super::{managed, misc_decision, queue_index, Decision, DeviceContext};
 use crate::cpuset::CpuSet;
-use crate::kernel::{spread_blocks_within, SpreadOrder};
+use crate::kernel::SpreadOrder;
 
 /// The order the policy asks for (cores-first by default).
 fn order_kind(ctx: &DeviceContext) -> SpreadOrder {
@@ -33,7 +33,7 @@ pub fn demand(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> (Demand, Ve
             queues.entry(q / per_cpu).or_default().insert(q);
         }
     }
-    let mut blocks = spread_blocks_within(ctx.home, ctx.node, order_kind(ctx), &ctx.home_usable);
+    let mut blocks = ctx.groupings().order_blocks(ctx.home, ctx.node, order_kind(ctx), &ctx.home_usable).to_vec();
     if blocks.is_empty() && !ctx.home_usable.is_empty() {
         // `hops` from a node without CPUs lists nothing: take the CPUs in id order.
         blocks = vec![ctx.home_usable.iter().collect()];

@@ -64,11 +64,12 @@ impl Topology {
 
     /// The topology after CPU events naming `changed` (hotplug of those CPUs), reading again the
     /// global lists, the nodes and the directories of only the CPUs the events can have changed:
-    /// `changed`, those whose online or present state differs from `before`'s, and their
-    /// neighbours (every CPU whose core, cluster, die, package or cache mask holds one of them,
-    /// before or now: the kernel edits those masks when a CPU comes or goes). Guarantees the same
-    /// topology and warnings as [`Topology::discover_keeping`] when only those directories
-    /// changed; when the possible CPUs or the nodes changed, it is that full discovery.
+    /// `changed` and those whose online or present state differs from `before`'s. The other
+    /// CPUs' masks are edited as the kernel edits them when a CPU comes or goes (it leaves, or
+    /// joins, every core, cluster, die, package and cache mask it shares). Guarantees the same
+    /// topology and warnings as [`Topology::discover_keeping`] when the kernel did just that;
+    /// when the possible CPUs or the nodes changed, it is that full discovery. (The reconcile
+    /// timer's full pass re-reads every CPU.)
     pub fn rediscover(
         root: &Root,
         before: &TopologyReads,
@@ -148,26 +149,54 @@ pub struct TopologyReads {
     cpus: BTreeMap<u32, (Cpu, Vec<TopologyWarning>)>,
 }
 
-/// The CPUs whose directory must be read again after events naming `changed`: those, the ones
-/// whose online or present state changed, and every CPU whose kept masks hold one of them.
+/// The CPUs whose directory must be read again after events naming `changed`: those, and the
+/// ones whose online or present state changed.
 fn stale_cpus(before: &TopologyReads, changed: &CpuSet, present: &CpuSet, online: &CpuSet) -> CpuSet {
-    let mut seeds = changed.clone();
+    let mut stale = changed.clone();
     for (was, is) in [(&before.online, online), (&before.present, present)] {
-        seeds.extend_with(&was.difference(is));
-        seeds.extend_with(&is.difference(was));
-    }
-    let mut stale = seeds.clone();
-    for (id, (cpu, _)) in &before.cpus {
-        if mask_levels(cpu).any(|m| m.intersects(&seeds)) {
-            stale.insert(*id);
-        }
+        stale.extend_with(&was.difference(is));
+        stale.extend_with(&is.difference(was));
     }
     stale
 }
 
-/// The masks of a CPU as read, every level.
-fn mask_levels(cpu: &Cpu) -> impl Iterator<Item = &CpuSet> {
-    [&cpu.core, &cpu.cluster, &cpu.die, &cpu.package, &cpu.llc].into_iter().flatten()
+/// What the kernel does to the other CPUs' masks when the `stale` CPUs come or go (x86
+/// `set_cpu_sibling_map()`/`remove_siblinginfo()` and the cache sharing maps, arm64
+/// `update_siblings_masks()`/`clear_cpu_topology()`): a CPU that is not online leaves every
+/// mask; one that is joins the masks of the CPUs its own masks name, level by level (sharing a
+/// core, cluster, die, package or cache is mutual).
+fn edit_neighbours(reads: &mut BTreeMap<u32, (Cpu, Vec<TopologyWarning>)>, stale: &CpuSet, online: &CpuSet) {
+    let gone = stale.difference(online);
+    let joined: Vec<(u32, [Option<CpuSet>; 5])> = stale
+        .intersection(online)
+        .iter()
+        .filter_map(|id| reads.get(&id).map(|(c, _)| (id, levels(c).map(|m| m.cloned()))))
+        .collect();
+    for (id, (cpu, _)) in reads.iter_mut() {
+        if stale.contains(*id) {
+            continue;
+        }
+        for (level, mask) in levels_mut(cpu).into_iter().enumerate() {
+            let Some(mask) = mask else { continue };
+            if mask.intersects(&gone) {
+                *mask = mask.difference(&gone);
+            }
+            for (new, theirs) in &joined {
+                if theirs[level].as_ref().is_some_and(|t| t.contains(*id)) {
+                    mask.insert(*new);
+                }
+            }
+        }
+    }
+}
+
+/// A CPU's masks, level by level: core, cluster, die, package, last-level cache.
+fn levels(cpu: &Cpu) -> [Option<&CpuSet>; 5] {
+    [cpu.core.as_ref(), cpu.cluster.as_ref(), cpu.die.as_ref(), cpu.package.as_ref(), cpu.llc.as_ref()]
+}
+
+fn levels_mut(cpu: &mut Cpu) -> [Option<&mut CpuSet>; 5] {
+    [cpu.core.as_mut(), cpu.cluster.as_mut(), cpu.die.as_mut(), cpu.package.as_mut(), cpu.llc.as_mut()]
 }
 
 fn discover(
@@ -215,18 +244,9 @@ fn discover(
     for (id, read) in fresh.iter().zip(read_in_parallel(&fresh, |&id| cpu::read_cpu(root, id, &node_dirs))) {
         reads.insert(*id, read);
     }
-    if let (Some((before, _)), Some(stale)) = (kept, &stale) {
-        // A CPU that came online joined the masks of CPUs its own masks now name.
-        let joined: CpuSet = fresh
-            .iter()
-            .filter_map(|id| reads.get(id))
-            .flat_map(|(c, _)| mask_levels(c).flat_map(|m| m.iter()).collect::<Vec<_>>())
-            .filter(|id| !stale.contains(*id) && before.cpus.contains_key(id))
-            .collect();
-        let more: Vec<u32> = joined.iter().collect();
-        for (id, read) in more.iter().zip(read_in_parallel(&more, |&id| cpu::read_cpu(root, id, &node_dirs))) {
-            reads.insert(*id, read);
-        }
+    if let Some(stale) = &stale {
+        // The others' masks as the kernel edits them, instead of reading every neighbour again.
+        edit_neighbours(&mut reads, stale, &online_now);
     }
     let kept_reads = TopologyReads {
         possible: possible.clone(),

@@ -140,6 +140,10 @@ pub fn classify_mask(
     desired: Option<&CpuSet>,
     device_node: Option<u32>,
 ) -> Option<Locality> {
+    // Already where it should be (the common case): no rings to build.
+    if !mask.is_empty() && desired.is_some_and(|d| mask.is_subset(d)) {
+        return Some(Locality::ALL[0]);
+    }
     Nearness::new(topo, desired, device_node)?.of_mask(mask)
 }
 

@@ -80,17 +80,32 @@ impl Hotplug {
             self.save(e.path());
         }
         fs::remove_dir_all(&topo).unwrap();
+        // Its cache directories go too, and it leaves the others' cache sharing lists.
+        let caches = |c: u32| -> Vec<PathBuf> {
+            let dir = sys.join(format!("cpu{c}/cache"));
+            let entries: Vec<PathBuf> =
+                fs::read_dir(dir).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+            entries.into_iter().filter(|p| p.is_dir()).collect()
+        };
+        for index in caches(cpu) {
+            for e in fs::read_dir(&index).unwrap().flatten() {
+                self.save(e.path());
+            }
+            fs::remove_dir_all(&index).unwrap();
+        }
         for other in online.iter() {
             let t = sys.join(format!("cpu{other}/topology"));
-            for e in fs::read_dir(&t).unwrap().flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
+            let lists = fs::read_dir(&t).unwrap().flatten().map(|e| e.path());
+            let shared = caches(other).into_iter().map(|i| i.join("shared_cpu_list")).filter(|p| p.exists());
+            for path in lists.chain(shared).collect::<Vec<_>>() {
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
                 if !name.ends_with("_list") {
                     continue;
                 }
-                let mut mask = CpuSet::parse_list(fs::read_to_string(e.path()).unwrap().trim()).unwrap();
+                let mut mask = CpuSet::parse_list(fs::read_to_string(&path).unwrap().trim()).unwrap();
                 if mask.remove(cpu) {
-                    self.save(e.path());
-                    fs::write(e.path(), format!("{}\n", mask.to_list_string())).unwrap();
+                    self.save(path.clone());
+                    fs::write(&path, format!("{}\n", mask.to_list_string())).unwrap();
                 }
             }
         }

@@ -157,7 +157,8 @@ pub(super) fn read_vector(
 ) -> (IrqVector, Vec<String>) {
     let (role, queue, recognised) = (QueueRole::Misc, None, Recognition::UnknownDriver { driver: None });
     let name = (!actions.is_empty()).then(|| actions.join(", "));
-    let mut v = IrqVector { irq, name, role, queue, recognised, managed: false, current: None, effective: None, hint: None };
+    let mut v =
+        IrqVector { irq, name, role, queue, recognised, managed: false, current: None, effective: None, hint: None };
     read_affinity(root, bdf, &mut v, warnings);
     (v, actions)
 }
