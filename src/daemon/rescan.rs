@@ -46,7 +46,7 @@ struct Stale {
 
 /// The last PCI address (`dddd:bb:dd.f`) of a device path: the function the device hangs off.
 fn pci_address(devpath: &str) -> Option<&str> {
-    devpath.split('/').filter(|c| is_pci_address(c)).next_back()
+    devpath.split('/').rfind(|c| is_pci_address(c))
 }
 
 fn is_pci_address(s: &str) -> bool {
