@@ -121,12 +121,22 @@ pub struct DeviceScope {
     pub cpus: CpuSet,
 }
 
+impl DeviceScope {
+    /// Whether the affinity files of `v` are to be read again.
+    fn touches(&self, v: &crate::devices::IrqVector) -> bool {
+        let holds = |m: &Option<CpuSet>| m.as_ref().is_some_and(|m| m.intersects(&self.cpus));
+        self.irqs.contains(&v.irq) || holds(&v.current) || holds(&v.effective)
+    }
+}
+
 /// What a device discovery read, kept for [`rediscover_devices`].
 #[derive(Debug, Clone, Default)]
 pub struct DeviceReads {
     /// Whether every name came from `sys/kernel/irq` (rediscovery needs it).
     sysfs_names: bool,
     devices: BTreeMap<String, DeviceRead>,
+    /// The IRQs of no device, each with its warnings.
+    loose: Vec<(LooseIrq, Vec<String>)>,
 }
 
 impl DeviceReads {
@@ -180,8 +190,7 @@ impl DeviceRead {
     fn refresh(&mut self, root: &Root, scope: &DeviceScope) {
         let Some(dev) = self.device.as_mut() else { return };
         for v in &mut dev.vectors {
-            let touches = |m: &Option<CpuSet>| m.as_ref().is_some_and(|m| m.intersects(&scope.cpus));
-            if scope.irqs.contains(&v.irq) || touches(&v.current) || touches(&v.effective) {
+            if scope.touches(v) {
                 let mut found = Vec::new();
                 irq::read_affinity(root, &dev.bdf, v, &mut found);
                 let texts: Vec<String> = found.iter().map(ToString::to_string).collect();
@@ -211,6 +220,34 @@ fn discover(
     };
     let names = irq::IrqNames::read(root, &mut out.warnings);
     let again = again.filter(|(before, _)| before.sysfs_names && names.sysfs_only());
+    // CPU events alone neither request nor free IRQs: the kept devices' IRQs and the IRQs of no
+    // device stand, only their masks are read again.
+    let cpus_only = again.is_some_and(|(before, scope)| {
+        scope.devices.as_ref().is_some_and(BTreeSet::is_empty)
+            && bdfs.len() == before.devices.len()
+            && bdfs.iter().all(|b| before.devices.get(b).is_some_and(|r| !r.failed))
+    });
+    if let (true, Some((before, scope))) = (cpus_only, again) {
+        let mut reads = before.devices.clone();
+        for read in reads.values_mut() {
+            read.refresh(root, scope);
+        }
+        let mut loose = before.loose.clone();
+        for (irq, warnings) in &mut loose {
+            if scope.touches(&irq.vector) {
+                let mut found = Vec::new();
+                irq::read_affinity(root, NO_DEVICE, &mut irq.vector, &mut found);
+                *warnings = found.iter().map(ToString::to_string).collect();
+            }
+        }
+        for read in reads.values() {
+            out.warnings.extend(read.all_warnings().cloned().map(DeviceError::Kept));
+            out.devices.extend(read.device.clone());
+        }
+        out.warnings.extend(loose.iter().flat_map(|(_, w)| w.iter().cloned().map(DeviceError::Kept)));
+        out.loose = loose.iter().map(|(l, _)| l.clone()).collect();
+        return Ok((out, DeviceReads { sysfs_names: true, devices: reads, loose }));
+    }
     let requested = irq::Requested::read(root);
     let mut reads: BTreeMap<String, DeviceRead> = BTreeMap::new();
     if let Some((before, scope)) = again {
@@ -237,21 +274,23 @@ fn discover(
         out.warnings.extend(read.all_warnings().cloned().map(DeviceError::Kept));
         out.devices.extend(read.device.clone());
     }
-    out.loose = loose_irqs(root, &requested, &names, &out.devices, &mut out.warnings);
+    let loose = loose_irqs(root, &requested, &names, &out.devices);
+    out.warnings.extend(loose.iter().flat_map(|(_, w)| w.iter().cloned().map(DeviceError::Kept)));
+    out.loose = loose.iter().map(|(l, _)| l.clone()).collect();
     let sysfs_names = names.sysfs_only();
     out.warnings.extend(names.take_warnings());
-    Ok((out, DeviceReads { sysfs_names, devices: reads }))
+    Ok((out, DeviceReads { sysfs_names, devices: reads, loose }))
 }
 
 /// Every IRQ of `proc/irq` with a handler that no device's vector is: read like a device vector
-/// (a bad file is a warning naming it), plus its `node`. Empty when `proc/irq` cannot be listed.
+/// (a bad file is a warning naming it, kept with the IRQ), plus its `node`. Empty when
+/// `proc/irq` cannot be listed.
 fn loose_irqs(
     root: &Root,
     requested: &irq::Requested,
     names: &irq::IrqNames,
     devices: &[Device],
-    warnings: &mut Vec<DeviceError>,
-) -> Vec<LooseIrq> {
+) -> Vec<(LooseIrq, Vec<String>)> {
     let irq::Requested::Listed(all) = requested else { return Vec::new() };
     let owned: std::collections::HashSet<u32> = devices.iter().flat_map(|d| d.vectors.iter().map(|v| v.irq)).collect();
     let mut loose: Vec<u32> = all.iter().copied().filter(|i| !owned.contains(i)).collect();
@@ -262,14 +301,15 @@ fn loose_irqs(
         if actions.is_empty() {
             continue; // no handler: nothing runs there
         }
-        let (vector, _) = irq::read_vector(root, actions, NO_DEVICE, irq, warnings);
+        let mut warnings = Vec::new();
+        let (vector, _) = irq::read_vector(root, actions, NO_DEVICE, irq, &mut warnings);
         let node = root
             .read_small_optional(format!("proc/irq/{irq}/node"))
             .ok()
             .flatten()
             .and_then(|t| t.trim().parse::<i64>().ok())
             .and_then(|n| u32::try_from(n).ok());
-        out.push(LooseIrq { vector, node });
+        out.push((LooseIrq { vector, node }, warnings.iter().map(ToString::to_string).collect()));
     }
     out
 }

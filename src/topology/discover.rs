@@ -223,9 +223,8 @@ fn discover(
     let online_now = global_online.clone().unwrap_or_default();
     // After CPU events, only the directories they can have changed; the rest as kept (a change
     // of the possible CPUs, of the nodes or a missing global online list: everything).
-    let kept = again.filter(|(before, _)| {
-        before.possible == possible && before.nodes == node_dirs && global_online.is_some()
-    });
+    let kept =
+        again.filter(|(before, _)| before.possible == possible && before.nodes == node_dirs && global_online.is_some());
     let stale = kept.map(|(before, changed)| stale_cpus(before, changed, &present, &online_now));
     // Each CPU's directory is read on its own (in parallel: ~17 files per CPU); warnings are
     // kept in CPU order, as in a sequential scan.
