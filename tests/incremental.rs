@@ -342,7 +342,7 @@ proptest! {
                     std::mem::take(&mut offline).into_iter().collect()
                 }
             };
-            let (again, again_warnings, next) = irqwise::topology::Topology::rediscover(&root, &reads, &named).unwrap();
+            let (again, again_warnings, next) = irqwise::topology::Topology::rediscover(&root, reads, &named).unwrap();
             let (full, full_warnings) = irqwise::topology::Topology::discover_with_warnings(&root).unwrap();
             prop_assert_eq!(&again, &full, "after {:?}", step);
             prop_assert_eq!(again_warnings, full_warnings);

@@ -145,9 +145,10 @@ impl Rescan {
         on_last: &mut bool,
     ) -> Result<(Topology, Vec<String>, Discovery), EngineError> {
         let stale = &self.stale;
-        let reread = match &self.topology {
+        let reread = match &mut self.topology {
             Some((_, _, reads)) if !stale.everything && !stale.cpus.is_empty() => {
-                Some(Topology::rediscover(root, reads, &stale.cpus))
+                // Taken, not copied: a failure reads everything next time anyway.
+                Some(Topology::rediscover(root, std::mem::take(reads), &stale.cpus))
             }
             Some(_) if !stale.everything => None,
             _ => Some(Topology::discover_keeping(root)),
@@ -173,7 +174,7 @@ impl Rescan {
             Some(w) => vec![w],
             None => kept_warnings.clone(),
         };
-        let devices = match (&self.devices, stale.everything || *on_last) {
+        let devices = match (self.devices.take(), stale.everything || *on_last) {
             (Some(before), false) => {
                 let scope = DeviceScope {
                     devices: (!stale.all_devices).then(|| stale.devices.clone()),

@@ -104,7 +104,7 @@ pub fn discover_devices_keeping(root: &Root, topo: &Topology) -> Result<(Discove
 pub fn rediscover_devices(
     root: &Root,
     topo: &Topology,
-    before: &DeviceReads,
+    before: DeviceReads,
     scope: &DeviceScope,
 ) -> Result<(Discovery, DeviceReads), DevicesError> {
     discover(root, topo, Some((before, scope)))
@@ -207,7 +207,7 @@ impl DeviceRead {
 fn discover(
     root: &Root,
     topo: &Topology,
-    again: Option<(&DeviceReads, &DeviceScope)>,
+    again: Option<(DeviceReads, &DeviceScope)>,
 ) -> Result<(Discovery, DeviceReads), DevicesError> {
     let mut out = Discovery::default();
     let bdfs = match root.list_dir(PCI_DEVICES) {
@@ -222,17 +222,21 @@ fn discover(
     let again = again.filter(|(before, _)| before.sysfs_names && names.sysfs_only());
     // CPU events alone neither request nor free IRQs: the kept devices' IRQs and the IRQs of no
     // device stand, only their masks are read again.
-    let cpus_only = again.is_some_and(|(before, scope)| {
+    let cpus_only = again.as_ref().is_some_and(|(before, scope)| {
         scope.devices.as_ref().is_some_and(BTreeSet::is_empty)
             && bdfs.len() == before.devices.len()
             && bdfs.iter().all(|b| before.devices.get(b).is_some_and(|r| !r.failed))
     });
-    if let (true, Some((before, scope))) = (cpus_only, again) {
-        let mut reads = before.devices.clone();
+    let (again, cpus_only) = match (cpus_only, again) {
+        (true, Some(kept)) => (None, Some(kept)),
+        (_, again) => (again, None),
+    };
+    if let Some((before, scope)) = cpus_only {
+        let mut reads = before.devices;
         for read in reads.values_mut() {
             read.refresh(root, scope);
         }
-        let mut loose = before.loose.clone();
+        let mut loose = before.loose;
         for (irq, warnings) in &mut loose {
             if scope.touches(&irq.vector) {
                 let mut found = Vec::new();
@@ -250,13 +254,13 @@ fn discover(
     }
     let requested = irq::Requested::read(root);
     let mut reads: BTreeMap<String, DeviceRead> = BTreeMap::new();
-    if let Some((before, scope)) = again {
+    if let Some((mut before, scope)) = again {
         for bdf in &bdfs {
-            let Some(kept) = before.devices.get(bdf) else { continue };
+            let Some(kept) = before.devices.remove(bdf) else { continue };
             let named = scope.devices.as_ref().is_none_or(|d| d.contains(bdf));
             let lost_irq = kept.device.iter().flat_map(|d| &d.vectors).any(|v| !requested.contains(root, v.irq));
             if !named && !kept.failed && !lost_irq {
-                let mut kept = kept.clone();
+                let mut kept = kept;
                 kept.refresh(root, scope);
                 reads.insert(bdf.clone(), kept);
             }

@@ -72,7 +72,7 @@ impl Topology {
     /// timer's full pass re-reads every CPU.)
     pub fn rediscover(
         root: &Root,
-        before: &TopologyReads,
+        before: TopologyReads,
         changed: &CpuSet,
     ) -> Result<(Topology, Vec<TopologyWarning>, TopologyReads), TopologyError> {
         discover(root, Some((before, changed)))
@@ -201,7 +201,7 @@ fn levels_mut(cpu: &mut Cpu) -> [Option<&mut CpuSet>; 5] {
 
 fn discover(
     root: &Root,
-    again: Option<(&TopologyReads, &CpuSet)>,
+    again: Option<(TopologyReads, &CpuSet)>,
 ) -> Result<(Topology, Vec<TopologyWarning>, TopologyReads), TopologyError> {
     let mut w = Vec::new();
     let possible = possible(root, &mut w)?;
@@ -225,15 +225,15 @@ fn discover(
     // of the possible CPUs, of the nodes or a missing global online list: everything).
     let kept =
         again.filter(|(before, _)| before.possible == possible && before.nodes == node_dirs && global_online.is_some());
-    let stale = kept.map(|(before, changed)| stale_cpus(before, changed, &present, &online_now));
+    let stale = kept.as_ref().map(|(before, changed)| stale_cpus(before, changed, &present, &online_now));
     // Each CPU's directory is read on its own (in parallel: ~17 files per CPU); warnings are
     // kept in CPU order, as in a sequential scan.
     let mut reads: BTreeMap<u32, (Cpu, Vec<TopologyWarning>)> = BTreeMap::new();
     let fresh: Vec<u32> = match (kept, &stale) {
         (Some((before, _)), Some(stale)) => {
-            for (id, read) in &before.cpus {
-                if !stale.contains(*id) {
-                    reads.insert(*id, read.clone());
+            for (id, read) in before.cpus {
+                if !stale.contains(id) {
+                    reads.insert(id, read);
                 }
             }
             possible.iter().filter(|id| !reads.contains_key(id)).collect()
