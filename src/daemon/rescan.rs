@@ -195,6 +195,37 @@ impl Rescan {
 mod tests {
     use super::*;
 
+    fn link(ifindex: u32, name: &str) -> Batch {
+        let mut b = Batch { triggers: 1, ..Batch::default() };
+        b.links.insert(ifindex, crate::events::LinkState { name: Some(name.into()), up: true });
+        b
+    }
+
+    #[test]
+    fn events_name_the_devices_to_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let net = dir.path().join("sys/class/net");
+        std::fs::create_dir_all(&net).unwrap();
+        std::os::unix::fs::symlink("../../devices/virtual/net/veth0", net.join("veth0")).unwrap();
+        std::os::unix::fs::symlink("../../devices/pci0000:00/0000:00:03.0/net/ens3", net.join("ens3")).unwrap();
+        let root = Root::new(dir.path());
+        let mut r = Rescan::new();
+        r.stale = Stale::default();
+        r.note(&root, &link(7, "veth0"));
+        let veth1 = ["/devices/virtual/net/veth1".to_string()].into();
+        r.note(&root, &Batch { devices_changed: true, devpaths: veth1, ..Batch::default() });
+        assert!(r.stale.devices.is_empty() && !r.stale.all_devices, "virtual interfaces read nothing");
+        r.note(&root, &link(2, "ens3"));
+        assert_eq!(r.stale.devices, ["0000:00:03.0".to_string()].into());
+        assert!(!r.stale.everything && !r.stale.all_devices);
+        r.note(&root, &link(9, "gone0"));
+        assert!(r.stale.all_devices, "an interface that cannot be traced: every device");
+        r.note(&root, &Batch { cpus_changed: true, cpus: CpuSet::single(3), ..Batch::default() });
+        assert!(!r.stale.everything && r.stale.cpus.contains(3));
+        r.note(&root, &Batch { reconcile: true, ..Batch::default() });
+        assert!(r.stale.everything);
+    }
+
     #[test]
     fn a_device_path_names_the_last_pci_function_on_it() {
         let nic = "/devices/pci0000:00/0000:00:03.0/0000:05:00.1/net/ens5f1";
