@@ -10,6 +10,8 @@ DLOG=/tmp/irqwise.log          # the daemon's stderr
 QUIET_MS=1500                  # masks must stay unchanged this long to count as settled
 IDLE_S=30                      # the idle-cost window (the host may override: /etc/vm-idle-s)
 [ -r /etc/vm-idle-s ] && read -r IDLE_S < /etc/vm-idle-s
+STORM_CYCLES=200               # CPU offline/online cycles of the storm (host: /etc/vm-storm-cycles)
+[ -r /etc/vm-storm-cycles ] && read -r STORM_CYCLES < /etc/vm-storm-cycles
 SCEN=none
 
 result() { # result CHECK PASS|FAIL DETAIL...
@@ -278,8 +280,9 @@ off_and_not_fallback() {
 # Idle cost. proc_sample PID: S_VOL / S_INV = voluntary / involuntary context switches summed
 # over PID's threads (/proc/PID/task/*/status; the process's own status counts its main thread
 # only), S_CPU = utime + stime of the whole process in clock ticks (/proc/PID/stat fields 14
-# and 15; USER_HZ is 100 on x86), S_RSS = VmRSS in kB (S_ANON / S_FILE: its anonymous and
-# file-backed parts, RssAnon / RssFile), S_THREADS = thread count. Reads only
+# and 15; USER_HZ is 100 on x86), S_RSS = VmRSS in kB (S_ANON: its anonymous part, RssAnon;
+# S_FILE: its file-backed part, RssFile + RssShmem: the guest's files live in a tmpfs, whose
+# pages count as shared memory), S_THREADS = thread count. Reads only
 # /proc, so sampling never wakes the process. False when PID is gone.
 proc_sample() {
   local t k v rest line
@@ -295,7 +298,7 @@ proc_sample() {
     done < $t/status
   done
   while read -r k v rest; do
-    case $k in VmRSS:) S_RSS=$v;; RssAnon:) S_ANON=$v;; RssFile:) S_FILE=$v;; esac
+    case $k in VmRSS:) S_RSS=$v;; RssAnon:) S_ANON=$v;; RssFile:|RssShmem:) S_FILE=$((${S_FILE:-0} + v));; esac
   done < /proc/$1/status
   read -r line < /proc/$1/stat || return 1
   set -- ${line##*) }          # from field 3 (state) on: utime is field 14, stime field 15
@@ -306,7 +309,7 @@ proc_sample() {
 # caller changes nothing, and prints MEASURE idle_s (the window by /proc/uptime), idle_voluntary,
 # idle_involuntary (context switches in the window, all threads), idle_cpu_ms (utime+stime),
 # idle_rss_kb (VmRSS at the end; IDLE_RSS0 at the start), idle_rss_split (its anonymous and
-# file-backed parts at the end), idle_threads, idle_mask_changes (IRQs
+# file-backed parts at the end: heap and stacks; the binary's and libraries' pages), idle_threads, idle_mask_changes (IRQs
 # whose smp_affinity_list differs between start and end, all IRQs). IDLE_CHANGED = those IRQs;
 # false when PID died.
 idle_cost() {

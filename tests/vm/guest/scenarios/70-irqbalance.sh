@@ -38,12 +38,12 @@ else
   idle_cost "$IB_PID" "$IDLE_S" || note "idle window: $REPLY"
   [ -n "$IDLE_CHANGED" ] && note "irqbalance changed in its idle window: $IDLE_CHANGED"
   # The storm of 57-storm.sh under irqbalance: its final placement is measured, not checked.
-  read_masks "$NIC_IRQS"; STORM_BEFORE=$MASKS; mask_lists; measure storm_initial "$(echo "$REPLY" | tr ' ' ,)"
+  read_masks "$NIC_IRQS"; STORM_BEFORE=$MASKS; mask_lists; measure storm_initial "$REPLY"
   read -r OFF < /proc/irq/${NIC_IRQS%% *}/effective_affinity_list
-  cpu_storm "$OFF" 200 || note "CPU $OFF stayed offline after the storm"
-  measure storm_cpu "$OFF"; measure storm_ms "$STORM_MS"
+  cpu_storm "$OFF" "$STORM_CYCLES" || note "CPU $OFF stayed offline after the storm"
+  measure storm_cpu "$OFF"; measure storm_cycles "$STORM_CYCLES"; measure storm_ms "$STORM_MS"
   sleep 12   # past irqbalance's next 10 s balancing interval
-  read_masks "$NIC_IRQS"; mask_lists; measure storm_final "$(echo "$REPLY" | tr ' ' ,)"
+  read_masks "$NIC_IRQS"; mask_lists; measure storm_final "$REPLY"
   same_masks "$STORM_BEFORE" "$MASKS" ""
   if [ -z "$REPLY" ]; then measure storm_final_equal yes; else measure storm_final_equal "no ($(($(count "$REPLY") / 4)) of 8 differ)"; fi
   note "after the storm: $MASKS (before: $STORM_BEFORE)"
