@@ -305,6 +305,13 @@ proc_sample() {
   S_CPU=$((${12} + ${13}))
 }
 
+# rss_mappings PID: a note of PID's resident kB per mapped file (anonymous mappings as [anon]),
+# the larger ones (64 kB or more), from /proc/PID/smaps: where VmRSS lives.
+rss_mappings() {
+  note "rss of pid $1 by mapping: $(awk '/^[0-9a-f]+-[0-9a-f]+ / { name = ($6 == "") ? "[anon]" : $6 }
+    /^Rss:/ { kb[name] += $2 } END { for (n in kb) if (kb[n] >= 64) printf "%s=%s ", n, kb[n] }' /proc/$1/smaps 2>/dev/null)"
+}
+
 # idle_cost PID SECONDS: samples PID at the start and end of a window of SECONDS in which the
 # caller changes nothing, and prints MEASURE idle_s (the window by /proc/uptime), idle_voluntary,
 # idle_involuntary (context switches in the window, all threads), idle_cpu_ms (utime+stime),
@@ -329,6 +336,7 @@ idle_cost() {
   measure idle_rss_kb "$S_RSS"
   measure idle_rss0_kb "$IDLE_RSS0"
   measure idle_rss_split "$S_ANON kB anonymous, $S_FILE kB file-backed"
+  rss_mappings "$pid"
   measure idle_threads "$S_THREADS"
   if [ -z "$IDLE_CHANGED" ]; then measure idle_mask_changes 0; else measure idle_mask_changes "$(($(count "$IDLE_CHANGED") / 4))"; fi
 }
