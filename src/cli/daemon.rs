@@ -19,6 +19,7 @@ fn cli_error(e: DaemonError) -> CliError {
 /// over the config's `log_format`), then runs until stopped. `--once` runs the initial pass and
 /// exits (exit 1 if a write failed), without the systemd protocol.
 pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormat>, once: bool) -> Result<Outcome, CliError> {
+    crate::daemon::malloc::one_arena();
     let (config, warnings) = load_config_with_warnings(root, paths).map_err(|e| match e {
         EngineError::Topology(t) => {
             CliError::Failed(format!("cannot read the possible CPUs (needed to validate the configuration): {t}"))

@@ -28,6 +28,7 @@ pub mod counters;
 pub mod files;
 pub mod ledger;
 pub mod logging;
+pub mod malloc;
 pub mod metrics_file;
 pub mod notify;
 pub mod originals;

@@ -29,6 +29,8 @@
 #      IRQWISE_VM_SCENARIOS="10 70"  run only the scenario files with these number prefixes
 #                           (in each tier; later scenarios may rely on state an earlier one set)
 #      IRQWISE_VM_IDLE_S=S  kernel tier: the idle-cost window in the guest, seconds (default 30)
+#      IRQWISE_VM_STORM_CYCLES=N  kernel tier: CPU offline/online cycles of the storm scenarios
+#                           (57-storm.sh, 70-irqbalance.sh; default 200: 40-80 s each under TCG)
 #      IRQWISE_VM_BOOT_TIMEOUT=S  a guest not at /init after S s (default 180) is stopped and
 #                           its boot retried once (reported in the timings line)
 #      IRQWISE_VM_MIRROR=URL  Debian mirror for debootstrap (default http://deb.debian.org/debian)

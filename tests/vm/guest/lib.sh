@@ -10,6 +10,8 @@ DLOG=/tmp/irqwise.log          # the daemon's stderr
 QUIET_MS=1500                  # masks must stay unchanged this long to count as settled
 IDLE_S=30                      # the idle-cost window (the host may override: /etc/vm-idle-s)
 [ -r /etc/vm-idle-s ] && read -r IDLE_S < /etc/vm-idle-s
+STORM_CYCLES=200               # CPU offline/online cycles of the storm (host: /etc/vm-storm-cycles)
+[ -r /etc/vm-storm-cycles ] && read -r STORM_CYCLES < /etc/vm-storm-cycles
 SCEN=none
 
 result() { # result CHECK PASS|FAIL DETAIL...
@@ -225,7 +227,7 @@ all_masks() {
   read_masks "${out# }"
 }
 # same_masks OLD NEW EXCLUDE: REPLY = the IRQs (outside EXCLUDE) present in both mask lists
-# whose masks differ; true when there is none.
+# whose masks differ ("irq N now LIST", four words each); true when there is none.
 same_masks() {
   local e i m out=""
   for e in $2; do
@@ -278,11 +280,13 @@ off_and_not_fallback() {
 # Idle cost. proc_sample PID: S_VOL / S_INV = voluntary / involuntary context switches summed
 # over PID's threads (/proc/PID/task/*/status; the process's own status counts its main thread
 # only), S_CPU = utime + stime of the whole process in clock ticks (/proc/PID/stat fields 14
-# and 15; USER_HZ is 100 on x86), S_RSS = VmRSS in kB, S_THREADS = thread count. Reads only
+# and 15; USER_HZ is 100 on x86), S_RSS = VmRSS in kB (S_ANON: its anonymous part, RssAnon;
+# S_FILE: its file-backed part, RssFile + RssShmem: the guest's files live in a tmpfs, whose
+# pages count as shared memory), S_THREADS = thread count. Reads only
 # /proc, so sampling never wakes the process. False when PID is gone.
 proc_sample() {
   local t k v rest line
-  S_VOL=0; S_INV=0; S_THREADS=0; S_RSS=""
+  S_VOL=0; S_INV=0; S_THREADS=0; S_RSS=""; S_ANON=""; S_FILE=""
   [ -d /proc/$1/task ] || return 1
   for t in /proc/$1/task/[0-9]*; do
     S_THREADS=$((S_THREADS + 1))
@@ -293,16 +297,26 @@ proc_sample() {
       esac
     done < $t/status
   done
-  while read -r k v rest; do [ "$k" = VmRSS: ] && S_RSS=$v; done < /proc/$1/status
+  while read -r k v rest; do
+    case $k in VmRSS:) S_RSS=$v;; RssAnon:) S_ANON=$v;; RssFile:|RssShmem:) S_FILE=$((${S_FILE:-0} + v));; esac
+  done < /proc/$1/status
   read -r line < /proc/$1/stat || return 1
   set -- ${line##*) }          # from field 3 (state) on: utime is field 14, stime field 15
   S_CPU=$((${12} + ${13}))
 }
 
+# rss_mappings PID: a note of PID's resident kB per mapped file (anonymous mappings as [anon]),
+# the larger ones (64 kB or more), from /proc/PID/smaps: where VmRSS lives.
+rss_mappings() {
+  note "rss of pid $1 by mapping: $(awk '/^[0-9a-f]+-[0-9a-f]+ / { name = ($6 == "") ? "[anon]" : $6 }
+    /^Rss:/ { kb[name] += $2 } END { for (n in kb) if (kb[n] >= 64) printf "%s=%s ", n, kb[n] }' /proc/$1/smaps 2>/dev/null)"
+}
+
 # idle_cost PID SECONDS: samples PID at the start and end of a window of SECONDS in which the
 # caller changes nothing, and prints MEASURE idle_s (the window by /proc/uptime), idle_voluntary,
 # idle_involuntary (context switches in the window, all threads), idle_cpu_ms (utime+stime),
-# idle_rss_kb (VmRSS at the end; IDLE_RSS0 at the start), idle_threads, idle_mask_changes (IRQs
+# idle_rss_kb (VmRSS at the end; IDLE_RSS0 at the start), idle_rss_split (its anonymous and
+# file-backed parts at the end: heap and stacks; the binary's and libraries' pages), idle_threads, idle_mask_changes (IRQs
 # whose smp_affinity_list differs between start and end, all IRQs). IDLE_CHANGED = those IRQs;
 # false when PID died.
 idle_cost() {
@@ -321,8 +335,10 @@ idle_cost() {
   measure idle_cpu_ms $(((S_CPU - c0) * 10))
   measure idle_rss_kb "$S_RSS"
   measure idle_rss0_kb "$IDLE_RSS0"
+  measure idle_rss_split "$S_ANON kB anonymous, $S_FILE kB file-backed"
+  rss_mappings "$pid"
   measure idle_threads "$S_THREADS"
-  if [ -z "$IDLE_CHANGED" ]; then measure idle_mask_changes 0; else measure idle_mask_changes "$(($(count "$IDLE_CHANGED") / 3))"; fi
+  if [ -z "$IDLE_CHANGED" ]; then measure idle_mask_changes 0; else measure idle_mask_changes "$(($(count "$IDLE_CHANGED") / 4))"; fi
 }
 
 # moved_only OLD NEW CPU: every IRQ whose mask differs between the mask lists OLD and NEW was on
@@ -367,4 +383,20 @@ iface_with_mac() {
     read -r a < "$d/address" 2>/dev/null && [ "$a" = "$1" ] && REPLY=${d##*/}
   done
   [ -n "$REPLY" ]
+}
+
+# cpu_storm CPU CYCLES: CYCLES offline/online writes of CPU back to back, as fast as the guest
+# takes them (shell builtins only). STORM_MS = the storm's duration, STORM_FAILS = writes that
+# failed; the CPU is online again afterwards (false when it could not be brought back).
+cpu_storm() {
+  local f=/sys/devices/system/cpu/cpu$1/online i=0 fails=0 t0 on
+  now; t0=$NOW
+  while [ $i -lt "$2" ]; do
+    echo 0 2>/dev/null > $f || fails=$((fails + 1))
+    echo 1 2>/dev/null > $f || fails=$((fails + 1))
+    i=$((i + 1))
+  done
+  now; STORM_MS=$((NOW - t0)); STORM_FAILS=$fails
+  read -r on < $f; [ "$on" = 1 ] || { echo 1 2>/dev/null > $f; read -r on < $f; }
+  [ "$on" = 1 ]
 }

@@ -72,7 +72,7 @@ function kernel_tables() {
   out("")
   out("| Scenario | Checks passed | Reaction time (TCG, pessimistic) |")
   out("|---|---|---|")
-  split("harness report startup cpu-offline xps link-flap nic-hotplug sighup idle cli-agree two-nics irqbalance", sc, " ")
+  split("harness report startup cpu-offline xps link-flap nic-hotplug sighup idle storm cli-agree two-nics irqbalance", sc, " ")
   r["harness"] = "-"
   r["report"] = "-"
   r["startup"] = "daemon start to all NIC queues placed: " ms("startup place_ms")
@@ -82,6 +82,7 @@ function kernel_tables() {
   r["nic-hotplug"] = "link up of the new NIC to placed: " ms("nic-hotplug place_ms") "; device_del to gone: " ms("nic-hotplug remove_ms")
   r["sighup"] = "SIGHUP to re-placed on node 0: " ms("sighup node0_react_ms") "; back: " ms("sighup restore_react_ms")
   r["idle"] = "-"
+  r["storm"] = "end of the storm to the placement from before: " ms("storm settle_ms")
   r["cli-agree"] = "-"
   r["two-nics"] = "-"
   r["irqbalance"] = "one pass (--oneshot): " ms("irqbalance oneshot_ms")
@@ -99,6 +100,16 @@ function kernel_tables() {
   out("| CPU back online: previous placement returns | " yes("cpu-offline online_react_ms") " | " yes("irqbalance online_react_ms") " |")
   out("")
   out("| CPU offline (CPU of queue 0): IRQs written, all NICs | " val("cpu-offline offline_writes") " | - |")
+  out("")
+  out("| CPU storm: offline/online cycles of queue 0's CPU, back to back | irqwise | irqbalance 1.9 |")
+  out("|---|---|---|")
+  out("| cycles; the storm's duration | " val("storm cycles") " of CPU " val("storm cpu") "; " msx("storm storm_ms") " | " val("irqbalance storm_cycles") " of CPU " val("irqbalance storm_cpu") "; " msx("irqbalance storm_ms") " |")
+  out("| passes run (storm and settling) | " val("storm passes") " | - |")
+  out("| IRQ writes (counter; logged) | " val("storm writes") "; " val("storm logged_writes") " | - |")
+  out("| masks before the storm, queue 0..7 | " val("storm initial_masks") " | " val("irqbalance storm_initial") " |")
+  out("| masks after it (irqbalance: 12 s later, past its interval) | " val("storm final_masks") " | " val("irqbalance storm_final") " |")
+  out("| final placement = initial | " val("storm final_equal") " | " val("irqbalance storm_final_equal") " |")
+  out("| RSS after the storm | " val("storm rss_kb") " kB | - |")
   out("")
   out("| Two vmxnet3 NICs on node 1 (16 queue IRQs, 8 CPUs) | irqwise | irqbalance 1.9 |")
   out("|---|---|---|")
@@ -140,6 +151,7 @@ function kernel_tables() {
   out("| involuntary context switches | " val("idle idle_involuntary") " | " val("irqbalance idle_involuntary") " |")
   out("| CPU time used (utime+stime, 10 ms ticks) | " cpu("idle") " | " cpu("irqbalance") " |")
   out("| RSS (VmRSS) at the end of the window (at its start) | " rss("idle") " | " rss("irqbalance") " |")
+  out("| RSS at the end: anonymous, file-backed (binary, libraries) | " val("idle idle_rss_split") " | " val("irqbalance idle_rss_split") " |")
   out("| threads | " val("idle idle_threads") " | " val("irqbalance idle_threads") " |")
   out("| IRQ masks changed in the window | " val("idle idle_mask_changes") " | " val("irqbalance idle_mask_changes") " |")
   out("| passes run in the window (reconcile timer, every 60 s) | " val("idle idle_passes") " | - |")

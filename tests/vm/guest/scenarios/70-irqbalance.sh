@@ -28,7 +28,7 @@ else
   measure offline_react_ms "$SETTLE_MS"
   read_masks "$NIC_IRQS"; note "25 s later at most: $MASKS"
   read_masks "$NIC_IRQS ${NIC2_IRQS:-}"; same_masks "$BOTH_BEFORE" "$MASKS" ""
-  if [ -z "$REPLY" ]; then measure offline_moved 0; else measure offline_moved "$(($(count "$REPLY") / 3))"; fi
+  if [ -z "$REPLY" ]; then measure offline_moved 0; else measure offline_moved "$(($(count "$REPLY") / 4))"; fi
   now; T0=$NOW
   echo 1 > /sys/devices/system/cpu/cpu$OFF/online
   settle "$NIC_IRQS" '[ "$MASKS" = "$BEFORE" ]' 25000
@@ -37,6 +37,16 @@ else
   # Idle cost over the same window as irqwise's (55-idle.sh), nothing changing.
   idle_cost "$IB_PID" "$IDLE_S" || note "idle window: $REPLY"
   [ -n "$IDLE_CHANGED" ] && note "irqbalance changed in its idle window: $IDLE_CHANGED"
+  # The storm of 57-storm.sh under irqbalance: its final placement is measured, not checked.
+  read_masks "$NIC_IRQS"; STORM_BEFORE=$MASKS; mask_lists; measure storm_initial "$REPLY"
+  read -r OFF < /proc/irq/${NIC_IRQS%% *}/effective_affinity_list
+  cpu_storm "$OFF" "$STORM_CYCLES" || note "CPU $OFF stayed offline after the storm"
+  measure storm_cpu "$OFF"; measure storm_cycles "$STORM_CYCLES"; measure storm_ms "$STORM_MS"
+  sleep 12   # past irqbalance's next 10 s balancing interval
+  read_masks "$NIC_IRQS"; mask_lists; measure storm_final "$REPLY"
+  same_masks "$STORM_BEFORE" "$MASKS" ""
+  if [ -z "$REPLY" ]; then measure storm_final_equal yes; else measure storm_final_equal "no ($(($(count "$REPLY") / 4)) of 8 differ)"; fi
+  note "after the storm: $MASKS (before: $STORM_BEFORE)"
   kill $IB_PID 2>/dev/null; wait $IB_PID 2>/dev/null
   echo "@@IRQBALANCE_LOG_BEGIN"; tail -40 /tmp/irqbalance.log; echo "@@IRQBALANCE_LOG_END"
 fi
