@@ -131,6 +131,9 @@ pub enum WriteOutcome {
     Managed { error: String },
     /// The IRQ disappeared (device removed) between plan and write.
     Gone { error: String },
+    /// The kernel refused the set (EINVAL) because CPUs of it went offline after the pass read
+    /// them: the CPU event is on its way and its pass places the IRQ again. Not a failure.
+    Overtaken { error: String },
     /// Nothing was written (or the fallback failed too); `error` names file, value and errno.
     Failed { class: FailureClass, error: String },
 }
@@ -152,6 +155,7 @@ impl WriteOutcome {
             WriteOutcome::Written { .. } | WriteOutcome::WrittenFallback { .. } => None,
             WriteOutcome::Managed { .. } => Some(FailureClass::Managed),
             WriteOutcome::Gone { .. } => Some(FailureClass::Gone),
+            WriteOutcome::Overtaken { .. } => Some(FailureClass::Invalid),
             WriteOutcome::Failed { class, .. } => Some(*class),
         }
     }
@@ -160,9 +164,10 @@ impl WriteOutcome {
     pub fn error(&self) -> Option<&str> {
         match self {
             WriteOutcome::Written { .. } | WriteOutcome::WrittenFallback { .. } => None,
-            WriteOutcome::Managed { error } | WriteOutcome::Gone { error } | WriteOutcome::Failed { error, .. } => {
-                Some(error)
-            }
+            WriteOutcome::Managed { error }
+            | WriteOutcome::Gone { error }
+            | WriteOutcome::Overtaken { error }
+            | WriteOutcome::Failed { error, .. } => Some(error),
         }
     }
 
@@ -241,6 +246,12 @@ pub trait AffinityWriter {
 
     /// The IRQ's current `smp_affinity_list`.
     fn read_current(&self, irq: u32) -> Result<CpuSet, ApplyError>;
+
+    /// The CPUs online now (`None`: cannot tell), asked when the kernel refuses a set as
+    /// invalid, to tell a CPU that went offline since the pass from a wrong plan.
+    fn online_now(&self) -> Option<CpuSet> {
+        None
+    }
 }
 
 /// Performs every write in order and returns one `(irq, outcome)` per write, in the same order.
@@ -259,6 +270,10 @@ fn apply_one(writer: &dyn AffinityWriter, w: &AffinityWrite) -> WriteOutcome {
         }
         Err(e) => e,
     };
+    if first.class() == FailureClass::Invalid && writer.online_now().is_some_and(|on| !w.cpus.is_subset(&on)) {
+        tracing::debug!(irq = w.irq, cpus = %w.cpus, error = %first, "IRQ affinity not written: its CPUs went offline since the pass read them");
+        return WriteOutcome::Overtaken { error: first.to_string() };
+    }
     if first.class() != FailureClass::NoVectors || w.fallbacks.is_empty() {
         tracing::warn!(irq = w.irq, cpus = %w.cpus, class = ?first.class(), error = %first, "IRQ affinity not written");
         return WriteOutcome::not_written(first.class(), first.to_string());
@@ -323,6 +338,35 @@ mod tests {
         assert_eq!(Effective::judge(&written, Some(set("3"))), Effective::Within(set("3")));
         assert_eq!(Effective::judge(&written, Some(set("0-7"))), Effective::Pending(set("0-7")));
         assert_eq!(Effective::judge(&written, Some(set(""))), Effective::Pending(set("")));
+    }
+
+    /// Refuses every write with EINVAL; `online` is what it says is online now.
+    struct Refusing {
+        online: Option<CpuSet>,
+    }
+
+    impl AffinityWriter for Refusing {
+        fn write(&self, irq: u32, cpus: &CpuSet) -> Result<Verification, ApplyError> {
+            let path = format!("/proc/irq/{irq}/smp_affinity_list").into();
+            Err(ApplyError::Write { path, value: cpus.to_list_string(), source: errno(nix::errno::Errno::EINVAL) })
+        }
+        fn read_current(&self, _: u32) -> Result<CpuSet, ApplyError> {
+            Ok(CpuSet::new())
+        }
+        fn online_now(&self) -> Option<CpuSet> {
+            self.online.clone()
+        }
+    }
+
+    #[test]
+    fn an_invalid_set_whose_cpus_went_offline_is_overtaken_not_failed() {
+        let w = AffinityWrite { irq: 33, cpus: CpuSet::single(4), fallbacks: Vec::new() };
+        let gone = Refusing { online: Some(CpuSet::parse_list("0-3,5-7").unwrap()) };
+        assert!(matches!(apply_one(&gone, &w), WriteOutcome::Overtaken { .. }));
+        for still in [Refusing { online: Some(CpuSet::parse_list("0-7").unwrap()) }, Refusing { online: None }] {
+            let outcome = apply_one(&still, &w);
+            assert!(matches!(outcome, WriteOutcome::Failed { class: FailureClass::Invalid, .. }), "{outcome:?}");
+        }
     }
 
     #[test]

@@ -60,6 +60,10 @@ impl ProcIrq {
 }
 
 impl AffinityWriter for ProcIrq {
+    fn online_now(&self) -> Option<CpuSet> {
+        self.root.read_cpulist("sys/devices/system/cpu/online").ok()
+    }
+
     fn write(&self, irq: u32, cpus: &CpuSet) -> Result<Verification, ApplyError> {
         let value = format!("{}\n", cpus.to_list_string());
         self.check_writable(irq, &value)?;

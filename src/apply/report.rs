@@ -73,7 +73,7 @@ pub fn apply_plan(plan: &Plan, writer: &dyn AffinityWriter) -> ApplyReport {
                 report.summary.managed += 1;
                 report.learned_managed.push(p.irq);
             }
-            WriteOutcome::Gone { .. } => report.summary.skipped += 1,
+            WriteOutcome::Gone { .. } | WriteOutcome::Overtaken { .. } => report.summary.skipped += 1,
             WriteOutcome::Failed { .. } => report.summary.failed += 1,
         }
         report.changes.push(Change {

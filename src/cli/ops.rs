@@ -113,6 +113,7 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
             ),
             WriteOutcome::Managed { .. } => format!("irq {}: kernel-managed, left alone", c.irq),
             WriteOutcome::Gone { .. } => format!("irq {}: gone (device removed?), skipped", c.irq),
+            WriteOutcome::Overtaken { .. } => format!("irq {}: its CPUs went offline meanwhile, skipped", c.irq),
             WriteOutcome::Failed { class, error } => format!("irq {}: FAILED ({class:?}): {error}", c.irq),
         };
         text.push_str(&line);

@@ -20,7 +20,7 @@ use crate::plan::{Action, DevicePlan, Plan};
 pub const TRIGGERS: [&str; 10] =
     ["start", "once", "reload", "cpu", "device", "link", "overflow", "reconcile", "isolation", "retry"];
 /// How an attempted write ended.
-pub const WRITE_RESULTS: [&str; 5] = ["written", "written_fallback", "managed", "gone", "failed"];
+pub const WRITE_RESULTS: [&str; 6] = ["written", "written_fallback", "managed", "gone", "overtaken", "failed"];
 /// Why a failed write failed (the apply module's failure classes that are failures).
 pub const FAILURE_CLASSES: [&str; 4] = ["invalid", "novectors", "permission", "other"];
 /// Where an IRQ stands after a pass: moved by irqwise (now or earlier) and still there, already
@@ -215,6 +215,7 @@ pub fn write_result(outcome: &WriteOutcome) -> &'static str {
         WriteOutcome::WrittenFallback { .. } => "written_fallback",
         WriteOutcome::Managed { .. } => "managed",
         WriteOutcome::Gone { .. } => "gone",
+        WriteOutcome::Overtaken { .. } => "overtaken",
         WriteOutcome::Failed { .. } => "failed",
     }
 }
@@ -238,7 +239,7 @@ pub fn device_states(plan: &Plan, report: &ApplyReport, wrote: impl Fn(u32) -> b
                         "placed"
                     }
                     (Action::Set, Some(WriteOutcome::Managed { .. })) => "managed",
-                    (Action::Set, Some(WriteOutcome::Gone { .. })) => "skipped",
+                    (Action::Set, Some(WriteOutcome::Gone { .. } | WriteOutcome::Overtaken { .. })) => "skipped",
                     (Action::Set, Some(WriteOutcome::Failed { .. }) | None) => "failed",
                 };
                 *irqs.entry(state.to_string()).or_default() += 1;

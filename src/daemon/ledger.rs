@@ -143,7 +143,7 @@ impl Ledger {
                     None => Loudness::Loud,
                 };
             }
-            WriteOutcome::Managed { .. } | WriteOutcome::Gone { .. } => {
+            WriteOutcome::Managed { .. } | WriteOutcome::Gone { .. } | WriteOutcome::Overtaken { .. } => {
                 self.repeated.remove(&c.irq);
                 return Loudness::Loud;
             }

@@ -212,6 +212,13 @@ pub fn log_change(c: &Change) {
             "irq {} of {who}: gone before it was written",
             c.irq
         ),
+        // A CPU event's pass follows: nothing to tell anyone.
+        WriteOutcome::Overtaken { .. } => tracing::debug!(
+            irq = c.irq,
+            device = c.device.as_str(),
+            "irq {} of {who}: its CPUs went offline before it was written; the CPU event's pass places it",
+            c.irq
+        ),
         WriteOutcome::Failed { class, error } => {
             let class_name = serde_json::to_value(class).ok().and_then(|v| v.as_str().map(String::from));
             let wanted = list(c.wanted.as_ref());

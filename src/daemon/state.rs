@@ -156,6 +156,7 @@ impl ReportState {
                     WriteOutcome::WrittenFallback { .. } => "written_fallback",
                     WriteOutcome::Managed { .. } => "managed",
                     WriteOutcome::Gone { .. } => "gone",
+                    WriteOutcome::Overtaken { .. } => "overtaken",
                     WriteOutcome::Failed { .. } => "failed",
                 },
                 old: list(c.old.as_ref()),
