@@ -20,11 +20,11 @@
 //! - `daemon_pass_reconcile`: the same daemon's pass on the reconcile timer, which re-reads
 //!   everything.
 //!
-//! What it costs is system calls: ~8300 IRQs × 5 files (`sys/kernel/irq/N/actions`, three
-//! `proc/irq/N` lists and the mode of `smp_affinity`) and ~1024 CPUs × 17 files, read on up to
-//! `sysfs::MAX_READERS` threads. On the 2-core development VM (Nov 2026) `plan_pass` took a
-//! median of ~150 ms (~260 ms pinned to one CPU), down from ~425 ms when every pass parsed the
-//! whole `proc/interrupts` and read each file on one thread.
+//! What a full read costs is system calls: ~8300 IRQs × 5 files (`sys/kernel/irq/N/actions`,
+//! three `proc/irq/N` lists and the mode of `smp_affinity`) and ~1024 CPUs × 17 files, read on up
+//! to `sysfs::MAX_READERS` threads. A pass after one CPU event reads the CPU lists, one CPU's
+//! directory and the files of the few dozen IRQs on that CPU; the rest of it is planning and
+//! the state file. The README's "Measured" section has the figures.
 
 #[path = "../tests/common/daemon_fixture.rs"]
 mod daemon_fixture;
