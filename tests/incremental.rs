@@ -350,3 +350,29 @@ proptest! {
         }
     }
 }
+
+/// A CPU that goes offline and comes back within one batch (a hotplug storm): the kernel's
+/// fallback moved the IRQ that lived on it, and the CPU is back when the pass reads the masks.
+/// The pass puts the IRQ back without calling it drift; an edit by someone else still is.
+#[test]
+fn the_kernels_fallback_during_a_hotplug_storm_is_placed_again_not_called_drift() {
+    let mut m = machine();
+    let mut daemon = daemon(&m);
+    // A queue on a CPU other than 0 (which cannot go offline).
+    let queue = daemon.last_plan().devices.iter().flat_map(|d| &d.irqs).find(|p| {
+        p.queue.is_some() && !p.managed && p.desired.as_ref().is_some_and(|d| d.len() == 1 && !d.contains(0))
+    });
+    let (irq, cpu) = queue.map(|p| (p.irq, p.desired.as_ref().unwrap().first().unwrap())).unwrap();
+    m.hotplug.offline(cpu, &m.present_irqs());
+    assert_ne!(affinity(m.root(), irq), CpuSet::single(cpu), "the kernel's fallback moved it");
+    m.hotplug.restore();
+    daemon.handle(cpu_event(&[cpu]));
+    assert_eq!(affinity(m.root(), irq), CpuSet::single(cpu), "placed again");
+    let drift = |d: &Daemon| d.counters().drift_corrections.iter().map(|c| c.value).sum::<u64>();
+    assert_eq!(drift(&daemon), 0, "the kernel's fallback counted as drift");
+
+    let other = m.present_irqs().into_iter().find(|&i| i != irq && affinity(m.root(), i).len() == 1).unwrap();
+    set_affinity(m.root(), other, &CpuSet::parse_list("0-15").unwrap());
+    daemon.handle(Batch { reconcile: true, triggers: 1, ..Batch::default() });
+    assert_eq!(drift(&daemon), 1, "someone else's edit is drift");
+}

@@ -54,7 +54,7 @@ use crate::topology::{memory_file, TopologyMemory};
 use rescan::Rescan;
 
 use counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
-use ledger::{Ledger, Loudness};
+use ledger::{Drift, Ledger, Loudness};
 use metrics_file::Pacer;
 use notify::Notifier;
 use originals::Originals;
@@ -560,7 +560,8 @@ impl Daemon {
         for w in self.ledger.new_warnings(&plan) {
             tracing::warn!("{}", crate::text::printable(&w));
         }
-        for d in self.ledger.observe(&plan) {
+        let drift = self.ledger.observe(&plan);
+        for d in self.others_drift(drift) {
             let found = d.found.map_or("unreadable".into(), |f| f.to_list_string());
             let placed = d.placed.to_list_string();
             let (dev, p) = plan.find_irq(d.irq).map_or((None, None), |(dev, p)| (Some(dev), Some(p)));
@@ -653,6 +654,14 @@ impl Daemon {
         self.last_report = report;
     }
 
+    /// The drift someone else made: not that of IRQs placed on CPUs that went offline or came
+    /// back since the last pass (the kernel's CPU-offline fallback moves them, and a CPU back by
+    /// the time the pass reads it hides that; the pass places them again as usual).
+    fn others_drift(&self, drift: Vec<Drift>) -> Vec<Drift> {
+        let hotplugged = self.rescan.hotplugged();
+        drift.into_iter().filter(|d| !d.placed.intersects(hotplugged)).collect()
+    }
+
     /// With `on_drift = "respect"`: takes this pass's drift into the respected set (logging each
     /// IRQ newly left to another owner, and each given back), and turns every respected IRQ of
     /// the plan into a `skip` that keeps its mask. Otherwise the plan as it is.
@@ -675,7 +684,7 @@ impl Daemon {
                 .filter_map(|v| Some((v.irq, v.hint.clone()?)))
                 .collect(),
         };
-        let drift = self.ledger.drift(&planned.plan);
+        let drift = self.others_drift(self.ledger.drift(&planned.plan));
         let news = self.respected.observe(&mut planned.plan, &drift, &defaults);
         // Transmit steering follows the IRQs where they are, other owners' included.
         for d in &mut planned.plan.devices {

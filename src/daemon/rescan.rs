@@ -28,6 +28,8 @@ pub struct Rescan {
     /// Interface indexes whose link is no PCI device's (a veth, a bridge): their events read
     /// nothing.
     virtual_links: BTreeSet<u32>,
+    /// The CPUs that came or went before the last read (see [`Rescan::hotplugged`]).
+    hotplugged: CpuSet,
 }
 
 /// What events asked to read again since the last successful pass.
@@ -119,6 +121,13 @@ impl Rescan {
         pci_address(&target).map(|b| Some(b.to_string()))
     }
 
+    /// The CPUs CPU events named between the pass before the last read and that read: an IRQ
+    /// placed on one of them may have been moved by the kernel (its CPU-offline fallback), even
+    /// when the CPU is back by now.
+    pub fn hotplugged(&self) -> &CpuSet {
+        &self.hotplugged
+    }
+
     /// Notes the IRQs a pass wrote or tried to: the next pass reads their masks again.
     pub fn wrote(&mut self, irqs: impl IntoIterator<Item = u32>) {
         self.stale.irqs.extend(irqs);
@@ -129,6 +138,7 @@ impl Rescan {
     /// success what was stale is current; on failure (or on the last topology) everything
     /// stays stale.
     pub fn read(&mut self, root: &Root) -> Result<(Topology, Vec<String>, Discovery), EngineError> {
+        self.hotplugged = self.stale.cpus.clone();
         let mut keep_stale = false;
         let result = self.read_stale(root, &mut keep_stale);
         if result.is_ok() && !keep_stale {
