@@ -191,9 +191,7 @@ impl DeviceRead {
         let Some(dev) = self.device.as_mut() else { return };
         for v in &mut dev.vectors {
             if scope.touches(v) {
-                let mut found = Vec::new();
-                irq::read_affinity(root, &dev.bdf, v, &mut found);
-                let texts: Vec<String> = found.iter().map(ToString::to_string).collect();
+                let texts = reread_affinity(root, &dev.bdf, v);
                 if texts.is_empty() {
                     self.vector_warnings.remove(&v.irq);
                 } else {
@@ -227,31 +225,19 @@ fn discover(
             && bdfs.len() == before.devices.len()
             && bdfs.iter().all(|b| before.devices.get(b).is_some_and(|r| !r.failed))
     });
-    let (again, cpus_only) = match (cpus_only, again) {
-        (true, Some(kept)) => (None, Some(kept)),
-        (_, again) => (again, None),
-    };
-    if let Some((before, scope)) = cpus_only {
-        let mut reads = before.devices;
-        for read in reads.values_mut() {
-            read.refresh(root, scope);
-        }
-        let mut loose = before.loose;
-        for (irq, warnings) in &mut loose {
-            if scope.touches(&irq.vector) {
-                let mut found = Vec::new();
-                irq::read_affinity(root, NO_DEVICE, &mut irq.vector, &mut found);
-                *warnings = found.iter().map(ToString::to_string).collect();
+    let again = match again {
+        Some((before, scope)) if cpus_only => {
+            let mut reads = before.devices;
+            reads.values_mut().for_each(|read| read.refresh(root, scope));
+            let mut loose = before.loose;
+            for (irq, warnings) in loose.iter_mut().filter(|(irq, _)| scope.touches(&irq.vector)) {
+                *warnings = reread_affinity(root, NO_DEVICE, &mut irq.vector);
             }
+            assemble(&mut out, &reads, &loose);
+            return Ok((out, DeviceReads { sysfs_names: true, devices: reads, loose }));
         }
-        for read in reads.values() {
-            out.warnings.extend(read.all_warnings().cloned().map(DeviceError::Kept));
-            out.devices.extend(read.device.clone());
-        }
-        out.warnings.extend(loose.iter().flat_map(|(_, w)| w.iter().cloned().map(DeviceError::Kept)));
-        out.loose = loose.iter().map(|(l, _)| l.clone()).collect();
-        return Ok((out, DeviceReads { sysfs_names: true, devices: reads, loose }));
-    }
+        again => again,
+    };
     let requested = irq::Requested::read(root);
     let mut reads: BTreeMap<String, DeviceRead> = BTreeMap::new();
     if let Some((mut before, scope)) = again {
@@ -273,30 +259,42 @@ fn discover(
         DeviceRead::of(device, warnings)
     });
     reads.extend(whole.into_iter().cloned().zip(found));
-    // The bus lists devices in address order; so does `reads`.
-    for read in reads.values() {
-        out.warnings.extend(read.all_warnings().cloned().map(DeviceError::Kept));
-        out.devices.extend(read.device.clone());
-    }
-    let loose = loose_irqs(root, &requested, &names, &out.devices);
-    out.warnings.extend(loose.iter().flat_map(|(_, w)| w.iter().cloned().map(DeviceError::Kept)));
-    out.loose = loose.iter().map(|(l, _)| l.clone()).collect();
+    let owned = reads.values().flat_map(|r| r.device.iter().flat_map(|d| d.vectors.iter().map(|v| v.irq))).collect();
+    let loose = loose_irqs(root, &requested, &names, &owned);
+    assemble(&mut out, &reads, &loose);
     let sysfs_names = names.sysfs_only();
     out.warnings.extend(names.take_warnings());
     Ok((out, DeviceReads { sysfs_names, devices: reads, loose }))
 }
 
-/// Every IRQ of `proc/irq` with a handler that no device's vector is: read like a device vector
+/// Adds the devices read and the IRQs of no device to `out`, with their warnings: the devices
+/// in address order (the bus lists them so, and so does `reads`), then the loose IRQs.
+fn assemble(out: &mut Discovery, reads: &BTreeMap<String, DeviceRead>, loose: &[(LooseIrq, Vec<String>)]) {
+    for read in reads.values() {
+        out.warnings.extend(read.all_warnings().cloned().map(DeviceError::Kept));
+        out.devices.extend(read.device.clone());
+    }
+    out.warnings.extend(loose.iter().flat_map(|(_, w)| w.iter().cloned().map(DeviceError::Kept)));
+    out.loose = loose.iter().map(|(l, _)| l.clone()).collect();
+}
+
+/// Reads the affinity files of `v` (of device `bdf`) again; the warnings of that read.
+fn reread_affinity(root: &Root, bdf: &str, v: &mut crate::devices::IrqVector) -> Vec<String> {
+    let mut found = Vec::new();
+    irq::read_affinity(root, bdf, v, &mut found);
+    found.iter().map(ToString::to_string).collect()
+}
+
+/// Every IRQ of `proc/irq` with a handler that is not `owned` (no device's vector): read like a device vector
 /// (a bad file is a warning naming it, kept with the IRQ), plus its `node`. Empty when
 /// `proc/irq` cannot be listed.
 fn loose_irqs(
     root: &Root,
     requested: &irq::Requested,
     names: &irq::IrqNames,
-    devices: &[Device],
+    owned: &std::collections::HashSet<u32>,
 ) -> Vec<(LooseIrq, Vec<String>)> {
     let irq::Requested::Listed(all) = requested else { return Vec::new() };
-    let owned: std::collections::HashSet<u32> = devices.iter().flat_map(|d| d.vectors.iter().map(|v| v.irq)).collect();
     let mut loose: Vec<u32> = all.iter().copied().filter(|i| !owned.contains(i)).collect();
     loose.sort_unstable();
     let mut out = Vec::new();
