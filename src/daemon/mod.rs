@@ -239,6 +239,12 @@ impl Daemon {
         &self.last_plan
     }
 
+    /// When the follow-up pass of a topology read the kernel refused is due (see
+    /// [`rescan`](self::rescan)); the loop runs it as a `recheck` pass.
+    pub fn recheck_due(&self) -> Option<Instant> {
+        self.rescan.recheck_due()
+    }
+
     pub fn last_report(&self) -> &ApplyReport {
         &self.last_report
     }
@@ -298,6 +304,7 @@ impl Daemon {
         loop {
             retry.after_pass(self.degraded().is_some(), self.config.global.reconcile_interval);
             let metrics_due = self.metrics_pacer.due();
+            let recheck_due = self.rescan.recheck_due();
             tokio::select! {
                 batch = batches.recv() => match batch {
                     Some(batch) if !batch.stop => self.handle(batch),
@@ -306,6 +313,10 @@ impl Daemon {
                 _ = tick(&mut watchdog) => self.notifier.watchdog(),
                 _ = retry.wait() => {
                     self.pass(vec!["retry".into()]);
+                    self.notifier.status(&self.status_text());
+                }
+                _ = deadline(recheck_due) => {
+                    self.pass(vec!["recheck".into()]);
                     self.notifier.status(&self.status_text());
                 }
                 _ = deadline(metrics_due) => self.publish_metrics(),

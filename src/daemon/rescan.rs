@@ -4,6 +4,12 @@
 //! neighbours) and the affinity files of the IRQs whose masks hold them; after device and link
 //! events, the devices they name. The IRQs a pass wrote are always read again by the next.
 //!
+//! A topology read the kernel refused (an errno: reads of a CPU's topology files fail for a
+//! moment while a CPU comes or goes) is not reported at once: the read is held, the next pass
+//! reads everything again, and a follow-up pass ([`Rescan::recheck_due`]) comes
+//! [`RECHECK_AFTER`] later when no event brings one. A refusal is a warning only when two reads
+//! in a row give it with no CPU event between them.
+//!
 //! Invariant (the property test of `tests/incremental.rs`): when only what the events name
 //! changed, a pass on what this returns plans and writes what a full pass would. A mask another
 //! owner edits without an event is seen by the next pass that reads that IRQ: the reconcile
@@ -30,6 +36,46 @@ pub struct Rescan {
     virtual_links: BTreeSet<u32>,
     /// The CPUs that came or went before the last read (see [`Rescan::hotplugged`]).
     hotplugged: CpuSet,
+    /// The refused reads of the last topology read (as warning texts), and when to read again
+    /// because some of them were new.
+    refused: Refused,
+}
+
+/// How long after a read with new refusals the follow-up pass reads again when no event does.
+pub const RECHECK_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Refused reads held back until a second read confirms them.
+#[derive(Debug, Default)]
+struct Refused {
+    /// The refusals of the last topology read; forgotten at a CPU event (a race explains them).
+    held: BTreeSet<String>,
+    recheck_at: Option<std::time::Instant>,
+}
+
+impl Refused {
+    /// The warnings to report of a read's: every other one, and the refusals the read before
+    /// gave too. New refusals schedule a recheck.
+    fn sort(&mut self, warnings: Vec<crate::topology::discover::TopologyWarning>) -> Vec<String> {
+        let mut report = Vec::new();
+        let mut held = BTreeSet::new();
+        let mut news = false;
+        for w in warnings {
+            let text = w.to_string();
+            if !w.transient {
+                report.push(text);
+                continue;
+            }
+            if self.held.contains(&text) {
+                report.push(text.clone());
+            } else {
+                news = true;
+            }
+            held.insert(text);
+        }
+        self.held = held;
+        self.recheck_at = news.then(|| std::time::Instant::now() + RECHECK_AFTER);
+        report
+    }
 }
 
 /// What events asked to read again since the last successful pass.
@@ -74,6 +120,9 @@ impl Rescan {
 
     /// Notes what `batch`'s events can have changed.
     pub fn note(&mut self, root: &Root, batch: &Batch) {
+        if !batch.cpus.is_empty() || batch.cpus_changed {
+            self.refused.held.clear();
+        }
         if batch.may_change_topology() && !batch.cpus_changed {
             self.stale.everything = true;
         }
@@ -128,6 +177,11 @@ impl Rescan {
         &self.hotplugged
     }
 
+    /// When the follow-up pass of a read with new refusals is due; `None` when none is.
+    pub fn recheck_due(&self) -> Option<std::time::Instant> {
+        self.refused.recheck_at
+    }
+
     /// Notes the IRQs a pass wrote or tried to: the next pass reads their masks again.
     pub fn wrote(&mut self, irqs: impl IntoIterator<Item = u32>) {
         self.stale.irqs.extend(irqs);
@@ -135,13 +189,13 @@ impl Rescan {
 
     /// The topology (read again as the events require), its warnings, and the devices. When the
     /// topology cannot be read again, the last one that could, with a warning saying so. On
-    /// success what was stale is current; on failure (or on the last topology) everything
-    /// stays stale.
+    /// success what was stale is current; on failure (or on the last topology, or while a
+    /// recheck of refused reads is due) everything stays stale.
     pub fn read(&mut self, root: &Root) -> Result<(Topology, Vec<String>, Discovery), EngineError> {
         self.hotplugged = self.stale.cpus.clone();
         let mut keep_stale = false;
         let result = self.read_stale(root, &mut keep_stale);
-        if result.is_ok() && !keep_stale {
+        if result.is_ok() && !keep_stale && self.refused.recheck_at.is_none() {
             self.stale = Stale::default();
         } else {
             self.stale.everything = true;
@@ -166,7 +220,7 @@ impl Rescan {
         let mut last_warning = None;
         match reread {
             Some(Ok((topology, warnings, reads))) => {
-                let warnings = warnings.iter().map(ToString::to_string).collect();
+                let warnings = self.refused.sort(warnings);
                 self.topology = Some((topology, warnings, reads));
             }
             Some(Err(e)) if self.topology.is_some() => {

@@ -42,6 +42,15 @@ impl SysfsError {
             _ => None,
         }
     }
+
+    /// Whether the kernel refused the read or listing with an errno (as opposed to content
+    /// irqwise could not take, or a file it will not open, such as a FIFO).
+    pub fn kernel_refused(&self) -> bool {
+        match self {
+            SysfsError::Read { source, .. } | SysfsError::ListDir { source, .. } => source.raw_os_error().is_some(),
+            _ => false,
+        }
+    }
 }
 
 /// How a reader used a path, weakest first. [`Root::recording`] keeps the strongest use of each

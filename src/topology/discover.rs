@@ -37,6 +37,17 @@ pub struct TopologyWarning {
     pub problem: String,
     /// The rule applied instead.
     pub instead: String,
+    /// The kernel refused the read (an errno, not bad content): possibly a race with CPU
+    /// hotplug, which briefly fails reads of the CPUs' files. The daemon reports such a warning
+    /// only when a second read gives it again (see `daemon::rescan`).
+    pub transient: bool,
+}
+
+impl TopologyWarning {
+    /// This warning, marked [`transient`](TopologyWarning::transient) when `e` is an errno.
+    pub(super) fn from_read(self, e: &SysfsError) -> TopologyWarning {
+        TopologyWarning { transient: e.kernel_refused(), ..self }
+    }
 }
 
 /// The distance the kernel assumes between two nodes it has no table for (`REMOTE_DISTANCE`), and
@@ -103,7 +114,7 @@ pub(super) fn warning(
     problem: impl Into<String>,
     instead: impl Into<String>,
 ) -> TopologyWarning {
-    TopologyWarning { path: root.path(rel), problem: problem.into(), instead: instead.into() }
+    TopologyWarning { path: root.path(rel), problem: problem.into(), instead: instead.into(), transient: false }
 }
 
 /// The possible CPUs: the `possible` list, else one per `cpuN` directory (ids of `MAX_CPUS` and
@@ -333,7 +344,7 @@ fn read_cpu_list(
         Ok(Some(text)) => text,
         Ok(None) => return Ok(None),
         Err(e) => {
-            warnings.push(warning(root, &rel, format!("unreadable ({})", io_problem(&e)), instead));
+            warnings.push(warning(root, &rel, format!("unreadable ({})", io_problem(&e)), instead).from_read(&e));
             return Ok(None);
         }
     };
@@ -345,7 +356,7 @@ fn read_cpu_list(
     match parse_cpulist_at(&root.path(&rel), cleaned) {
         Ok(set) => Ok(Some(set)),
         Err(e) => {
-            warnings.push(warning(root, &rel, cpulist_problem(&e), instead));
+            warnings.push(warning(root, &rel, cpulist_problem(&e), instead).from_read(&e));
             Ok(None)
         }
     }
@@ -382,7 +393,8 @@ fn read_trimmed(root: &Root, rel: &str, warnings: &mut Vec<TopologyWarning>) -> 
     match root.read_small_optional(rel) {
         Ok(text) => text.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
         Err(e) => {
-            warnings.push(warning(root, rel, format!("unreadable ({})", io_problem(&e)), "taken as unknown"));
+            warnings
+                .push(warning(root, rel, format!("unreadable ({})", io_problem(&e)), "taken as unknown").from_read(&e));
             None
         }
     }

@@ -22,7 +22,8 @@ pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> 
     let entries = match root.list_dir_noting(&dir, |n| n == "topology" || is_numbered(n, "node")) {
         Ok(entries) => entries,
         Err(e) => {
-            w.push(warning(root, &dir, format!("cannot be listed ({})", io_problem(&e)), "the CPU is taken as bare"));
+            let problem = format!("cannot be listed ({})", io_problem(&e));
+            w.push(warning(root, &dir, problem, "the CPU is taken as bare").from_read(&e));
             Vec::new()
         }
     };
@@ -41,7 +42,7 @@ pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> 
         Ok(_) => !entries.is_empty(),
         Err(e) => {
             let problem = format!("unreadable ({})", io_problem(&e));
-            w.push(warning(root, &online_rel, problem, "the global online list decides"));
+            w.push(warning(root, &online_rel, problem, "the global online list decides").from_read(&e));
             !entries.is_empty()
         }
     };
@@ -57,13 +58,13 @@ pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> 
         ] {
             let rel = format!("{topo}/{name}");
             if let Err(e) = root.read_number_optional::<i64>(&rel, expected) {
-                w.push(warning(root, &rel, io_problem(&e), "ignored (irqwise does not use it)"));
+                w.push(warning(root, &rel, io_problem(&e), "ignored (irqwise does not use it)").from_read(&e));
             }
         }
         let mut mask = |lists: &[&str], masks: &[&str]| match read_mask(root, &topo, lists, masks) {
             Ok(m) => m,
             Err((rel, e)) => {
-                w.push(warning(root, &rel, cpulist_problem(&e), "that level is taken as unknown"));
+                w.push(warning(root, &rel, cpulist_problem(&e), "that level is taken as unknown").from_read(&e));
                 None
             }
         };
@@ -84,7 +85,8 @@ pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> 
     cpu.llc = match caches::last_level_cache(root, &format!("{dir}/cache")) {
         Ok(llc) => llc,
         Err(e) => {
-            w.push(warning(root, &format!("{dir}/cache"), e.to_string(), "the last-level cache is taken as unknown"));
+            let instead = "the last-level cache is taken as unknown";
+            w.push(warning(root, &format!("{dir}/cache"), e.to_string(), instead).from_read(&e));
             None
         }
     };
