@@ -45,7 +45,7 @@ pub struct TopologyWarning {
 
 impl TopologyWarning {
     /// This warning, marked [`transient`](TopologyWarning::transient) when `e` is an errno.
-    pub(super) fn from_read(self, e: &SysfsError) -> TopologyWarning {
+    pub(super) fn marked_by(self, e: &SysfsError) -> TopologyWarning {
         TopologyWarning { transient: e.kernel_refused(), ..self }
     }
 }
@@ -344,7 +344,7 @@ fn read_cpu_list(
         Ok(Some(text)) => text,
         Ok(None) => return Ok(None),
         Err(e) => {
-            warnings.push(warning(root, &rel, format!("unreadable ({})", io_problem(&e)), instead).from_read(&e));
+            warnings.push(warning(root, &rel, format!("unreadable ({})", io_problem(&e)), instead).marked_by(&e));
             return Ok(None);
         }
     };
@@ -356,7 +356,7 @@ fn read_cpu_list(
     match parse_cpulist_at(&root.path(&rel), cleaned) {
         Ok(set) => Ok(Some(set)),
         Err(e) => {
-            warnings.push(warning(root, &rel, cpulist_problem(&e), instead).from_read(&e));
+            warnings.push(warning(root, &rel, cpulist_problem(&e), instead).marked_by(&e));
             Ok(None)
         }
     }
@@ -394,7 +394,7 @@ fn read_trimmed(root: &Root, rel: &str, warnings: &mut Vec<TopologyWarning>) -> 
         Ok(text) => text.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
         Err(e) => {
             warnings
-                .push(warning(root, rel, format!("unreadable ({})", io_problem(&e)), "taken as unknown").from_read(&e));
+                .push(warning(root, rel, format!("unreadable ({})", io_problem(&e)), "taken as unknown").marked_by(&e));
             None
         }
     }

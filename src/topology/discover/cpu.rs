@@ -23,7 +23,7 @@ pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> 
         Ok(entries) => entries,
         Err(e) => {
             let problem = format!("cannot be listed ({})", io_problem(&e));
-            w.push(warning(root, &dir, problem, "the CPU is taken as bare").from_read(&e));
+            w.push(warning(root, &dir, problem, "the CPU is taken as bare").marked_by(&e));
             Vec::new()
         }
     };
@@ -42,7 +42,7 @@ pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> 
         Ok(_) => !entries.is_empty(),
         Err(e) => {
             let problem = format!("unreadable ({})", io_problem(&e));
-            w.push(warning(root, &online_rel, problem, "the global online list decides").from_read(&e));
+            w.push(warning(root, &online_rel, problem, "the global online list decides").marked_by(&e));
             !entries.is_empty()
         }
     };
@@ -58,13 +58,13 @@ pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> 
         ] {
             let rel = format!("{topo}/{name}");
             if let Err(e) = root.read_number_optional::<i64>(&rel, expected) {
-                w.push(warning(root, &rel, io_problem(&e), "ignored (irqwise does not use it)").from_read(&e));
+                w.push(warning(root, &rel, io_problem(&e), "ignored (irqwise does not use it)").marked_by(&e));
             }
         }
         let mut mask = |lists: &[&str], masks: &[&str]| match read_mask(root, &topo, lists, masks) {
             Ok(m) => m,
             Err((rel, e)) => {
-                w.push(warning(root, &rel, cpulist_problem(&e), "that level is taken as unknown").from_read(&e));
+                w.push(warning(root, &rel, cpulist_problem(&e), "that level is taken as unknown").marked_by(&e));
                 None
             }
         };
@@ -86,7 +86,7 @@ pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> 
         Ok(llc) => llc,
         Err(e) => {
             let instead = "the last-level cache is taken as unknown";
-            w.push(warning(root, &format!("{dir}/cache"), e.to_string(), instead).from_read(&e));
+            w.push(warning(root, &format!("{dir}/cache"), e.to_string(), instead).marked_by(&e));
             None
         }
     };

@@ -40,7 +40,7 @@ pub(super) fn read_nodes(root: &Root, w: &mut Vec<TopologyWarning>) -> Result<BT
             Ok(cpus) => cpus,
             Err(e) => {
                 let instead = "its CPUs are placed by their own nodeM links only";
-                w.push(warning(root, &format!("{dir}/cpulist"), cpulist_problem(&e), instead).from_read(&e));
+                w.push(warning(root, &format!("{dir}/cpulist"), cpulist_problem(&e), instead).marked_by(&e));
                 None
             }
         };
@@ -90,7 +90,7 @@ fn distance_row(
             return default();
         }
         Err(e) => {
-            w.push(warning(root, &rel, format!("unreadable ({})", io_problem(&e)), instead).from_read(&e));
+            w.push(warning(root, &rel, format!("unreadable ({})", io_problem(&e)), instead).marked_by(&e));
             return default();
         }
     };
