@@ -259,22 +259,51 @@ impl CpuSet {
     /// Kernel list format with ranges: `0-3,8,10-11`; empty set → `""`.
     pub fn to_list_string(&self) -> String {
         let mut out = String::new();
-        let mut iter = self.iter().peekable();
-        while let Some(lo) = iter.next() {
-            let mut hi = lo;
-            while iter.peek() == Some(&(hi + 1)) {
-                hi = iter.next().unwrap_or(hi);
+        // Writing to a String cannot fail.
+        let _ = self.write_list(&mut out);
+        out
+    }
+
+    /// Writes the kernel list format (see [`CpuSet::to_list_string`]) to `out`.
+    pub fn write_list(&self, out: &mut impl fmt::Write) -> fmt::Result {
+        for (i, (lo, hi)) in self.ranges().enumerate() {
+            if i > 0 {
+                out.write_char(',')?;
             }
-            if !out.is_empty() {
-                out.push(',');
-            }
-            if hi == lo {
-                out.push_str(&lo.to_string());
+            if lo == hi {
+                write!(out, "{lo}")?;
             } else {
-                out.push_str(&format!("{lo}-{hi}"));
+                write!(out, "{lo}-{hi}")?;
             }
         }
-        out
+        Ok(())
+    }
+
+    /// The runs of consecutive CPUs as `(first, last)`, ascending; found a word at a time, so a
+    /// run of 64 CPUs costs one step, not 64.
+    pub fn ranges(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let mut from = 0;
+        std::iter::from_fn(move || {
+            let lo = self.next_with(from, false)?;
+            let end = self.next_with(lo, true).unwrap_or(self.words.len() as u32 * 64);
+            from = end;
+            Some((lo, end - 1))
+        })
+    }
+
+    /// The first CPU at or after `from` that is in the set (`absent`: that is not), among the
+    /// stored words; `None` when there is none there.
+    fn next_with(&self, from: u32, absent: bool) -> Option<u32> {
+        let flip = if absent { !0u64 } else { 0 };
+        let mut w = (from / 64) as usize;
+        let mut word = (self.words.get(w)? ^ flip) & (!0u64 << (from % 64));
+        loop {
+            if word != 0 {
+                return Some(w as u32 * 64 + word.trailing_zeros());
+            }
+            w += 1;
+            word = self.words.get(w)? ^ flip;
+        }
     }
 
     /// Kernel hex mask format: 32-bit groups, most significant first, first group unpadded;
@@ -368,13 +397,15 @@ impl Sub for &CpuSet {
 
 impl fmt::Display for CpuSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_list_string())
+        self.write_list(f)
     }
 }
 
 impl fmt::Debug for CpuSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CpuSet({})", self.to_list_string())
+        f.write_str("CpuSet(")?;
+        self.write_list(f)?;
+        f.write_str(")")
     }
 }
 
@@ -468,6 +499,25 @@ mod tests {
         #[test]
         fn mask_round_trip(s in arb_set()) {
             prop_assert_eq!(CpuSet::parse_mask(&s.to_mask_string()).unwrap(), s);
+        }
+
+        #[test]
+        fn ranges_are_the_runs_of_consecutive_cpus(
+            sparse in arb_set(),
+            runs in prop::collection::vec((0u32..400, 0u32..140), 0..6),
+        ) {
+            // Runs across and up to word boundaries, and single CPUs between them.
+            let s: CpuSet = runs.iter().flat_map(|&(lo, n)| lo..lo + n).chain(sparse.iter()).collect();
+            let mut runs: Vec<(u32, u32)> = Vec::new();
+            for c in s.iter() {
+                match runs.last_mut() {
+                    Some((_, hi)) if *hi + 1 == c => *hi = c,
+                    _ => runs.push((c, c)),
+                }
+            }
+            let text = runs.iter().map(|&(lo, hi)| if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") });
+            prop_assert_eq!(s.to_list_string(), text.collect::<Vec<_>>().join(","));
+            prop_assert_eq!(s.ranges().collect::<Vec<_>>(), runs);
         }
 
         #[test]

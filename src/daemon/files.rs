@@ -10,6 +10,18 @@ use std::path::{Path, PathBuf};
 /// (`.NAME.PID`, created exclusively, never through a symlink), fsynced, renamed over `path`, the
 /// directory fsynced. On error the temporary file is removed.
 pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), (PathBuf, io::Error)> {
+    write_replacing(path, bytes, mode, true)
+}
+
+/// [`write_atomically`] without the fsyncs, for files rewritten after every pass (the state and
+/// metrics files): readers still see the old or the new content, and what a crash could lose
+/// the next pass writes again. Under `/run` (tmpfs) an fsync does nothing anyway; on a disk it
+/// would wait for the device at every pass.
+pub fn replace_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), (PathBuf, io::Error)> {
+    write_replacing(path, bytes, mode, false)
+}
+
+fn write_replacing(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> Result<(), (PathBuf, io::Error)> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(|e| (dir.to_path_buf(), e))?;
     let tmp = temp_path(path);
@@ -24,7 +36,10 @@ pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), (Pat
         // Set explicitly: the service's UMask= would otherwise narrow the mode.
         f.set_permissions(fs::Permissions::from_mode(mode))?;
         f.write_all(bytes)?;
-        f.sync_all()
+        if durable {
+            f.sync_all()?;
+        }
+        Ok(())
     };
     if let Err(e) = write() {
         let _ = fs::remove_file(&tmp);
@@ -35,8 +50,10 @@ pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), (Pat
         return Err((path.to_path_buf(), e));
     }
     // The rename is durable only once the directory is: a failure here loses nothing written.
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
+    if durable {
+        if let Ok(d) = fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
     }
     Ok(())
 }

@@ -80,9 +80,10 @@ impl Pacer {
 }
 
 /// Replaces `path` with `text` (see the module's guarantees): a reader sees the old or the new
-/// file, never a part.
+/// file, never a part. Not fsynced: it is written again at every pass, and counters start over
+/// with the daemon anyway.
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), MetricsError> {
-    files::write_atomically(path, text.as_bytes(), 0o644).map_err(|(at, source)| MetricsError::Write {
+    files::replace_atomically(path, text.as_bytes(), 0o644).map_err(|(at, source)| MetricsError::Write {
         file: path.to_path_buf(),
         path: at,
         source,

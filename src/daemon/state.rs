@@ -57,73 +57,84 @@ pub struct StateRecord<'a> {
     /// after a successful reload and before the first.
     pub config_error: Option<&'a str>,
     pub config_sources: &'a [PathBuf],
-    pub plan: PlanState,
+    pub plan: PlanState<'a>,
     /// Writes that ended the same way pass after pass (logged once, counted here).
     pub repeated: Vec<super::ledger::Repeated>,
-    pub report: ReportState,
+    pub report: ReportState<'a>,
     /// Since start (the same counters as the metrics file).
     pub counters: &'a Counters,
     /// The last writes, oldest first.
     pub recent_changes: &'a [RecentChange],
 }
 
-/// The plan as the state keeps it: every IRQ's action and CPUs, as list strings.
+/// The plan as the state keeps it: every IRQ's action and CPUs, as list strings. Borrowed from
+/// the plan: the file of a machine with thousands of IRQs is written without a copy of each.
 #[derive(Debug, Serialize)]
-pub struct PlanState {
-    pub devices: Vec<DeviceState>,
-    pub warnings: Vec<String>,
+pub struct PlanState<'a> {
+    pub devices: Vec<DeviceState<'a>>,
+    pub warnings: &'a [String],
 }
 
 #[derive(Debug, Serialize)]
-pub struct DeviceState {
-    pub bdf: String,
-    pub name: Option<String>,
-    pub driver: Option<String>,
+pub struct DeviceState<'a> {
+    pub bdf: &'a str,
+    pub name: Option<&'a str>,
+    pub driver: Option<&'a str>,
     pub strategy: &'static str,
     pub node: Option<u32>,
-    pub irqs: Vec<IrqState>,
+    pub irqs: Vec<IrqState<'a>>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct IrqState {
+pub struct IrqState<'a> {
     pub irq: u32,
-    pub name: Option<String>,
+    pub name: Option<&'a str>,
     pub queue: Option<u32>,
     pub action: &'static str,
-    pub current: Option<String>,
-    pub desired: Option<String>,
+    pub current: Option<List<'a>>,
+    pub desired: Option<List<'a>>,
 }
 
 /// The last pass's writes as the state keeps them.
 #[derive(Debug, Serialize)]
-pub struct ReportState {
-    pub changes: Vec<ChangeState>,
+pub struct ReportState<'a> {
+    pub changes: Vec<ChangeState<'a>>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct ChangeState {
+pub struct ChangeState<'a> {
     pub irq: u32,
     pub result: &'static str,
-    pub old: Option<String>,
-    pub new: Option<String>,
+    pub old: Option<List<'a>>,
+    pub new: Option<List<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub error: Option<&'a str>,
 }
 
-/// A CPU set as the state file writes it.
-fn list(set: Option<&CpuSet>) -> Option<String> {
-    set.map(CpuSet::to_list_string)
+/// A CPU set as the state file writes it: the kernel's list string (`"0-3,8"`), formatted
+/// straight into the output.
+#[derive(Debug)]
+pub struct List<'a>(&'a CpuSet);
+
+impl Serialize for List<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self.0)
+    }
 }
 
-impl PlanState {
-    pub fn of(plan: &Plan) -> PlanState {
+fn list(set: Option<&CpuSet>) -> Option<List<'_>> {
+    set.map(List)
+}
+
+impl<'a> PlanState<'a> {
+    pub fn of(plan: &'a Plan) -> PlanState<'a> {
         let devices = plan
             .devices
             .iter()
             .map(|d| DeviceState {
-                bdf: d.bdf.clone(),
-                name: d.name.clone(),
-                driver: d.driver.clone(),
+                bdf: &d.bdf,
+                name: d.name.as_deref(),
+                driver: d.driver.as_deref(),
                 strategy: d.strategy.as_str(),
                 node: d.node,
                 irqs: d
@@ -131,7 +142,7 @@ impl PlanState {
                     .iter()
                     .map(|p| IrqState {
                         irq: p.irq,
-                        name: p.name.clone(),
+                        name: p.name.as_deref(),
                         queue: p.queue,
                         action: p.action.as_str(),
                         current: list(p.current.as_ref()),
@@ -140,12 +151,12 @@ impl PlanState {
                     .collect(),
             })
             .collect();
-        PlanState { devices, warnings: plan.warnings.clone() }
+        PlanState { devices, warnings: &plan.warnings }
     }
 }
 
-impl ReportState {
-    pub fn of(report: &ApplyReport) -> ReportState {
+impl<'a> ReportState<'a> {
+    pub fn of(report: &'a ApplyReport) -> ReportState<'a> {
         let changes = report
             .changes
             .iter()
@@ -161,7 +172,7 @@ impl ReportState {
                 },
                 old: list(c.old.as_ref()),
                 new: list(c.new_cpus()),
-                error: c.result.error().map(String::from),
+                error: c.result.error(),
             })
             .collect();
         ReportState { changes }
@@ -173,7 +184,7 @@ pub fn write_state(root: &Root, record: &StateRecord) -> Result<(), StateError> 
     let path = root.path(STATE_FILE);
     let mut text = serde_json::to_vec(record).map_err(StateError::Encode)?;
     text.push(b'\n');
-    super::files::write_atomically(&path, &text, 0o644).map_err(|(path, source)| StateError::Write { path, source })
+    super::files::replace_atomically(&path, &text, 0o644).map_err(|(path, source)| StateError::Write { path, source })
 }
 
 /// The most bytes `status` reads of the state file (it grows with the IRQs of the machine).
