@@ -6,6 +6,8 @@
 //! The refusal here is `ELOOP` (a symlink to itself), the one errno a root-owned fixture can make
 //! a read return; the VM storm (`tests/vm/guest/scenarios/57-storm.sh`) meets the real one.
 
+#[path = "common/daemon_fixture.rs"]
+mod daemon_fixture;
 #[path = "common/fixture.rs"]
 mod fixture;
 #[path = "common/sysfs_tree.rs"]
@@ -124,4 +126,19 @@ fn a_cpu_event_between_two_refusals_explains_them() {
     assert!(daemon.recheck_due().is_some(), "the refusal is read again later");
     daemon.pass(vec!["recheck".into()]);
     assert!(reported(&daemon), "no CPU event since: it is real");
+}
+
+/// The loop runs the recheck by itself: no event follows the refused read, and a second pass,
+/// `recheck`, reads again and reports what is still refused.
+#[tokio::test]
+async fn the_loop_runs_the_recheck_without_any_event() {
+    let (dir, cfg) = (machine(), tempfile::tempdir().unwrap());
+    refuse(dir.path());
+    let mut running = daemon_fixture::Running::start(dir.path(), cfg.path());
+    running.wait_passes(2).await;
+    let state: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.path().join("run/irqwise/state.json")).unwrap()).unwrap();
+    assert_eq!(state["triggers"], serde_json::json!(["recheck"]), "{}", state["triggers"]);
+    let daemon = running.stop().await;
+    assert!(reported(&daemon), "{:?}", daemon.last_plan().warnings);
 }
