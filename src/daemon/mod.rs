@@ -143,6 +143,8 @@ pub struct Daemon {
     passes: watch::Sender<u64>,
     notifier: Notifier,
     state_failed: bool,
+    /// The state file's encoding buffer, kept between passes.
+    state_buf: Vec<u8>,
     /// IRQs left to other owners (`on_drift = "respect"`).
     respected: Respected,
     /// Transmit queues whose last `xps_cpus` write failed, with how (said once).
@@ -216,6 +218,7 @@ impl Daemon {
             passes: watch::channel(0).0,
             notifier: Notifier::new(),
             state_failed: false,
+            state_buf: Vec::new(),
             respected: Respected::default(),
             xps_failing: std::collections::BTreeMap::new(),
             counters: Counters::new(started),
@@ -777,7 +780,7 @@ impl Daemon {
             counters: &self.counters,
             recent_changes: self.recent.make_contiguous(),
         };
-        match state::write_state(&self.root, &record) {
+        match state::write_state(&self.root, &record, &mut self.state_buf) {
             Ok(()) => self.state_failed = false,
             Err(e) if !self.state_failed => {
                 tracing::warn!("state file not written: {e}");

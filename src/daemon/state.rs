@@ -179,12 +179,15 @@ impl<'a> ReportState<'a> {
     }
 }
 
-/// Writes `record` to `ROOT/run/irqwise/state.json` atomically, mode 0644.
-pub fn write_state(root: &Root, record: &StateRecord) -> Result<(), StateError> {
+/// Writes `record` to `ROOT/run/irqwise/state.json` atomically, mode 0644, encoding it in `buf`
+/// (kept by the caller between passes: a large machine's file is a megabyte, grown anew each
+/// pass otherwise).
+pub fn write_state(root: &Root, record: &StateRecord, buf: &mut Vec<u8>) -> Result<(), StateError> {
     let path = root.path(STATE_FILE);
-    let mut text = serde_json::to_vec(record).map_err(StateError::Encode)?;
-    text.push(b'\n');
-    super::files::replace_atomically(&path, &text, 0o644).map_err(|(path, source)| StateError::Write { path, source })
+    buf.clear();
+    serde_json::to_writer(&mut *buf, record).map_err(StateError::Encode)?;
+    buf.push(b'\n');
+    super::files::replace_atomically(&path, buf, 0o644).map_err(|(path, source)| StateError::Write { path, source })
 }
 
 /// The most bytes `status` reads of the state file (it grows with the IRQs of the machine).
