@@ -65,6 +65,18 @@ fn allow(root: &Path, content: &str) {
     fs::write(&path, content).unwrap();
 }
 
+/// The machine, its daemon after a first clean pass, and a reconcile pass that met the refusal
+/// and held it back; the refused file's content, to restore.
+fn held_refusal() -> (tempfile::TempDir, Daemon, String) {
+    let dir = machine();
+    let mut daemon = daemon(dir.path());
+    let content = refuse(dir.path());
+    daemon.handle(reconcile());
+    assert!(!reported(&daemon), "held at the first read: {:?}", daemon.last_plan().warnings);
+    assert!(daemon.recheck_due().is_some(), "a recheck is scheduled");
+    (dir, daemon, content)
+}
+
 fn reported(daemon: &Daemon) -> bool {
     daemon.last_plan().warnings.iter().any(|w| w.contains("cpu5/topology/core_cpus_list"))
 }
@@ -79,12 +91,7 @@ fn cpu_event(cpu: u32) -> Batch {
 
 #[test]
 fn a_refusal_is_reported_when_the_recheck_gives_it_again() {
-    let dir = machine();
-    let mut daemon = daemon(dir.path());
-    refuse(dir.path());
-    daemon.handle(reconcile());
-    assert!(!reported(&daemon), "held at the first read: {:?}", daemon.last_plan().warnings);
-    assert!(daemon.recheck_due().is_some(), "a recheck is scheduled");
+    let (_dir, mut daemon, _) = held_refusal();
     daemon.pass(vec!["recheck".into()]);
     assert!(reported(&daemon), "the second read confirms it: {:?}", daemon.last_plan().warnings);
     assert!(daemon.recheck_due().is_none(), "a confirmed refusal schedules no more rechecks");
@@ -95,11 +102,7 @@ fn a_refusal_is_reported_when_the_recheck_gives_it_again() {
 
 #[test]
 fn a_refusal_gone_by_the_recheck_is_never_reported_and_the_recheck_plans_on_a_full_read() {
-    let dir = machine();
-    let mut daemon = daemon(dir.path());
-    let content = refuse(dir.path());
-    daemon.handle(reconcile());
-    assert!(daemon.recheck_due().is_some());
+    let (dir, mut daemon, content) = held_refusal();
     allow(dir.path(), &content);
     let full = plan_pass(&Root::new(dir.path()), &Config::default(), &Default::default()).unwrap();
     // An event that reads only one device: everything is read again while the recheck is due.
@@ -116,11 +119,7 @@ fn a_refusal_gone_by_the_recheck_is_never_reported_and_the_recheck_plans_on_a_fu
 
 #[test]
 fn a_cpu_event_between_two_refusals_explains_them() {
-    let dir = machine();
-    let mut daemon = daemon(dir.path());
-    refuse(dir.path());
-    daemon.handle(reconcile());
-    assert!(!reported(&daemon));
+    let (_dir, mut daemon, _) = held_refusal();
     daemon.handle(cpu_event(4));
     assert!(!reported(&daemon), "a CPU came or went between the reads: {:?}", daemon.last_plan().warnings);
     assert!(daemon.recheck_due().is_some(), "the refusal is read again later");

@@ -307,7 +307,7 @@ impl Daemon {
         loop {
             retry.after_pass(self.degraded().is_some(), self.config.global.reconcile_interval);
             let metrics_due = self.metrics_pacer.due();
-            let recheck_due = self.rescan.recheck_due();
+            let recheck_due = self.recheck_due();
             tokio::select! {
                 batch = batches.recv() => match batch {
                     Some(batch) if !batch.stop => self.handle(batch),
