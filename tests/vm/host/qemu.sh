@@ -44,7 +44,9 @@ boot_guest() {
     accel=(-accel kvm -cpu host)
   else
     # Intel vendor: the guest then reads CPUID leaf 0xB and threads=2 gives SMT siblings.
-    accel=(-accel tcg,thread=multi -cpu max,vendor=GenuineIntel${CPU_EXTRA:-})
+    # TCG_THREAD=single (a retried boot): one host thread for all vCPUs, slower but without the
+    # multi-threaded TCG race that can panic a boot while the kernel patches its own text.
+    accel=(-accel tcg,thread=${TCG_THREAD:-multi} -cpu max,vendor=GenuineIntel${CPU_EXTRA:-})
   fi
   ACCEL_USED=${accel[1]}
   : > "$work/console.log"; : > "$work/guest.out"; : > "$work/monitor.log"
