@@ -145,6 +145,10 @@ pub struct Daemon {
     state_failed: bool,
     /// The state file's encoding buffer, kept between passes.
     state_buf: Vec<u8>,
+    /// The state file's devices as last encoded (most stay the same from pass to pass).
+    encoded: state::EncodedDevices,
+    /// The plan the last pass replaced, until the state file has compared it with the new one.
+    replaced_plan: Option<Plan>,
     /// IRQs left to other owners (`on_drift = "respect"`).
     respected: Respected,
     /// Transmit queues whose last `xps_cpus` write failed, with how (said once).
@@ -219,6 +223,8 @@ impl Daemon {
             notifier: Notifier::new(),
             state_failed: false,
             state_buf: Vec::new(),
+            encoded: state::EncodedDevices::default(),
+            replaced_plan: None,
             respected: Respected::default(),
             xps_failing: std::collections::BTreeMap::new(),
             counters: Counters::new(started),
@@ -664,7 +670,7 @@ impl Daemon {
             }
             self.recent.push_back(RecentChange::of(c, number, at));
         }
-        self.last_plan = plan;
+        self.replaced_plan = Some(std::mem::replace(&mut self.last_plan, plan));
         self.last_report = report;
     }
 
@@ -761,26 +767,36 @@ impl Daemon {
     fn write_state(&mut self, number: u64, why: &[String]) {
         let status = self.status_text();
         let degraded = self.degraded();
-        let record = StateRecord {
-            schema: crate::JSON_SCHEMA,
-            pid: std::process::id(),
-            started: self.started,
-            last_pass: unix_now(),
-            passes: number,
-            triggers: why,
-            summary: self.last_counts,
-            status: &status,
-            error: self.last_error.as_deref(),
-            degraded: degraded.as_deref(),
-            config_error: self.config_error.as_deref(),
-            config_sources: &self.config.sources,
-            plan: state::PlanState::of(&self.last_plan),
-            repeated: self.ledger.repeated(),
-            report: state::ReportState::of(&self.last_report),
-            counters: &self.counters,
-            recent_changes: self.recent.make_contiguous(),
-        };
-        match state::write_state(&self.root, &record, &mut self.state_buf) {
+        // The plan the kept encodings were made from: the one this pass replaced, else (no new
+        // plan) the current one.
+        let replaced = self.replaced_plan.take();
+        let written = self
+            .encoded
+            .update(replaced.as_ref().unwrap_or(&self.last_plan), &self.last_plan)
+            .map_err(state::StateError::Encode)
+            .and_then(|devices| {
+                let record = StateRecord {
+                    schema: crate::JSON_SCHEMA,
+                    pid: std::process::id(),
+                    started: self.started,
+                    last_pass: unix_now(),
+                    passes: number,
+                    triggers: why,
+                    summary: self.last_counts,
+                    status: &status,
+                    error: self.last_error.as_deref(),
+                    degraded: degraded.as_deref(),
+                    config_error: self.config_error.as_deref(),
+                    config_sources: &self.config.sources,
+                    plan: state::PlanState { devices, warnings: &self.last_plan.warnings },
+                    repeated: self.ledger.repeated(),
+                    report: state::ReportState::of(&self.last_report),
+                    counters: &self.counters,
+                    recent_changes: self.recent.make_contiguous(),
+                };
+                state::write_state(&self.root, &record, &mut self.state_buf)
+            });
+        match written {
             Ok(()) => self.state_failed = false,
             Err(e) if !self.state_failed => {
                 tracing::warn!("state file not written: {e}");

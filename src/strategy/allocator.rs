@@ -45,8 +45,8 @@ pub struct Demand {
     pub node: Option<u32>,
     pub bdf: String,
     /// The device's NUMA-hop order over the CPUs it may use at home, one block per hop. No CPU
-    /// appears twice.
-    pub blocks: Vec<Vec<u32>>,
+    /// appears twice. Shared: the NICs of one node have the same order.
+    pub blocks: std::rc::Rc<Vec<Vec<u32>>>,
     /// The CPUs it may use now.
     pub usable: CpuSet,
     /// Queue units in order; a unit's weight is its number of distinct queues (`queues_per_cpu`
@@ -272,7 +272,7 @@ mod tests {
         Demand {
             node: Some(node),
             bdf: bdf.into(),
-            blocks: spread_blocks_within(topo, Some(node), SpreadOrder::CoresFirst, &topo.online),
+            blocks: spread_blocks_within(topo, Some(node), SpreadOrder::CoresFirst, &topo.online).into(),
             usable: topo.online.clone(),
             weights: vec![1; queues as usize],
             spill,

@@ -21,12 +21,12 @@ pub fn place(ctx: &DeviceContext) -> Vec<Decision> {
                     Decision::fixed(&ctx.misc.cpus, why)
                 } else {
                     let (set, index, size) = grouping.locate(q);
-                    let which = if grouping.sets.len() > 1 {
-                        format!("group {index} of IRQ set {set} ({size} queues)")
+                    let why = if grouping.sets.len() > 1 {
+                        format!("queue {q}: group {index} of IRQ set {set} ({size} queues) (kernel grouping)")
                     } else {
-                        format!("group {q} of {}", grouping.queues)
+                        format!("queue {q}: group {q} of {} (kernel grouping)", grouping.queues)
                     };
-                    Decision::fixed(&inside, format!("queue {q}: {which} (kernel grouping)"))
+                    Decision::fixed(&inside, why)
                 }
             }
             None => misc_decision(ctx, v),

@@ -17,6 +17,7 @@
 //! placement does not depend on it are compared.
 
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
 
 use super::{queue_index, Decision, DeviceContext, QueueGrouping};
 use crate::cpuset::CpuSet;
@@ -131,21 +132,19 @@ impl Spread {
         let grouping = &self.grouping;
         let group = grouping.groups.get(q as usize).cloned().unwrap_or_default();
         let blk_mq = ctx.device.nvme.as_ref().and_then(|n| n.blk_mq.get(q as usize));
-        let expected = if grouping.sets.len() > 1 {
+        // Written into one string: a machine has thousands of these each pass.
+        let mut reason = String::with_capacity(96);
+        let _ = if grouping.sets.len() > 1 {
             let (set, index, size) = grouping.locate(q);
             let kind = if set == 0 { "default (write)" } else { "read" };
-            format!("group {index} of the {kind} set of {size} = {group}")
+            write!(reason, "kernel-managed: expected group {index} of the {kind} set of {size} = {group}")
         } else {
-            format!("group {q} of {} = {group}", grouping.queues)
+            write!(reason, "kernel-managed: expected group {q} of {} = {group}", grouping.queues)
         };
-        let on = self.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
-        compared(
-            format!("kernel-managed: expected {expected}{on}"),
-            group,
-            v.current.as_ref(),
-            blk_mq,
-            self.unknowns.as_ref(),
-        )
+        if let Some(n) = &self.note {
+            let _ = write!(reason, " ({n})");
+        }
+        compared(reason, group, v.current.as_ref(), blk_mq, self.unknowns.as_ref())
     }
 }
 
@@ -208,14 +207,14 @@ fn compared(
     let mismatch = actual.is_some_and(|a| Unknowns::differ(unknowns, a, &want))
         || blk_mq.is_some_and(|m| Unknowns::differ(unknowns, m, &want));
     if let Some(a) = actual.filter(|a| **a != want) {
-        reason.push_str(&format!("; kernel shows {a}"));
+        let _ = write!(reason, "; kernel shows {a}");
     }
     if let Some(m) = blk_mq.filter(|m| **m != want) {
-        reason.push_str(&format!("; blk-mq maps {m}"));
+        let _ = write!(reason, "; blk-mq maps {m}");
     }
     let uncertain = unknowns.map(|u| u.reason.clone());
     if let Some(u) = &uncertain {
-        reason.push_str(&format!("; uncertain: {u}"));
+        let _ = write!(reason, "; uncertain: {u}");
     }
     Decision { desired: Some(want), managed: true, reason, mismatch: Some(mismatch), uncertain }
 }

@@ -33,10 +33,10 @@ pub fn demand(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> (Demand, Ve
             queues.entry(q / per_cpu).or_default().insert(q);
         }
     }
-    let mut blocks = ctx.groupings().order_blocks(ctx.home, ctx.node, order_kind(ctx), &ctx.home_usable).to_vec();
+    let mut blocks = ctx.groupings().order_blocks(ctx.home, ctx.node, order_kind(ctx), &ctx.home_usable);
     if blocks.is_empty() && !ctx.home_usable.is_empty() {
         // `hops` from a node without CPUs lists nothing: take the CPUs in id order.
-        blocks = vec![ctx.home_usable.iter().collect()];
+        blocks = vec![ctx.home_usable.iter().collect()].into();
     }
     let demand = Demand {
         node: ctx.node,
@@ -92,15 +92,22 @@ pub fn place_with(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> Vec<Dec
             Some(q) => match alloc.units.get(&(q / per_cpu)) {
                 Some(a) => {
                     let count = alloc.load.get(&a.cpu).copied().unwrap_or(1);
-                    let there = format!("{count} queue{} there", if count == 1 { "" } else { "s" });
+                    let s = if count == 1 { "" } else { "s" };
+                    // One format per queue: a machine's thousands of reasons are a part of each pass.
                     let why = match &a.displaced {
-                        None => format!("home {}; least loaded in {}, {there}", a.home, alloc.order_words),
+                        None => format!(
+                            "queue {q}: CPU {} (home {}; least loaded in {}, {count} queue{s} there)",
+                            a.cpu, a.home, alloc.order_words
+                        ),
                         Some(ring) => {
                             let gone = if ctx.topo.online.contains(a.home) { "not usable" } else { "offline" };
-                            format!("home {} {gone}; nearest: {ring}, {there}", a.home)
+                            format!(
+                                "queue {q}: CPU {} (home {} {gone}; nearest: {ring}, {count} queue{s} there)",
+                                a.cpu, a.home
+                            )
                         }
                     };
-                    Decision::fixed(&CpuSet::single(a.cpu), format!("queue {q}: CPU {} ({why})", a.cpu))
+                    Decision::fixed(&CpuSet::single(a.cpu), why)
                 }
                 None => Decision::leave("kernel-managed: not placed by irqwise"),
             },
