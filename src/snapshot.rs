@@ -9,7 +9,7 @@
 //! Invariants:
 //! - Only reads under the source [`Root`]; only writes under `OUT`, which must be empty or absent.
 //! - Every copied file keeps its content byte for byte and its permission bits (managed IRQs'
-//!   `smp_affinity` stays 0444, which is how `apply` recognises them).
+//!   `smp_affinity_list` stays 0444, which is how discovery recognises them).
 //! - Symlinks a reader went through become plain directories in `OUT` (the PCI and block device
 //!   links); symlinks whose target or name a reader used without going through them (`driver`,
 //!   `cpuN/nodeM`) are recreated with the same target text.

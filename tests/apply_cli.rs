@@ -68,8 +68,10 @@ fn injected_failures_are_classified_and_the_other_irqs_still_written() {
     let config = empty_config();
     let (managed, full, isdir) = (nic_irqs[2], nic_irqs[3], nic_irqs[4]);
     let irq_dir = |irq: u32| root.join(format!("proc/irq/{irq}"));
-    // A managed IRQ on a 6.12+ kernel: smp_affinity without write bits.
-    fs::set_permissions(irq_dir(managed).join("smp_affinity"), fs::Permissions::from_mode(0o444)).unwrap();
+    // A managed IRQ on a 6.12+ kernel: smp_affinity and smp_affinity_list without write bits.
+    for f in ["smp_affinity", "smp_affinity_list"] {
+        fs::set_permissions(irq_dir(managed).join(f), fs::Permissions::from_mode(0o444)).unwrap();
+    }
     // A file that is a symlink out of the root (to /dev/full): refused, never written.
     fs::remove_file(irq_dir(full).join("smp_affinity_list")).unwrap();
     symlink("/dev/full", irq_dir(full).join("smp_affinity_list")).unwrap();

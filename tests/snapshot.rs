@@ -167,7 +167,7 @@ fn expected_files() -> BTreeSet<String> {
     f.push(format!("{CPU}/cpu1/online"));
     for cpu in 0..2 {
         let d = format!("{CPU}/cpu{cpu}");
-        f.extend(["topology/core_cpus_list", "topology/physical_package_id"].map(|n| format!("{d}/{n}")));
+        f.push(format!("{d}/topology/core_cpus_list"));
         f.extend(["level", "type", "shared_cpu_list"].map(|n| format!("{d}/cache/index0/{n}")));
     }
     f.extend(
@@ -185,7 +185,7 @@ fn expected_files() -> BTreeSet<String> {
     );
     f.extend(["proc/interrupts", "proc/cmdline"].map(String::from));
     for irq in [24, 27] {
-        let names = ["smp_affinity", "smp_affinity_list", "effective_affinity_list", "affinity_hint"];
+        let names = ["smp_affinity_list", "effective_affinity_list", "affinity_hint"];
         f.extend(names.iter().map(|n| format!("proc/irq/{irq}/{n}")));
         f.push(format!("sys/kernel/irq/{irq}/actions"));
     }
@@ -207,7 +207,7 @@ fn fixture_snapshot_holds_exactly_what_discovery_reads() {
         assert_eq!(content, &fs::read(&from).unwrap(), "content of {rel}");
         assert_eq!(*mode, fs::metadata(&from).unwrap().permissions().mode() & 0o7777, "mode of {rel}");
     }
-    assert_eq!(tree.files["proc/irq/27/smp_affinity"].1, 0o444, "managed stays read-only");
+    assert_eq!(tree.files["proc/irq/27/smp_affinity_list"].1, 0o444, "managed stays read-only");
     assert_eq!(tree.files["proc/irq/24/smp_affinity_list"].1, 0o644);
 
     let links: BTreeMap<String, PathBuf> = [
@@ -262,7 +262,7 @@ fn host_snapshot_copies_affinities_with_their_modes() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     for name in msi {
-        let rel = format!("proc/irq/{name}/smp_affinity");
+        let rel = format!("proc/irq/{name}/smp_affinity_list");
         let Ok(host) = fs::metadata(Path::new("/").join(&rel)) else { continue };
         let copy = fs::metadata(snap.join(&rel)).unwrap();
         assert_eq!(copy.permissions().mode() & 0o777, host.permissions().mode() & 0o777, "{rel}");

@@ -123,17 +123,14 @@ fn a_missing_distance_file_gets_the_kernels_default_distances() {
 }
 
 #[test]
-fn non_numeric_physical_package_id_is_only_reported() {
-    let (topo, w) =
-        degraded_after(|d| fs::write(d.join(CPU).join("cpu2/topology/physical_package_id"), "socket0\n").unwrap());
-    assert_one_warning(&w, "cpu2/topology/physical_package_id", "\"socket0\"");
-    assert_eq!(topo.cpus[&2], good_machine().cpus[&2], "nothing irqwise uses depends on it");
-}
-
-#[test]
-fn non_numeric_core_id_is_only_reported() {
-    let (_, w) = degraded_after(|d| fs::write(d.join(CPU).join("cpu3/topology/core_id"), "1a\n").unwrap());
-    assert_one_warning(&w, "cpu3/topology/core_id", "\"1a\"");
+fn garbled_ids_are_not_read_as_irqwise_has_no_use_for_them() {
+    let (topo, w) = degraded_after(|d| {
+        fs::write(d.join(CPU).join("cpu2/topology/physical_package_id"), "socket0\n").unwrap();
+        fs::write(d.join(CPU).join("cpu3/topology/core_id"), "1a\n").unwrap();
+        fs::write(d.join(CPU).join("cpu3/topology/cluster_id"), "\0\0\n").unwrap();
+    });
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(topo.cpus, good_machine().cpus, "nothing irqwise uses depends on them");
 }
 
 #[test]

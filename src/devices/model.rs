@@ -152,8 +152,8 @@ pub struct IrqVector {
     pub queue: Option<u32>,
     /// How `role` and `queue` were read from the name.
     pub recognised: Recognition,
-    /// Kernel-managed as far as discovery can tell: `smp_affinity` has no owner write bit
-    /// (kernels ≥ 6.12). Older kernels only reveal it when a write fails with EIO.
+    /// Kernel-managed as far as discovery can tell: `smp_affinity_list` (like `smp_affinity`) has
+    /// no owner write bit (kernels ≥ 6.12). Older kernels only reveal it when a write fails.
     pub managed: bool,
     /// `proc/irq/N/smp_affinity_list`; `None` when missing or unreadable (a warning says why).
     pub current: Option<CpuSet>,

@@ -209,11 +209,16 @@ impl Root {
     /// A regular file's bytes, at most `limit` of them. The one read of the readers: inside the
     /// root, never blocking, never a FIFO or device.
     fn read_capped(&self, rel: &Path, limit: u64, capacity: usize) -> Result<Vec<u8>, SysfsError> {
+        self.read_capped_with_mode(rel, limit, capacity).map(|(bytes, _)| bytes)
+    }
+
+    /// [`Root::read_capped`], with the file's permission bits (from the same `fstat`).
+    fn read_capped_with_mode(&self, rel: &Path, limit: u64, capacity: usize) -> Result<(Vec<u8>, u32), SysfsError> {
         self.note(rel, Access::Read);
-        let read = self
-            .open(rel, OFlags::RDONLY | OFlags::NONBLOCK)
-            .and_then(open::regular)
-            .and_then(|file| open::read_capped(file, limit, capacity));
+        let read = self.open(rel, OFlags::RDONLY | OFlags::NONBLOCK).and_then(open::regular_file).and_then(|r| {
+            let mode = r.mode;
+            open::read_capped(r, limit, capacity).map(|bytes| (bytes, mode))
+        });
         read.map_err(|source| SysfsError::Read { path: self.path(rel), source })
     }
 
@@ -228,6 +233,12 @@ impl Root {
     pub fn read_string(&self, rel: impl AsRef<Path>) -> Result<String, SysfsError> {
         let bytes = self.read_capped(rel.as_ref(), SMALL_FILE_LIMIT, SYSFS_PAGE)?;
         Ok(trim_end(String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    /// [`Root::read_string`] with the file's permission bits, read by the same `fstat`.
+    pub fn read_string_with_mode(&self, rel: impl AsRef<Path>) -> Result<(String, u32), SysfsError> {
+        let (bytes, mode) = self.read_capped_with_mode(rel.as_ref(), SMALL_FILE_LIMIT, SYSFS_PAGE)?;
+        Ok((trim_end(String::from_utf8_lossy(&bytes).into_owned()), mode))
     }
 
     /// [`Root::read_string`], a missing file being `None`.
@@ -341,10 +352,9 @@ impl Root {
     /// A regular file's bytes (at most `limit`) and permission bits, without recording: for
     /// `snapshot`'s copy of what the readers recorded.
     pub fn read_file(&self, rel: impl AsRef<Path>, limit: u64) -> io::Result<(Vec<u8>, u32)> {
-        use std::os::unix::fs::PermissionsExt;
-        let file = open::regular(self.open(rel.as_ref(), OFlags::RDONLY | OFlags::NONBLOCK)?)?;
-        let mode = file.metadata()?.permissions().mode() & 0o7777;
-        Ok((open::read_capped(file, limit, 0)?, mode))
+        let r = open::regular_file(self.open(rel.as_ref(), OFlags::RDONLY | OFlags::NONBLOCK)?)?;
+        let mode = r.mode;
+        Ok((open::read_capped(r, limit, 0)?, mode))
     }
 
     /// The target text of symlink `rel`, without recording.

@@ -87,15 +87,30 @@ pub(super) fn open_walking(dir: &OwnedFd, rel: &Path, flags: OFlags) -> io::Resu
     Ok(rustix::fs::openat(from, *last, flags | OFlags::NOFOLLOW, Mode::empty())?)
 }
 
-/// The file behind `fd`, if it is a regular file; an `InvalidInput` error naming what it is
-/// otherwise.
-pub(super) fn regular(fd: OwnedFd) -> io::Result<File> {
+/// A regular file and what its one `fstat` said of it.
+pub(super) struct Regular {
+    pub file: File,
+    /// `st_size`: 0 or a page for procfs and sysfs files.
+    pub size: u64,
+    /// The permission bits (`st_mode & 0o7777`).
+    pub mode: u32,
+}
+
+/// The file behind `fd` with its size and mode, if it is a regular file; an `InvalidInput` error
+/// naming what it is otherwise.
+pub(super) fn regular_file(fd: OwnedFd) -> io::Result<Regular> {
     let stat = rustix::fs::fstat(&fd)?;
     let kind = rustix::fs::FileType::from_raw_mode(stat.st_mode);
     if kind != rustix::fs::FileType::RegularFile {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("is {}, not a regular file", describe(kind))));
     }
-    Ok(File::from(fd))
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    Ok(Regular { file: File::from(fd), size, mode: stat.st_mode & 0o7777 })
+}
+
+/// The file behind `fd`, if it is a regular file (see [`regular_file`]).
+pub(super) fn regular(fd: OwnedFd) -> io::Result<File> {
+    regular_file(fd).map(|r| r.file)
 }
 
 /// How error messages name a kind of file.
@@ -112,15 +127,15 @@ fn describe(kind: rustix::fs::FileType) -> &'static str {
     }
 }
 
-/// Reads all of `file`, at most `limit` bytes; longer is an `InvalidData` error saying so. A file
+/// Reads all of `r`, at most `limit` bytes; longer is an `InvalidData` error saying so. A file
 /// whose size already says it is longer (a plain file; procfs and sysfs report 0 or a page) is
 /// refused before any byte is read or any memory taken for it.
-pub(super) fn read_capped(file: File, limit: u64, capacity: usize) -> io::Result<Vec<u8>> {
-    if file.metadata()?.len() > limit {
+pub(super) fn read_capped(r: Regular, limit: u64, capacity: usize) -> io::Result<Vec<u8>> {
+    if r.size > limit {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("longer than {limit} bytes")));
     }
     let mut bytes = Vec::with_capacity(capacity);
-    let n = file.take(limit + 1).read_to_end(&mut bytes)?;
+    let n = r.file.take(limit + 1).read_to_end(&mut bytes)?;
     if n as u64 > limit {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("longer than {limit} bytes")));
     }
@@ -133,7 +148,7 @@ pub(super) fn read_capped(file: File, limit: u64, capacity: usize) -> io::Result
 pub fn read_regular_file(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
     let fd = rustix::fs::open(path, flags, Mode::empty())?;
-    read_capped(regular(fd)?, limit, 0)
+    read_capped(regular_file(fd)?, limit, 0)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use super::DeviceError;
 use crate::cpuset::CpuSet;
 use crate::devices::irq_names::parse_proc_interrupts;
 use crate::devices::{IrqVector, QueueRole, Recognition};
-use crate::sysfs::{Root, SysfsError};
+use crate::sysfs::{parse_cpulist_at, Root, SysfsError};
 
 /// Where the action names of IRQs come from, decided once per discovery. Shared by the threads
 /// reading devices.
@@ -163,19 +163,29 @@ pub(super) fn read_vector(
     (v, actions)
 }
 
-/// Reads the affinity files of `v` (`proc/irq/N/`: the mask, the effective mask, the driver's
-/// hint and whether the mask is writable) into it, in that order; each unreadable or malformed
-/// file becomes `None` (or not managed) plus one warning naming it.
+/// Reads the affinity files of `v` (`proc/irq/N/`: the mask and whether it is writable, the
+/// effective mask, the driver's hint) into it, in that order; each unreadable or malformed file
+/// becomes `None` (or not managed) plus one warning naming it.
 pub(super) fn read_affinity(root: &Root, bdf: &str, v: &mut IrqVector, warnings: &mut Vec<DeviceError>) {
     let irq = v.irq;
     let dir = format!("proc/irq/{irq}");
     let mut warn = |source: SysfsError| warnings.push(DeviceError::Irq { bdf: bdf.into(), irq, source });
 
-    v.current = match root.read_cpulist(format!("{dir}/smp_affinity_list")) {
-        Ok(set) => Some(set),
+    // Managed: the kernel (6.12+) creates `smp_affinity` and `smp_affinity_list` with one mode,
+    // without the owner write bit when userspace may not move the IRQ; the mode comes with the
+    // read, from its `fstat`.
+    let list = format!("{dir}/smp_affinity_list");
+    (v.current, v.managed) = match root.read_string_with_mode(&list) {
+        Ok((text, mode)) => match parse_cpulist_at(&root.path(&list), &text) {
+            Ok(set) => (Some(set), mode & 0o200 == 0),
+            Err(e) => {
+                warn(e);
+                (None, mode & 0o200 == 0)
+            }
+        },
         Err(e) => {
             warn(e);
-            None
+            (None, false)
         }
     };
     v.effective = root.read_cpulist_optional(format!("{dir}/effective_affinity_list")).unwrap_or_else(|e| {
@@ -186,10 +196,6 @@ pub(super) fn read_affinity(root: &Root, bdf: &str, v: &mut IrqVector, warnings:
         warn(e);
         None
     });
-    v.managed = is_read_only(root, &format!("{dir}/smp_affinity")).unwrap_or_else(|e| {
-        warn(e);
-        false
-    });
 }
 
 /// `affinity_hint` as a set; `None` when the file is absent or the mask is all zero.
@@ -197,10 +203,4 @@ fn read_hint(root: &Root, rel: &str) -> Result<Option<CpuSet>, SysfsError> {
     let Some(text) = root.read_small_optional(rel)? else { return Ok(None) };
     let set = CpuSet::parse_mask(text.trim()).map_err(|source| SysfsError::CpuList { path: root.path(rel), source })?;
     Ok((!set.is_empty()).then_some(set))
-}
-
-/// Whether the file's mode lacks the owner write bit (6.12+ managed IRQs). A missing file is
-/// `false` (the IRQ is gone; reading `smp_affinity_list` already warned).
-fn is_read_only(root: &Root, rel: &str) -> Result<bool, SysfsError> {
-    Ok(root.mode(rel)?.is_some_and(|mode| mode & 0o200 == 0))
 }

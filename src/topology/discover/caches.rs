@@ -11,13 +11,14 @@ pub(super) fn last_level_cache(root: &Root, dir: &str) -> Result<Option<CpuSet>,
     let mut best: Option<(u32, String)> = None;
     for idx in numbered_ids(root, dir, "index")? {
         let index = format!("{dir}/index{idx}");
-        let Some(level) = root.read_number_optional::<u32>(format!("{index}/level"), "a cache level (integer)")? else {
-            continue;
-        };
+        // The type first: an instruction cache's level is not read at all.
         let kind = root.read_small_optional(format!("{index}/type"))?.unwrap_or_default();
         if !matches!(kind.trim(), "Unified" | "Data") {
             continue;
         }
+        let Some(level) = root.read_number_optional::<u32>(format!("{index}/level"), "a cache level (integer)")? else {
+            continue;
+        };
         if best.as_ref().is_none_or(|(l, _)| level > *l) {
             best = Some((level, index));
         }
