@@ -522,6 +522,7 @@ impl Daemon {
                     tracing::info!("pass {number} succeeded again");
                 }
                 let planned = self.respect_owners(planned);
+                self.rescan.give_back(planned.devices);
                 self.apply(number, &why, planned.plan);
                 true
             }

@@ -182,6 +182,14 @@ impl Rescan {
         self.refused.recheck_at
     }
 
+    /// Takes back the devices [`Rescan::read`] handed to the pass (it lends rather than copies
+    /// them); devices not given back are read again, whole, by the next pass.
+    pub fn give_back(&mut self, devices: Vec<crate::devices::Device>) {
+        if let Some(reads) = self.devices.as_mut() {
+            reads.give_back(devices);
+        }
+    }
+
     /// Notes the IRQs a pass wrote or tried to: the next pass reads their masks again.
     pub fn wrote(&mut self, irqs: impl IntoIterator<Item = u32>) {
         self.stale.irqs.extend(irqs);

@@ -137,6 +137,9 @@ pub struct DeviceReads {
     devices: BTreeMap<String, DeviceRead>,
     /// The IRQs of no device, each with its warnings.
     loose: Vec<(LooseIrq, Vec<String>)>,
+    /// The devices were handed to a pass ([`Discovery::devices`]) rather than copied, and not
+    /// given back ([`DeviceReads::give_back`]): a rediscovery on these reads is a full one.
+    lent: bool,
 }
 
 impl DeviceReads {
@@ -146,6 +149,20 @@ impl DeviceReads {
             .iter()
             .find(|(_, r)| r.device.as_ref().is_some_and(|d| d.interfaces.iter().any(|i| i == name)))
             .map(|(bdf, _)| bdf.clone())
+    }
+
+    /// Takes back the devices of the discovery these reads lent them to (unchanged: a pass only
+    /// reads them), so that the next rediscovery can keep them.
+    pub fn give_back(&mut self, devices: Vec<Device>) {
+        let mut lent = self.devices.values().filter(|r| r.lent).count();
+        for d in devices {
+            if let Some(read) = self.devices.get_mut(&d.bdf).filter(|r| r.lent) {
+                read.device = Some(d);
+                read.lent = false;
+                lent -= 1;
+            }
+        }
+        self.lent = lent > 0;
     }
 }
 
@@ -157,13 +174,20 @@ struct DeviceRead {
     warnings: Vec<String>,
     vector_warnings: BTreeMap<u32, Vec<String>>,
     failed: bool,
+    /// `device` is lent to the discovery that [`assemble`] made (see [`DeviceReads::lent`]).
+    lent: bool,
 }
 
 impl DeviceRead {
     /// Splits a fresh read's warnings: those of one IRQ apart, the rest in order.
     fn of(device: Result<Option<Device>, DeviceError>, found: Vec<DeviceError>) -> DeviceRead {
-        let mut read =
-            DeviceRead { device: None, warnings: Vec::new(), vector_warnings: BTreeMap::new(), failed: false };
+        let mut read = DeviceRead {
+            device: None,
+            warnings: Vec::new(),
+            vector_warnings: BTreeMap::new(),
+            failed: false,
+            lent: false,
+        };
         for w in found {
             match &w {
                 DeviceError::Irq { irq, .. } => read.vector_warnings.entry(*irq).or_default().push(w.to_string()),
@@ -217,7 +241,7 @@ fn discover(
         Err(e) => return Err(DeviceError::Bus(e)),
     };
     let names = irq::IrqNames::read(root, &mut out.warnings);
-    let again = again.filter(|(before, _)| before.sysfs_names && names.sysfs_only());
+    let again = again.filter(|(before, _)| before.sysfs_names && !before.lent && names.sysfs_only());
     // CPU events alone neither request nor free IRQs: the kept devices' IRQs and the IRQs of no
     // device stand, only their masks are read again.
     let cpus_only = again.as_ref().is_some_and(|(before, scope)| {
@@ -233,8 +257,8 @@ fn discover(
             for (irq, warnings) in loose.iter_mut().filter(|(irq, _)| scope.touches(&irq.vector)) {
                 *warnings = reread_affinity(root, NO_DEVICE, &mut irq.vector);
             }
-            assemble(&mut out, &reads, &loose);
-            return Ok((out, DeviceReads { sysfs_names: true, devices: reads, loose }));
+            assemble(&mut out, &mut reads, &loose);
+            return Ok((out, DeviceReads { sysfs_names: true, devices: reads, loose, lent: true }));
         }
         again => again,
     };
@@ -261,18 +285,22 @@ fn discover(
     reads.extend(whole.into_iter().cloned().zip(found));
     let owned = reads.values().flat_map(|r| r.device.iter().flat_map(|d| d.vectors.iter().map(|v| v.irq))).collect();
     let loose = loose_irqs(root, &requested, &names, &owned);
-    assemble(&mut out, &reads, &loose);
+    assemble(&mut out, &mut reads, &loose);
     let sysfs_names = names.sysfs_only();
     out.warnings.extend(names.take_warnings());
-    Ok((out, DeviceReads { sysfs_names, devices: reads, loose }))
+    Ok((out, DeviceReads { sysfs_names, devices: reads, loose, lent: true }))
 }
 
 /// Adds the devices read and the IRQs of no device to `out`, with their warnings: the devices
-/// in address order (the bus lists them so, and so does `reads`), then the loose IRQs.
-fn assemble(out: &mut Discovery, reads: &BTreeMap<String, DeviceRead>, loose: &[(LooseIrq, Vec<String>)]) {
-    for read in reads.values() {
+/// in address order (the bus lists them so, and so does `reads`), then the loose IRQs. The
+/// devices are lent, not copied: `reads` gets them back by [`DeviceReads::give_back`].
+fn assemble(out: &mut Discovery, reads: &mut BTreeMap<String, DeviceRead>, loose: &[(LooseIrq, Vec<String>)]) {
+    for read in reads.values_mut() {
         out.warnings.extend(read.all_warnings().cloned().map(DeviceError::Kept));
-        out.devices.extend(read.device.clone());
+        if let Some(device) = read.device.take() {
+            out.devices.push(device);
+            read.lent = true;
+        }
     }
     out.warnings.extend(loose.iter().flat_map(|(_, w)| w.iter().cloned().map(DeviceError::Kept)));
     out.loose = loose.iter().map(|(l, _)| l.clone()).collect();

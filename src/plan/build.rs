@@ -126,11 +126,12 @@ fn allocate_queues(
     let claims: Vec<_> = hop.iter().map(|&i| numa_hop::demand(&contexts[i].0, known_managed)).collect();
     let demands: Vec<_> = claims.iter().map(|(d, _)| d.clone()).collect();
     let result = allocate(machine.home, &demands);
+    let load = std::rc::Rc::new(result.load);
     for ((&i, (_, keys)), assignments) in hop.iter().zip(claims).zip(result.devices) {
         let dctx = &mut contexts[i].0;
         let order_words = numa_hop::order_words(dctx);
         let units = keys.into_iter().zip(assignments).collect();
-        dctx.queues = Some(QueueAllocation { units, load: result.load.clone(), order_words });
+        dctx.queues = Some(QueueAllocation { units, load: load.clone(), order_words });
     }
 }
 

@@ -164,8 +164,9 @@ pub struct DeviceContext<'a> {
 pub struct QueueAllocation {
     /// Unit key (`queue / queues_per_cpu`) → its assignment.
     pub units: std::collections::BTreeMap<u32, super::allocator::Assignment>,
-    /// Queue count of every CPU that carries one, over all devices.
-    pub load: std::collections::BTreeMap<u32, u32>,
+    /// Queue count of every CPU that carries one, over all devices: one map every device of
+    /// the allocation shares (a machine's NICs would otherwise copy it each).
+    pub load: std::rc::Rc<std::collections::BTreeMap<u32, u32>>,
     /// The order's name and where it starts, for reasons: `cores-first order from node 1`.
     pub order_words: String,
 }

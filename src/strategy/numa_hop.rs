@@ -62,7 +62,7 @@ fn alone(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> QueueAllocation 
     let assignments = result.devices.pop().unwrap_or_default();
     QueueAllocation {
         units: keys.into_iter().zip(assignments).collect(),
-        load: result.load,
+        load: std::rc::Rc::new(result.load),
         order_words: order_words(ctx),
     }
 }

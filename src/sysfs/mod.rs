@@ -208,16 +208,16 @@ impl Root {
 
     /// A regular file's bytes, at most `limit` of them. The one read of the readers: inside the
     /// root, never blocking, never a FIFO or device.
-    fn read_capped(&self, rel: &Path, limit: u64, capacity: usize) -> Result<Vec<u8>, SysfsError> {
-        self.read_capped_with_mode(rel, limit, capacity).map(|(bytes, _)| bytes)
+    fn read_capped(&self, rel: &Path, limit: u64, first_read: usize) -> Result<Vec<u8>, SysfsError> {
+        self.read_capped_with_mode(rel, limit, first_read).map(|(bytes, _)| bytes)
     }
 
     /// [`Root::read_capped`], with the file's permission bits (from the same `fstat`).
-    fn read_capped_with_mode(&self, rel: &Path, limit: u64, capacity: usize) -> Result<(Vec<u8>, u32), SysfsError> {
+    fn read_capped_with_mode(&self, rel: &Path, limit: u64, first_read: usize) -> Result<(Vec<u8>, u32), SysfsError> {
         self.note(rel, Access::Read);
         let read = self.open(rel, OFlags::RDONLY | OFlags::NONBLOCK).and_then(open::regular_file).and_then(|r| {
             let mode = r.mode;
-            open::read_capped(r, limit, capacity).map(|bytes| (bytes, mode))
+            open::read_capped(r, limit, first_read).map(|bytes| (bytes, mode))
         });
         read.map_err(|source| SysfsError::Read { path: self.path(rel), source })
     }
@@ -232,13 +232,13 @@ impl Root {
     /// whitespace and NUL bytes removed (some firmware pads values with them).
     pub fn read_string(&self, rel: impl AsRef<Path>) -> Result<String, SysfsError> {
         let bytes = self.read_capped(rel.as_ref(), SMALL_FILE_LIMIT, SYSFS_PAGE)?;
-        Ok(trim_end(String::from_utf8_lossy(&bytes).into_owned()))
+        Ok(trim_end(text_of(bytes)))
     }
 
     /// [`Root::read_string`] with the file's permission bits, read by the same `fstat`.
     pub fn read_string_with_mode(&self, rel: impl AsRef<Path>) -> Result<(String, u32), SysfsError> {
         let (bytes, mode) = self.read_capped_with_mode(rel.as_ref(), SMALL_FILE_LIMIT, SYSFS_PAGE)?;
-        Ok((trim_end(String::from_utf8_lossy(&bytes).into_owned()), mode))
+        Ok((trim_end(text_of(bytes)), mode))
     }
 
     /// [`Root::read_string`], a missing file being `None`.
@@ -410,6 +410,11 @@ fn optional<T>(read: Result<T, SysfsError>) -> Result<Option<T>, SysfsError> {
 /// The log, even after a reader thread panicked while holding it.
 fn lock(log: &AccessLog) -> std::sync::MutexGuard<'_, BTreeMap<PathBuf, Access>> {
     log.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `bytes` as text, invalid UTF-8 replaced (copied only then).
+fn text_of(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// `text` without trailing whitespace and NUL bytes, wherever they sit at its end (`"0-31\n\0"`).

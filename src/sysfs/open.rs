@@ -130,13 +130,34 @@ fn describe(kind: rustix::fs::FileType) -> &'static str {
 /// Reads all of `r`, at most `limit` bytes; longer is an `InvalidData` error saying so. A file
 /// whose size already says it is longer (a plain file; procfs and sysfs report 0 or a page) is
 /// refused before any byte is read or any memory taken for it.
-pub(super) fn read_capped(r: Regular, limit: u64, capacity: usize) -> io::Result<Vec<u8>> {
+///
+/// With `first_read` bytes (a page for attributes), a first read shorter than that is the whole
+/// file and no second read asks for its end: procfs and sysfs attributes are `seq_file`s, whose
+/// read fills the buffer until the value ends, and a plain file's read stops short only at its
+/// end. A value is one page at most, so attributes cost one `read`.
+pub(super) fn read_capped(r: Regular, limit: u64, first_read: usize) -> io::Result<Vec<u8>> {
     if r.size > limit {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("longer than {limit} bytes")));
     }
-    let mut bytes = Vec::with_capacity(capacity);
-    let n = r.file.take(limit + 1).read_to_end(&mut bytes)?;
-    if n as u64 > limit {
+    let mut file = r.file;
+    let mut bytes = Vec::new();
+    if first_read > 0 {
+        let mut page = [0u8; 4096];
+        let want = first_read.min(page.len());
+        let n = loop {
+            match file.read(&mut page[..want]) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other?,
+            }
+        };
+        if n < want && n as u64 <= limit {
+            return Ok(page[..n].to_vec());
+        }
+        bytes.extend_from_slice(&page[..n]);
+    }
+    let rest = (limit + 1).saturating_sub(bytes.len() as u64);
+    file.take(rest).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("longer than {limit} bytes")));
     }
     Ok(bytes)
@@ -176,6 +197,24 @@ mod tests {
             assert!(open_walking(&fd, Path::new(bad), w).is_err(), "{bad} must be refused");
         }
         assert_eq!(std::fs::read_to_string(outside.path().join("victim")).unwrap(), "keep\n");
+    }
+
+    #[test]
+    fn a_first_read_of_a_page_still_reads_longer_files_whole_and_caps_them() {
+        let d = tempfile::tempdir().unwrap();
+        for len in [0usize, 1, 4095, 4096, 4097, 9000] {
+            let path = d.path().join(format!("f{len}"));
+            let text: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            std::fs::write(&path, &text).unwrap();
+            let open = || regular_file(rustix::fs::open(&path, OFlags::RDONLY, Mode::empty()).unwrap()).unwrap();
+            assert_eq!(read_capped(open(), 1 << 20, 4096).unwrap(), text, "{len} bytes, first read a page");
+            assert_eq!(read_capped(open(), 1 << 20, 0).unwrap(), text, "{len} bytes, no first read");
+            if len > 4096 {
+                // A size that does not give the length away (procfs says 0): the cap still holds.
+                let r = Regular { size: 0, ..open() };
+                assert!(read_capped(r, 4096, 4096).is_err(), "{len} bytes over a 4096-byte cap");
+            }
+        }
     }
 
     #[test]
