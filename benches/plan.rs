@@ -20,11 +20,14 @@
 //! - `daemon_pass_reconcile`: the same daemon's pass on the reconcile timer, which re-reads
 //!   everything.
 //!
-//! What a full read costs is system calls: ~8300 IRQs × 5 files (`sys/kernel/irq/N/actions`,
-//! three `proc/irq/N` lists and the mode of `smp_affinity`) and ~1024 CPUs × 17 files, read on up
-//! to `sysfs::MAX_READERS` threads. A pass after one CPU event reads the CPU lists, one CPU's
+//! What a full read costs is system calls: ~8300 IRQs × 4 files (`sys/kernel/irq/N/actions` and
+//! three `proc/irq/N` lists, the mode of `smp_affinity_list` from the same `fstat`) and ~1024
+//! CPUs × 13 files, each `openat2`, `fstat`, one `read` and `close`, on up to
+//! `sysfs::MAX_READERS` threads. A pass after one CPU event reads the CPU lists, one CPU's
 //! directory and the files of the few dozen IRQs on that CPU; the rest of it is planning and
-//! the state file. The README's "Measured" section has the figures.
+//! the state file. The fixture is written under `TMPDIR` (`/tmp` by default, a disk here, where
+//! ext4 starts the write-back of the replaced state file and of each rewritten affinity file
+//! inside the pass; `TMPDIR=/dev/shm` puts it in memory, as `/run`, sysfs and procfs are). The README's "Measured" section has the figures.
 
 #[path = "../tests/common/daemon_fixture.rs"]
 mod daemon_fixture;

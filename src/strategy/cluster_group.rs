@@ -2,7 +2,7 @@
 //! `group_cpus_evenly()` for the device's queue count, which is exactly the CPU set blk-mq sends
 //! to hardware queue i.
 
-use super::{misc_decision, queue_index, Decision, DeviceContext};
+use super::{misc_decision, queue_index, Decision, DeviceContext, Reason};
 
 /// Queue i (of any queue role) gets group i within the CPUs the device may use (keeping its
 /// offline ones while one is online, so hotplug does not rewrite it), or the misc target when
@@ -21,11 +21,13 @@ pub fn place(ctx: &DeviceContext) -> Vec<Decision> {
                     Decision::fixed(&ctx.misc.cpus, why)
                 } else {
                     let (set, index, size) = grouping.locate(q);
+                    let why = Reason::new().text("queue ").num(q).text(": group ");
                     let why = if grouping.sets.len() > 1 {
-                        format!("queue {q}: group {index} of IRQ set {set} ({size} queues) (kernel grouping)")
+                        why.num(index).text(" of IRQ set ").num(set).text(" (").num(size).text(" queues)")
                     } else {
-                        format!("queue {q}: group {q} of {} (kernel grouping)", grouping.queues)
+                        why.num(q).text(" of ").num(grouping.queues)
                     };
+                    let why = why.text(" (kernel grouping)").done();
                     Decision::fixed(&inside, why)
                 }
             }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::allocator::{allocate, Demand};
 use super::context::QueueAllocation;
-use super::{managed, misc_decision, queue_index, Decision, DeviceContext};
+use super::{managed, misc_decision, queue_index, Decision, DeviceContext, Reason};
 use crate::cpuset::CpuSet;
 use crate::kernel::SpreadOrder;
 
@@ -93,20 +93,17 @@ pub fn place_with(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> Vec<Dec
                 Some(a) => {
                     let count = alloc.load.get(&a.cpu).copied().unwrap_or(1);
                     let s = if count == 1 { "" } else { "s" };
-                    // One format per queue: a machine's thousands of reasons are a part of each pass.
+                    // "queue Q: CPU C (home H; least loaded in ORDER, N queues there)", or for a
+                    // queue off its home "(home H offline; nearest: RING, N queues there)".
+                    let why = Reason::new().text("queue ").num(q).text(": CPU ").num(a.cpu).text(" (home ").num(a.home);
                     let why = match &a.displaced {
-                        None => format!(
-                            "queue {q}: CPU {} (home {}; least loaded in {}, {count} queue{s} there)",
-                            a.cpu, a.home, alloc.order_words
-                        ),
+                        None => why.text("; least loaded in ").text(&alloc.order_words),
                         Some(ring) => {
                             let gone = if ctx.topo.online.contains(a.home) { "not usable" } else { "offline" };
-                            format!(
-                                "queue {q}: CPU {} (home {} {gone}; nearest: {ring}, {count} queue{s} there)",
-                                a.cpu, a.home
-                            )
+                            why.text(" ").text(gone).text("; nearest: ").text(ring)
                         }
                     };
+                    let why = why.text(", ").num(count).text(" queue").text(s).text(" there)").done();
                     Decision::fixed(&CpuSet::single(a.cpu), why)
                 }
                 None => Decision::leave("kernel-managed: not placed by irqwise"),
