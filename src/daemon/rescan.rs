@@ -39,6 +39,8 @@ pub struct Rescan {
     /// The refused reads of the last topology read (as warning texts), and when to read again
     /// because some of them were new.
     refused: Refused,
+    /// Devices the last device read found vanishing (as warning texts), held back like refusals.
+    vanishing: BTreeSet<String>,
 }
 
 /// How long after a read with new refusals the follow-up pass reads again when no event does.
@@ -257,15 +259,68 @@ impl Rescan {
             }
             _ => discover_devices_keeping(root, topology),
         };
-        let (discovery, reads) = devices?;
+        let (mut discovery, reads) = devices?;
         self.devices = Some(reads);
+        if hold_vanishing(&mut self.vanishing, &mut discovery.warnings) {
+            // A device removed while the pass read it: read everything again shortly, when its
+            // removal is complete; only a second read in a row that sees it half-gone warns.
+            self.refused.recheck_at = Some(std::time::Instant::now() + RECHECK_AFTER);
+        }
         Ok((topology.clone(), warnings, discovery))
     }
+}
+
+/// Takes out of `warnings` every device found vanishing that the read before did not also find
+/// vanishing (a hot removal racing with the read), logging it at info; `held` becomes this
+/// read's. Returns whether something was taken out.
+fn hold_vanishing(held: &mut BTreeSet<String>, warnings: &mut Vec<crate::devices::DeviceError>) -> bool {
+    let mut now = BTreeSet::new();
+    let mut news = false;
+    warnings.retain(|w| {
+        if !w.is_vanished() {
+            return true;
+        }
+        let text = w.to_string();
+        let repeated = held.contains(&text);
+        if !repeated {
+            tracing::info!(
+                "{}; reading the devices again in {} s",
+                crate::text::printable(&text),
+                RECHECK_AFTER.as_secs()
+            );
+            news = true;
+        }
+        now.insert(text);
+        repeated
+    });
+    *held = now;
+    news
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_vanishing_device_warns_only_when_two_reads_in_a_row_see_it() {
+        use crate::devices::DeviceError;
+        let gone =
+            || DeviceError::Vanished { bdf: "0000:92:00.0".into(), path: "/sys/bus/pci/devices/0000:92:00.0".into() };
+        let other = || DeviceError::Kept("IRQ 5 of PCI device 0000:01:00.0: bad".into());
+        let mut held = BTreeSet::new();
+        let mut w = vec![gone(), other()];
+        assert!(hold_vanishing(&mut held, &mut w), "first sight: held, a recheck is due");
+        assert_eq!(w.len(), 1);
+        assert!(!w[0].is_vanished());
+        let mut w = vec![DeviceError::Kept(gone().to_string())];
+        assert!(!hold_vanishing(&mut held, &mut w), "seen again in a row: reported");
+        assert_eq!(w.len(), 1);
+        let mut w = vec![other()];
+        assert!(!hold_vanishing(&mut held, &mut w));
+        let mut w = vec![gone()];
+        assert!(hold_vanishing(&mut held, &mut w), "a read without it in between forgets it");
+        assert!(w.is_empty());
+    }
 
     fn link(ifindex: u32, name: &str) -> Batch {
         let mut b = Batch { triggers: 1, ..Batch::default() };

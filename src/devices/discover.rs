@@ -70,6 +70,18 @@ pub enum DeviceError {
 /// The error type of [`discover_devices`] (the same enum as the warnings).
 pub type DevicesError = DeviceError;
 
+impl DeviceError {
+    /// Whether this says a device went away while it was read (also as a kept warning's text):
+    /// what a hot removal racing with the scan gives.
+    pub fn is_vanished(&self) -> bool {
+        match self {
+            DeviceError::Vanished { .. } => true,
+            DeviceError::Kept(text) => text.starts_with("PCI device ") && text.contains(" vanished during the scan ("),
+            _ => false,
+        }
+    }
+}
+
 fn as_strings<S: Serializer>(warnings: &[DeviceError], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(warnings.iter().map(|w| w.to_string()))
 }
