@@ -39,18 +39,18 @@ pub struct Rescan {
     /// The refused reads of the last topology read (as warning texts), and when to read again
     /// because some of them were new.
     refused: Refused,
-    /// Devices the last device read found vanishing (as warning texts), held back like refusals.
-    vanishing: BTreeSet<String>,
 }
 
 /// How long after a read with new refusals the follow-up pass reads again when no event does.
 pub const RECHECK_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Refused reads held back until a second read confirms them.
+/// Refused reads, and devices found vanishing, held back until a second read confirms them.
 #[derive(Debug, Default)]
 struct Refused {
     /// The refusals of the last topology read; forgotten at a CPU event (a race explains them).
     held: BTreeSet<String>,
+    /// The devices the last device read found vanishing.
+    vanishing: BTreeSet<String>,
     recheck_at: Option<std::time::Instant>,
 }
 
@@ -58,26 +58,49 @@ impl Refused {
     /// The warnings to report of a read's: every other one, and the refusals the read before
     /// gave too. New refusals schedule a recheck.
     fn sort(&mut self, warnings: Vec<crate::topology::discover::TopologyWarning>) -> Vec<String> {
-        let mut report = Vec::new();
         let mut held = BTreeSet::new();
-        let mut news = false;
+        let mut report = Vec::new();
         for w in warnings {
             let text = w.to_string();
-            if !w.transient {
+            if !w.transient || hold(&self.held, &mut held, &text) {
                 report.push(text);
-                continue;
             }
-            if self.held.contains(&text) {
-                report.push(text.clone());
-            } else {
-                news = true;
-            }
-            held.insert(text);
         }
+        let news = !held.is_subset(&self.held);
         self.held = held;
         self.recheck_at = news.then(|| std::time::Instant::now() + RECHECK_AFTER);
         report
     }
+
+    /// Takes out of a device read's `warnings` every device found vanishing (a hot removal
+    /// racing the read) that the read before did not find vanishing too, logging it at info;
+    /// a new one schedules a recheck, as a new refusal does.
+    fn sort_devices(&mut self, warnings: &mut Vec<crate::devices::DeviceError>) {
+        let mut held = BTreeSet::new();
+        warnings.retain(|w| {
+            if !w.is_vanished() {
+                return true;
+            }
+            let text = w.to_string();
+            let repeated = hold(&self.vanishing, &mut held, &text);
+            if !repeated {
+                let again = RECHECK_AFTER.as_secs();
+                tracing::info!("{}; reading the devices again in {again} s", crate::text::printable(&text));
+            }
+            repeated
+        });
+        if !held.is_subset(&self.vanishing) {
+            self.recheck_at = Some(std::time::Instant::now() + RECHECK_AFTER);
+        }
+        self.vanishing = held;
+    }
+}
+
+/// Holds `text`, a transient problem of this read, in `now`; whether to report it: only when
+/// the read before (`before`) held it too.
+fn hold(before: &BTreeSet<String>, now: &mut BTreeSet<String>, text: &str) -> bool {
+    now.insert(text.to_string());
+    before.contains(text)
 }
 
 /// What events asked to read again since the last successful pass.
@@ -261,40 +284,11 @@ impl Rescan {
         };
         let (mut discovery, reads) = devices?;
         self.devices = Some(reads);
-        if hold_vanishing(&mut self.vanishing, &mut discovery.warnings) {
-            // A device removed while the pass read it: read everything again shortly, when its
-            // removal is complete; only a second read in a row that sees it half-gone warns.
-            self.refused.recheck_at = Some(std::time::Instant::now() + RECHECK_AFTER);
-        }
+        // A device removed while the pass read it: everything is read again shortly, when its
+        // removal is complete; only a second read in a row that sees it half-gone warns.
+        self.refused.sort_devices(&mut discovery.warnings);
         Ok((topology.clone(), warnings, discovery))
     }
-}
-
-/// Takes out of `warnings` every device found vanishing that the read before did not also find
-/// vanishing (a hot removal racing with the read), logging it at info; `held` becomes this
-/// read's. Returns whether something was taken out.
-fn hold_vanishing(held: &mut BTreeSet<String>, warnings: &mut Vec<crate::devices::DeviceError>) -> bool {
-    let mut now = BTreeSet::new();
-    let mut news = false;
-    warnings.retain(|w| {
-        if !w.is_vanished() {
-            return true;
-        }
-        let text = w.to_string();
-        let repeated = held.contains(&text);
-        if !repeated {
-            tracing::info!(
-                "{}; reading the devices again in {} s",
-                crate::text::printable(&text),
-                RECHECK_AFTER.as_secs()
-            );
-            news = true;
-        }
-        now.insert(text);
-        repeated
-    });
-    *held = now;
-    news
 }
 
 #[cfg(test)]
@@ -307,18 +301,21 @@ mod tests {
         let gone =
             || DeviceError::Vanished { bdf: "0000:92:00.0".into(), path: "/sys/bus/pci/devices/0000:92:00.0".into() };
         let other = || DeviceError::Kept("IRQ 5 of PCI device 0000:01:00.0: bad".into());
-        let mut held = BTreeSet::new();
+        let mut r = Refused::default();
         let mut w = vec![gone(), other()];
-        assert!(hold_vanishing(&mut held, &mut w), "first sight: held, a recheck is due");
+        r.sort_devices(&mut w);
+        assert!(r.recheck_at.take().is_some(), "first sight: held, a recheck is due");
         assert_eq!(w.len(), 1);
         assert!(!w[0].is_vanished());
-        let mut w = vec![DeviceError::Kept(gone().to_string())];
-        assert!(!hold_vanishing(&mut held, &mut w), "seen again in a row: reported");
+        let mut w = vec![gone()];
+        r.sort_devices(&mut w);
+        assert!(r.recheck_at.is_none(), "seen again in a row: reported, no recheck");
         assert_eq!(w.len(), 1);
         let mut w = vec![other()];
-        assert!(!hold_vanishing(&mut held, &mut w));
+        r.sort_devices(&mut w);
         let mut w = vec![gone()];
-        assert!(hold_vanishing(&mut held, &mut w), "a read without it in between forgets it");
+        r.sort_devices(&mut w);
+        assert!(r.recheck_at.is_some(), "a read without it in between forgets it");
         assert!(w.is_empty());
     }
 

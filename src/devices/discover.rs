@@ -71,14 +71,10 @@ pub enum DeviceError {
 pub type DevicesError = DeviceError;
 
 impl DeviceError {
-    /// Whether this says a device went away while it was read (also as a kept warning's text):
-    /// what a hot removal racing with the scan gives.
+    /// Whether this says a device went away while it was read: what a hot removal racing with
+    /// the scan gives.
     pub fn is_vanished(&self) -> bool {
-        match self {
-            DeviceError::Vanished { .. } => true,
-            DeviceError::Kept(text) => text.starts_with("PCI device ") && text.contains(" vanished during the scan ("),
-            _ => false,
-        }
+        matches!(self, DeviceError::Vanished { .. })
     }
 }
 
@@ -149,9 +145,6 @@ pub struct DeviceReads {
     devices: BTreeMap<String, DeviceRead>,
     /// The IRQs of no device, each with its warnings.
     loose: Vec<(LooseIrq, Vec<String>)>,
-    /// The devices were handed to a pass ([`Discovery::devices`]) rather than copied, and not
-    /// given back ([`DeviceReads::give_back`]): a rediscovery on these reads is a full one.
-    lent: bool,
 }
 
 impl DeviceReads {
@@ -166,15 +159,18 @@ impl DeviceReads {
     /// Takes back the devices of the discovery these reads lent them to (unchanged: a pass only
     /// reads them), so that the next rediscovery can keep them.
     pub fn give_back(&mut self, devices: Vec<Device>) {
-        let mut lent = self.devices.values().filter(|r| r.lent).count();
         for d in devices {
             if let Some(read) = self.devices.get_mut(&d.bdf).filter(|r| r.lent) {
                 read.device = Some(d);
                 read.lent = false;
-                lent -= 1;
             }
         }
-        self.lent = lent > 0;
+    }
+
+    /// Whether a device is still lent to a pass (not given back): a rediscovery on these reads
+    /// is then a full one.
+    fn lent(&self) -> bool {
+        self.devices.values().any(|r| r.lent)
     }
 }
 
@@ -186,7 +182,10 @@ struct DeviceRead {
     warnings: Vec<String>,
     vector_warnings: BTreeMap<u32, Vec<String>>,
     failed: bool,
-    /// `device` is lent to the discovery that [`assemble`] made (see [`DeviceReads::lent`]).
+    /// The device went away while it was read (its directory, by address): said apart from the
+    /// other warnings, so that the daemon can tell a hot removal racing the read.
+    vanished: Option<(String, PathBuf)>,
+    /// `device` is lent to the discovery that [`assemble`] made (see [`DeviceReads::give_back`]).
     lent: bool,
 }
 
@@ -198,6 +197,7 @@ impl DeviceRead {
             warnings: Vec::new(),
             vector_warnings: BTreeMap::new(),
             failed: false,
+            vanished: None,
             lent: false,
         };
         for w in found {
@@ -208,6 +208,10 @@ impl DeviceRead {
         }
         match device {
             Ok(d) => read.device = d,
+            Err(DeviceError::Vanished { bdf, path }) => {
+                read.vanished = Some((bdf, path));
+                read.failed = true;
+            }
             Err(e) => {
                 read.warnings.push(e.to_string());
                 read.failed = true;
@@ -253,7 +257,7 @@ fn discover(
         Err(e) => return Err(DeviceError::Bus(e)),
     };
     let names = irq::IrqNames::read(root, &mut out.warnings);
-    let again = again.filter(|(before, _)| before.sysfs_names && !before.lent && names.sysfs_only());
+    let again = again.filter(|(before, _)| before.sysfs_names && !before.lent() && names.sysfs_only());
     // CPU events alone neither request nor free IRQs: the kept devices' IRQs and the IRQs of no
     // device stand, only their masks are read again.
     let cpus_only = again.as_ref().is_some_and(|(before, scope)| {
@@ -270,7 +274,7 @@ fn discover(
                 *warnings = reread_affinity(root, NO_DEVICE, &mut irq.vector);
             }
             assemble(&mut out, &mut reads, &loose);
-            return Ok((out, DeviceReads { sysfs_names: true, devices: reads, loose, lent: true }));
+            return Ok((out, DeviceReads { sysfs_names: true, devices: reads, loose }));
         }
         again => again,
     };
@@ -300,7 +304,7 @@ fn discover(
     assemble(&mut out, &mut reads, &loose);
     let sysfs_names = names.sysfs_only();
     out.warnings.extend(names.take_warnings());
-    Ok((out, DeviceReads { sysfs_names, devices: reads, loose, lent: true }))
+    Ok((out, DeviceReads { sysfs_names, devices: reads, loose }))
 }
 
 /// Adds the devices read and the IRQs of no device to `out`, with their warnings: the devices
@@ -309,6 +313,9 @@ fn discover(
 fn assemble(out: &mut Discovery, reads: &mut BTreeMap<String, DeviceRead>, loose: &[(LooseIrq, Vec<String>)]) {
     for read in reads.values_mut() {
         out.warnings.extend(read.all_warnings().cloned().map(DeviceError::Kept));
+        if let Some((bdf, path)) = &read.vanished {
+            out.warnings.push(DeviceError::Vanished { bdf: bdf.clone(), path: path.clone() });
+        }
         if let Some(device) = read.device.take() {
             out.devices.push(device);
             read.lent = true;
