@@ -164,8 +164,8 @@ pub(super) fn read_vector(
 }
 
 /// Reads the affinity files of `v` (`proc/irq/N/`: the mask and whether it is writable, the
-/// effective mask, the driver's hint) into it, in that order; each unreadable or malformed file
-/// becomes `None` (or not managed) plus one warning naming it.
+/// effective mask, the driver's hint unless the IRQ is kernel-managed) into it, in that order;
+/// each unreadable or malformed file becomes `None` (or not managed) plus one warning naming it.
 pub(super) fn read_affinity(root: &Root, bdf: &str, v: &mut IrqVector, warnings: &mut Vec<DeviceError>) {
     let irq = v.irq;
     let dir = format!("proc/irq/{irq}");
@@ -192,10 +192,15 @@ pub(super) fn read_affinity(root: &Root, bdf: &str, v: &mut IrqVector, warnings:
         warn(e);
         None
     });
-    v.hint = read_hint(root, &format!("{dir}/affinity_hint")).unwrap_or_else(|e| {
-        warn(e);
-        None
-    });
+    // A kernel-managed IRQ's hint is not read: userspace cannot move the IRQ, so the hint names
+    // nothing to act on or to tell apart from another owner's mask (a NUMA-hop machine's NVMe
+    // queues are half its IRQs: one file read in eight of a full pass).
+    if !v.managed {
+        v.hint = read_hint(root, &format!("{dir}/affinity_hint")).unwrap_or_else(|e| {
+            warn(e);
+            None
+        });
+    }
 }
 
 /// `affinity_hint` as a set; `None` when the file is absent or the mask is all zero.
