@@ -74,7 +74,8 @@ impl Refused {
 
     /// Takes out of a device read's `warnings` every device found vanishing (a hot removal
     /// racing the read) that the read before did not find vanishing too, logging it at info;
-    /// a new one schedules a recheck, as a new refusal does.
+    /// a new one schedules a recheck, as a new refusal does. Runs after the same pass's
+    /// [`Refused::sort`], which sets the recheck from the topology read alone, so it only adds.
     fn sort_devices(&mut self, warnings: &mut Vec<crate::devices::DeviceError>) {
         let mut held = BTreeSet::new();
         warnings.retain(|w| {

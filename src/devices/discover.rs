@@ -182,9 +182,10 @@ struct DeviceRead {
     warnings: Vec<String>,
     vector_warnings: BTreeMap<u32, Vec<String>>,
     failed: bool,
-    /// The device went away while it was read (its directory, by address): said apart from the
-    /// other warnings, so that the daemon can tell a hot removal racing the read.
-    vanished: Option<(String, PathBuf)>,
+    /// The device went away while it was read (its directory; the address is the read's key):
+    /// said apart from the other warnings, so that the daemon can tell a hot removal racing the
+    /// read.
+    vanished: Option<PathBuf>,
     /// `device` is lent to the discovery that [`assemble`] made (see [`DeviceReads::give_back`]).
     lent: bool,
 }
@@ -208,8 +209,8 @@ impl DeviceRead {
         }
         match device {
             Ok(d) => read.device = d,
-            Err(DeviceError::Vanished { bdf, path }) => {
-                read.vanished = Some((bdf, path));
+            Err(DeviceError::Vanished { path, .. }) => {
+                read.vanished = Some(path);
                 read.failed = true;
             }
             Err(e) => {
@@ -311,9 +312,9 @@ fn discover(
 /// in address order (the bus lists them so, and so does `reads`), then the loose IRQs. The
 /// devices are lent, not copied: `reads` gets them back by [`DeviceReads::give_back`].
 fn assemble(out: &mut Discovery, reads: &mut BTreeMap<String, DeviceRead>, loose: &[(LooseIrq, Vec<String>)]) {
-    for read in reads.values_mut() {
+    for (bdf, read) in reads.iter_mut() {
         out.warnings.extend(read.all_warnings().cloned().map(DeviceError::Kept));
-        if let Some((bdf, path)) = &read.vanished {
+        if let Some(path) = &read.vanished {
             out.warnings.push(DeviceError::Vanished { bdf: bdf.clone(), path: path.clone() });
         }
         if let Some(device) = read.device.take() {

@@ -193,8 +193,8 @@ pub(super) fn read_affinity(root: &Root, bdf: &str, v: &mut IrqVector, warnings:
         None
     });
     // A kernel-managed IRQ's hint is not read: userspace cannot move the IRQ, so the hint names
-    // nothing to act on or to tell apart from another owner's mask (a NUMA-hop machine's NVMe
-    // queues are half its IRQs: one file read in eight of a full pass).
+    // nothing to act on or to tell apart from another owner's mask (the plan bench's 4,096
+    // managed NVMe queues: 4,096 of a full pass's 47,948 file opens).
     if !v.managed {
         v.hint = read_hint(root, &format!("{dir}/affinity_hint")).unwrap_or_else(|e| {
             warn(e);
