@@ -3,9 +3,10 @@
 
 use std::sync::LazyLock;
 
+use irqwise::choices::SpreadOrder;
 use irqwise::kernel::group_cpus::{group_cpus_evenly, GroupAlgorithm, GroupRules};
 use irqwise::kernel::heapsort::SortVariant;
-use irqwise::kernel::local_spread::{spread_order, SpreadOrder};
+use irqwise::kernel::local_spread::spread_order;
 use irqwise::topology::synthetic::{SyntheticDistance, SyntheticMachine};
 use irqwise::topology::Topology;
 

@@ -6,15 +6,16 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use crate::choices::StrategyName;
 use crate::config::GuardScope;
-use crate::config::{self, Config, ConfigErrors, ConfigPaths, ConfigWarning, Machine};
+use crate::config::{self, Config, ConfigErrors, ConfigPaths, ConfigWarning, MachineShape};
 use crate::cpuset::CpuSet;
 use crate::devices::discover::net_queues::read_net_queues;
 use crate::devices::{discover_devices, udev_properties, Device, DeviceClass, DevicesError};
 use crate::kernel::{GroupRules, KernelVersion, KernelVersionError};
 use crate::plan::guard::{guard, Forbidden, GuardInput};
 use crate::plan::xps::{plan_xps, XpsPlan};
-use crate::plan::{build_plan, locate_current, Plan, PlanContext, StrategyName};
+use crate::plan::{build_plan, locate_current, Plan, PlanContext};
 use crate::policy::{resolve, unmatched_rules, DeviceFacts, Policy};
 use crate::strategy::leave::PASSTHROUGH_DRIVERS;
 use crate::sysfs::Root;
@@ -67,9 +68,9 @@ pub fn possible_cpus(root: &Root) -> Result<CpuSet, TopologyError> {
 }
 
 /// What a configuration is validated against: `root`'s possible CPUs and node ids.
-pub fn machine(root: &Root) -> Result<Machine, TopologyError> {
+pub fn machine(root: &Root) -> Result<MachineShape, TopologyError> {
     let nodes = Topology::discover_node_ids(root)?.into_iter().collect();
-    Ok(Machine { possible: possible_cpus(root)?, nodes: Some(nodes) })
+    Ok(MachineShape { possible: possible_cpus(root)?, nodes: Some(nodes) })
 }
 
 /// Loads the configuration at `paths`, validated against `root`'s machine, with its warnings.

@@ -8,6 +8,7 @@
 //! but for its reads) and the [`cli`] on top.
 
 pub mod apply;
+pub mod choices;
 pub mod cli;
 pub mod config;
 pub mod cpuset;

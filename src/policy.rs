@@ -8,11 +8,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::choices::{Spill, SpreadOrder, StrategyName};
 use crate::config::{Config, Match, Rule, RuleRef};
 use crate::cpuset::CpuSet;
 use crate::devices::{Device, DeviceClass, QueuePattern};
-use crate::kernel::SpreadOrder;
-use crate::strategy::{Spill, StrategyName};
 
 /// What the rules can match a device on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

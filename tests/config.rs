@@ -5,23 +5,23 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use irqwise::choices::SpreadOrder as OrderName;
+use irqwise::choices::StrategyName;
 use irqwise::config::{
-    check, check_files, load, parse_files, ConfigError, ConfigPaths, ConfigWarning, Global, LogFormat, Machine,
+    check, check_files, load, parse_files, ConfigError, ConfigPaths, ConfigWarning, Global, LogFormat, MachineShape,
     SourceFile,
 };
 use irqwise::cpuset::CpuSet;
 use irqwise::devices::DeviceClass as DeviceClassName;
-use irqwise::kernel::SpreadOrder as OrderName;
 use irqwise::policy::{matches, resolve, unmatched_rules, DeviceFacts};
-use irqwise::strategy::StrategyName;
 
 fn cpus(list: &str) -> CpuSet {
     CpuSet::parse_list(list).unwrap()
 }
 
 /// The machine every test validates against: CPUs 0-63.
-fn possible() -> Machine {
-    Machine::with_cpus(cpus("0-63"))
+fn possible() -> MachineShape {
+    MachineShape::with_cpus(cpus("0-63"))
 }
 
 /// Writes `text` at `root/rel`, creating directories.

@@ -4,10 +4,11 @@
 #[path = "common/vectors.rs"]
 mod vectors;
 
+use irqwise::choices::SpreadOrder;
 use irqwise::cpuset::CpuSet;
 use irqwise::kernel::group_cpus::{group_cpus_evenly, GroupAlgorithm, GroupRules};
 use irqwise::kernel::heapsort::SortVariant;
-use irqwise::kernel::local_spread::{nearest_cpu_node, numa_hops, numa_levels, spread_order, SpreadOrder};
+use irqwise::kernel::local_spread::{nearest_cpu_node, numa_hops, numa_levels, spread_order};
 use irqwise::topology::synthetic::SyntheticMachine;
 use vectors::{Case, GroupCase, GroupResult, SpreadCase};
 

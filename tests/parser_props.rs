@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use irqwise::config::{parse_files, Machine, SourceFile};
+use irqwise::config::{parse_files, MachineShape, SourceFile};
 use irqwise::cpuset::{CpuSet, MAX_CPUS};
 use irqwise::devices::name_table::DRIVERS;
 use irqwise::devices::{parse_proc_interrupts, recognise_device, DeviceClass, NameContext, QueuePattern, QueueRole};
@@ -87,7 +87,7 @@ proptest! {
         text in texty("[]{}=\"'.,# \nglobaldevicematchpcidrivernodecpus_0123456789strategyleavepinbanned", 200),
     ) {
         let file = SourceFile { path: PathBuf::from("fuzz.toml"), text };
-        let report = parse_files(&[file], &Machine::with_cpus(CpuSet::first_n(16)));
+        let report = parse_files(&[file], &MachineShape::with_cpus(CpuSet::first_n(16)));
         for e in &report.errors {
             prop_assert!(e.location().is_some(), "an error without a location: {e}");
         }
@@ -114,7 +114,7 @@ proptest! {
             text.push_str(&format!("[[device]]\nmatch.{key} = \"{}\"\n{setting} = \"{quoted}\"\n", glob.replace('"', "")));
         }
         let file = SourceFile { path: PathBuf::from("fuzz.toml"), text };
-        let report = parse_files(&[file], &Machine::with_cpus(CpuSet::first_n(16)));
+        let report = parse_files(&[file], &MachineShape::with_cpus(CpuSet::first_n(16)));
         for e in &report.errors {
             prop_assert!(e.location().is_some(), "an error without a location: {e}");
         }

@@ -5,12 +5,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use irqwise::choices::Spill;
 use irqwise::cpuset::CpuSet;
 use irqwise::devices::{Device, DeviceClass, IrqVector, QueueRole, Recognition};
 use irqwise::engine::group_rules;
 use irqwise::plan::{build_plan, Plan, PlanContext};
 use irqwise::policy::Policy;
-use irqwise::strategy::Spill;
 use irqwise::topology::synthetic::{SyntheticDistance, SyntheticMachine};
 use irqwise::topology::{home_topology, Topology, TopologyMemory};
 use proptest::prelude::*;

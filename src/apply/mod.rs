@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::cpuset::CpuSet;
-pub use crate::plan::Fallback;
+pub use crate::strategy::Fallback;
 use crate::sysfs::SysfsError;
 
 mod proc_irq;
@@ -65,7 +65,7 @@ impl FailureClass {
 }
 
 /// One requested write. `cpus` is never empty when it comes from a plan; `fallbacks` are tried
-/// in order while the kernel answers ENOSPC (see [`crate::plan::Fallback`]).
+/// in order while the kernel answers ENOSPC (see [`Fallback`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AffinityWrite {
     pub irq: u32,

@@ -6,8 +6,9 @@
 use serde::Serialize;
 
 use super::{apply_writes, AffinityWrite, AffinityWriter, WriteOutcome};
+use crate::choices::StrategyName;
 use crate::cpuset::CpuSet;
-use crate::plan::{Plan, StrategyName, Summary};
+use crate::plan::{Plan, Summary};
 
 /// One IRQ the pass tried to move.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

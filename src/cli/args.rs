@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::choices::SpreadOrder;
 use crate::config::LogFormat;
-use crate::kernel::SpreadOrder;
 
 #[derive(Parser)]
 #[command(

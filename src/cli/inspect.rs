@@ -3,10 +3,11 @@
 use serde_json::json;
 
 use super::{to_json_text, CliError};
+use crate::choices::SpreadOrder;
 use crate::config::{ConfigPaths, Global};
 use crate::cpuset::MAX_CPUS;
 use crate::engine::{kernel_rules, load_config};
-use crate::kernel::{group_cpus_evenly, spread_order, GroupAlgorithm, GroupRules, SpreadOrder};
+use crate::kernel::{group_cpus_evenly, spread_order, GroupAlgorithm, GroupRules};
 use crate::sysfs::Root;
 use crate::topology::report::{isolation_json, isolation_table, Applied};
 use crate::topology::{Isolation, Topology};

@@ -10,7 +10,7 @@ use crate::sysfs::read_regular_file;
 
 use super::error::{ConfigError, ConfigWarning, Location};
 use super::validate::{validate_file, FileLayer, GlobalLayer};
-use super::{Config, Global, Machine};
+use super::{Config, Global, MachineShape};
 
 /// Where the configuration lives. Drop-in directories are listed lowest precedence first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,13 +79,13 @@ pub struct SourceFile {
 /// Reads and validates the configuration; every error of every file on failure. `possible` is
 /// the host's possible CPUs (`/sys/devices/system/cpu/possible`): CPU lists naming others are
 /// errors.
-pub fn load(paths: &ConfigPaths, machine: &Machine) -> Result<Config, Vec<ConfigError>> {
+pub fn load(paths: &ConfigPaths, machine: &MachineShape) -> Result<Config, Vec<ConfigError>> {
     let report = check(paths, machine);
     report.config.ok_or(report.errors)
 }
 
 /// Reads and validates the configuration, keeping warnings and masking information.
-pub fn check(paths: &ConfigPaths, machine: &Machine) -> CheckReport {
+pub fn check(paths: &ConfigPaths, machine: &MachineShape) -> CheckReport {
     let mut errors = Vec::new();
     let (dropins, masked) = find_dropins(&paths.dropin_dirs, &mut errors);
     let mut files = Vec::new();
@@ -106,7 +106,7 @@ pub fn check(paths: &ConfigPaths, machine: &Machine) -> CheckReport {
 }
 
 /// Validates exactly these files, applied in the given order (`irqwise check-config FILE...`).
-pub fn check_files(files: &[PathBuf], machine: &Machine) -> CheckReport {
+pub fn check_files(files: &[PathBuf], machine: &MachineShape) -> CheckReport {
     let mut errors = Vec::new();
     let sources = read_all(files, &mut errors);
     let mut report = parse_files(&sources, machine);
@@ -183,7 +183,7 @@ fn find_dropins(dirs: &[PathBuf], errors: &mut Vec<ConfigError>) -> (Vec<PathBuf
 }
 
 /// Validates and merges already-read files, in the given order. Pure.
-pub fn parse_files(files: &[SourceFile], machine: &Machine) -> CheckReport {
+pub fn parse_files(files: &[SourceFile], machine: &MachineShape) -> CheckReport {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let mut global = GlobalLayer::default();

@@ -25,10 +25,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::choices::{Spill, SpreadOrder, StrategyName};
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, QueuePattern};
-use crate::kernel::SpreadOrder;
-use crate::strategy::{Spill, StrategyName};
 
 pub use duration::parse_duration;
 pub use error::{ConfigError, ConfigErrors, ConfigWarning, Location};
@@ -187,16 +186,16 @@ impl Settings {
 /// CPUs and node ids checked against its nodes, with a warning wherever a value names what this
 /// machine lacks (one file serves every machine of a fleet).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Machine {
+pub struct MachineShape {
     pub possible: CpuSet,
     /// Its NUMA node ids; `None` when unknown (no node check then).
     pub nodes: Option<std::collections::BTreeSet<u32>>,
 }
 
-impl Machine {
+impl MachineShape {
     /// A machine known by its possible CPUs only.
-    pub fn with_cpus(possible: CpuSet) -> Machine {
-        Machine { possible, nodes: None }
+    pub fn with_cpus(possible: CpuSet) -> MachineShape {
+        MachineShape { possible, nodes: None }
     }
 }
 

@@ -12,9 +12,8 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::{GuardScope, LogFormat, OnDrift};
+use crate::choices::{Spill, SpreadOrder, StrategyName};
 use crate::devices::DeviceClass;
-use crate::kernel::SpreadOrder;
-use crate::strategy::{Spill, StrategyName};
 
 /// One config file (main file or drop-in).
 #[derive(Debug, Default)]

@@ -14,9 +14,9 @@ use super::duration::parse_duration;
 use super::error::{ConfigError, ConfigWarning, LineIndex, Location};
 use super::glob::Glob;
 use super::schema::{read, RawGlobal, RawMatch, RawRule};
-use super::{GuardScope, LogFormat, Machine, Match, MetricsFile, OnDrift, Rule, RuleRef, Settings};
+use super::{GuardScope, LogFormat, MachineShape, Match, MetricsFile, OnDrift, Rule, RuleRef, Settings};
+use crate::choices::{Spill, StrategyName};
 use crate::devices::{DeviceClass, QueuePattern};
-use crate::strategy::{Spill, StrategyName};
 use crate::topology::MAX_NUMNODES;
 
 /// `[global]` keys one file sets (`None`: not set here). `banned_cpus` keeps where it was
@@ -108,7 +108,7 @@ struct FileCtx<'a> {
     path: &'a Path,
     text: &'a str,
     lines: LineIndex,
-    machine: &'a Machine,
+    machine: &'a MachineShape,
     errors: Vec<ConfigError>,
     warnings: Vec<ConfigWarning>,
 }
@@ -119,7 +119,7 @@ struct FileCtx<'a> {
 pub(super) fn validate_file(
     path: &Path,
     text: &str,
-    machine: &Machine,
+    machine: &MachineShape,
 ) -> (FileLayer, Vec<ConfigError>, Vec<ConfigWarning>) {
     let lines = LineIndex::new(text);
     let (raw, schema_errors) = read(text);

@@ -470,9 +470,10 @@ impl Exposition {
 mod tests {
     use super::*;
     use crate::apply::{Change, Effective, FailureClass, Verification};
+    use crate::choices::StrategyName;
     use crate::cpuset::CpuSet;
     use crate::devices::{DeviceClass, QueueRole, Recognition};
-    use crate::plan::{Placement, StrategyName};
+    use crate::plan::Placement;
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse_list(s).unwrap()

@@ -213,8 +213,9 @@ impl Ledger {
 mod tests {
     use super::*;
     use crate::apply::{Change, Effective, FailureClass, Verification, WriteOutcome};
+    use crate::choices::StrategyName;
     use crate::devices::{DeviceClass, QueueRole, Recognition};
-    use crate::plan::{DevicePlan, StrategyName};
+    use crate::plan::DevicePlan;
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse_list(s).unwrap()

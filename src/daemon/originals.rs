@@ -195,8 +195,9 @@ impl Originals {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::choices::StrategyName;
     use crate::devices::{DeviceClass, QueueRole, Recognition};
-    use crate::plan::{DevicePlan, Placement, StrategyName};
+    use crate::plan::{DevicePlan, Placement};
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse_list(s).unwrap()

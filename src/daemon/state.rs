@@ -373,8 +373,9 @@ fn ago(now: u64, then: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::choices::StrategyName;
     use crate::devices::{DeviceClass, QueueRole, Recognition};
-    use crate::plan::{Action, Placement, StrategyName};
+    use crate::plan::{Action, Placement};
 
     fn placement(irq: u32, current: &str, desired: &str) -> Placement {
         let set = |s: &str| CpuSet::parse_list(s).unwrap();

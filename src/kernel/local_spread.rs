@@ -16,35 +16,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::choices::SpreadOrder;
 use crate::cpuset::CpuSet;
 use crate::topology::Topology;
-
-/// Which order to list CPUs in: the one vocabulary of the config's `order` key, the CLI's
-/// `--order` and plan reasons (spelled `kernel`, `hops`, `legacy`, `cores-first`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum SpreadOrder {
-    /// `cpumask_local_spread(i, node)` for i = 0..online-1 (v6.3+).
-    Kernel,
-    /// `for_each_numa_hop_mask(node)` concatenated; empty for CPU-less nodes.
-    Hops,
-    /// pre-6.3 `cpumask_local_spread`: local node's online CPUs, then all others ascending.
-    Legacy,
-    /// The kernel's hops, but within each hop one thread of every physical core first.
-    CoresFirst,
-}
-
-impl SpreadOrder {
-    /// The name the command line and plan reasons use (`kernel`, `hops`, `legacy`, `cores-first`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SpreadOrder::Kernel => "kernel",
-            SpreadOrder::Hops => "hops",
-            SpreadOrder::Legacy => "legacy",
-            SpreadOrder::CoresFirst => "cores-first",
-        }
-    }
-}
 
 /// CPUs first reached at one NUMA distance level.
 #[derive(Debug, Clone, PartialEq, Eq)]

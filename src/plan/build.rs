@@ -9,14 +9,13 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use super::{Action, DevicePlan, Placement, Plan};
+use crate::choices::StrategyName;
 use crate::config::RuleRef;
 use crate::devices::{Device, DeviceClass, IrqVector, QueuePattern, QueueRole, Recognition};
 use crate::kernel::GroupRules;
 use crate::policy::Policy;
 use crate::strategy::allocator::allocate;
-use crate::strategy::{
-    decide, numa_hop, Decision, DeviceContext, GroupingCache, Machine, QueueAllocation, StrategyName,
-};
+use crate::strategy::{decide, numa_hop, Decision, DeviceContext, GroupingCache, Machine, QueueAllocation};
 use crate::topology::locality::classify_mask;
 use crate::topology::{home_topology, Topology};
 
@@ -109,7 +108,7 @@ fn prepare<'a>(dev: &'a Device, policy: &'a Policy) -> Prepared<'a> {
         (Some(d), _) | (None, Some(d)) => Cow::Owned(d),
         (None, None) => Cow::Borrowed(dev),
     };
-    let strategy = policy.strategy.unwrap_or_else(|| StrategyName::default_for_device(&dev));
+    let strategy = policy.strategy.unwrap_or_else(|| crate::strategy::default_for_device(&dev));
     Prepared { dev, policy, strategy, range_warning }
 }
 

@@ -10,9 +10,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Action, DevicePlan, Placement, Plan};
+use crate::choices::StrategyName;
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, LooseIrq};
-use crate::strategy::StrategyName;
 
 /// CPUs device interrupts must avoid, by source, in the words reasons use (`banned`,
 /// `isolated`, `nohz_full`, ...).

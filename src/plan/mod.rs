@@ -8,8 +8,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::choices::StrategyName;
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, QueueRole, Recognition};
+use crate::strategy::Fallback;
 use crate::topology::locality::Locality;
 
 pub mod build;
@@ -17,7 +19,6 @@ pub mod guard;
 mod table;
 pub mod xps;
 
-pub use crate::strategy::StrategyName;
 pub use build::{build_plan, locate_current, PlanContext};
 
 /// What happens to one IRQ.
@@ -44,15 +45,6 @@ impl Action {
             Action::Skip => "skip",
         }
     }
-}
-
-/// A wider set to write when the kernel has no free vectors on the one wanted, and the words
-/// for how much wider (`"same core"`, `"same cluster"`, `"same LLC"`, `"the node"`, `"every
-/// usable CPU"`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Fallback {
-    pub cpus: CpuSet,
-    pub step: &'static str,
 }
 
 /// One IRQ's placement.

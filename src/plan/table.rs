@@ -121,8 +121,9 @@ pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::choices::StrategyName;
     use crate::devices::{DeviceClass, QueueRole, Recognition};
-    use crate::plan::{DevicePlan, StrategyName};
+    use crate::plan::DevicePlan;
 
     fn placement(irq: u32, name: &str, current: &str, desired: &str, action: Action) -> Placement {
         let set = |s: &str| Some(CpuSet::parse_list(s).unwrap());

@@ -10,32 +10,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
+use crate::choices::Spill;
 use crate::cpuset::CpuSet;
 use crate::topology::Topology;
-
-/// Where queues go once a device has used its node's CPUs (`spill = ...`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Spill {
-    /// Queue i takes the hop of the i-th CPU of the device's order, as the kernel's
-    /// `cpumask_local_spread()` would: beyond the node's CPUs, the next hop.
-    #[default]
-    Kernel,
-    /// Every queue stays on the device's first hop (its node), balanced by count.
-    Local,
-}
-
-impl Spill {
-    /// The config spelling (`kernel`, `local`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Spill::Kernel => "kernel",
-            Spill::Local => "local",
-        }
-    }
-}
 
 /// One device's claim on the machine's CPUs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -264,7 +241,8 @@ fn nearest(home: &Topology, cpu: u32, usable: &CpuSet, load: &Loads, rank: &[usi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::{spread_blocks_within, SpreadOrder};
+    use crate::choices::SpreadOrder;
+    use crate::kernel::spread_blocks_within;
     use crate::topology::synthetic::SyntheticMachine;
 
     /// A NIC on `node` with `queues` single-queue units, cores-first, all online CPUs usable.

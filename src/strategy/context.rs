@@ -3,7 +3,8 @@
 
 use std::cell::OnceCell;
 
-use super::{queue_index, StrategyName};
+use super::queue_index;
+use crate::choices::StrategyName;
 use crate::cpuset::CpuSet;
 use crate::devices::Device;
 use crate::kernel::{group_cpus_evenly, GroupRules};
@@ -15,6 +16,15 @@ use crate::topology::Topology;
 pub struct Target {
     pub cpus: CpuSet,
     pub why: String,
+}
+
+/// A wider set to write when the kernel has no free vectors on the one wanted, and the words
+/// for how much wider (`"same core"`, `"same cluster"`, `"same LLC"`, `"the node"`, `"every
+/// usable CPU"`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Fallback {
+    pub cpus: CpuSet,
+    pub step: &'static str,
 }
 
 /// `group_cpus_evenly()` for the device's queue count (highest queue index + 1): what the kernel
@@ -77,7 +87,7 @@ type Groups = std::rc::Rc<Vec<CpuSet>>;
 /// One shared NUMA-hop order, block per hop.
 type Blocks = std::rc::Rc<Vec<Vec<u32>>>;
 /// A NUMA-hop order's inputs: the topology's address, the node, the order, the CPUs within.
-type OrderKey = (usize, Option<u32>, crate::kernel::SpreadOrder, CpuSet);
+type OrderKey = (usize, Option<u32>, crate::choices::SpreadOrder, CpuSet);
 
 impl GroupingCache {
     /// `spread_blocks_within(topo, node, order, within)`, computed once per (topology, node,
@@ -86,7 +96,7 @@ impl GroupingCache {
         &self,
         topo: &Topology,
         node: Option<u32>,
-        order: crate::kernel::SpreadOrder,
+        order: crate::choices::SpreadOrder,
         within: &CpuSet,
     ) -> Blocks {
         let key = (std::ptr::from_ref(topo) as usize, node, order, within.clone());
@@ -240,7 +250,7 @@ impl<'a> DeviceContext<'a> {
     /// What to write, widest last, when the kernel has no free vectors on `desired` (ENOSPC):
     /// the usable CPUs of the same core, cluster, last-level cache and node as `desired`, then
     /// every usable CPU. Guarantees each step strictly wider than `desired` and the step before.
-    pub fn fallbacks(&self, desired: &CpuSet) -> Vec<crate::plan::Fallback> {
+    pub fn fallbacks(&self, desired: &CpuSet) -> Vec<Fallback> {
         let around = |mask: &dyn Fn(u32) -> CpuSet| -> CpuSet {
             desired.iter().fold(desired.clone(), |acc, c| acc.union(&mask(c))).intersection(&self.usable)
         };
@@ -252,12 +262,12 @@ impl<'a> DeviceContext<'a> {
             ("the node", desired.union(&self.node_cpus.cpus).intersection(&self.usable)),
             ("every usable CPU", self.usable.clone()),
         ];
-        let mut out: Vec<crate::plan::Fallback> = Vec::new();
+        let mut out: Vec<Fallback> = Vec::new();
         let mut widest = desired.clone();
         for (step, cpus) in steps {
             if widest.is_subset(&cpus) && cpus != widest {
                 widest = cpus.clone();
-                out.push(crate::plan::Fallback { cpus, step });
+                out.push(Fallback { cpus, step });
             }
         }
         out

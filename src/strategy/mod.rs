@@ -15,69 +15,31 @@ pub mod numa_hop;
 pub mod pin;
 pub mod xps;
 
-use serde::{Deserialize, Serialize};
-
+use crate::choices::StrategyName;
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, IrqVector, QueueRole};
 
-pub use allocator::Spill;
 pub use context::{
-    nvme_irq_sets, DeviceContext, GroupingCache, Machine, QueueAllocation, QueueGrouping, Setup, Target,
+    nvme_irq_sets, DeviceContext, Fallback, GroupingCache, Machine, QueueAllocation, QueueGrouping, Setup, Target,
 };
 
-/// `strategy = ...` in the config, and the strategy a plan names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum StrategyName {
-    /// Queue i on the i-th CPU in NUMA-hop order from the device's node.
-    NumaHop,
-    /// Queue i on group i of the kernel's `group_cpus_evenly()`.
-    ClusterGroup,
-    /// Every IRQ on a fixed CPU list.
-    Pin,
-    /// Not touched.
-    Leave,
+/// The default strategy of one device: `leave` for a device whose interrupts belong to someone
+/// else (see [`leave::owner_elsewhere`]), else its class default.
+pub fn default_for_device(device: &crate::devices::Device) -> StrategyName {
+    if leave::owner_elsewhere(device).is_some() {
+        StrategyName::Leave
+    } else {
+        StrategyName::default_for(device.class)
+    }
 }
 
-impl StrategyName {
-    /// The config spelling (`numa-hop`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StrategyName::NumaHop => "numa-hop",
-            StrategyName::ClusterGroup => "cluster-group",
-            StrategyName::Pin => "pin",
-            StrategyName::Leave => "leave",
-        }
-    }
-
-    /// The class default: NICs by NUMA hop, NVMe by kernel groups, others (storage HBAs, whose
-    /// drivers spread their reply queues themselves, and everything else) untouched.
-    pub fn default_for(class: DeviceClass) -> StrategyName {
-        match class {
-            DeviceClass::Nic => StrategyName::NumaHop,
-            DeviceClass::Nvme => StrategyName::ClusterGroup,
-            DeviceClass::Storage | DeviceClass::Other => StrategyName::Leave,
-        }
-    }
-
-    /// The default for one device: `leave` for a device whose interrupts belong to someone else
-    /// (see [`leave::owner_elsewhere`]), else its class default.
-    pub fn default_for_device(device: &crate::devices::Device) -> StrategyName {
-        if leave::owner_elsewhere(device).is_some() {
-            StrategyName::Leave
-        } else {
-            StrategyName::default_for(device.class)
-        }
-    }
-
-    /// The function that implements this strategy.
-    pub fn strategy(self) -> Strategy {
-        match self {
-            StrategyName::NumaHop => numa_hop::place,
-            StrategyName::ClusterGroup => cluster_group::place,
-            StrategyName::Pin => pin::place,
-            StrategyName::Leave => leave::place,
-        }
+/// The function that implements strategy `name`.
+pub fn implementation(name: StrategyName) -> Strategy {
+    match name {
+        StrategyName::NumaHop => numa_hop::place,
+        StrategyName::ClusterGroup => cluster_group::place,
+        StrategyName::Pin => pin::place,
+        StrategyName::Leave => leave::place,
     }
 }
 
@@ -124,7 +86,7 @@ pub fn decide(
     let mut decisions = if name != StrategyName::Leave && ctx.usable.is_empty() {
         ctx.device.vectors.iter().map(|_| Decision::leave("no usable CPU for this device")).collect()
     } else {
-        (name.strategy())(ctx)
+        implementation(name)(ctx)
     };
     if name != StrategyName::Leave || ctx.device.class == DeviceClass::Storage {
         decisions = managed::predict(ctx, decisions, known_managed);

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::allocator::{allocate, Demand};
 use super::context::QueueAllocation;
 use super::{managed, misc_decision, queue_index, Decision, DeviceContext, Reason};
+use crate::choices::SpreadOrder;
 use crate::cpuset::CpuSet;
-use crate::kernel::SpreadOrder;
 
 /// The order the policy asks for (cores-first by default).
 fn order_kind(ctx: &DeviceContext) -> SpreadOrder {

@@ -1,0 +1,96 @@
+//! The vocabulary a configuration chooses from and the planner carries out: which strategy
+//! places a device ([`StrategyName`]), in which order CPUs are taken from a node
+//! ([`SpreadOrder`]) and where queues go beyond it ([`Spill`]).
+//!
+//! Names only, each with its one spelling: config, policy, strategies, plans and the command
+//! line all import them from here, so none of those layers has to reach into another for a word.
+
+use serde::{Deserialize, Serialize};
+
+use crate::devices::DeviceClass;
+
+/// `strategy = ...` in the config, and the strategy a plan names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StrategyName {
+    /// Queue i on the i-th CPU in NUMA-hop order from the device's node.
+    NumaHop,
+    /// Queue i on group i of the kernel's `group_cpus_evenly()`.
+    ClusterGroup,
+    /// Every IRQ on a fixed CPU list.
+    Pin,
+    /// Not touched.
+    Leave,
+}
+
+impl StrategyName {
+    /// The config spelling (`numa-hop`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StrategyName::NumaHop => "numa-hop",
+            StrategyName::ClusterGroup => "cluster-group",
+            StrategyName::Pin => "pin",
+            StrategyName::Leave => "leave",
+        }
+    }
+
+    /// The class default: NICs by NUMA hop, NVMe by kernel groups, others (storage HBAs, whose
+    /// drivers spread their reply queues themselves, and everything else) untouched.
+    pub fn default_for(class: DeviceClass) -> StrategyName {
+        match class {
+            DeviceClass::Nic => StrategyName::NumaHop,
+            DeviceClass::Nvme => StrategyName::ClusterGroup,
+            DeviceClass::Storage | DeviceClass::Other => StrategyName::Leave,
+        }
+    }
+}
+
+/// Which order to list CPUs in: the one vocabulary of the config's `order` key, the CLI's
+/// `--order` and plan reasons (spelled `kernel`, `hops`, `legacy`, `cores-first`). The orders
+/// themselves are computed by [`crate::kernel::local_spread`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpreadOrder {
+    /// `cpumask_local_spread(i, node)` for i = 0..online-1 (v6.3+).
+    Kernel,
+    /// `for_each_numa_hop_mask(node)` concatenated; empty for CPU-less nodes.
+    Hops,
+    /// pre-6.3 `cpumask_local_spread`: local node's online CPUs, then all others ascending.
+    Legacy,
+    /// The kernel's hops, but within each hop one thread of every physical core first.
+    CoresFirst,
+}
+
+impl SpreadOrder {
+    /// The name the command line and plan reasons use (`kernel`, `hops`, `legacy`, `cores-first`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpreadOrder::Kernel => "kernel",
+            SpreadOrder::Hops => "hops",
+            SpreadOrder::Legacy => "legacy",
+            SpreadOrder::CoresFirst => "cores-first",
+        }
+    }
+}
+
+/// Where queues go once a device has used its node's CPUs (`spill = ...`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Spill {
+    /// Queue i takes the hop of the i-th CPU of the device's order, as the kernel's
+    /// `cpumask_local_spread()` would: beyond the node's CPUs, the next hop.
+    #[default]
+    Kernel,
+    /// Every queue stays on the device's first hop (its node), balanced by count.
+    Local,
+}
+
+impl Spill {
+    /// The config spelling (`kernel`, `local`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Spill::Kernel => "kernel",
+            Spill::Local => "local",
+        }
+    }
+}
