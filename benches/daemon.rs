@@ -28,8 +28,8 @@ use irqwise::apply::ProcIrq;
 use irqwise::config::{Config, ConfigPaths};
 use irqwise::cpuset::CpuSet;
 use irqwise::daemon::Daemon;
-use irqwise::engine::plan_pass;
 use irqwise::events::{Trigger, UeventAction};
+use irqwise::pass::plan_pass;
 use irqwise::sysfs::Root;
 
 fn percentiles(mut v: Vec<Duration>) -> (Duration, Duration) {

@@ -6,14 +6,14 @@
 //! topology, the PCI devices, `proc/irq/N/*`, `sys/kernel/irq/N/{actions,chip_name,hwirq,name,
 //! per_cpu_count,type,wakeup}` and one `proc/interrupts` of 1024 count columns (~93 MB).
 //!
-//! - `plan_pass_discover_and_plan`: `engine::plan_pass`, what the daemon runs on every event burst
+//! - `plan_pass_discover_and_plan`: `pass::plan_pass`, what the daemon runs on every event burst
 //!   (topology + devices + udev properties + config + plan);
 //! - `discover_topology`, `discover_devices_from_sys_kernel_irq`: the two discovery halves alone;
 //! - `discover_devices_from_proc_interrupts`: device discovery on the same machine without
 //!   `sys/kernel/irq` (kernels without SPARSE_IRQ, partial captures): names from `proc/interrupts`;
 //! - `plan_only`: planning of already discovered data;
-//! - `pass_with_known_topology`: everything `plan_pass` does but topology discovery (devices,
-//!   masks, isolation, udev properties and the plan, on a topology already read);
+//! - `plan_a_read_sample`: everything `plan_pass` does after reading: isolation applied, policies,
+//!   the plan, the guard, transmit steering (`plan::from_sample::plan_sample`);
 //! - `daemon_pass_after_one_cpu_event`: the daemon's whole pass (read, plan, write, state file)
 //!   after one CPU went offline or came back, on a copy of the machine it placed: it re-reads the
 //!   CPU lists, that CPU's package and the masks of the IRQs on it;
@@ -50,11 +50,16 @@ use std::sync::LazyLock;
 use irqwise::config::{Config, ConfigPaths};
 use irqwise::cpuset::CpuSet;
 use irqwise::daemon::Daemon;
-use irqwise::devices::{discover_devices, Device};
-use irqwise::engine::{group_rules, plan_pass, plan_with_topology};
+use irqwise::devices::discover::discover_devices;
+use irqwise::devices::Device;
 use irqwise::events::Batch;
+use irqwise::pass::plan_pass;
+use irqwise::plan::from_sample::{plan_sample, PassMemory};
 use irqwise::plan::{build_plan, PlanContext};
+use irqwise::sample::kernel_release::group_rules;
+use irqwise::sample::reader::read_sample;
 use irqwise::sysfs::Root;
+use irqwise::topology::discover::read_topology;
 use irqwise::topology::synthetic::SyntheticMachine;
 use irqwise::topology::{Topology, TopologyMemory};
 
@@ -266,23 +271,23 @@ fn plan_pass_discover_and_plan(bencher: divan::Bencher) {
 }
 
 #[divan::bench(sample_count = 10, sample_size = 1)]
-fn pass_with_known_topology(bencher: divan::Bencher) {
-    let (topo, _) = &*DISCOVERED;
+fn plan_a_read_sample(bencher: divan::Bencher) {
     let root = Root::new(MACHINE.dir.path());
     let config = Config::default();
     let known = BTreeSet::new();
+    let sample = read_sample(&root, std::sync::Arc::new(config.clone())).expect("sample");
     let mut memory = TopologyMemory::default();
-    memory.remember(topo);
+    memory.remember(&sample.topology);
     let full = plan_pass(&root, &config, &known).expect("plan_pass").plan;
-    let pass = || plan_with_topology(&root, &config, &known, topo.clone(), Some(&memory), Vec::new()).expect("pass");
-    assert_eq!(pass().plan, full, "a pass on the known topology plans what a full pass plans");
+    let pass = || plan_sample(&sample, PassMemory { topology: Some(&memory), known_managed: &known });
+    assert_eq!(pass().plan, full, "planning a sample read before plans what a full pass plans");
     bencher.bench(pass);
 }
 
 #[divan::bench(sample_count = 10, sample_size = 1)]
 fn discover_topology(bencher: divan::Bencher) {
     let root = Root::new(MACHINE.dir.path());
-    bencher.bench(|| Topology::discover(&root).expect("topology"));
+    bencher.bench(|| read_topology(&root).expect("topology"));
 }
 
 #[divan::bench(sample_count = 10, sample_size = 1)]
@@ -303,7 +308,7 @@ fn discover_devices_from_proc_interrupts(bencher: divan::Bencher) {
 
 static DISCOVERED: LazyLock<(Topology, Vec<Device>)> = LazyLock::new(|| {
     let root = Root::new(MACHINE.dir.path());
-    let topo = Topology::discover(&root).expect("topology");
+    let topo = read_topology(&root).expect("topology");
     let devices = discover_devices(&root, &topo).expect("devices").devices;
     (topo, devices)
 });

@@ -26,9 +26,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::devices::discover::net_queues::read_net_queues;
-use crate::devices::{discover_devices, udev_properties};
+use crate::devices::discover::{discover_devices, udev_properties};
 use crate::sysfs::{Access, EntryKind, Root};
-use crate::topology::{Isolation, Topology};
+use crate::topology::discover::isolation::read_isolation;
+use crate::topology::discover::read_topology;
 
 /// A snapshot could not be written; every variant names the path concerned.
 #[derive(Debug, thiserror::Error)]
@@ -87,8 +88,8 @@ pub fn snapshot(source: &Root, out: &Path) -> Result<SnapshotReport, SnapshotErr
 /// Runs every reader of a pass on `root`. Errors are ignored: what a reader read before it
 /// failed is copied all the same (a snapshot of a broken machine is what a bug report needs).
 fn read_as_a_pass_does(root: &Root) {
-    let topology = Topology::discover(root).unwrap_or_default();
-    let _ = Isolation::discover(root, &topology);
+    let topology = read_topology(root).unwrap_or_default();
+    let _ = read_isolation(root, &topology);
     if let Ok(found) = discover_devices(root, &topology) {
         for device in &found.devices {
             udev_properties(root, device);

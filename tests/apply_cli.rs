@@ -16,7 +16,7 @@ use acceptance::*;
 use irqwise::apply::ProcIrq;
 use irqwise::apply::{apply_plan, WriteOutcome};
 use irqwise::config::Config;
-use irqwise::engine::plan_pass;
+use irqwise::pass::plan_pass;
 use irqwise::sysfs::Root;
 use serde_json::Value;
 

@@ -11,11 +11,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use daemon_fixture::{affinities, affinity, nic_root, set_affinity, write_config, Hotplug, Running};
+use irqwise::config::{load_config, load_config_with_warnings};
 use irqwise::config::{Config, ConfigPaths};
 use irqwise::cpuset::CpuSet;
-use irqwise::engine::plan_pass;
-use irqwise::engine::{load_config, load_config_with_warnings};
 use irqwise::events::{Trigger, UeventAction};
+use irqwise::pass::plan_pass;
 use irqwise::plan::Action;
 use irqwise::sysfs::Root;
 

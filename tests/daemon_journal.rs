@@ -18,7 +18,7 @@ use std::process::Command;
 use daemon_fixture::{nic_root, set_affinity, NIC};
 use irqwise::config::Config;
 use irqwise::cpuset::CpuSet;
-use irqwise::engine::plan_pass;
+use irqwise::pass::plan_pass;
 use irqwise::plan::Action;
 use irqwise::sysfs::Root;
 

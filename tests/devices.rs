@@ -12,7 +12,8 @@ use std::path::Path;
 
 use fixture::{extract_hwloc, node_topology, write_cpu_topology, FixtureRoot, NamingScheme};
 use irqwise::cpuset::CpuSet;
-use irqwise::devices::{discover_devices, Device, DeviceClass, Discovery, QueueRole};
+use irqwise::devices::discover::{discover_devices, Discovery};
+use irqwise::devices::{Device, DeviceClass, QueueRole};
 use irqwise::sysfs::Root;
 use irqwise::topology::Topology;
 

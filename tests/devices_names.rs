@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 use fixture::{extract_hwloc, node_topology, write_cpu_topology, FixtureRoot, NamingScheme};
-use irqwise::devices::{discover_devices, Discovery};
+use irqwise::devices::discover::{discover_devices, Discovery};
 use irqwise::sysfs::Root;
 use irqwise::topology::Topology;
 

@@ -17,9 +17,11 @@ use std::path::Path;
 
 use acceptance::fixture::FixtureRoot;
 use acceptance::*;
+use irqwise::devices::discover::discover_devices;
 use irqwise::devices::name_table::DRIVERS;
-use irqwise::devices::{discover_devices, QueueRole, Recognition};
+use irqwise::devices::{QueueRole, Recognition};
 use irqwise::sysfs::Root;
+use irqwise::topology::discover::read_topology;
 
 /// One corpus device: driver, PCI class, address, interface, and (name, role, queue) per vector.
 struct CorpusDevice {
@@ -117,7 +119,7 @@ fn check_driver(driver: &str) {
 }
 
 fn node_topology_of(root: &Root) -> irqwise::topology::Topology {
-    irqwise::topology::Topology::discover(root).unwrap()
+    read_topology(root).unwrap()
 }
 
 macro_rules! driver_tests {

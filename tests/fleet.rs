@@ -172,18 +172,22 @@ fn a_write_that_fails_on_every_pass_is_one_warning_and_a_count() {
         d.signal(Signal::SIGHUP);
         d.wait_passes(n);
     }
+    let text = d.stop();
     let state: Value =
         serde_json::from_str(&fs::read_to_string(root.path().join("run/irqwise/state.json")).unwrap()).unwrap();
-    let text = d.stop();
     let warnings = text.lines().filter(|l| l.contains("WARN") && l.contains(&format!("irq {broken}"))).count();
-    assert_eq!(warnings, 1, "one warning for ten failing passes:\n{text}");
+    assert_eq!(warnings, 1, "one warning for ten or more failing passes:\n{text}");
+    // Every pass failed the same write: the count is the passes so far (at least the ten
+    // waited for; a backoff retry of the degraded daemon may add one on a loaded machine).
+    let passes = state["passes"].as_u64().unwrap();
+    assert!(passes >= 10, "{state}");
     let r = &state["repeated"][0];
     assert_eq!(
         (r["irq"].as_u64(), r["outcome"].as_str(), r["count"].as_u64()),
-        (Some(broken as u64), Some("invalid"), Some(10))
+        (Some(broken as u64), Some("invalid"), Some(passes))
     );
     let (_, status_text) = status(root.path());
-    assert!(status_text.contains("invalid in each of the last 10 passes"), "{status_text}");
+    assert!(status_text.contains(&format!("invalid in each of the last {passes} passes")), "{status_text}");
 }
 
 /// A 1024-CPU machine (8 nodes × 64 cores × 2 threads) with 62 NICs × 64 queues and a misc

@@ -1,6 +1,6 @@
 //! Hotplug moves only what it displaces: on a fixture with two NIC ports and an mlx5 that spills,
 //! plus an NVMe controller, each CPU in turn goes offline as the kernel shows it (sysfs lists and
-//! masks, IRQs that lived only on it reset to every online CPU) and comes back. The engine plans
+//! masks, IRQs that lived only on it reset to every online CPU) and comes back. The planner plans
 //! with the daemon's topology memory; the IRQs it writes must be exactly those that lived on the
 //! CPU, and its return must restore the plan from before, exactly.
 
@@ -11,22 +11,24 @@ mod fixture;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 
 use daemon_fixture::{affinity, set_affinity, Hotplug};
 use fixture::{FixtureRoot, NamingScheme};
 use irqwise::config::Config;
 use irqwise::cpuset::CpuSet;
-use irqwise::engine::plan_with_topology;
+use irqwise::plan::from_sample::{plan_sample, PassMemory};
 use irqwise::plan::{Action, Plan};
+use irqwise::sample::reader::read_sample;
 use irqwise::sysfs::Root;
-use irqwise::topology::{Topology, TopologyMemory};
+use irqwise::topology::TopologyMemory;
 
-/// Plans the root as the daemon does: discover, remember, plan on the home machine.
+/// Plans the root as the daemon does: read a sample, remember its topology, plan on the home
+/// machine.
 fn plan(root: &Path, memory: &mut TopologyMemory) -> Plan {
-    let r = Root::new(root);
-    let (topo, _) = Topology::discover_with_warnings(&r).unwrap();
-    memory.remember(&topo);
-    plan_with_topology(&r, &Config::default(), &BTreeSet::new(), topo, Some(memory), Vec::new()).unwrap().plan
+    let sample = read_sample(&Root::new(root), Arc::new(Config::default())).unwrap();
+    memory.remember(&sample.topology);
+    plan_sample(&sample, PassMemory { topology: Some(memory), known_managed: &BTreeSet::new() }).plan
 }
 
 /// Writes every `set` placement, as the applier would; returns the IRQs written.
@@ -106,12 +108,12 @@ fn plan_beside_the_daemon_uses_its_topology_memory_while_a_cpu_is_offline() {
     hotplug.offline(2, &irqs);
     let daemon = desired(&plan(root, &mut memory));
     let alone =
-        desired(&irqwise::engine::plan_pass(&Root::new(root), &Config::default(), &BTreeSet::new()).unwrap().plan);
+        desired(&irqwise::pass::plan_pass(&Root::new(root), &Config::default(), &BTreeSet::new()).unwrap().plan);
     assert_ne!(alone, daemon, "without the daemon's memory the one-shot plan differs");
     let path = root.join(irqwise::topology::memory_file::MEMORY_FILE);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, irqwise::topology::memory_file::encode(&Root::new(root), &memory)).unwrap();
     let beside =
-        desired(&irqwise::engine::plan_pass(&Root::new(root), &Config::default(), &BTreeSet::new()).unwrap().plan);
+        desired(&irqwise::pass::plan_pass(&Root::new(root), &Config::default(), &BTreeSet::new()).unwrap().plan);
     assert_eq!(beside, daemon, "irqwise plan beside the daemon shows the daemon's plan");
 }

@@ -5,7 +5,7 @@
 //! each followed by the batch its kernel event makes: the CPUs, the device path or the link it
 //! names (a foreign edit makes none: it is followed by an event of the edited IRQ's device, or
 //! by the reconcile timer). After every pass the daemon's plan equals the plan of a full pass
-//! (`engine::plan_pass`) on the same root just before it, and the writes it made are exactly
+//! (`pass::plan_pass`) on the same root just before it, and the writes it made are exactly
 //! that plan's writes.
 
 #[path = "common/daemon_fixture.rs"]
@@ -22,9 +22,10 @@ use std::path::{Path, PathBuf};
 use irqwise::config::{Config, ConfigPaths};
 use irqwise::cpuset::CpuSet;
 use irqwise::daemon::Daemon;
-use irqwise::engine::plan_pass;
 use irqwise::events::{Batch, LinkState};
+use irqwise::pass::plan_pass;
 use irqwise::sysfs::Root;
+use irqwise::topology::discover::{read_topology_keeping, read_topology_with_warnings, reread_topology};
 use proptest::prelude::*;
 
 use daemon_fixture::{affinity, set_affinity, Hotplug};
@@ -328,7 +329,7 @@ proptest! {
         sysfs_tree::write_topology(dir.path(), &topo);
         let root = Root::new(dir.path());
         let mut hotplug = Hotplug::new(dir.path());
-        let (_, _, mut reads) = irqwise::topology::Topology::discover_keeping(&root).unwrap();
+        let (_, _, mut reads) = read_topology_keeping(&root).unwrap();
         let mut offline = BTreeSet::new();
         for step in steps {
             let named: CpuSet = match step {
@@ -342,8 +343,8 @@ proptest! {
                     std::mem::take(&mut offline).into_iter().collect()
                 }
             };
-            let (again, again_warnings, next) = irqwise::topology::Topology::rediscover(&root, reads, &named).unwrap();
-            let (full, full_warnings) = irqwise::topology::Topology::discover_with_warnings(&root).unwrap();
+            let (again, again_warnings, next) = reread_topology(&root, reads, &named).unwrap();
+            let (full, full_warnings) = read_topology_with_warnings(&root).unwrap();
             prop_assert_eq!(&again, &full, "after {:?}", step);
             prop_assert_eq!(again_warnings, full_warnings);
             reads = next;

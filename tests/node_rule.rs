@@ -13,6 +13,7 @@ use std::path::Path;
 use acceptance::fixture::FixtureRoot;
 use acceptance::*;
 use irqwise::sysfs::Root;
+use irqwise::topology::discover::read_topology;
 use irqwise::topology::{NodeSource, Topology};
 
 const NVME: &str = "0000:82:00.0";
@@ -96,7 +97,7 @@ fn maxcpus_6_1(arch: &str) -> Shape<'_> {
 }
 
 fn discover(root: &Path) -> Topology {
-    Topology::discover(&Root::new(root)).unwrap()
+    read_topology(&Root::new(root)).unwrap()
 }
 
 /// (node, source) of each CPU of `list`.

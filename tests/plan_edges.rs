@@ -14,9 +14,9 @@ use std::collections::BTreeSet;
 use irqwise::choices::StrategyName;
 use irqwise::cpuset::CpuSet;
 use irqwise::devices::{Device, DeviceClass, IrqVector, NvmeInfo, QueueRole, Recognition};
-use irqwise::engine::group_rules;
 use irqwise::plan::{build_plan, Action, DevicePlan, Placement, PlanContext};
 use irqwise::policy::Policy;
+use irqwise::sample::kernel_release::group_rules;
 use irqwise::topology::synthetic::SyntheticMachine;
 use irqwise::topology::Topology;
 

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 
 use irqwise::config::{Config, ConfigPaths};
 use irqwise::daemon::Daemon;
-use irqwise::engine::plan_pass;
 use irqwise::events::Batch;
+use irqwise::pass::plan_pass;
 use irqwise::sysfs::Root;
 
 use fixture::{FixtureRoot, NamingScheme};

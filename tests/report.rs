@@ -19,7 +19,7 @@ use daemon_fixture::{nic_root, NIC};
 use fixture::FixtureRoot;
 use irqwise::config::Config;
 use irqwise::cpuset::CpuSet;
-use irqwise::engine::plan_pass;
+use irqwise::pass::plan_pass;
 use irqwise::sysfs::Root;
 use serde_json::Value;
 

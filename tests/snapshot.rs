@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use irqwise::snapshot::snapshot;
 use irqwise::sysfs::Root;
-use irqwise::topology::Topology;
+use irqwise::topology::discover::read_topology;
 
 /// A tree as `(files: rel → (content, mode), links: rel → target, dirs)`, symlinks not followed.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -284,7 +284,7 @@ fn host_snapshot_copies_affinities_with_their_modes() {
 fn host_snapshot_discovers_the_same_topology() {
     let out = tempfile::tempdir().unwrap();
     snapshot(&Root::new("/"), out.path()).unwrap();
-    let host = Topology::discover(&Root::new("/")).unwrap();
-    let copy = Topology::discover(&Root::new(out.path())).unwrap();
+    let host = read_topology(&Root::new("/")).unwrap();
+    let copy = read_topology(&Root::new(out.path())).unwrap();
     assert_eq!(copy, host);
 }

@@ -10,6 +10,8 @@ use std::path::Path;
 
 use irqwise::cpuset::CpuSet;
 use irqwise::sysfs::Root;
+use irqwise::topology::discover::read_topology;
+use irqwise::topology::discover::read_topology_with_warnings;
 use irqwise::topology::{Cpu, NodeSource, NumaNode, Topology};
 
 const CPU: &str = "sys/devices/system/cpu";
@@ -54,11 +56,11 @@ fn good_machine() -> Topology {
 fn degraded_after(spoil: impl FnOnce(&Path)) -> (Topology, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     sysfs_tree::write_topology(dir.path(), &good_machine());
-    let (_, clean) = Topology::discover_with_warnings(&Root::new(dir.path())).expect("the unspoiled tree reads");
+    let (_, clean) = read_topology_with_warnings(&Root::new(dir.path())).expect("the unspoiled tree reads");
     assert!(clean.is_empty(), "{clean:?}");
     spoil(dir.path());
     let (topo, warnings) =
-        Topology::discover_with_warnings(&Root::new(dir.path())).expect("a spoiled file degrades, never refuses");
+        read_topology_with_warnings(&Root::new(dir.path())).expect("a spoiled file degrades, never refuses");
     (topo, warnings.iter().map(|w| w.to_string()).collect())
 }
 
@@ -222,6 +224,6 @@ fn cpu_directory_beyond_the_maximum_without_possible_list_is_left_out() {
 fn a_root_without_any_cpu_is_an_error_naming_the_directory() {
     let dir = tempfile::tempdir().unwrap();
     fs::create_dir_all(dir.path().join(CPU)).unwrap();
-    let e = Topology::discover(&Root::new(dir.path())).unwrap_err().to_string();
+    let e = read_topology(&Root::new(dir.path())).unwrap_err().to_string();
     assert!(e.contains("sys/devices/system/cpu") && e.contains("no possible CPU"), "{e}");
 }

@@ -11,6 +11,7 @@ use std::process::Command;
 
 use irqwise::cpuset::CpuSet;
 use irqwise::sysfs::Root;
+use irqwise::topology::discover::read_topology;
 use irqwise::topology::Topology;
 
 /// The dumps in the archive (README of `tests/data/hwloc`).
@@ -252,7 +253,7 @@ fn all_hwloc_machines_agree_with_hwloc() {
     let mut failures = Vec::new();
     let mut with_console = 0;
     for name in &machines {
-        let topo = match Topology::discover(&Root::new(dir.path().join(name))) {
+        let topo = match read_topology(&Root::new(dir.path().join(name))) {
             Ok(t) => t,
             Err(e) => {
                 failures.push(format!("{name}: discovery failed: {e}"));
@@ -297,7 +298,7 @@ fn all_hwloc_machines_agree_with_hwloc() {
 fn buggy_numa_is_kept_as_read() {
     let dir = tempfile::tempdir().unwrap();
     extract(dir.path());
-    let topo = Topology::discover(&Root::new(dir.path().join("8em64t-2s2ca2c-buggynuma"))).unwrap();
+    let topo = read_topology(&Root::new(dir.path().join("8em64t-2s2ca2c-buggynuma"))).unwrap();
     assert_eq!(topo.nodes.keys().copied().collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
     assert_eq!(topo.nodes[&0].cpus, CpuSet::first_n(8));
     assert!(topo.nodes.values().skip(1).all(|n| n.cpus.is_empty()));

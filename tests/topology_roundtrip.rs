@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use irqwise::cpuset::CpuSet;
 use irqwise::sysfs::Root;
-use irqwise::topology::report::to_json;
+use irqwise::topology::discover::read_topology;
+use irqwise::topology::view::to_json;
 use irqwise::topology::{Cpu, NodeSource, NumaNode, OfflineMasks, Topology};
 
 fn set(list: &str) -> CpuSet {
@@ -80,7 +81,7 @@ fn assemble(mut cpus: Vec<Cpu>, distances: &[(u32, Vec<u32>)], kernel: Option<&s
 fn round_trip(topo: &Topology) -> Topology {
     let dir = tempfile::tempdir().unwrap();
     sysfs_tree::write_topology(dir.path(), topo);
-    Topology::discover(&Root::new(dir.path())).unwrap()
+    read_topology(&Root::new(dir.path())).unwrap()
 }
 
 /// 2 sockets × 2 cores × 2 threads, one node per socket, x86; SMT siblings are (n, n+4).
@@ -187,7 +188,7 @@ fn odd_global_lists_read_as_empty_or_derived() {
         for gone in ["isolated", "possible", "present", "online", "cpu1/online"] {
             std::fs::remove_file(cpu_dir.join(gone)).unwrap();
         }
-        let back = Topology::discover(&Root::new(dir.path())).unwrap();
+        let back = read_topology(&Root::new(dir.path())).unwrap();
         assert_eq!(back, topo, "nohz_full {nohz:?}");
     }
 }

@@ -19,13 +19,13 @@ use crate::cpuset::CpuSet;
 pub use crate::strategy::Fallback;
 use crate::sysfs::SysfsError;
 
+mod apply_plan;
 mod proc_irq;
-mod report;
-pub mod xps;
+pub mod xps_write;
 
+pub use apply_plan::{apply_plan, ApplyReport, Change};
 pub use proc_irq::ProcIrq;
-pub use report::{apply_plan, ApplyReport, Change};
-pub use xps::{apply_xps, XpsChange, XpsOutcome};
+pub use xps_write::{apply_xps, XpsChange, XpsOutcome};
 
 /// Why one IRQ could not be written, in the terms an operator acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -139,6 +139,20 @@ pub enum WriteOutcome {
 }
 
 impl WriteOutcome {
+    /// How the write ended, in the one word of the state file, `status` and the metrics'
+    /// `result` label (`written`, `written_fallback`, `managed`, `gone`, `overtaken`, `failed`):
+    /// the serialized tag of this outcome.
+    pub fn result_word(&self) -> &'static str {
+        match self {
+            WriteOutcome::Written { .. } => "written",
+            WriteOutcome::WrittenFallback { .. } => "written_fallback",
+            WriteOutcome::Managed { .. } => "managed",
+            WriteOutcome::Gone { .. } => "gone",
+            WriteOutcome::Overtaken { .. } => "overtaken",
+            WriteOutcome::Failed { .. } => "failed",
+        }
+    }
+
     /// A write that did not happen, as its class says: managed and gone are outcomes of their
     /// own, not failures.
     pub fn not_written(class: FailureClass, error: String) -> WriteOutcome {

@@ -1,30 +1,73 @@
-//! The commands: each reads what it needs through a [`Root`](crate::sysfs::Root) and returns
-//! the text to print. `main.rs` turns their errors into messages and exit codes.
+//! The commands, one file each, named after the command (`check-config` in `check_config.rs`):
+//! each reads what it needs through a [`Root`](crate::sysfs::Root) and returns an [`Outcome`],
+//! the text to print and the exit code. `main.rs` turns their errors into messages and exit
+//! codes.
 
+mod apply;
 pub mod args;
-mod daemon;
-mod inspect;
-mod migrate;
-mod ops;
+mod check_config;
+mod import_irqbalance;
+mod plan;
 mod reload;
 mod report;
+mod run;
+mod snapshot;
+mod spread;
+mod status;
+mod topology;
 
-pub use daemon::{run, status};
-pub use inspect::{spread_groups, spread_numa, topology};
-pub use migrate::import_irqbalance;
-pub use ops::{apply, check_config, config_paths, plan, snapshot, Outcome, PlanView, EXIT_CHANGES_PENDING};
+pub use apply::apply;
+pub use check_config::check_config;
+pub use import_irqbalance::import_irqbalance;
+pub use plan::{plan, PlanView, EXIT_CHANGES_PENDING};
 pub use reload::{reload, reload_recorded};
 pub use report::{report, ReportRequest};
+pub use run::run;
+pub use snapshot::snapshot;
+pub use spread::{spread_groups, spread_numa};
+pub use status::status;
+pub use topology::topology;
 
-use crate::engine::{EngineError, KernelRulesError};
-use crate::topology::TopologyError;
+use std::path::Path;
+
+use crate::config::{ConfigPaths, LoadError};
+use crate::sample::kernel_release::KernelRulesError;
+use crate::sample::reader::ReadError;
+use crate::topology::discover::TopologyError;
+
+/// Text to print on stdout, problems to print on stderr, and the exit code they go with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub text: String,
+    pub stderr: String,
+    pub exit: u8,
+}
+
+impl Outcome {
+    /// `text` on stdout, exit 0.
+    pub fn ok(text: String) -> Outcome {
+        Outcome { text, ..Outcome::default() }
+    }
+
+    /// `text` on stdout, exit `exit`.
+    pub fn with_exit(text: String, exit: u8) -> Outcome {
+        Outcome { text, exit, ..Outcome::default() }
+    }
+}
+
+/// `--config DIR` or the system's directories.
+pub fn config_paths(config_dir: Option<&Path>) -> ConfigPaths {
+    config_dir.map_or_else(ConfigPaths::system, ConfigPaths::under)
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     #[error(transparent)]
     Topology(#[from] TopologyError),
     #[error(transparent)]
-    Engine(#[from] EngineError),
+    Config(#[from] LoadError),
+    #[error(transparent)]
+    Read(#[from] ReadError),
     #[error(transparent)]
     KernelRules(#[from] KernelRulesError),
     #[error("--node {node}: no such NUMA node (known nodes: {known}; -1 means no node)")]
@@ -79,9 +122,13 @@ impl CliError {
             | CliError::NotAConfigDir(_)
             | CliError::KernelRules(KernelRulesError::Explicit(_))
             | CliError::Usage(_)
-            | CliError::Engine(EngineError::Config(_))
+            | CliError::Config(LoadError::Invalid(_))
             | CliError::ConfigRejected(_) => 2,
-            CliError::Topology(_) | CliError::Engine(_) | CliError::KernelRules(_) | CliError::Failed(_) => 1,
+            CliError::Topology(_)
+            | CliError::Config(LoadError::Machine(_))
+            | CliError::Read(_)
+            | CliError::KernelRules(_)
+            | CliError::Failed(_) => 1,
         }
     }
 }

@@ -6,10 +6,12 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use super::{to_json_text, CliError, Outcome};
+use crate::config::load_config;
 use crate::config::ConfigPaths;
-use crate::engine::{load_config, plan_pass, PlannedPass};
-use crate::landing::sample::{read_counts, read_effective};
-use crate::landing::{build_landing, render_table, InterruptCounts, Landing, LandingError};
+use crate::pass::plan_pass;
+use crate::plan::from_sample::PlannedPass;
+use crate::report::read::{read_counts, read_effective};
+use crate::report::{build_landing, render_table, InterruptCounts, Landing, LandingError};
 use crate::sysfs::Root;
 
 /// What the `report` command was asked for.

@@ -9,13 +9,14 @@
 //! drop-in's, in that order; [`crate::policy::resolve`] applies the matching ones key by key, later
 //! over earlier.
 //!
-//! Reading files is the only I/O here ([`load`], [`check`]); parsing and validation of text are
-//! pure ([`parse_files`]).
+//! Reading files is the only I/O here (`load.rs`: [`load`], [`check`], [`load_config`]); parsing,
+//! validation and merging of text are pure ([`parse_files`]).
 
 mod duration;
 mod error;
 mod glob;
 mod load;
+mod merge;
 mod schema;
 mod validate;
 
@@ -32,7 +33,10 @@ use crate::devices::{DeviceClass, QueuePattern};
 pub use duration::parse_duration;
 pub use error::{ConfigError, ConfigErrors, ConfigWarning, Location};
 pub use glob::{Glob, GlobError};
-pub use load::{check, check_files, load, parse_files, CheckReport, ConfigPaths, Masked, SourceFile};
+pub use load::{
+    check, check_files, load, load_config, load_config_with_warnings, machine_shape, ConfigPaths, LoadError,
+};
+pub use merge::{parse_files, CheckReport, Masked, SourceFile};
 
 /// The validated, merged configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -8,7 +8,6 @@
 //! the first pass on, at 0, so rates and alerts work before the first event.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -60,66 +59,9 @@ impl RecentChange {
             device: c.device_name.clone().unwrap_or_else(|| c.device.clone()),
             old: c.old.as_ref().map(|s| s.to_list_string()),
             new: c.new_cpus().map(|s| s.to_list_string()),
-            result: write_result(&c.result).to_string(),
+            result: c.result.result_word().to_string(),
         }
     }
-}
-
-/// The part of `irqwise status` that comes from the counters: totals since start and the last
-/// writes, newest first; `now` in Unix seconds for their ages. Guarantees: every counter the
-/// metrics file has a total for is in the text.
-pub fn render_status_section(c: &Counters, recent: &[RecentChange], now: u64) -> String {
-    let sum = |m: &BTreeMap<String, u64>| m.values().sum::<u64>();
-    let nonzero = |m: &BTreeMap<String, u64>| {
-        let parts: Vec<String> = m.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {n}")).collect();
-        if parts.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", parts.join(", "))
-        }
-    };
-    let mut out = String::from("\nsince start:\n");
-    out.push_str(&format!(
-        "  passes by trigger{}; {} failed\n",
-        if c.passes.values().all(|n| *n == 0) { " none".to_string() } else { nonzero(&c.passes) },
-        c.pass_failures
-    ));
-    out.push_str(&format!("  writes: {}{}\n", sum(&c.writes), nonzero(&c.writes)));
-    if sum(&c.write_failures) > 0 {
-        out.push_str(&format!("  failed writes by class{}\n", nonzero(&c.write_failures)));
-    }
-    let drift: u64 = c.drift_corrections.iter().map(|d| d.value).sum();
-    let by_device: Vec<String> =
-        c.drift_corrections.iter().map(|d| format!("{} {}", d.labels.device, d.value)).collect();
-    out.push_str(&format!(
-        "  drift corrections: {drift}{}\n",
-        if by_device.is_empty() { String::new() } else { format!(" ({})", by_device.join(", ")) }
-    ));
-    out.push_str(&format!("  reloads: {}{}\n", sum(&c.reloads), nonzero(&c.reloads)));
-    if let Some(last) = &c.last_pass {
-        out.push_str(&format!("  last pass took {:.1} ms\n", last.duration_seconds * 1000.0));
-    }
-    if recent.is_empty() {
-        out.push_str("last changes: none\n");
-        return out;
-    }
-    out.push_str(&format!("last {} change(s), newest first:\n", recent.len()));
-    for r in recent.iter().rev() {
-        let old = r.old.as_deref().unwrap_or("?");
-        let what = match &r.new {
-            Some(new) => format!("{old} -> {new}"),
-            None => format!("{old}, {}", r.result),
-        };
-        out.push_str(&format!(
-            "  {} s ago, pass {}: irq {} {} of {}: {what}\n",
-            now.saturating_sub(r.at),
-            r.pass,
-            r.irq,
-            r.irq_name.as_deref().unwrap_or("-"),
-            r.device
-        ));
-    }
-    out
 }
 
 /// The labels of a per-device series.
@@ -208,18 +150,6 @@ pub fn trigger_kind(why: &str) -> &'static str {
     TRIGGERS.iter().find(|t| **t == word).copied().unwrap_or("other")
 }
 
-/// The counted result of one write.
-pub fn write_result(outcome: &WriteOutcome) -> &'static str {
-    match outcome {
-        WriteOutcome::Written { .. } => "written",
-        WriteOutcome::WrittenFallback { .. } => "written_fallback",
-        WriteOutcome::Managed { .. } => "managed",
-        WriteOutcome::Gone { .. } => "gone",
-        WriteOutcome::Overtaken { .. } => "overtaken",
-        WriteOutcome::Failed { .. } => "failed",
-    }
-}
-
 /// The state of every IRQ of every device of `plan` after `report` was applied; `wrote(irq)`
 /// says whether irqwise has written that IRQ since it first saw it. Guarantees: every IRQ of
 /// the plan is in exactly one state, so the states of a device sum to its IRQs.
@@ -284,7 +214,7 @@ impl Counters {
             if c.new_cpus().is_some() {
                 self.moved.insert(c.irq);
             }
-            *self.writes.entry(write_result(&c.result).to_string()).or_default() += 1;
+            *self.writes.entry(c.result.result_word().to_string()).or_default() += 1;
             if let WriteOutcome::Failed { class, .. } = &c.result {
                 let name = serde_json::to_value(class).ok().and_then(|v| v.as_str().map(String::from));
                 *self.write_failures.entry(name.unwrap_or_else(|| "other".into())).or_default() += 1;
@@ -318,152 +248,6 @@ impl Counters {
     pub fn record_reload(&mut self, applied: bool) {
         *self.reloads.entry(if applied { "applied" } else { "rejected" }.to_string()).or_default() += 1;
     }
-
-    /// The Prometheus text exposition (format 0.0.4) of every series, `version` as
-    /// `irqwise_build_info`'s label. Guarantees: each metric has one `# HELP` and one `# TYPE`
-    /// line before its samples; label values are escaped; output is sorted and so stable.
-    pub fn render(&self, version: &str) -> String {
-        let mut out = Exposition::default();
-        out.metric("irqwise_build_info", "gauge", "The irqwise version that wrote this file (always 1).");
-        out.sample("irqwise_build_info", &[("version", version)], 1.0);
-        out.metric("irqwise_start_time_seconds", "gauge", "When the daemon started, in seconds since the Unix epoch.");
-        out.sample("irqwise_start_time_seconds", &[], self.started as f64);
-        out.counter_by("irqwise_passes_total", "Passes (discover, plan, apply) since the daemon started, by trigger; a pass with several triggers counts under each.", "trigger", &self.passes);
-        out.metric("irqwise_pass_failures_total", "counter", "Passes that failed (the placement was left as it was).");
-        out.sample("irqwise_pass_failures_total", &[], self.pass_failures as f64);
-        out.counter_by("irqwise_writes_total", "Attempted IRQ affinity writes, by result.", "result", &self.writes);
-        out.counter_by(
-            "irqwise_write_failures_total",
-            "Failed IRQ affinity writes, by failure class.",
-            "class",
-            &self.write_failures,
-        );
-        out.counter_by(
-            "irqwise_xps_writes_total",
-            "Transmit queue steering (xps_cpus) writes, by result.",
-            "result",
-            &self.xps_writes,
-        );
-        out.metric(
-            "irqwise_drift_corrections_total",
-            "counter",
-            "IRQs whose mask someone else changed and irqwise restored, by device.",
-        );
-        for c in &self.drift_corrections {
-            out.sample("irqwise_drift_corrections_total", &c.labels.pairs(), c.value as f64);
-        }
-        out.counter_by(
-            "irqwise_config_reloads_total",
-            "Configuration reloads (SIGHUP), by result.",
-            "result",
-            &self.reloads,
-        );
-        if let Some(last) = &self.last_pass {
-            out.metric(
-                "irqwise_last_pass_timestamp_seconds",
-                "gauge",
-                "When the last pass ended, in seconds since the Unix epoch.",
-            );
-            out.sample("irqwise_last_pass_timestamp_seconds", &[], last.timestamp);
-            out.metric("irqwise_last_pass_duration_seconds", "gauge", "How long the last pass took.");
-            out.sample("irqwise_last_pass_duration_seconds", &[], last.duration_seconds);
-            out.metric("irqwise_last_pass_success", "gauge", "1 when the last pass succeeded, 0 when it failed.");
-            out.sample("irqwise_last_pass_success", &[], if last.ok { 1.0 } else { 0.0 });
-        }
-        out.metric(
-            "irqwise_irqs",
-            "gauge",
-            "IRQs per device after the last pass, by state: placed (moved by irqwise and still there), kept (already right), managed (kernel-managed), skipped (left alone), failed (write failed).",
-        );
-        for d in &self.devices {
-            for (state, n) in &d.irqs {
-                let mut labels = d.labels.pairs();
-                labels.push(("state", state));
-                out.sample("irqwise_irqs", &labels, *n as f64);
-            }
-        }
-        out.metric(
-            "irqwise_managed_mismatched_irqs",
-            "gauge",
-            "Kernel-managed IRQs per device that are not where the kernel's spreading predicts, after the last pass.",
-        );
-        for d in &self.devices {
-            out.sample("irqwise_managed_mismatched_irqs", &d.labels.pairs(), d.mismatched as f64);
-        }
-        out.metric(
-            "irqwise_managed_uncertain_irqs",
-            "gauge",
-            "Kernel-managed IRQs per device whose predicted placement depends on a CPU's NUMA node irqwise cannot know (a possible CPU sysfs does not place), and agrees where it can be checked; not counted as mismatched.",
-        );
-        for d in &self.devices {
-            out.sample("irqwise_managed_uncertain_irqs", &d.labels.pairs(), d.uncertain as f64);
-        }
-        out.text
-    }
-}
-
-impl DeviceLabels {
-    fn pairs(&self) -> Vec<(&'static str, &str)> {
-        vec![("device", &self.device), ("driver", &self.driver), ("class", &self.class)]
-    }
-}
-
-/// A label value as the text format wants it: backslash, double quote and newline escaped.
-pub fn escape_label_value(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// A `# HELP` text: backslash and newline escaped.
-fn escape_help(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('\n', "\\n")
-}
-
-/// A sample value: integers without a fraction, others as Rust prints them (never exponents).
-fn value_text(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else {
-        format!("{v}")
-    }
-}
-
-/// The text being written.
-#[derive(Default)]
-struct Exposition {
-    text: String,
-}
-
-impl Exposition {
-    fn metric(&mut self, name: &str, kind: &str, help: &str) {
-        let _ = writeln!(self.text, "# HELP {name} {}", escape_help(help));
-        let _ = writeln!(self.text, "# TYPE {name} {kind}");
-    }
-
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        self.text.push_str(name);
-        if !labels.is_empty() {
-            let inner: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape_label_value(v))).collect();
-            let _ = write!(self.text, "{{{}}}", inner.join(","));
-        }
-        let _ = writeln!(self.text, " {}", value_text(value));
-    }
-
-    /// A counter with one label: its header, then one sample per entry of `by`.
-    fn counter_by(&mut self, name: &str, help: &str, label: &str, by: &BTreeMap<String, u64>) {
-        self.metric(name, "counter", help);
-        for (value, n) in by {
-            self.sample(name, &[(label, value)], *n as f64);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -472,6 +256,7 @@ mod tests {
     use crate::apply::{Change, Effective, FailureClass, Verification};
     use crate::choices::StrategyName;
     use crate::cpuset::CpuSet;
+    use crate::daemon::exposition::escape_label_value;
     use crate::devices::{DeviceClass, QueueRole, Recognition};
     use crate::plan::Placement;
 

@@ -25,6 +25,13 @@ pub struct Drift {
     pub found: Option<CpuSet>,
 }
 
+/// The drift someone else made: not that of IRQs placed on CPUs that went offline or came
+/// back since the last pass (`hotplugged`: the kernel's CPU-offline fallback moves them, and a
+/// CPU back by the time the pass reads it hides that; the pass places them again as usual).
+pub fn others_drift(drift: Vec<Drift>, hotplugged: &CpuSet) -> Vec<Drift> {
+    drift.into_iter().filter(|d| !d.placed.intersects(hotplugged)).collect()
+}
+
 /// A device whose kernel-managed IRQs are to be reported (first sight, or the match changed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ManagedNews {

@@ -16,9 +16,10 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 use super::catalog;
-use super::ledger::ManagedNews;
+use super::ledger::{Drift, ManagedNews};
 use crate::apply::{Change, WriteOutcome, XpsChange, XpsOutcome};
 use crate::config::LogFormat;
+use crate::plan::{DevicePlan, Plan};
 use crate::text::{printable, printable_lines};
 
 /// journald's native socket; deliberately not under `--root`: the log goes to the real journal.
@@ -290,6 +291,27 @@ pub fn log_xps_change(x: &XpsChange, quiet: bool) {
             printable(error)
         ),
     }
+}
+
+/// An IRQ found off the CPUs irqwise placed it on, about to be restored; returns its device in
+/// `plan`, if it has one there.
+pub fn log_drift<'p>(d: &Drift, plan: &'p Plan) -> Option<&'p DevicePlan> {
+    let found = d.found.as_ref().map_or("unreadable".into(), |f| f.to_list_string());
+    let placed = d.placed.to_list_string();
+    let (dev, p) = plan.find_irq(d.irq).map_or((None, None), |(dev, p)| (Some(dev), Some(p)));
+    tracing::warn!(
+        message_id = catalog::DRIFT_RESTORED,
+        irq = d.irq,
+        irq_name = d.name.as_deref().unwrap_or(""),
+        device = dev.map_or("", |dev| dev.bdf.as_str()),
+        driver = dev.and_then(|dev| dev.driver.as_deref()).unwrap_or(""),
+        queue = p.and_then(|p| p.queue),
+        cpus_placed = placed.as_str(),
+        cpus_found = found.as_str(),
+        "irq {} drifted from {placed} to {found}, restoring",
+        d.irq
+    );
+    dev
 }
 
 /// A write that worked again after `n` passes that ended the same way.

@@ -10,7 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::files;
+use super::atomic_write;
+use super::once::SaidOnce;
 use crate::config::MetricsFile;
 use crate::sysfs::Root;
 
@@ -79,11 +80,60 @@ impl Pacer {
     }
 }
 
+/// Publishes the counters to the metrics file: at most once per [`MIN_INTERVAL`] (a write held
+/// back is due at the end of it), stale temporary copies removed once, a failure said once per
+/// path until a write works.
+#[derive(Debug, Default)]
+pub struct MetricsPublisher {
+    pacer: Pacer,
+    failed: SaidOnce<PathBuf>,
+    /// Stale temporary copies of the metrics file were looked for.
+    cleaned: bool,
+}
+
+impl MetricsPublisher {
+    /// When a write held back by the interval is due.
+    pub fn due(&self) -> Option<Instant> {
+        self.pacer.due()
+    }
+
+    /// Writes `counters` to the metrics file `setting` names under `root` (when one is
+    /// configured or the default directory exists), unless the last write was less than
+    /// [`MIN_INTERVAL`] ago: then it is due at the end of that interval and the caller calls
+    /// this again.
+    pub fn publish(&mut self, root: &Root, setting: &MetricsFile, counters: &super::counters::Counters) {
+        let Some(path) = resolve(root, setting) else {
+            self.pacer.forget_pending();
+            return;
+        };
+        let now = Instant::now();
+        if !self.pacer.offer(now) {
+            return;
+        }
+        if !self.cleaned {
+            // Temporary copies a killed daemon left are never *.prom, but litter the directory.
+            atomic_write::remove_stale_temps(&path);
+            self.cleaned = true;
+        }
+        self.pacer.wrote(now);
+        match write_atomically(&path, &counters.render(env!("CARGO_PKG_VERSION"))) {
+            Ok(()) => {
+                self.failed.worked();
+            }
+            Err(e) => {
+                if self.failed.failed(path) {
+                    tracing::warn!("metrics not written: {e}");
+                }
+            }
+        }
+    }
+}
+
 /// Replaces `path` with `text` (see the module's guarantees): a reader sees the old or the new
 /// file, never a part. Not fsynced: it is written again at every pass, and counters start over
 /// with the daemon anyway.
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), MetricsError> {
-    files::replace_atomically(path, text.as_bytes(), 0o644).map_err(|(at, source)| MetricsError::Write {
+    atomic_write::replace_atomically(path, text.as_bytes(), 0o644).map_err(|(at, source)| MetricsError::Write {
         file: path.to_path_buf(),
         path: at,
         source,

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::apply::{AffinityWriter, ProcIrq};
 use crate::cpuset::CpuSet;
 use crate::plan::{Action, Plan};
 use crate::sysfs::Root;
@@ -78,7 +79,7 @@ impl Originals {
         let boot_id = root.read_small_optional(BOOT_ID).ok().flatten().map(|s| s.trim().to_string());
         let fresh = Originals { boot_id: boot_id.clone(), ..Originals::default() };
         let path = root.path(ORIGINALS_FILE);
-        let bytes = match crate::sysfs::read_regular_file(&path, super::state::STATE_FILE_LIMIT) {
+        let bytes = match crate::sysfs::read_regular_file(&path, super::state_view::STATE_FILE_LIMIT) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (fresh, None),
             Err(e) => return (fresh, Some(OriginalsError::Unreadable { path, problem: e.to_string() })),
@@ -160,7 +161,7 @@ impl Originals {
         };
         let mut bytes = serde_json::to_vec(&file).unwrap_or_default();
         bytes.push(b'\n');
-        super::files::write_atomically(&root.path(ORIGINALS_FILE), &bytes, 0o644)
+        super::atomic_write::write_atomically(&root.path(ORIGINALS_FILE), &bytes, 0o644)
             .map_err(|(path, source)| OriginalsError::Write { path, source })
     }
 
@@ -172,6 +173,57 @@ impl Originals {
     /// Every recorded `xps_cpus` file with the CPUs to put back.
     pub fn restore_xps_list(&self) -> Vec<(&OriginalXps, CpuSet)> {
         self.xps.values().filter_map(|o| Some((o, CpuSet::parse_list(&o.cpus).ok()?))).collect()
+    }
+
+    /// Writes back every recorded mask and `xps_cpus` (logging each failure, and how many were
+    /// restored), then forgets the record: after a restore the machine holds its own masks
+    /// again. `last_plan` names the IRQs in the log.
+    pub fn restore(&mut self, root: &Root, last_plan: &Plan) {
+        let writer = ProcIrq::new(root.clone());
+        let todo = self.restore_list();
+        let mut restored = 0;
+        for (irq, cpus) in &todo {
+            match writer.write(*irq, cpus) {
+                Ok(_) => restored += 1,
+                Err(e) => {
+                    let (dev, p) = last_plan.find_irq(*irq).map_or((None, None), |(d, p)| (Some(d), Some(p)));
+                    tracing::warn!(
+                        irq,
+                        irq_name = p.and_then(|p| p.name.as_deref()).unwrap_or(""),
+                        device = dev.map_or("", |d| d.bdf.as_str()),
+                        driver = dev.and_then(|d| d.driver.as_deref()).unwrap_or(""),
+                        queue = p.and_then(|p| p.queue),
+                        "irq {irq}: not restored to {} ({:?}): {e}",
+                        cpus.to_list_string(),
+                        e.class()
+                    )
+                }
+            }
+        }
+        if !todo.is_empty() {
+            tracing::info!("restored {restored} of {} IRQs to the masks they had before irqwise", todo.len());
+        }
+        let xps = self.restore_xps_list();
+        let mut restored = 0;
+        for (o, cpus) in &xps {
+            match crate::apply::xps_write::write_xps(root, &o.file, cpus) {
+                Ok(_) => restored += 1,
+                Err(e) => tracing::warn!(
+                    device = o.device.as_str(),
+                    txq = o.txq,
+                    "xps of tx-{}: not restored ({:?}): {e}",
+                    o.txq,
+                    e.class()
+                ),
+            }
+        }
+        if !xps.is_empty() {
+            tracing::info!(
+                "restored the xps_cpus of {restored} of {} tx queues to what they were before irqwise",
+                xps.len()
+            );
+        }
+        self.clear(root);
     }
 
     /// Forgets everything and removes the file: after a restore the machine holds its own masks

@@ -1,4 +1,5 @@
-//! Other programs that place IRQs and would fight irqwise.
+//! Other processes: programs that place IRQs and would fight irqwise, and whether a process
+//! (an earlier daemon, the one a state file names) still runs.
 
 use crate::sysfs::Root;
 
@@ -15,6 +16,14 @@ pub fn irqbalance_pids(root: &Root) -> Vec<u32> {
         .collect();
     pids.sort_unstable();
     pids
+}
+
+/// Whether process `pid` exists (signal 0; EPERM means it exists but is not ours).
+pub fn process_exists(pid: i32) -> bool {
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(()) => true,
+        Err(e) => e == nix::errno::Errno::EPERM,
+    }
 }
 
 #[cfg(test)]

@@ -1,16 +1,17 @@
 //! The state file `ROOT/run/irqwise/state.json`: what the daemon last planned and applied, when
-//! and why. Written atomically (see [`super::files`]), so a reader sees the previous or the new
+//! and why. Written atomically (see [`super::atomic_write`]), so a reader sees the previous or the new
 //! state, never half of one; world-readable, so monitoring reads it without root. Compact: CPU
 //! sets are kernel list strings (`"0-3,8"`) and JSON has no indentation, so the file grows with
 //! the number of IRQs, not with IRQs × CPUs.
 
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::counters::{render_status_section, Counters, RecentChange};
-use crate::apply::{ApplyReport, WriteOutcome};
+use super::counters::{Counters, RecentChange};
+use super::once::SaidOnce;
+use crate::apply::ApplyReport;
 use crate::cpuset::CpuSet;
 use crate::plan::{DevicePlan, Plan, Summary};
 use crate::sysfs::Root;
@@ -211,20 +212,94 @@ impl<'a> ReportState<'a> {
             .iter()
             .map(|c| ChangeState {
                 irq: c.irq,
-                result: match &c.result {
-                    WriteOutcome::Written { .. } => "written",
-                    WriteOutcome::WrittenFallback { .. } => "written_fallback",
-                    WriteOutcome::Managed { .. } => "managed",
-                    WriteOutcome::Gone { .. } => "gone",
-                    WriteOutcome::Overtaken { .. } => "overtaken",
-                    WriteOutcome::Failed { .. } => "failed",
-                },
+                result: c.result.result_word(),
                 old: list(c.old.as_ref()),
                 new: list(c.new_cpus()),
                 error: c.result.error(),
             })
             .collect();
         ReportState { changes }
+    }
+}
+
+/// What a pass gives the state file (see [`StateRecord`] for each field).
+#[derive(Debug)]
+pub struct StateInputs<'a> {
+    pub started: u64,
+    pub passes: u64,
+    pub triggers: &'a [String],
+    pub summary: Summary,
+    pub status: &'a str,
+    pub error: Option<&'a str>,
+    pub degraded: Option<&'a str>,
+    pub config_error: Option<&'a str>,
+    pub config_sources: &'a [PathBuf],
+    pub plan: &'a Plan,
+    pub repeated: Vec<super::ledger::Repeated>,
+    pub report: &'a ApplyReport,
+    pub counters: &'a Counters,
+    pub recent_changes: &'a [RecentChange],
+}
+
+/// Writes the state file after every pass, keeping its buffer and its devices' encodings
+/// between passes; a failure to write it is said once until it works again.
+#[derive(Debug, Default)]
+pub struct StateWriter {
+    buf: Vec<u8>,
+    encoded: EncodedDevices,
+    /// The plan the last pass replaced, until the file has compared it with the new one.
+    replaced: Option<Plan>,
+    failed: SaidOnce,
+}
+
+impl StateWriter {
+    /// The plan a pass replaced: the next write reuses the encoding of each of its devices that
+    /// reads the same in the new plan.
+    pub fn replaced(&mut self, plan: Plan) {
+        self.replaced = Some(plan);
+    }
+
+    /// Writes the state of `inputs` to the state file under `root`.
+    pub fn write(&mut self, root: &Root, inputs: StateInputs) {
+        // The plan the kept encodings were made from: the one this pass replaced, else (no new
+        // plan) the current one.
+        let replaced = self.replaced.take();
+        let written = self
+            .encoded
+            .update(replaced.as_ref().unwrap_or(inputs.plan), inputs.plan)
+            .map_err(StateError::Encode)
+            .and_then(|devices| {
+                let record = StateRecord {
+                    schema: crate::JSON_SCHEMA,
+                    pid: std::process::id(),
+                    started: inputs.started,
+                    last_pass: super::unix_now(),
+                    passes: inputs.passes,
+                    triggers: inputs.triggers,
+                    summary: inputs.summary,
+                    status: inputs.status,
+                    error: inputs.error,
+                    degraded: inputs.degraded,
+                    config_error: inputs.config_error,
+                    config_sources: inputs.config_sources,
+                    plan: PlanState { devices, warnings: &inputs.plan.warnings },
+                    repeated: inputs.repeated,
+                    report: ReportState::of(inputs.report),
+                    counters: inputs.counters,
+                    recent_changes: inputs.recent_changes,
+                };
+                write_state(root, &record, &mut self.buf)
+            });
+        match written {
+            Ok(()) => {
+                self.failed.worked();
+            }
+            Err(e) => {
+                if self.failed.failed(()) {
+                    tracing::warn!("state file not written: {e}");
+                }
+            }
+        }
     }
 }
 
@@ -236,138 +311,8 @@ pub fn write_state(root: &Root, record: &StateRecord, buf: &mut Vec<u8>) -> Resu
     buf.clear();
     serde_json::to_writer(&mut *buf, record).map_err(StateError::Encode)?;
     buf.push(b'\n');
-    super::files::replace_atomically(&path, buf, 0o644).map_err(|(path, source)| StateError::Write { path, source })
-}
-
-/// The most bytes `status` reads of the state file (it grows with the IRQs of the machine).
-pub const STATE_FILE_LIMIT: u64 = 256 << 20;
-
-/// What `irqwise status` reads back: the parts of [`StateRecord`] it shows.
-#[derive(Debug, Clone, Deserialize)]
-pub struct StateView {
-    pub pid: u32,
-    pub started: u64,
-    pub last_pass: u64,
-    pub passes: u64,
-    pub triggers: Vec<String>,
-    pub summary: Summary,
-    pub status: String,
-    pub error: Option<String>,
-    #[serde(default)]
-    pub degraded: Option<String>,
-    /// Absent in state files of versions that did not record it.
-    #[serde(default)]
-    pub config_error: Option<String>,
-    pub plan: PlanView,
-    /// Absent in state files of versions without counters.
-    #[serde(default)]
-    pub counters: Option<Counters>,
-    #[serde(default)]
-    pub recent_changes: Vec<RecentChange>,
-    #[serde(default)]
-    pub repeated: Vec<RepeatedView>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct RepeatedView {
-    pub irq: u32,
-    pub name: Option<String>,
-    pub target: String,
-    pub outcome: String,
-    pub count: u64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct PlanView {
-    pub devices: Vec<DeviceView>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct DeviceView {
-    pub bdf: String,
-    pub name: Option<String>,
-    pub driver: Option<String>,
-    pub strategy: String,
-    pub irqs: Vec<PlacementView>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct PlacementView {
-    pub irq: u32,
-    pub name: Option<String>,
-    pub action: String,
-    pub desired: Option<String>,
-    pub current: Option<String>,
-}
-
-/// Reads the state file as raw text (`status --json`) and parsed (`status`). `Ok(None)` when it
-/// does not exist: the daemon is not running.
-pub fn read_state(root: &Root) -> Result<Option<(String, StateView)>, StateError> {
-    let path = root.path(STATE_FILE);
-    let text = match crate::sysfs::read_regular_file(&path, STATE_FILE_LIMIT) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(StateError::Read { path, source }),
-    };
-    let view = serde_json::from_str(&text).map_err(|source| StateError::Parse { path, source })?;
-    Ok(Some((text, view)))
-}
-
-/// The human summary of `irqwise status`; `now` in unix seconds, `alive` whether `pid` runs.
-pub fn render_status(s: &StateView, now: u64, alive: bool) -> String {
-    let mut out = String::new();
-    if alive {
-        out.push_str(&format!("irqwise is running (pid {}) for {}\n", s.pid, ago(now, s.started)));
-    } else {
-        out.push_str(&format!("irqwise is not running: process {} is gone; this is the state it left\n", s.pid));
-    }
-    out.push_str(&format!(
-        "last pass: {} ago (pass {}), because of: {}\n",
-        ago(now, s.last_pass),
-        s.passes,
-        s.triggers.join(", ")
-    ));
-    out.push_str(&format!("{}; {} written in that pass\n", s.status, s.summary.written));
-    if let Some(e) = &s.error {
-        out.push_str(&format!("last pass failed: {e}\n"));
-    }
-    if let Some(d) = s.degraded.as_deref().filter(|_| s.error.is_none()) {
-        out.push_str(&format!("degraded: {d}\n"));
-    }
-    if let Some(e) = &s.config_error {
-        out.push_str(&format!("last reload rejected, previous configuration kept: {}\n", e.replace('\n', "; ")));
-    }
-    for r in &s.repeated {
-        let name = r.name.as_deref().unwrap_or("-");
-        out.push_str(&format!(
-            "irq {} ({name}) -> {}: {} in each of the last {} passes (logged once)\n",
-            r.irq, r.target, r.outcome, r.count
-        ));
-    }
-    for d in &s.plan.devices {
-        let name = d.name.as_deref().unwrap_or("-");
-        let driver = d.driver.as_deref().unwrap_or("-");
-        out.push_str(&format!("\n{} {name} ({driver}): {}\n", d.bdf, d.strategy));
-        for p in &d.irqs {
-            let cpus = p.desired.as_deref().or(p.current.as_deref()).unwrap_or("?");
-            let pname = p.name.as_deref().unwrap_or("-");
-            out.push_str(&format!("  irq {:>5} {pname:<24} {:<8} {cpus}\n", p.irq, p.action));
-        }
-    }
-    if let Some(counters) = &s.counters {
-        out.push_str(&render_status_section(counters, &s.recent_changes, now));
-    }
-    out
-}
-
-/// "3 s", "2 min 5 s", "1 h 4 min" between `then` and `now` (0 when `then` is later).
-fn ago(now: u64, then: u64) -> String {
-    let s = now.saturating_sub(then);
-    match s {
-        0..=59 => format!("{s} s"),
-        60..=3599 => format!("{} min {} s", s / 60, s % 60),
-        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
-    }
+    super::atomic_write::replace_atomically(&path, buf, 0o644)
+        .map_err(|(path, source)| StateError::Write { path, source })
 }
 
 #[cfg(test)]
@@ -462,13 +407,5 @@ mod tests {
         // Told that the kept encodings are of a plan with a different number of devices.
         let two = plan(vec![b.devices[0].clone(), b.devices[0].clone()]);
         assert_eq!(texts(encoded.update(&two, &b).unwrap()), fresh(&b));
-    }
-
-    #[test]
-    fn durations_read_naturally() {
-        assert_eq!(ago(100, 97), "3 s");
-        assert_eq!(ago(1000, 875), "2 min 5 s");
-        assert_eq!(ago(10_000, 10_000 - 3840), "1 h 4 min");
-        assert_eq!(ago(5, 10), "0 s");
     }
 }

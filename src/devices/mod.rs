@@ -9,10 +9,6 @@ pub mod name_table;
 pub mod net_queues;
 pub mod recognise;
 
-pub use discover::{
-    discover_devices, discover_devices_keeping, rediscover_devices, udev_properties, DeviceError, DeviceReads,
-    DeviceScope, DevicesError, Discovery, PCI_DEVICES,
-};
 pub use irq_names::parse_proc_interrupts;
 pub use model::{Device, DeviceClass, IrqVector, LooseIrq, NvmeInfo, QueueRole, Recognition, NO_DEVICE};
 pub use recognise::{recognise_device, NameContext, QueuePattern, QueuePatternError, Recognised};

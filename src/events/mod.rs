@@ -8,7 +8,7 @@
 //!   drivers allocate their IRQs at link up;
 //! - signals: `SIGHUP` → [`Trigger::Reload`], `SIGTERM`/`SIGINT` → [`Trigger::Stop`];
 //! - a reconcile timer → [`Trigger::Reconcile`] every `reconcile_interval`;
-//! - inotify on the files that isolate CPUs ([`files`]) → [`Trigger::Isolation`].
+//! - inotify on the files that isolate CPUs ([`inotify`]) → [`Trigger::Isolation`].
 //!
 //! No event is lost silently: when a netlink socket overflows (ENOBUFS) the source sends one
 //! [`Trigger::Overflow`], which asks for a full rescan, after it has drained the socket (so after
@@ -17,7 +17,7 @@
 //! [`Debouncer`] coalesces bursts into one [`Batch`] per pass without ever delaying a stop.
 
 pub mod debounce;
-pub mod files;
+pub mod inotify;
 pub mod rtnetlink;
 pub mod uevent;
 
@@ -124,7 +124,7 @@ pub struct EventConfig {
     /// buffers events and reports an overflow if that buffer fills too.
     pub channel_capacity: usize,
     /// Files whose changes run a pass (inotify); none: no watch.
-    pub watch_files: Vec<files::WatchTarget>,
+    pub watch_files: Vec<inotify::WatchTarget>,
 }
 
 impl Default for EventConfig {
@@ -192,7 +192,7 @@ impl EventSources {
             tasks.push(tokio::spawn(reconcile_timer(period, tx.clone())));
         }
         if !config.watch_files.is_empty() {
-            let watch = files::FileWatch::open(&config.watch_files)?;
+            let watch = inotify::FileWatch::open(&config.watch_files)?;
             tracing::debug!("watching {} path(s) for isolation changes", watch.watched());
             tasks.push(tokio::spawn(watch.run(tx.clone())));
         }

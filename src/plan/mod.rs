@@ -15,9 +15,10 @@ use crate::strategy::Fallback;
 use crate::topology::locality::Locality;
 
 pub mod build;
+pub mod from_sample;
 pub mod guard;
 mod table;
-pub mod xps;
+pub mod xps_plan;
 
 pub use build::{build_plan, locate_current, PlanContext};
 
@@ -104,7 +105,7 @@ pub struct DevicePlan {
     pub irqs: Vec<Placement>,
     /// A NIC placed by NUMA hop: its transmit steering (`None`: not planned for this device).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub xps: Option<xps::XpsPlan>,
+    pub xps: Option<xps_plan::XpsPlan>,
 }
 
 /// The counts of one pass: the plan's actions ([`Plan::summary`]), and once applied what the

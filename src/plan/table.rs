@@ -103,7 +103,7 @@ pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
             out.push('\n');
         }
         if let Some(x) = &d.xps {
-            out.push_str(&super::xps::render(x));
+            out.push_str(&super::xps_plan::render(x));
         }
     }
     let s = whole.summary();

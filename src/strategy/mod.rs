@@ -13,7 +13,7 @@ pub mod leave;
 pub mod managed;
 pub mod numa_hop;
 pub mod pin;
-pub mod xps;
+pub mod xps_sets;
 
 use crate::choices::StrategyName;
 use crate::cpuset::CpuSet;

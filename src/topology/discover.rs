@@ -55,51 +55,49 @@ impl TopologyWarning {
 pub const REMOTE_DISTANCE: u32 = 20;
 pub const LOCAL_DISTANCE: u32 = 10;
 
-impl Topology {
-    /// Reads the topology under `root` (`ROOT/sys/devices/system/{cpu,node}`, `ROOT/proc/sys/kernel`),
-    /// dropping the warnings (see [`Topology::discover_with_warnings`]).
-    pub fn discover(root: &Root) -> Result<Topology, TopologyError> {
-        discover(root, None).map(|(t, _, _)| t)
-    }
+/// Reads the topology under `root` (`ROOT/sys/devices/system/{cpu,node}`, `ROOT/proc/sys/kernel`),
+/// dropping the warnings (see [`read_topology_with_warnings`]).
+pub fn read_topology(root: &Root) -> Result<Topology, TopologyError> {
+    discover(root, None).map(|(t, _, _)| t)
+}
 
-    /// Reads the topology and what had to be worked around on the way, in file order.
-    pub fn discover_with_warnings(root: &Root) -> Result<(Topology, Vec<TopologyWarning>), TopologyError> {
-        discover(root, None).map(|(t, w, _)| (t, w))
-    }
+/// Reads the topology and what had to be worked around on the way, in file order.
+pub fn read_topology_with_warnings(root: &Root) -> Result<(Topology, Vec<TopologyWarning>), TopologyError> {
+    discover(root, None).map(|(t, w, _)| (t, w))
+}
 
-    /// [`Topology::discover_with_warnings`], keeping what was read so that
-    /// [`Topology::rediscover`] can re-read only what CPU events changed.
-    pub fn discover_keeping(root: &Root) -> Result<(Topology, Vec<TopologyWarning>, TopologyReads), TopologyError> {
-        discover(root, None)
-    }
+/// [`read_topology_with_warnings`], keeping what was read so that
+/// [`reread_topology`] can re-read only what CPU events changed.
+pub fn read_topology_keeping(root: &Root) -> Result<(Topology, Vec<TopologyWarning>, TopologyReads), TopologyError> {
+    discover(root, None)
+}
 
-    /// The topology after CPU events naming `changed` (hotplug of those CPUs), reading again the
-    /// global lists, the nodes and the directories of only the CPUs the events can have changed:
-    /// `changed` and those whose online or present state differs from `before`'s. The other
-    /// CPUs' masks are edited as the kernel edits them when a CPU comes or goes (it leaves, or
-    /// joins, every core, cluster, die, package and cache mask it shares). Guarantees the same
-    /// topology and warnings as [`Topology::discover_keeping`] when the kernel did just that;
-    /// when the possible CPUs or the nodes changed, it is that full discovery. (The reconcile
-    /// timer's full pass re-reads every CPU.)
-    pub fn rediscover(
-        root: &Root,
-        before: TopologyReads,
-        changed: &CpuSet,
-    ) -> Result<(Topology, Vec<TopologyWarning>, TopologyReads), TopologyError> {
-        discover(root, Some((before, changed)))
-    }
+/// The topology after CPU events naming `changed` (hotplug of those CPUs), reading again the
+/// global lists, the nodes and the directories of only the CPUs the events can have changed:
+/// `changed` and those whose online or present state differs from `before`'s. The other
+/// CPUs' masks are edited as the kernel edits them when a CPU comes or goes (it leaves, or
+/// joins, every core, cluster, die, package and cache mask it shares). Guarantees the same
+/// topology and warnings as [`read_topology_keeping`] when the kernel did just that;
+/// when the possible CPUs or the nodes changed, it is that full discovery. (The reconcile
+/// timer's full pass re-reads every CPU.)
+pub fn reread_topology(
+    root: &Root,
+    before: TopologyReads,
+    changed: &CpuSet,
+) -> Result<(Topology, Vec<TopologyWarning>, TopologyReads), TopologyError> {
+    discover(root, Some((before, changed)))
+}
 
-    /// Just the NUMA node ids under `root` (below [`MAX_NUMNODES`]), without reading the nodes;
-    /// empty without NUMA information.
-    pub fn discover_node_ids(root: &Root) -> Result<Vec<u32>, TopologyError> {
-        Ok(numbered_ids(root, NODE_DIR, "node")?.into_iter().filter(|&n| n < MAX_NUMNODES).collect())
-    }
+/// Just the NUMA node ids under `root` (below [`MAX_NUMNODES`]), without reading the nodes;
+/// empty without NUMA information.
+pub fn read_node_ids(root: &Root) -> Result<Vec<u32>, TopologyError> {
+    Ok(numbered_ids(root, NODE_DIR, "node")?.into_iter().filter(|&n| n < MAX_NUMNODES).collect())
+}
 
-    /// Just the possible CPUs under `root`, by the same rule as [`Topology::discover`] (the
-    /// `possible` list, else the `cpuN` directories), without reading every CPU's files.
-    pub fn discover_possible(root: &Root) -> Result<CpuSet, TopologyError> {
-        possible(root, &mut Vec::new())
-    }
+/// Just the possible CPUs under `root`, by the same rule as [`read_topology`] (the
+/// `possible` list, else the `cpuN` directories), without reading every CPU's files.
+pub fn read_possible_cpus(root: &Root) -> Result<CpuSet, TopologyError> {
+    possible(root, &mut Vec::new())
 }
 
 /// `ROOT/sys/devices/system/cpu`.
@@ -458,7 +456,7 @@ mod tests {
 
     #[test]
     fn discovers_this_host() {
-        let topo = Topology::discover(&Root::new("/")).expect("the host's sysfs reads without error");
+        let topo = read_topology(&Root::new("/")).expect("the host's sysfs reads without error");
         assert!(!topo.online.is_empty(), "no online CPU on the host");
         assert!(topo.online.is_subset(&topo.present) && topo.present.is_subset(&topo.possible));
     }

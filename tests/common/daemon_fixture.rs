@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use std::time::Duration;
 
+use irqwise::config::load_config;
 use irqwise::config::ConfigPaths;
 use irqwise::cpuset::CpuSet;
 use irqwise::daemon::Daemon;
-use irqwise::engine::load_config;
 use irqwise::events::Trigger;
 use irqwise::sysfs::Root;
 use tokio::sync::{mpsc, watch};

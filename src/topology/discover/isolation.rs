@@ -16,38 +16,36 @@ pub const CMDLINE: &str = "proc/cmdline";
 /// then Debian and Ubuntu.
 pub const IRQBALANCE_FILES: [&str; 2] = ["etc/sysconfig/irqbalance", "etc/default/irqbalance"];
 
-impl Isolation {
-    /// Every source under `root`, in this order: `cpu/isolated` and `cpu/nohz_full` (from
-    /// `topo`, already read), the cgroup partitions, the command line, the irqbalance files.
-    /// Lists are cut to `topo.possible`. Never fails: what cannot be read is a warning.
-    pub fn discover(root: &Root, topo: &Topology) -> (Isolation, Vec<TopologyWarning>) {
-        let mut sources = Vec::new();
-        let mut warnings = Vec::new();
-        let sysfs = [
-            (IsolationKind::Isolated, "isolated", &topo.isolated),
-            (IsolationKind::NohzFull, "nohz_full", &topo.nohz_full),
-        ];
-        for (kind, name, cpus) in sysfs {
-            if !cpus.is_empty() {
-                let path = root.path(format!("{}/{name}", super::CPU_DIR)).display().to_string();
-                sources.push(IsolationSource { kind, path, setting: cpus.to_list_string(), cpus: cpus.clone() });
-            }
+/// Every source under `root`, in this order: `cpu/isolated` and `cpu/nohz_full` (from
+/// `topo`, already read), the cgroup partitions, the command line, the irqbalance files.
+/// Lists are cut to `topo.possible`. Never fails: what cannot be read is a warning.
+pub fn read_isolation(root: &Root, topo: &Topology) -> (Isolation, Vec<TopologyWarning>) {
+    let mut sources = Vec::new();
+    let mut warnings = Vec::new();
+    let sysfs = [
+        (IsolationKind::Isolated, "isolated", &topo.isolated),
+        (IsolationKind::NohzFull, "nohz_full", &topo.nohz_full),
+    ];
+    for (kind, name, cpus) in sysfs {
+        if !cpus.is_empty() {
+            let path = root.path(format!("{}/{name}", super::CPU_DIR)).display().to_string();
+            sources.push(IsolationSource { kind, path, setting: cpus.to_list_string(), cpus: cpus.clone() });
         }
-        sources.extend(cgroup_partitions(root, topo, &mut warnings));
-        if let Some(text) = read_text(root, CMDLINE, &mut warnings) {
-            let (found, problems) = parse_cmdline(&text, &topo.possible, &root.path(CMDLINE).display().to_string());
-            sources.extend(found);
-            warnings.extend(problems.into_iter().map(|p| warning(root, CMDLINE, p.problem, p.instead)));
-        }
-        for rel in IRQBALANCE_FILES {
-            if let Some(text) = read_text(root, rel, &mut warnings) {
-                let (found, problems) = parse_irqbalance(&text, &topo.possible, &root.path(rel).display().to_string());
-                sources.extend(found);
-                warnings.extend(problems.into_iter().map(|p| warning(root, rel, p.problem, p.instead)));
-            }
-        }
-        (Isolation { sources }, warnings)
     }
+    sources.extend(cgroup_partitions(root, topo, &mut warnings));
+    if let Some(text) = read_text(root, CMDLINE, &mut warnings) {
+        let (found, problems) = parse_cmdline(&text, &topo.possible, &root.path(CMDLINE).display().to_string());
+        sources.extend(found);
+        warnings.extend(problems.into_iter().map(|p| warning(root, CMDLINE, p.problem, p.instead)));
+    }
+    for rel in IRQBALANCE_FILES {
+        if let Some(text) = read_text(root, rel, &mut warnings) {
+            let (found, problems) = parse_irqbalance(&text, &topo.possible, &root.path(rel).display().to_string());
+            sources.extend(found);
+            warnings.extend(problems.into_iter().map(|p| warning(root, rel, p.problem, p.instead)));
+        }
+    }
+    (Isolation { sources }, warnings)
 }
 
 /// The cgroup v2 isolated partitions' CPUs, when the kernel shows them and there are any.

@@ -3,11 +3,11 @@
 use std::path::Path;
 
 use super::{CliError, Outcome};
-use crate::devices::discover_devices;
-use crate::migrate::{translate, IrqOwner};
+use crate::devices::discover::discover_devices;
+use crate::import_irqbalance::{translate, IrqOwner};
 use crate::sysfs::Root;
 use crate::topology::discover::isolation::IRQBALANCE_FILES;
-use crate::topology::Topology;
+use crate::topology::discover::read_topology;
 
 /// Translates `file` (default: the first of [`IRQBALANCE_FILES`] under `root`; stderr names any
 /// other that exists too). IRQ numbers of `--banirq` are looked up among this machine's devices
@@ -62,7 +62,7 @@ pub fn import_irqbalance(root: &Root, file: Option<&Path>) -> Result<Outcome, Cl
 
 /// Every IRQ of this machine's devices with the device that owns it.
 fn irq_owners(root: &Root) -> Result<Vec<(u32, IrqOwner)>, String> {
-    let topo = Topology::discover(root).map_err(|e| e.to_string())?;
+    let topo = read_topology(root).map_err(|e| e.to_string())?;
     let discovery = discover_devices(root, &topo).map_err(|e| e.to_string())?;
     Ok(discovery
         .devices

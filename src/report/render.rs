@@ -1,6 +1,6 @@
 //! The human form of a [`Landing`]: one summary line per device, then one row per IRQ.
 
-use super::build::{IrqLanding, Landing, LocalityCounts};
+use super::landing::{IrqLanding, Landing, LocalityCounts};
 use crate::cpuset::CpuSet;
 
 /// `part` of `whole` in whole percent, rounded down, so 100% means all of it; `None` for a
@@ -66,7 +66,7 @@ fn cells(i: &IrqLanding) -> [String; 8] {
 
 /// The summary line of a device: `eth0 (0000:81:00.0, ixgbe): 18,230 irq/s, 100% on desired
 /// CPUs, 100% on node 1`; the shares only where they have a base.
-pub fn device_line(d: &super::build::DeviceLanding) -> String {
+pub fn device_line(d: &super::landing::DeviceLanding) -> String {
     let who = d.name.as_deref().unwrap_or(&d.bdf);
     let what = match (&d.name, &d.driver) {
         (Some(_), Some(drv)) => format!(" ({}, {drv})", d.bdf),

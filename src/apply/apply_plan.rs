@@ -45,7 +45,7 @@ pub struct ApplyReport {
     pub learned_managed: Vec<u32>,
     /// Transmit queues whose `xps_cpus` the pass tried to write (see [`super::xps::apply_xps`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub xps: Vec<super::xps::XpsChange>,
+    pub xps: Vec<super::xps_write::XpsChange>,
 }
 
 impl ApplyReport {

@@ -6,15 +6,15 @@
 //! [`sample`] reads, through a [`Root`](crate::sysfs::Root), so a report works on any root and
 //! the two reads can be of a file a test rewrites in between.
 
-pub mod build;
 pub mod counts;
+pub mod landing;
+pub mod read;
 pub mod render;
-pub mod sample;
 
 use std::path::PathBuf;
 
-pub use build::{build_landing, CpuLanding, DeviceLanding, IrqLanding, Landing, LocalityCounts};
 pub use counts::{parse_counts, InterruptCounts};
+pub use landing::{build_landing, CpuLanding, DeviceLanding, IrqLanding, Landing, LocalityCounts};
 pub use render::render_table;
 
 use crate::sysfs::SysfsError;

@@ -1,5 +1,5 @@
 //! A NIC's transmit steering in the plan: per tx queue, the CPUs of the IRQ that serves it, its
-//! `xps_cpus` now and as [`crate::strategy::xps::xps_sets`] wants it, or why XPS is left alone.
+//! `xps_cpus` now and as [`crate::strategy::xps_sets::xps_sets`] wants it, or why XPS is left alone.
 //!
 //! Pure: computed from the device's plan and its tx queues as read. Guarantee: queues are
 //! planned only when every tx queue has a queue IRQ of its own with CPUs to go to, no queue
@@ -11,7 +11,7 @@ use super::{Action, DevicePlan};
 use crate::cpuset::CpuSet;
 use crate::devices::net_queues::{NetQueues, XpsState};
 use crate::devices::QueueRole;
-use crate::strategy::xps::xps_sets;
+use crate::strategy::xps_sets::xps_sets;
 use crate::topology::Topology;
 
 /// One transmit queue's steering.

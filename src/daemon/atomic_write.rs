@@ -74,19 +74,11 @@ pub fn remove_stale_temps(path: &Path) -> usize {
     for entry in entries.flatten() {
         let file = entry.file_name().to_string_lossy().into_owned();
         let Some(pid) = file.strip_prefix(&prefix).and_then(|p| p.parse::<i32>().ok()) else { continue };
-        if !process_exists(pid) && fs::remove_file(entry.path()).is_ok() {
+        if !super::peers::process_exists(pid) && fs::remove_file(entry.path()).is_ok() {
             removed += 1;
         }
     }
     removed
-}
-
-/// Whether process `pid` exists (signal 0; EPERM means it exists but is not ours).
-pub fn process_exists(pid: i32) -> bool {
-    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
-        Ok(()) => true,
-        Err(e) => e == nix::errno::Errno::EPERM,
-    }
 }
 
 #[cfg(test)]

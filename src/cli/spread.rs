@@ -1,50 +1,18 @@
-//! The inspection commands: `topology`, `spread numa`, `spread groups`.
+//! `irqwise spread numa|groups`: the kernel's spreading orders and groups on this machine.
 
 use serde_json::json;
 
 use super::{to_json_text, CliError};
 use crate::choices::SpreadOrder;
-use crate::config::{ConfigPaths, Global};
 use crate::cpuset::MAX_CPUS;
-use crate::engine::{kernel_rules, load_config};
 use crate::kernel::{group_cpus_evenly, spread_order, GroupAlgorithm, GroupRules};
+use crate::sample::kernel_release::{kernel_version, OSRELEASE};
 use crate::sysfs::Root;
-use crate::topology::report::{isolation_json, isolation_table, Applied};
-use crate::topology::{Isolation, Topology};
-
-/// `irqwise topology [--json]`: the topology, then every isolation source with where it came
-/// from and whether the configuration at `paths` applies it (its defaults when it cannot be
-/// loaded, with a warning saying so).
-pub fn topology(root: &Root, paths: &ConfigPaths, json: bool) -> Result<String, CliError> {
-    let (topo, warnings) = Topology::discover_with_warnings(root)?;
-    let (isolation, isolation_warnings) = Isolation::discover(root, &topo);
-    let mut warnings: Vec<String> = warnings.iter().chain(&isolation_warnings).map(|w| w.to_string()).collect();
-    let global = match load_config(root, paths) {
-        Ok(config) => config.global,
-        Err(e) => {
-            warnings.push(format!("configuration not usable ({e}); isolation shown with the default settings"));
-            Global::default()
-        }
-    };
-    let applied =
-        Applied { respect_isolation: global.respect_isolation, import_banned: global.import_irqbalance_banned };
-    if json {
-        let mut doc = crate::topology::report::to_json(&topo);
-        doc["isolation"] = isolation_json(&isolation, applied);
-        doc["warnings"] = json!(warnings);
-        return Ok(to_json_text(&doc));
-    }
-    let mut text = crate::topology::report::to_table(&topo);
-    text.push_str(&isolation_table(&isolation, applied));
-    for w in &warnings {
-        text.push_str(&format!("warning: {w}\n"));
-    }
-    Ok(text)
-}
+use crate::topology::discover::read_topology;
 
 /// `irqwise spread numa --node N [--order ...] [--json]`.
 pub fn spread_numa(root: &Root, node: i64, order: SpreadOrder, json: bool) -> Result<String, CliError> {
-    let topo = Topology::discover(root)?;
+    let topo = read_topology(root)?;
     // Node 0 of a machine without NUMA information stands for "all CPUs".
     let start = if node == -1 {
         None
@@ -71,8 +39,8 @@ pub fn spread_groups(root: &Root, groups: usize, kernel: Option<&str>, json: boo
     if groups > MAX_CPUS as usize {
         return Err(CliError::TooManyGroups(groups));
     }
-    let topo = Topology::discover(root)?;
-    let version = kernel_rules(root, &topo, kernel)?;
+    let topo = read_topology(root)?;
+    let version = kernel_version(&topo, kernel, &root.path(OSRELEASE))?;
     let rules = GroupRules::for_kernel(version);
     let grouping = group_cpus_evenly(&topo, groups, rules);
     let algorithm = match rules.algorithm {

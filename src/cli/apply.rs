@@ -1,0 +1,89 @@
+//! `irqwise apply [--dry-run] [--json]`: one pass of read, plan and apply, then exit.
+
+use std::collections::BTreeSet;
+
+use super::{to_json_text, CliError, Outcome};
+use crate::apply::{apply_plan, apply_xps, ProcIrq, WriteOutcome, XpsOutcome};
+use crate::config::{load_config, ConfigPaths};
+use crate::pass::plan_pass;
+use crate::sysfs::Root;
+
+/// `irqwise apply [--dry-run] [--json]`: exit 0 when every IRQ ended as planned or was
+/// correctly left alone, 1 when a write failed unexpectedly.
+pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Result<Outcome, CliError> {
+    let config = load_config(root, paths)?;
+    let pass = plan_pass(root, &config, &BTreeSet::new())?;
+    if dry_run {
+        let mut text = String::new();
+        for (d, p) in pass.plan.writes() {
+            let cpus = p.desired.as_ref().map(|c| c.to_list_string()).unwrap_or_default();
+            text.push_str(&format!(
+                "would write irq {} ({}, {}): {cpus}\n",
+                p.irq,
+                p.name.as_deref().unwrap_or("-"),
+                d.bdf
+            ));
+        }
+        for (d, x) in pass.plan.devices.iter().filter_map(|d| Some((d, d.xps.as_ref()?))) {
+            for q in x.writes() {
+                let interface = x.interface.as_deref().unwrap_or(&d.bdf);
+                text.push_str(&format!("would write xps {interface} tx-{}: {}\n", q.txq, q.desired.to_mask_string()));
+            }
+        }
+        let s = pass.plan.summary();
+        let xps = pass.plan.devices.iter().filter_map(|d| d.xps.as_ref()).map(|x| x.writes().count()).sum::<usize>();
+        let xps = if xps > 0 { format!("; xps_cpus of {xps} tx queue(s) to write") } else { String::new() };
+        text.push_str(&format!(
+            "dry run: {} to write, {} kept, {} managed, {} skipped{xps}\n",
+            s.set, s.kept, s.managed, s.skipped
+        ));
+        return Ok(Outcome::ok(if json { to_json_text(&pass.plan) } else { text }));
+    }
+    let mut report = apply_plan(&pass.plan, &ProcIrq::new(root.clone()));
+    report.xps = apply_xps(&pass.plan, root);
+    let exit = if report.all_ok() { 0 } else { 1 };
+    if json {
+        return Ok(Outcome::with_exit(to_json_text(&report), exit));
+    }
+    let mut text = String::new();
+    for c in &report.changes {
+        let old = c.old.as_ref().map_or("?".into(), |o| o.to_list_string());
+        let line = match &c.result {
+            WriteOutcome::Written { cpus, .. } => {
+                format!("irq {} {}: {old} -> {cpus}", c.irq, c.irq_name.as_deref().unwrap_or("-"))
+            }
+            WriteOutcome::WrittenFallback { cpus, step, .. } => format!(
+                "irq {} {}: {old} -> {cpus} (fallback: no vectors left on the chosen CPUs, widened to {step})",
+                c.irq,
+                c.irq_name.as_deref().unwrap_or("-")
+            ),
+            WriteOutcome::Managed { .. } => format!("irq {}: kernel-managed, left alone", c.irq),
+            WriteOutcome::Gone { .. } => format!("irq {}: gone (device removed?), skipped", c.irq),
+            WriteOutcome::Overtaken { .. } => format!("irq {}: its CPUs went offline meanwhile, skipped", c.irq),
+            WriteOutcome::Failed { class, error } => format!("irq {}: FAILED ({class:?}): {error}", c.irq),
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    for x in &report.xps {
+        let interface = x.interface.as_deref().unwrap_or(&x.device);
+        let old = if x.old.is_empty() { "-".to_string() } else { x.old.to_list_string() };
+        let line = match &x.result {
+            XpsOutcome::Written { new, .. } => format!("xps {interface} tx-{}: {old} -> {new}", x.txq),
+            XpsOutcome::Failed { class, error } => format!("xps {interface} tx-{}: FAILED ({class:?}): {error}", x.txq),
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let s = report.summary;
+    let xps_failed = report.xps.iter().filter(|x| x.is_failure()).count();
+    let xps = match report.xps.len() {
+        0 => String::new(),
+        n => format!("; xps_cpus of {} tx queue(s) written, {xps_failed} failed", n - xps_failed),
+    };
+    text.push_str(&format!(
+        "{} written, {} kept, {} managed, {} skipped, {} failed{xps}\n",
+        s.written, s.kept, s.managed, s.skipped, s.failed
+    ));
+    Ok(Outcome::with_exit(text, exit))
+}

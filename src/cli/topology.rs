@@ -1,0 +1,40 @@
+//! `irqwise topology [--json]`: the CPUs, nodes and isolation sources as irqwise reads them.
+
+use serde_json::json;
+
+use super::{to_json_text, CliError};
+use crate::config::{load_config, ConfigPaths, Global};
+use crate::sysfs::Root;
+use crate::topology::discover::isolation::read_isolation;
+use crate::topology::discover::read_topology_with_warnings;
+use crate::topology::view::{isolation_json, isolation_table, Applied};
+
+/// `irqwise topology [--json]`: the topology, then every isolation source with where it came
+/// from and whether the configuration at `paths` applies it (its defaults when it cannot be
+/// loaded, with a warning saying so).
+pub fn topology(root: &Root, paths: &ConfigPaths, json: bool) -> Result<String, CliError> {
+    let (topo, warnings) = read_topology_with_warnings(root)?;
+    let (isolation, isolation_warnings) = read_isolation(root, &topo);
+    let mut warnings: Vec<String> = warnings.iter().chain(&isolation_warnings).map(|w| w.to_string()).collect();
+    let global = match load_config(root, paths) {
+        Ok(config) => config.global,
+        Err(e) => {
+            warnings.push(format!("configuration not usable ({e}); isolation shown with the default settings"));
+            Global::default()
+        }
+    };
+    let applied =
+        Applied { respect_isolation: global.respect_isolation, import_banned: global.import_irqbalance_banned };
+    if json {
+        let mut doc = crate::topology::view::to_json(&topo);
+        doc["isolation"] = isolation_json(&isolation, applied);
+        doc["warnings"] = json!(warnings);
+        return Ok(to_json_text(&doc));
+    }
+    let mut text = crate::topology::view::to_table(&topo);
+    text.push_str(&isolation_table(&isolation, applied));
+    for w in &warnings {
+        text.push_str(&format!("warning: {w}\n"));
+    }
+    Ok(text)
+}

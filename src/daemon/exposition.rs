@@ -1,0 +1,158 @@
+//! The Prometheus text exposition (format 0.0.4) of the daemon's [`Counters`]: what the
+//! metrics file holds.
+//!
+//! Pure: counters in, text out. Guarantees: each metric has one `# HELP` and one `# TYPE` line
+//! before its samples; label values are escaped; output is sorted and so stable.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::counters::{Counters, DeviceLabels};
+
+impl Counters {
+    /// The Prometheus text exposition (format 0.0.4) of every series, `version` as
+    /// `irqwise_build_info`'s label. Guarantees: each metric has one `# HELP` and one `# TYPE`
+    /// line before its samples; label values are escaped; output is sorted and so stable.
+    pub fn render(&self, version: &str) -> String {
+        let mut out = Exposition::default();
+        out.metric("irqwise_build_info", "gauge", "The irqwise version that wrote this file (always 1).");
+        out.sample("irqwise_build_info", &[("version", version)], 1.0);
+        out.metric("irqwise_start_time_seconds", "gauge", "When the daemon started, in seconds since the Unix epoch.");
+        out.sample("irqwise_start_time_seconds", &[], self.started as f64);
+        out.counter_by("irqwise_passes_total", "Passes (discover, plan, apply) since the daemon started, by trigger; a pass with several triggers counts under each.", "trigger", &self.passes);
+        out.metric("irqwise_pass_failures_total", "counter", "Passes that failed (the placement was left as it was).");
+        out.sample("irqwise_pass_failures_total", &[], self.pass_failures as f64);
+        out.counter_by("irqwise_writes_total", "Attempted IRQ affinity writes, by result.", "result", &self.writes);
+        out.counter_by(
+            "irqwise_write_failures_total",
+            "Failed IRQ affinity writes, by failure class.",
+            "class",
+            &self.write_failures,
+        );
+        out.counter_by(
+            "irqwise_xps_writes_total",
+            "Transmit queue steering (xps_cpus) writes, by result.",
+            "result",
+            &self.xps_writes,
+        );
+        out.metric(
+            "irqwise_drift_corrections_total",
+            "counter",
+            "IRQs whose mask someone else changed and irqwise restored, by device.",
+        );
+        for c in &self.drift_corrections {
+            out.sample("irqwise_drift_corrections_total", &c.labels.pairs(), c.value as f64);
+        }
+        out.counter_by(
+            "irqwise_config_reloads_total",
+            "Configuration reloads (SIGHUP), by result.",
+            "result",
+            &self.reloads,
+        );
+        if let Some(last) = &self.last_pass {
+            out.metric(
+                "irqwise_last_pass_timestamp_seconds",
+                "gauge",
+                "When the last pass ended, in seconds since the Unix epoch.",
+            );
+            out.sample("irqwise_last_pass_timestamp_seconds", &[], last.timestamp);
+            out.metric("irqwise_last_pass_duration_seconds", "gauge", "How long the last pass took.");
+            out.sample("irqwise_last_pass_duration_seconds", &[], last.duration_seconds);
+            out.metric("irqwise_last_pass_success", "gauge", "1 when the last pass succeeded, 0 when it failed.");
+            out.sample("irqwise_last_pass_success", &[], if last.ok { 1.0 } else { 0.0 });
+        }
+        out.metric(
+            "irqwise_irqs",
+            "gauge",
+            "IRQs per device after the last pass, by state: placed (moved by irqwise and still there), kept (already right), managed (kernel-managed), skipped (left alone), failed (write failed).",
+        );
+        for d in &self.devices {
+            for (state, n) in &d.irqs {
+                let mut labels = d.labels.pairs();
+                labels.push(("state", state));
+                out.sample("irqwise_irqs", &labels, *n as f64);
+            }
+        }
+        out.metric(
+            "irqwise_managed_mismatched_irqs",
+            "gauge",
+            "Kernel-managed IRQs per device that are not where the kernel's spreading predicts, after the last pass.",
+        );
+        for d in &self.devices {
+            out.sample("irqwise_managed_mismatched_irqs", &d.labels.pairs(), d.mismatched as f64);
+        }
+        out.metric(
+            "irqwise_managed_uncertain_irqs",
+            "gauge",
+            "Kernel-managed IRQs per device whose predicted placement depends on a CPU's NUMA node irqwise cannot know (a possible CPU sysfs does not place), and agrees where it can be checked; not counted as mismatched.",
+        );
+        for d in &self.devices {
+            out.sample("irqwise_managed_uncertain_irqs", &d.labels.pairs(), d.uncertain as f64);
+        }
+        out.text
+    }
+}
+
+impl DeviceLabels {
+    fn pairs(&self) -> Vec<(&'static str, &str)> {
+        vec![("device", &self.device), ("driver", &self.driver), ("class", &self.class)]
+    }
+}
+
+/// A label value as the text format wants it: backslash, double quote and newline escaped.
+pub fn escape_label_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A `# HELP` text: backslash and newline escaped.
+fn escape_help(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+/// A sample value: integers without a fraction, others as Rust prints them (never exponents).
+fn value_text(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// The text being written.
+#[derive(Default)]
+struct Exposition {
+    text: String,
+}
+
+impl Exposition {
+    fn metric(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.text, "# HELP {name} {}", escape_help(help));
+        let _ = writeln!(self.text, "# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.text.push_str(name);
+        if !labels.is_empty() {
+            let inner: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape_label_value(v))).collect();
+            let _ = write!(self.text, "{{{}}}", inner.join(","));
+        }
+        let _ = writeln!(self.text, " {}", value_text(value));
+    }
+
+    /// A counter with one label: its header, then one sample per entry of `by`.
+    fn counter_by(&mut self, name: &str, help: &str, label: &str, by: &BTreeMap<String, u64>) {
+        self.metric(name, "counter", help);
+        for (value, n) in by {
+            self.sample(name, &[(label, value)], *n as f64);
+        }
+    }
+}

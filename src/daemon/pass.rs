@@ -1,0 +1,184 @@
+//! One pass of the daemon: read the stale parts of the sample, plan it, leave other owners'
+//! IRQs alone (`on_drift = "respect"`), apply the plan (the masks it changes recorded on disk
+//! first), then hand the outcome to the record ([`super::record`]).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use super::atomic_write;
+use super::ledger::others_drift;
+use super::originals::{Originals, ORIGINALS_FILE};
+use super::record::{Applied, PassOutcome};
+use super::respect::{KernelDefaults, RespectNews};
+use super::state::STATE_FILE;
+use super::Daemon;
+use crate::apply::{apply_plan, apply_xps, ProcIrq};
+use crate::config::OnDrift;
+use crate::cpuset::CpuSet;
+use crate::devices::QueueRole;
+use crate::plan::from_sample::{plan_sample, PassMemory, PlannedPass};
+use crate::sample::reader::ReadError;
+use crate::sample::Sample;
+use crate::topology::memory_file;
+
+impl Daemon {
+    /// One pass on the parts of the sample still current and the stale ones read again; never
+    /// fails: errors are logged and the previous placement stays.
+    pub(super) fn run_pass(&mut self, why: Vec<String>) {
+        let number = *self.passes.borrow() + 1;
+        if number == 1 {
+            self.start_up();
+        }
+        let began = Instant::now();
+        let result = match self.read_and_plan() {
+            Ok(planned) => Ok(self.apply(planned)),
+            Err(e) => Err(e.to_string()),
+        };
+        let hotplugged = self.reader.hotplugged().clone();
+        let outcome = PassOutcome { number, why, took: began.elapsed(), result, hotplugged };
+        self.records.record(outcome, &self.root, &self.config);
+        self.passes.send_replace(number);
+    }
+
+    /// Before the first pass: what an earlier daemon of this boot left (temporary files of one
+    /// that did not finish, the record of original masks, the topology memory).
+    fn start_up(&mut self) {
+        let removed = atomic_write::remove_stale_temps(&self.root.path(STATE_FILE))
+            + atomic_write::remove_stale_temps(&self.root.path(ORIGINALS_FILE))
+            + atomic_write::remove_stale_temps(&self.root.path(memory_file::MEMORY_FILE));
+        if removed > 0 {
+            tracing::info!("removed {removed} temporary file(s) left by a process that did not finish");
+        }
+        let (originals, problem) = Originals::load(&self.root);
+        if let Some(e) = problem {
+            tracing::warn!("{e}");
+        }
+        if !originals.is_empty() {
+            tracing::info!(
+                "{} IRQ(s) irqwise changed earlier this boot keep their recorded original masks",
+                originals.len()
+            );
+        }
+        self.originals = originals;
+        match memory_file::load(&self.root) {
+            Ok(Some(memory)) => self.memory = memory,
+            Ok(None) => {}
+            Err(e) => tracing::warn!("{e}"),
+        }
+    }
+
+    /// Reads the sample (what is stale of it) and plans it; when the topology cannot be read,
+    /// on the last one that could (saying so in the plan's warnings) rather than giving up.
+    fn read_and_plan(&mut self) -> Result<PlannedPass, ReadError> {
+        let sample = self.reader.read(&self.root, self.config.clone())?;
+        if self.memory.remember(&sample.topology) {
+            self.save_memory();
+        }
+        let memory = PassMemory { topology: Some(&self.memory), known_managed: &self.known_managed };
+        let mut planned = plan_sample(&sample, memory);
+        if self.config.global.on_drift == OnDrift::Respect {
+            self.respect_owners(&mut planned, &sample);
+        }
+        self.reader.give_back(sample.devices);
+        Ok(planned)
+    }
+
+    /// Saves the topology memory for a restart and for `irqwise plan`; a failure is said once.
+    fn save_memory(&mut self) {
+        let bytes = memory_file::encode(&self.root, &self.memory);
+        match atomic_write::write_atomically(&self.root.path(memory_file::MEMORY_FILE), &bytes, 0o644) {
+            Ok(()) => {
+                self.memory_failed.worked();
+            }
+            Err((path, e)) => {
+                if self.memory_failed.failed(()) {
+                    tracing::warn!(
+                        "cannot write {}: {e}; a restart while CPUs are offline may move queues",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+
+    /// Takes this pass's drift into the respected set (logging each IRQ newly left to another
+    /// owner, and each given back), and turns every respected IRQ of the plan into a `skip` that
+    /// keeps its mask; transmit steering follows those IRQs where they are.
+    fn respect_owners(&mut self, planned: &mut PlannedPass, sample: &Sample) {
+        let defaults = KernelDefaults {
+            online: planned.topology.online.clone(),
+            default_affinity: sample.default_affinity.clone(),
+            hints: sample
+                .devices
+                .iter()
+                .flat_map(|d| &d.vectors)
+                .filter_map(|v| Some((v.irq, v.hint.clone()?)))
+                .collect(),
+        };
+        let drift = others_drift(self.records.ledger.drift(&planned.plan), self.reader.hotplugged());
+        let news = self.respected.observe(&mut planned.plan, &drift, &defaults);
+        for d in &mut planned.plan.devices {
+            let moved: BTreeMap<u32, CpuSet> = d
+                .irqs
+                .iter()
+                .filter(|p| self.respected.contains(p.irq))
+                .filter(|p| matches!(p.role, QueueRole::Tx | QueueRole::RxTx))
+                .filter_map(|p| Some((p.queue?, p.current.clone()?)))
+                .collect();
+            if let Some(x) = d.xps.as_mut().filter(|_| !moved.is_empty()) {
+                crate::plan::xps_plan::re_anchor(&planned.topology, x, &moved);
+            }
+        }
+        for news in news {
+            match news {
+                RespectNews::Respected(o) => tracing::warn!(
+                    irq = o.irq,
+                    device = o.device.as_str(),
+                    "irq {} ({}) of {}: moved from {} to {} by another owner; left as it is (on_drift = respect) until the device goes away or the configuration is reloaded",
+                    o.irq,
+                    crate::text::printable(o.name.as_deref().unwrap_or("")),
+                    o.device,
+                    o.placed,
+                    o.mask
+                ),
+                RespectNews::Released(o) => tracing::info!(
+                    irq = o.irq,
+                    device = o.device.as_str(),
+                    "irq {} of {}: the CPUs another owner gave it ({}) are all offline; irqwise places it again",
+                    o.irq,
+                    o.device,
+                    o.mask
+                ),
+            }
+        }
+    }
+
+    /// Writes the plan: the original masks of what it changes are on disk before the first
+    /// write that changes them; the IRQs written are read again by the next pass.
+    fn apply(&mut self, planned: PlannedPass) -> Applied {
+        let plan = planned.plan;
+        let root = &self.root;
+        // IRQs of no device stay recorded: the guard moved them, restore_on_exit puts them back.
+        let present = |bdf: &str| {
+            bdf == crate::devices::NO_DEVICE || root.exists(format!("{}/{bdf}", crate::devices::discover::PCI_DEVICES))
+        };
+        if self.originals.note_plan(&plan, &present) {
+            match self.originals.save(&self.root) {
+                Ok(()) => {
+                    self.originals_failed.worked();
+                }
+                Err(e) => {
+                    if self.originals_failed.failed(()) {
+                        tracing::warn!("{e}; restore_on_exit would not know these IRQs' masks after a restart");
+                    }
+                }
+            }
+        }
+        let mut report = apply_plan(&plan, &ProcIrq::new(self.root.clone()));
+        // What a write leaves (its mask, the effective mask the kernel picked) is read again.
+        self.reader.stale_irqs(plan.writes().map(|(_, p)| p.irq));
+        report.xps = apply_xps(&plan, &self.root);
+        self.known_managed.extend(report.learned_managed.iter().copied());
+        Applied { plan, report }
+    }
+}

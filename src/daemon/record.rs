@@ -1,0 +1,260 @@
+//! The one bookkeeping path: every pass ends in one [`PassOutcome`], and [`Records::record`]
+//! takes it to the ledger, the journal, the counters, the state file and the metrics file, in
+//! that order. Each side channel that can fail says so once ([`super::once`]).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use super::counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
+use super::ledger::{others_drift, Ledger, Loudness};
+use super::metrics_file::MetricsPublisher;
+use super::once::{SaidOnce, SaidOnceEach};
+use super::state::{StateInputs, StateWriter};
+use super::{catalog, logging, unix_now, unix_now_f64};
+use crate::apply::{ApplyReport, FailureClass, XpsChange, XpsOutcome};
+use crate::config::Config;
+use crate::cpuset::CpuSet;
+use crate::plan::{Plan, Summary};
+use crate::sysfs::Root;
+
+/// What one pass did.
+#[derive(Debug)]
+pub struct PassOutcome {
+    pub number: u64,
+    /// Why it ran (`start`, `cpu`, `link eth0 up`, ...).
+    pub why: Vec<String>,
+    pub took: Duration,
+    /// The plan applied and what the writes did, or why the pass failed (nothing was written).
+    pub result: Result<Applied, String>,
+    /// The CPUs that came or went before the pass read the machine: drift of IRQs placed on
+    /// them is the kernel's CPU-offline fallback, not another owner's.
+    pub hotplugged: CpuSet,
+}
+
+/// A plan and what applying it did.
+#[derive(Debug)]
+pub struct Applied {
+    pub plan: Plan,
+    pub report: ApplyReport,
+}
+
+/// Everything the daemon keeps of its passes.
+pub struct Records {
+    pub counters: Counters,
+    pub ledger: Ledger,
+    pub last_plan: Plan,
+    pub last_report: ApplyReport,
+    last_counts: Summary,
+    /// The last [`RECENT_CHANGES`] writes, oldest first.
+    recent: VecDeque<RecentChange>,
+    /// The last pass's error, said once until the error changes or a pass works again.
+    pass_failure: SaidOnce<String>,
+    /// Why the last reload was rejected (`None` after a successful one).
+    config_error: Option<String>,
+    /// Transmit queues whose last `xps_cpus` write failed, with how.
+    xps_failing: SaidOnceEach<(String, u32), FailureClass>,
+    state: StateWriter,
+    metrics: MetricsPublisher,
+    started: u64,
+}
+
+impl Records {
+    /// Nothing recorded yet, for a daemon started at `started` (Unix seconds).
+    pub fn new(started: u64) -> Records {
+        Records {
+            counters: Counters::new(started),
+            ledger: Ledger::default(),
+            last_plan: Plan::default(),
+            last_report: ApplyReport::default(),
+            last_counts: Summary::default(),
+            recent: VecDeque::new(),
+            pass_failure: SaidOnce::default(),
+            config_error: None,
+            xps_failing: SaidOnceEach::default(),
+            state: StateWriter::default(),
+            metrics: MetricsPublisher::default(),
+            started,
+        }
+    }
+
+    /// The last pass's error, when it failed.
+    pub fn last_error(&self) -> Option<&str> {
+        self.pass_failure.current().map(String::as_str)
+    }
+
+    /// Why the daemon is not doing its job, if it is not: the last pass failed, or every write
+    /// of it failed.
+    pub fn degraded(&self) -> Option<String> {
+        if let Some(e) = self.last_error() {
+            return Some(format!("the last pass failed: {e}"));
+        }
+        let r = &self.last_counts;
+        (r.failed > 0 && r.written == 0).then(|| format!("all {} writes of the last pass failed", r.failed))
+    }
+
+    /// `STATUS=` and the state file's status: the counts, or `degraded: ...` with the reason.
+    pub fn status_text(&self) -> String {
+        match self.degraded() {
+            Some(why) => format!("degraded: {why}; {}", self.last_counts.status_line()),
+            None => self.last_counts.status_line(),
+        }
+    }
+
+    /// A reload ended: applied (`None`), or rejected with the reason.
+    pub fn reloaded(&mut self, rejected: Option<String>) {
+        self.counters.record_reload(rejected.is_none());
+        self.config_error = rejected;
+    }
+
+    /// When the metrics file held back by its once-per-second limit is due.
+    pub fn metrics_due(&self) -> Option<Instant> {
+        self.metrics.due()
+    }
+
+    /// Writes the metrics file now, or when its once-per-second limit allows.
+    pub fn publish_metrics(&mut self, root: &Root, config: &Config) {
+        self.metrics.publish(root, &config.global.metrics_file, &self.counters);
+    }
+
+    /// Records one pass: its news in the journal, its counts, the state and metrics files.
+    pub fn record(&mut self, outcome: PassOutcome, root: &Root, config: &Config) {
+        let PassOutcome { number, why, took, result, hotplugged } = outcome;
+        let was_degraded = self.degraded().is_some();
+        let ok = result.is_ok();
+        match result {
+            Err(message) => {
+                if self.pass_failure.failed(message.clone()) {
+                    tracing::error!(
+                        message_id = catalog::PASS_FAILED,
+                        pass = number,
+                        triggers = why.join(", "),
+                        error = message.as_str(),
+                        "pass {number} ({}) failed, keeping the current placement: {message}",
+                        why.join(", ")
+                    );
+                }
+            }
+            Ok(applied) => {
+                if self.pass_failure.worked() {
+                    tracing::info!("pass {number} succeeded again");
+                }
+                self.applied(number, &why, applied, &hotplugged);
+            }
+        }
+        self.counters.record_pass(&why, ok, took, unix_now_f64());
+        if let (false, Some(why)) = (was_degraded, self.degraded()) {
+            if self.last_error().is_none() {
+                tracing::error!(
+                    message_id = catalog::PASS_FAILED,
+                    "degraded: {why}; retrying with backoff (the warnings above say why each write failed)"
+                );
+            }
+        }
+        let status = self.status_text();
+        let degraded = self.degraded();
+        self.recent.make_contiguous();
+        let inputs = StateInputs {
+            started: self.started,
+            passes: number,
+            triggers: &why,
+            summary: self.last_counts,
+            status: &status,
+            error: self.pass_failure.current().map(String::as_str),
+            degraded: degraded.as_deref(),
+            config_error: self.config_error.as_deref(),
+            config_sources: &config.sources,
+            plan: &self.last_plan,
+            repeated: self.ledger.repeated(),
+            report: &self.last_report,
+            counters: &self.counters,
+            recent_changes: self.recent.as_slices().0,
+        };
+        self.state.write(root, inputs);
+        self.publish_metrics(root, config);
+    }
+
+    /// The news of an applied plan, in the order an operator reads them: new plan warnings,
+    /// drift, transmit steering, each write, kernel-managed devices, the pass's summary.
+    fn applied(&mut self, number: u64, why: &[String], applied: Applied, hotplugged: &CpuSet) {
+        let Applied { plan, report } = applied;
+        for w in self.ledger.new_warnings(&plan) {
+            tracing::warn!("{}", crate::text::printable(&w));
+        }
+        for d in others_drift(self.ledger.observe(&plan), hotplugged) {
+            let dev = logging::log_drift(&d, &plan);
+            if let Some(dev) = dev {
+                self.counters.record_drift(DeviceLabels::of(dev));
+            }
+        }
+        self.log_xps(&report.xps);
+        let targets: BTreeMap<u32, &CpuSet> =
+            plan.writes().filter_map(|(_, p)| Some((p.irq, p.desired.as_ref()?))).collect();
+        for c in &report.changes {
+            let target = targets.get(&c.irq).copied().cloned().unwrap_or_default();
+            match self.ledger.loudness(c, &target) {
+                Loudness::Loud => logging::log_change(c),
+                Loudness::Quiet => logging::log_change_quietly(c),
+                Loudness::Recovered(n) => {
+                    logging::log_recovered(c, n);
+                    logging::log_change(c);
+                }
+            }
+        }
+        self.ledger.record(&plan, &report);
+        for news in self.ledger.managed_news(&plan) {
+            // The ledger names a device by its name, else its PCI address.
+            let dev = plan.devices.iter().find(|d| d.name.as_deref().unwrap_or(&d.bdf) == news.device);
+            let bdf = dev.map_or(news.device.as_str(), |d| d.bdf.as_str());
+            let driver = dev.and_then(|d| d.driver.as_deref());
+            logging::log_managed_news(&news, bdf, driver.unwrap_or(""));
+        }
+        let r = report.summary;
+        self.last_counts = r;
+        if !report.changes.is_empty() || report.xps.iter().any(|x| !x.is_failure()) {
+            let status = self.last_counts.status_line();
+            tracing::info!(
+                message_id = catalog::PASS_SUMMARY,
+                pass = number,
+                triggers = why.join(", "),
+                written = r.written,
+                failed = r.failed,
+                status = status.as_str(),
+                "pass {number} ({}): {} written, {} failed; {status}",
+                why.join(", "),
+                r.written,
+                r.failed
+            );
+        }
+        self.counters.record_writes(&report);
+        self.counters.record_states(&plan, &report);
+        let at = unix_now();
+        for c in &report.changes {
+            if self.recent.len() == RECENT_CHANGES {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(RecentChange::of(c, number, at));
+        }
+        self.state.replaced(std::mem::replace(&mut self.last_plan, plan));
+        self.last_report = report;
+    }
+
+    /// Logs each transmit-steering change: a write at INFO, a failure at WARN the first time it
+    /// happens and at DEBUG while it repeats; the first success after failures says so.
+    fn log_xps(&mut self, changes: &[XpsChange]) {
+        for x in changes {
+            let key = (x.device.clone(), x.txq);
+            match &x.result {
+                XpsOutcome::Failed { class, .. } => {
+                    let quiet = !self.xps_failing.failed(key, *class);
+                    logging::log_xps_change(x, quiet);
+                }
+                XpsOutcome::Written { .. } => {
+                    if self.xps_failing.worked(&key) {
+                        tracing::info!(device = x.device.as_str(), txq = x.txq, "xps of tx-{}: written again", x.txq);
+                    }
+                    logging::log_xps_change(x, false);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! The daemon's event sources: kernel uevents, rtnetlink, inotify on the isolation files, the
+//! signals and the reconcile timer ([`crate::events`]), started with what this machine allows.
+
+use tokio::sync::{mpsc, watch};
+
+use super::DaemonError;
+use crate::events::inotify::{WatchHow, WatchTarget};
+use crate::events::{EventConfig, EventSources, EventsError, Trigger};
+use crate::sysfs::Root;
+
+/// The files whose changes run a pass: irqbalance's environment files (in their directories,
+/// so that files created later are seen) and the root cgroup's isolated CPUs.
+pub fn isolation_files(root: &Root) -> Vec<WatchTarget> {
+    use crate::topology::discover::isolation::{CGROUP_ISOLATED, IRQBALANCE_FILES};
+    let mut targets: Vec<WatchTarget> =
+        IRQBALANCE_FILES.iter().map(|f| WatchTarget { path: root.path(f), how: WatchHow::InDirectory }).collect();
+    targets.push(WatchTarget { path: root.path(CGROUP_ISOLATED), how: WatchHow::Itself });
+    targets
+}
+
+/// Starts the sources; a netlink source that cannot be opened (not root, no netlink in this
+/// namespace) is dropped with a warning, and the daemon runs on the rest.
+pub(super) fn start(
+    mut events: EventConfig,
+    reconcile: &watch::Sender<std::time::Duration>,
+) -> Result<(EventSources, mpsc::Receiver<Trigger>), DaemonError> {
+    loop {
+        match EventSources::start_adjustable(&events, Some(reconcile.subscribe())) {
+            Ok(started) => return Ok(started),
+            Err(e @ EventsError::UeventMonitor(_)) if events.kernel_uevents => {
+                tracing::warn!(
+                    "{e}; running without kernel uevents (CPU and device hotplug are seen by the reconcile timer only)"
+                );
+                events.kernel_uevents = false;
+            }
+            Err(e @ EventsError::Rtnetlink(_)) if events.rtnetlink => {
+                tracing::warn!("{e}; running without link events");
+                events.rtnetlink = false;
+            }
+            Err(e @ (EventsError::Inotify(_) | EventsError::Register { what: "the inotify descriptor", .. }))
+                if !events.watch_files.is_empty() =>
+            {
+                tracing::warn!("{e}; isolation changes are seen by the reconcile timer only");
+                events.watch_files.clear();
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}

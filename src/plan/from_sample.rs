@@ -1,0 +1,214 @@
+//! A pass's whole plan from a [`Sample`]: isolation applied, each device's policy resolved, the
+//! plan built, the guard run, current masks located, transmit steering planned.
+//!
+//! Pure: a function of the sample and of what earlier passes learned ([`PassMemory`]); the same
+//! sample and memory always give the same plan. The command line and the daemon plan through it.
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+
+use super::guard::{guard, Forbidden, GuardInput};
+use super::xps_plan::{plan_xps, XpsPlan};
+use super::{build_plan, locate_current, Plan, PlanContext};
+use crate::choices::StrategyName;
+use crate::config::{Config, GuardScope};
+use crate::devices::{Device, DeviceClass};
+use crate::policy::{resolve, unmatched_rules, DeviceFacts, Policy};
+use crate::sample::Sample;
+use crate::strategy::leave::PASSTHROUGH_DRIVERS;
+use crate::topology::isolation::{Effect, IsolationKind};
+use crate::topology::{home_topology, Isolation, Topology, TopologyMemory};
+
+/// What earlier passes learned that planning uses.
+#[derive(Debug, Clone, Copy)]
+pub struct PassMemory<'a> {
+    /// Every CPU's masks as last seen online this boot, and the machine as first seen: queue
+    /// homes and managed predictions stay put while CPUs come and go. `None`: both derived from
+    /// the sample's topology alone.
+    pub topology: Option<&'a TopologyMemory>,
+    /// IRQs learned to be kernel-managed from failed writes (EIO/EPERM).
+    pub known_managed: &'a BTreeSet<u32>,
+}
+
+/// Everything one planning pass decided, and the topology it planned on.
+#[derive(Debug)]
+pub struct PlannedPass {
+    /// The topology planned on: every CPU an isolation source isolates counts as `isolated`.
+    pub topology: Topology,
+    pub plan: Plan,
+}
+
+/// Plans `sample` with what earlier passes learned. The plan's warnings: the sample's topology
+/// and isolation warnings, a void imported ban, the plan's own, the kernel release's, the
+/// devices', and one per rule that matches no device.
+pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
+    let own = sample.config.as_ref();
+    let home = home_topology(&sample.topology, memory.topology);
+    let first = memory.topology.and_then(|m| m.first_topology(&sample.topology));
+    let mut warnings: Vec<String> = sample.warnings.topology.clone();
+    warnings.extend(sample.warnings.isolation.iter().cloned());
+    let (topology, merged, void_ban) = with_isolation(sample.topology.clone(), own, &sample.isolation);
+    warnings.extend(void_ban);
+    let banned_imported = matches!(merged, Cow::Owned(_));
+    let config = merged.as_ref();
+    // The remembered machines are isolated the same way, so queue homes avoid the same CPUs.
+    let home = isolate(home, &sample.isolation);
+    let first = first.map(|f| isolate(f, &sample.isolation));
+    let no_properties = Default::default();
+    let facts: Vec<DeviceFacts> = sample
+        .devices
+        .iter()
+        .map(|d| DeviceFacts {
+            properties: sample.udev.get(&d.bdf).unwrap_or(&no_properties).clone(),
+            ..DeviceFacts::of(d)
+        })
+        .collect();
+    let policies: Vec<_> = facts.iter().map(|f| resolve(config, f)).collect();
+    let ctx = PlanContext {
+        topo: &topology,
+        home: Some(&home),
+        first: first.as_ref(),
+        group_rules: sample.group_rules,
+        respect_isolation: config.global.respect_isolation,
+        known_managed: memory.known_managed,
+    };
+    let mut plan = build_plan(&ctx, &sample.devices, &policies);
+    if config.global.guard == GuardScope::All {
+        let nodes = topology.nodes.iter().map(|(&id, n)| (id, n.cpus.clone())).collect();
+        let exempt = guard_exempt(&sample.devices, &policies);
+        // The configuration as written: the imported banned list is named by its own source.
+        let forbidden = forbidden_cpus(own, &topology, &sample.isolation, banned_imported);
+        let allowed = topology.online.difference(&forbidden.cpus());
+        let input = GuardInput { forbidden, allowed, nodes: &nodes, exempt: &exempt, refused: memory.known_managed };
+        guard(&mut plan, &sample.loose, &input);
+    }
+    // Relative to the desired masks, so after the guard has changed them.
+    locate_current(&mut plan, &topology);
+    // Transmit steering follows the IRQs as finally planned, the guard's changes included.
+    plan_transmit_steering(sample, config, &topology, &policies, &mut plan);
+    plan.warnings.splice(0..0, warnings);
+    plan.warnings.extend(sample.warnings.kernel.iter().cloned());
+    plan.warnings.extend(sample.warnings.devices.iter().cloned());
+    plan.warnings.extend(unmatched_rules(config, &facts).into_iter().map(|r| format!("rule at {r} matches no device")));
+    PlannedPass { topology, plan }
+}
+
+/// The CPUs device interrupts must avoid, by source: the global `banned_cpus`, every isolation
+/// source the configuration applies (irqbalance's banned list when `banned_imported`, the others
+/// with `respect_isolation`), each named by its kind and holding only the CPUs no earlier source
+/// named, then any isolated or nohz_full CPU of `topo` none of them names.
+pub fn forbidden_cpus(config: &Config, topo: &Topology, isolation: &Isolation, banned_imported: bool) -> Forbidden {
+    let mut sources = vec![("banned".to_string(), config.global.banned_cpus.clone())];
+    let mut named = config.global.banned_cpus.clone();
+    for s in &isolation.sources {
+        let applies = match s.effect() {
+            Effect::Isolated => config.global.respect_isolation,
+            Effect::Banned => banned_imported,
+        };
+        if applies {
+            sources.push((s.kind.word().to_string(), s.cpus.difference(&named)));
+            named.extend_with(&s.cpus);
+        }
+    }
+    if config.global.respect_isolation {
+        // A topology built in memory may isolate CPUs no source file names.
+        sources.push(("isolated".into(), topo.isolated.difference(&named)));
+        named.extend_with(&topo.isolated);
+        sources.push(("nohz_full".into(), topo.nohz_full.difference(&named)));
+    }
+    sources.retain(|(_, s)| !s.is_empty());
+    Forbidden { sources }
+}
+
+/// Devices the guard leaves alone: a rule's `guard = false`, and devices passed through to a
+/// guest or user-space driver (their IRQs follow its CPUs) unless a rule chose a strategy.
+fn guard_exempt(devices: &[Device], policies: &[Policy]) -> BTreeSet<String> {
+    devices
+        .iter()
+        .zip(policies)
+        .filter(|(d, p)| {
+            let passthrough = d.driver.as_deref().is_some_and(|drv| PASSTHROUGH_DRIVERS.contains(&drv));
+            p.guard_exempt || (passthrough && p.strategy.is_none())
+        })
+        .map(|(d, _)| d.bdf.clone())
+        .collect()
+}
+
+/// Plans the transmit steering of every NIC placed by NUMA hop (`plan.devices[i]` is
+/// `sample.devices[i]`, decided by `policies[i]`): from its one interface's tx queues, or left
+/// alone with the reason (`xps = false`, no interface, several interfaces, no readable queues).
+fn plan_transmit_steering(sample: &Sample, config: &Config, topology: &Topology, policies: &[Policy], plan: &mut Plan) {
+    for ((dp, dev), policy) in plan.devices.iter_mut().zip(&sample.devices).zip(policies) {
+        if dp.class != DeviceClass::Nic || dp.strategy != StrategyName::NumaHop {
+            continue;
+        }
+        let name = dev.interfaces.first().map(String::as_str);
+        let xps = if !policy.xps.unwrap_or(config.global.xps) {
+            XpsPlan::skip(name, "xps = false")
+        } else {
+            match dev.interfaces.as_slice() {
+                [] => XpsPlan::skip(None, "the device has no network interface"),
+                [_] => match sample.tx_queues.get(&dev.bdf) {
+                    Some(Ok(queues)) => plan_xps(topology, dp, queues.as_ref()),
+                    Some(Err(e)) => XpsPlan::skip(name, e.clone()),
+                    None => XpsPlan::skip(name, "its transmit queues were not read"),
+                },
+                many => XpsPlan::skip(
+                    None,
+                    format!(
+                        "several network interfaces ({}): their tx queues cannot be tied to this function's IRQs",
+                        many.join(", ")
+                    ),
+                ),
+            }
+        };
+        dp.xps = Some(xps);
+    }
+}
+
+/// `topo` with every CPU an isolation source isolates counted as the kernel would: `nohz_full=`
+/// CPUs as `nohz_full`, the others as `isolated`, within the possible CPUs.
+fn isolate(mut topo: Topology, isolation: &Isolation) -> Topology {
+    for s in isolation.sources.iter().filter(|s| s.effect() == Effect::Isolated) {
+        let cpus = s.cpus.intersection(&topo.possible);
+        match s.kind {
+            IsolationKind::NohzFull | IsolationKind::CmdlineNohzFull => topo.nohz_full.extend_with(&cpus),
+            _ => topo.isolated.extend_with(&cpus),
+        }
+    }
+    topo
+}
+
+/// What the isolation sources change for planning: every CPU a source isolates joins the
+/// topology's `isolated` (so `respect_isolation` keeps it free as it keeps `isolcpus` CPUs), and
+/// with `import_irqbalance_banned` the banned list joins `banned_cpus`, unless with them every
+/// online CPU would be banned: then the imported list is void, and the warning says so.
+pub fn with_isolation<'c>(
+    topology: Topology,
+    config: &'c Config,
+    isolation: &Isolation,
+) -> (Topology, Cow<'c, Config>, Option<String>) {
+    let topology = isolate(topology, isolation);
+    let banned = isolation.banned();
+    if !config.global.import_irqbalance_banned || banned.is_subset(&config.global.banned_cpus) {
+        return (topology, Cow::Borrowed(config), None);
+    }
+    let all = banned.union(&config.global.banned_cpus);
+    if !topology.online.is_empty() && topology.online.is_subset(&all) {
+        let from: Vec<String> = isolation
+            .sources
+            .iter()
+            .filter(|s| s.effect() == Effect::Banned)
+            .map(|s| format!("{} in {}", s.setting, s.path))
+            .collect();
+        let warning = format!(
+            "irqbalance's banned list ({}) bans every online CPU ({}): it is not imported",
+            from.join(", "),
+            topology.online
+        );
+        return (topology, Cow::Borrowed(config), Some(warning));
+    }
+    let mut config = config.clone();
+    config.global.banned_cpus = all;
+    (topology, Cow::Owned(config), None)
+}

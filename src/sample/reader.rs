@@ -1,0 +1,278 @@
+//! Reading a [`Sample`] under a [`Root`], and keeping its parts between reads so that the next
+//! read re-reads only what was made stale (the daemon says what, from its events).
+//!
+//! Invariant (the property test of `tests/incremental.rs`): when only what was marked stale
+//! changed, a read on the kept parts plans and writes what a fresh read would. A mask another
+//! owner edits without an event is seen by the next read that re-reads that IRQ: the
+//! reconcile timer's at the latest.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use super::kernel_release::{plan_rules, OSRELEASE};
+use super::refusals::Refused;
+use super::{ReadWarnings, Sample};
+use crate::config::{Config, OnDrift};
+use crate::cpuset::CpuSet;
+use crate::devices::discover::net_queues::read_net_queues;
+use crate::devices::discover::{
+    discover_devices_keeping, rediscover_devices, udev_properties, DeviceReads, DeviceScope, DevicesError, Discovery,
+};
+use crate::devices::{Device, DeviceClass};
+use crate::sysfs::Root;
+use crate::topology::discover::isolation::read_isolation;
+use crate::topology::discover::read_topology_keeping;
+use crate::topology::discover::reread_topology;
+use crate::topology::discover::{TopologyError, TopologyReads};
+use crate::topology::Topology;
+
+/// A sample could not be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// No topology could be read (and none was read before).
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// The PCI bus exists but cannot be listed.
+    #[error(transparent)]
+    Devices(#[from] DevicesError),
+}
+
+/// Reads every part of a fresh sample under `root`, each problem reported at once: the command
+/// line's read.
+pub fn read_sample(root: &Root, config: Arc<Config>) -> Result<Sample, ReadError> {
+    SampleReader::reporting_at_once().read(root, config)
+}
+
+/// The parts of the last sample read, and what of them is stale.
+#[derive(Debug)]
+pub struct SampleReader {
+    /// Hold problems a race can explain until a second read confirms them (the daemon's
+    /// reader); `false` reports them at once.
+    hold: bool,
+    /// The last topology read, its warnings and its reads; `None` before the first.
+    topology: Option<(Topology, Vec<String>, TopologyReads)>,
+    devices: Option<DeviceReads>,
+    stale: Stale,
+    /// The CPUs that came or went before the last read (see [`SampleReader::hotplugged`]).
+    hotplugged: CpuSet,
+    refused: Refused,
+}
+
+/// What was asked to be read again since the last successful read.
+#[derive(Debug, Default)]
+struct Stale {
+    /// Everything (the start, a reconcile, lost events, ...).
+    everything: bool,
+    cpus: CpuSet,
+    /// Devices by PCI address.
+    devices: BTreeSet<String>,
+    /// Every device.
+    all_devices: bool,
+    /// IRQs whose masks to read again (the last pass wrote them, or tried to).
+    irqs: BTreeSet<u32>,
+}
+
+impl SampleReader {
+    /// The daemon's reader: everything is stale before the first read, and problems a race with
+    /// CPU or device hotplug can explain are held until a second read in a row gives them too.
+    pub fn holding() -> SampleReader {
+        SampleReader { hold: true, ..SampleReader::reporting_at_once() }
+    }
+
+    /// A reader that reports every problem at the read that finds it.
+    pub fn reporting_at_once() -> SampleReader {
+        SampleReader {
+            hold: false,
+            topology: None,
+            devices: None,
+            stale: Stale { everything: true, ..Stale::default() },
+            hotplugged: CpuSet::new(),
+            refused: Refused::default(),
+        }
+    }
+
+    /// The next read reads everything.
+    pub fn stale_everything(&mut self) {
+        self.stale.everything = true;
+    }
+
+    /// CPUs `cpus` came or went: their directories (and their neighbours') are read again, and
+    /// so are the masks that hold them. Refusals held so far are forgotten: the event explains
+    /// them.
+    pub fn stale_cpus(&mut self, cpus: &CpuSet) {
+        self.refused.held.clear();
+        self.stale.cpus.extend_with(cpus);
+    }
+
+    /// Device `bdf` (a PCI address) is read again, whole.
+    pub fn stale_device(&mut self, bdf: String) {
+        self.stale.devices.insert(bdf);
+    }
+
+    /// Every device is read again, whole.
+    pub fn stale_all_devices(&mut self) {
+        self.stale.all_devices = true;
+    }
+
+    /// The masks of `irqs` (written, or tried, by the last pass) are read again.
+    pub fn stale_irqs(&mut self, irqs: impl IntoIterator<Item = u32>) {
+        self.stale.irqs.extend(irqs);
+    }
+
+    /// The PCI address of the kept device with network interface `name`.
+    pub fn device_of_interface(&self, name: &str) -> Option<String> {
+        self.devices.as_ref().and_then(|d| d.bdf_of_interface(name))
+    }
+
+    /// The CPUs that were stale at the last read: an IRQ placed on one of them may have been
+    /// moved by the kernel (its CPU-offline fallback), even when the CPU is back by now.
+    pub fn hotplugged(&self) -> &CpuSet {
+        &self.hotplugged
+    }
+
+    /// When the follow-up read of held problems is due; `None` when none is.
+    pub fn recheck_due(&self) -> Option<std::time::Instant> {
+        self.refused.recheck_at
+    }
+
+    /// Takes back the devices of the last sample (it lends rather than copies them); devices
+    /// not given back are read again, whole, by the next read.
+    pub fn give_back(&mut self, devices: Vec<Device>) {
+        if let Some(reads) = self.devices.as_mut() {
+            reads.give_back(devices);
+        }
+    }
+
+    /// A sample: the stale parts read again, the rest as kept, the every-pass parts read. When
+    /// the topology cannot be read again, the last one that could, with a warning saying so.
+    /// On success what was stale is current; on failure (or on the last topology, or while a
+    /// recheck of held problems is due) everything stays stale.
+    pub fn read(&mut self, root: &Root, config: Arc<Config>) -> Result<Sample, ReadError> {
+        self.hotplugged = self.stale.cpus.clone();
+        let mut on_last = false;
+        let result = self.read_stale(root, &mut on_last);
+        if result.is_ok() && !on_last && self.refused.recheck_at.is_none() {
+            self.stale = Stale::default();
+        } else {
+            self.stale.everything = true;
+        }
+        let (topology, topology_warnings, discovery) = result?;
+        Ok(read_every_pass(root, config, topology, topology_warnings, discovery))
+    }
+
+    /// The topology and devices, read again where stale.
+    fn read_stale(&mut self, root: &Root, on_last: &mut bool) -> Result<(Topology, Vec<String>, Discovery), ReadError> {
+        let stale = &self.stale;
+        let reread = match &mut self.topology {
+            Some((_, _, reads)) if !stale.everything && !stale.cpus.is_empty() => {
+                // Taken, not copied: a failure reads everything next time anyway.
+                Some(reread_topology(root, std::mem::take(reads), &stale.cpus))
+            }
+            Some(_) if !stale.everything => None,
+            _ => Some(read_topology_keeping(root)),
+        };
+        let mut last_warning = None;
+        match reread {
+            Some(Ok((topology, warnings, reads))) => {
+                let warnings = if self.hold {
+                    self.refused.sort(warnings)
+                } else {
+                    warnings.iter().map(ToString::to_string).collect()
+                };
+                self.topology = Some((topology, warnings, reads));
+            }
+            Some(Err(e)) if self.topology.is_some() => {
+                *on_last = true;
+                last_warning = Some(format!("cannot read the topology ({e}); planning with the last one read"));
+            }
+            Some(Err(e)) => return Err(e.into()),
+            None => {}
+        }
+        let Some((topology, kept_warnings, _)) = &self.topology else {
+            let path = root.path("sys/devices/system/cpu").display().to_string();
+            return Err(TopologyError::Inconsistent { path, problem: "never read".into() }.into());
+        };
+        let warnings = match last_warning {
+            Some(w) => vec![w],
+            None => kept_warnings.clone(),
+        };
+        let devices = match (self.devices.take(), stale.everything || *on_last) {
+            (Some(before), false) => {
+                let scope = DeviceScope {
+                    devices: (!stale.all_devices).then(|| stale.devices.clone()),
+                    irqs: stale.irqs.clone(),
+                    cpus: stale.cpus.clone(),
+                };
+                rediscover_devices(root, topology, before, &scope)
+            }
+            _ => discover_devices_keeping(root, topology),
+        };
+        let (mut discovery, reads) = devices?;
+        self.devices = Some(reads);
+        if self.hold {
+            // A device removed while it was read: everything is read again shortly, when its
+            // removal is complete; only a second read in a row that sees it half-gone warns.
+            self.refused.sort_devices(&mut discovery.warnings);
+        }
+        Ok((topology.clone(), warnings, discovery))
+    }
+}
+
+/// The parts every read reads afresh (isolation, udev properties, transmit queues, the default
+/// affinity, the kernel's rules), around the topology and devices just read.
+fn read_every_pass(
+    root: &Root,
+    config: Arc<Config>,
+    topology: Topology,
+    topology_warnings: Vec<String>,
+    discovery: Discovery,
+) -> Sample {
+    let (isolation, isolation_warnings) = read_isolation(root, &topology);
+    let (group_rules, kernel_warning) = plan_rules(&topology, &root.path(OSRELEASE));
+    let udev = discovery.devices.iter().map(|d| (d.bdf.clone(), udev_properties(root, d))).collect();
+    let tx_queues = discovery
+        .devices
+        .iter()
+        .filter(|d| d.class == DeviceClass::Nic)
+        .filter_map(|d| match d.interfaces.as_slice() {
+            [one] => Some((d.bdf.clone(), read_net_queues(root, &d.bdf, one))),
+            _ => None,
+        })
+        .collect::<BTreeMap<_, _>>();
+    let default_affinity = (config.global.on_drift == OnDrift::Respect)
+        .then(|| root.read_small_optional("proc/irq/default_smp_affinity").ok().flatten())
+        .flatten()
+        .and_then(|t| CpuSet::parse_mask(t.trim()).ok());
+    let warnings = ReadWarnings {
+        topology: topology_warnings,
+        isolation: isolation_warnings.iter().map(ToString::to_string).collect(),
+        kernel: kernel_warning,
+        devices: discovery.warnings.iter().map(ToString::to_string).collect(),
+    };
+    Sample {
+        config,
+        topology,
+        isolation,
+        group_rules,
+        devices: discovery.devices,
+        udev,
+        tx_queues,
+        loose: discovery.loose,
+        default_affinity,
+        warnings,
+    }
+}
+
+#[cfg(test)]
+impl SampleReader {
+    /// Nothing stale, as after a successful read.
+    pub(crate) fn forget_stale(&mut self) {
+        self.stale = Stale::default();
+    }
+
+    /// What is stale: everything, the CPUs, the devices, every device.
+    pub(crate) fn stale_summary(&self) -> (bool, CpuSet, BTreeSet<String>, bool) {
+        let s = &self.stale;
+        (s.everything, s.cpus.clone(), s.devices.clone(), s.all_devices)
+    }
+}
