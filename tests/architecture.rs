@@ -39,7 +39,7 @@ const FLOORS: [&[&str]; 15] = [
 
 /// Files and directories (every `.rs` below) of the pure core.
 const PURE_CORE: [&str; 28] = [
-    "src/cpuset.rs",
+    "src/cpuset",
     "src/text.rs",
     "src/choices.rs",
     "src/topology/model.rs",
