@@ -36,7 +36,7 @@ impl StrategyName {
 
     /// The class default: NICs by NUMA hop, NVMe by kernel groups, others (storage HBAs, whose
     /// drivers spread their reply queues themselves, and everything else) untouched.
-    pub fn default_for(class: DeviceClass) -> StrategyName {
+    pub(crate) fn default_for(class: DeviceClass) -> StrategyName {
         match class {
             DeviceClass::Nic => StrategyName::NumaHop,
             DeviceClass::Nvme => StrategyName::ClusterGroup,

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 /// `s` with every control character (C0, DEL, C1) written as `\xNN` (`\u{NNNN}` above 0xff);
 /// borrowed when there is none. For one-line fields: newlines and tabs are escaped too.
-pub fn printable(s: &str) -> Cow<'_, str> {
+pub(crate) fn printable(s: &str) -> Cow<'_, str> {
     escape(s, |_| false)
 }
 

@@ -21,11 +21,14 @@ use crate::sysfs::SysfsError;
 
 mod apply_plan;
 mod proc_irq;
-pub mod xps_write;
+pub(crate) mod xps_write;
 
-pub use apply_plan::{apply_plan, ApplyReport, Change};
+pub use apply_plan::ApplyReport;
+pub use apply_plan::{apply_plan, Change};
 pub use proc_irq::ProcIrq;
-pub use xps_write::{apply_xps, XpsChange, XpsOutcome};
+pub(crate) use xps_write::apply_xps;
+pub use xps_write::XpsChange;
+pub use xps_write::XpsOutcome;
 
 /// Why one IRQ could not be written, in the terms an operator acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -49,7 +52,7 @@ pub enum FailureClass {
 
 impl FailureClass {
     /// Maps an I/O error to its class by errno; errors without an errno are [`FailureClass::Other`].
-    pub fn from_io(err: &io::Error) -> FailureClass {
+    pub(crate) fn from_io(err: &io::Error) -> FailureClass {
         use nix::errno::Errno;
         let Some(code) = err.raw_os_error() else { return FailureClass::Other };
         match Errno::from_raw(code) {
@@ -88,7 +91,7 @@ pub enum Effective {
 
 impl Effective {
     /// Classifies an effective set against the set just written (`None` = file absent).
-    pub fn judge(written: &CpuSet, effective: Option<CpuSet>) -> Effective {
+    pub(crate) fn judge(written: &CpuSet, effective: Option<CpuSet>) -> Effective {
         match effective {
             None => Effective::Absent,
             Some(e) if !e.is_empty() && e.is_subset(written) => Effective::Within(e),
@@ -142,7 +145,7 @@ impl WriteOutcome {
     /// How the write ended, in the one word of the state file, `status` and the metrics'
     /// `result` label (`written`, `written_fallback`, `managed`, `gone`, `overtaken`, `failed`):
     /// the serialized tag of this outcome.
-    pub fn result_word(&self) -> &'static str {
+    pub(crate) fn result_word(&self) -> &'static str {
         match self {
             WriteOutcome::Written { .. } => "written",
             WriteOutcome::WrittenFallback { .. } => "written_fallback",
@@ -155,7 +158,7 @@ impl WriteOutcome {
 
     /// A write that did not happen, as its class says: managed and gone are outcomes of their
     /// own, not failures.
-    pub fn not_written(class: FailureClass, error: String) -> WriteOutcome {
+    pub(crate) fn not_written(class: FailureClass, error: String) -> WriteOutcome {
         match class {
             FailureClass::Managed => WriteOutcome::Managed { error },
             FailureClass::Gone => WriteOutcome::Gone { error },
@@ -191,11 +194,6 @@ impl WriteOutcome {
             WriteOutcome::Written { cpus, .. } | WriteOutcome::WrittenFallback { cpus, .. } => Some(cpus),
             _ => None,
         }
-    }
-
-    /// A real failure: neither written nor correctly left alone.
-    pub fn is_failure(&self) -> bool {
-        matches!(self, WriteOutcome::Failed { .. })
     }
 }
 
@@ -245,7 +243,7 @@ fn escape_hint(err: &io::Error) -> &'static str {
 }
 
 /// The errno's symbolic name (`ENOSPC`), or `no errno` for errors that carry none.
-pub fn errno_name(err: &io::Error) -> String {
+pub(crate) fn errno_name(err: &io::Error) -> String {
     match err.raw_os_error() {
         Some(code) => format!("{:?}", nix::errno::Errno::from_raw(code)),
         None => "no errno".into(),

@@ -18,7 +18,7 @@ use crate::sysfs::Root;
 
 /// A failed write of one `xps_cpus`.
 #[derive(Debug, thiserror::Error)]
-pub enum XpsError {
+pub(crate) enum XpsError {
     #[error("{path} is not a file under sys/devices; not writing {value:?}")]
     NotADevicePath { path: PathBuf, value: String },
     #[error("cannot open {path} to write {value:?}: {} ({source})", errno_name(source))]
@@ -77,14 +77,14 @@ pub struct XpsChange {
 }
 
 impl XpsChange {
-    pub fn is_failure(&self) -> bool {
+    pub(crate) fn is_failure(&self) -> bool {
         matches!(self.result, XpsOutcome::Failed { .. })
     }
 }
 
 /// Writes `cpus` to the `xps_cpus` file `rel` (relative to the root, through no symlink) as the
 /// kernel's hex mask, and reads it back.
-pub fn write_xps(root: &Root, rel: &str, cpus: &CpuSet) -> Result<Option<CpuSet>, XpsError> {
+pub(crate) fn write_xps(root: &Root, rel: &str, cpus: &CpuSet) -> Result<Option<CpuSet>, XpsError> {
     let value = format!("{}\n", cpus.to_mask_string());
     let path = root.path(rel);
     if !is_device_path(rel) || !rel.ends_with("/xps_cpus") {
@@ -105,7 +105,7 @@ pub fn write_xps(root: &Root, rel: &str, cpus: &CpuSet) -> Result<Option<CpuSet>
 
 /// Writes every tx queue of `plan` whose steering is to change; one change per write, in plan
 /// order.
-pub fn apply_xps(plan: &Plan, root: &Root) -> Vec<XpsChange> {
+pub(crate) fn apply_xps(plan: &Plan, root: &Root) -> Vec<XpsChange> {
     let mut changes = Vec::new();
     for d in &plan.devices {
         let Some(x) = &d.xps else { continue };

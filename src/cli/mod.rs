@@ -19,8 +19,8 @@ mod topology;
 pub use apply::apply;
 pub use check_config::check_config;
 pub use import_irqbalance::import_irqbalance;
-pub use plan::{plan, PlanView, EXIT_CHANGES_PENDING};
-pub use reload::{reload, reload_recorded};
+pub use plan::{plan, PlanView};
+pub use reload::reload;
 pub use report::{report, ReportRequest};
 pub use run::run;
 pub use snapshot::snapshot;
@@ -50,7 +50,7 @@ impl Outcome {
     }
 
     /// `text` on stdout, exit `exit`.
-    pub fn with_exit(text: String, exit: u8) -> Outcome {
+    pub(crate) fn with_exit(text: String, exit: u8) -> Outcome {
         Outcome { text, exit, ..Outcome::default() }
     }
 }

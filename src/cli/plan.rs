@@ -8,7 +8,7 @@ use crate::pass::plan_pass;
 use crate::sysfs::Root;
 
 /// Exit code of `plan --exit-code` when applying the plan would write something.
-pub const EXIT_CHANGES_PENDING: u8 = 4;
+pub(crate) const EXIT_CHANGES_PENDING: u8 = 4;
 
 /// How `irqwise plan` shows the plan.
 #[derive(Debug, Clone, Copy, Default)]

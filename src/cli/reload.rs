@@ -89,7 +89,7 @@ fn current_state(root: &Root) -> Option<StateView> {
 
 /// Whether `state` is what daemon `pid` wrote after a pass that includes a reload, later than
 /// pass `before` (the last pass of `pid` seen before the signal, if any).
-pub fn reload_recorded(state: &StateView, pid: u32, before: Option<u64>) -> bool {
+pub(crate) fn reload_recorded(state: &StateView, pid: u32, before: Option<u64>) -> bool {
     state.pid == pid && before.is_none_or(|b| state.passes > b) && state.triggers.iter().any(|t| t == "reload")
 }
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 /// Parses `<digits><unit>` with unit `ms`, `s`, `m` or `h`; `None` for anything else (spaces,
 /// signs, fractions, missing unit, overflow).
-pub fn parse_duration(text: &str) -> Option<Duration> {
+pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     let digits_end = text.find(|c: char| !c.is_ascii_digit())?;
     let (digits, unit) = text.split_at(digits_end);
     if digits.is_empty() {

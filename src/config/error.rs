@@ -30,7 +30,7 @@ impl Location {
 /// search and the length of one line: validating a file is linear in its size however many
 /// values it reports on.
 #[derive(Debug, Clone)]
-pub struct LineIndex {
+pub(crate) struct LineIndex {
     /// Byte offset of the start of each line, ascending; the first is 0.
     starts: Vec<usize>,
 }
@@ -43,7 +43,7 @@ impl LineIndex {
 
     /// The location of byte `offset` of `text` (the text this index was built from), clamped to
     /// the text and snapped back to a character boundary.
-    pub fn locate(&self, path: &std::path::Path, text: &str, offset: usize) -> Location {
+    pub(crate) fn locate(&self, path: &std::path::Path, text: &str, offset: usize) -> Location {
         let mut offset = offset.min(text.len());
         while !text.is_char_boundary(offset) {
             offset -= 1;

@@ -103,7 +103,7 @@ fn read_all(paths: &[PathBuf], errors: &mut Vec<ConfigError>) -> Vec<SourceFile>
 
 /// The most bytes a config file may hold: generated fleet configs with tens of thousands of
 /// rules stay far below it, and a link to an endless device stops here.
-pub const CONFIG_FILE_LIMIT: u64 = 16 << 20;
+pub(crate) const CONFIG_FILE_LIMIT: u64 = 16 << 20;
 
 /// A config file's text: a regular file (a FIFO is refused without blocking), at most
 /// [`CONFIG_FILE_LIMIT`] bytes, valid UTF-8 (else the error names the line and column of the
@@ -168,7 +168,7 @@ pub enum LoadError {
 
 /// What a configuration is validated against: `root`'s possible CPUs (the `possible` list, else
 /// the `cpuN` directories, as topology discovery reads them) and node ids.
-pub fn machine_shape(root: &Root) -> Result<MachineShape, TopologyError> {
+pub(crate) fn machine_shape(root: &Root) -> Result<MachineShape, TopologyError> {
     let nodes = read_node_ids(root)?.into_iter().collect();
     Ok(MachineShape { possible: read_possible_cpus(root)?, nodes: Some(nodes) })
 }

@@ -30,13 +30,19 @@ use crate::choices::{Spill, SpreadOrder, StrategyName};
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, QueuePattern};
 
-pub use duration::parse_duration;
-pub use error::{ConfigError, ConfigErrors, ConfigWarning, Location};
-pub use glob::{Glob, GlobError};
-pub use load::{
-    check, check_files, load, load_config, load_config_with_warnings, machine_shape, ConfigPaths, LoadError,
-};
-pub use merge::{parse_files, CheckReport, Masked, SourceFile};
+pub(crate) use duration::parse_duration;
+pub use error::ConfigErrors;
+pub use error::Location;
+pub use error::{ConfigError, ConfigWarning};
+pub use glob::Glob;
+pub use glob::GlobError;
+pub(crate) use load::machine_shape;
+pub use load::LoadError;
+pub use load::{check, check_files, load, load_config, load_config_with_warnings, ConfigPaths};
+
+pub use merge::CheckReport;
+pub use merge::Masked;
+pub use merge::{parse_files, SourceFile};
 
 /// The validated, merged configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

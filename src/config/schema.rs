@@ -17,14 +17,14 @@ use crate::devices::DeviceClass;
 
 /// One config file (main file or drop-in).
 #[derive(Debug, Default)]
-pub struct RawFile {
+pub(crate) struct RawFile {
     pub global: Option<RawGlobal>,
     pub device: Vec<Spanned<RawRule>>,
 }
 
 /// `[global]`.
 #[derive(Debug, Default)]
-pub struct RawGlobal {
+pub(crate) struct RawGlobal {
     pub banned_cpus: Option<Spanned<String>>,
     pub respect_isolation: Option<bool>,
     pub reconcile_interval: Option<Spanned<String>>,
@@ -41,7 +41,7 @@ pub struct RawGlobal {
 
 /// One `[[device]]` table.
 #[derive(Debug, Default)]
-pub struct RawRule {
+pub(crate) struct RawRule {
     pub matcher: Option<Spanned<RawMatch>>,
     pub strategy: Option<Spanned<StrategyName>>,
     pub cpus: Option<Spanned<String>>,
@@ -61,7 +61,7 @@ pub struct RawRule {
 
 /// `[device.match]`.
 #[derive(Debug, Default)]
-pub struct RawMatch {
+pub(crate) struct RawMatch {
     pub pci: Option<Spanned<String>>,
     pub driver: Option<Spanned<String>>,
     pub interface: Option<Spanned<String>>,
@@ -73,7 +73,7 @@ pub struct RawMatch {
 
 /// A syntax, type or unknown-key error: where, and the TOML parser's or our words.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SchemaError {
+pub(crate) struct SchemaError {
     pub span: Range<usize>,
     pub message: String,
 }
@@ -94,7 +94,7 @@ const GLOBAL: &[&str] = &[
     "guard",
     "metrics_file",
 ];
-pub const RULE: &[&str] = &[
+pub(crate) const RULE: &[&str] = &[
     "match",
     "strategy",
     "cpus",

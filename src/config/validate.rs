@@ -39,7 +39,7 @@ pub(super) struct GlobalLayer {
 
 impl GlobalLayer {
     /// Overlays `later` on `self` key by key: every key `later` sets wins.
-    pub fn overlay(&mut self, later: GlobalLayer) {
+    pub(crate) fn overlay(&mut self, later: GlobalLayer) {
         fn take<T>(slot: &mut Option<T>, value: Option<T>) {
             if value.is_some() {
                 *slot = value;

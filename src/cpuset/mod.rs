@@ -208,7 +208,7 @@ impl CpuSet {
     }
 
     /// In-place union.
-    pub fn extend_with(&mut self, other: &CpuSet) {
+    pub(crate) fn extend_with(&mut self, other: &CpuSet) {
         if other.is_subset(self) {
             return;
         }

@@ -110,7 +110,7 @@ impl CpuSet {
     }
 
     /// Writes the kernel list format (see [`CpuSet::to_list_string`]) to `out`.
-    pub fn write_list(&self, out: &mut impl fmt::Write) -> fmt::Result {
+    pub(crate) fn write_list(&self, out: &mut impl fmt::Write) -> fmt::Result {
         // Numbers through `itoa`, not `write!`: the state file formats ~16,000 lists per pass on
         // a large machine, and the formatting machinery cost several times more.
         let mut number = itoa::Buffer::new();
@@ -129,7 +129,7 @@ impl CpuSet {
 
     /// The runs of consecutive CPUs as `(first, last)`, ascending; found a word at a time, so a
     /// run of 64 CPUs costs one step, not 64.
-    pub fn ranges(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+    pub(crate) fn ranges(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
         let mut from = 0;
         std::iter::from_fn(move || {
             let lo = self.next_with(from, false)?;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// Writes `bytes` to `path` atomically with permissions `mode`: a temporary file beside it
 /// (`.NAME.PID`, created exclusively, never through a symlink), fsynced, renamed over `path`, the
 /// directory fsynced. On error the temporary file is removed.
-pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), (PathBuf, io::Error)> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), (PathBuf, io::Error)> {
     write_replacing(path, bytes, mode, true)
 }
 
@@ -17,7 +17,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), (Pat
 /// metrics files): readers still see the old or the new content, and what a crash could lose
 /// the next pass writes again. Under `/run` (tmpfs) an fsync does nothing anyway; on a disk it
 /// would wait for the device at every pass.
-pub fn replace_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), (PathBuf, io::Error)> {
+pub(crate) fn replace_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), (PathBuf, io::Error)> {
     write_replacing(path, bytes, mode, false)
 }
 
@@ -66,7 +66,7 @@ fn temp_path(path: &Path) -> PathBuf {
 
 /// Removes the temporary files of `path` (`.NAME.PID`) that a process which is no longer running
 /// left behind (killed between create and rename). Returns how many were removed.
-pub fn remove_stale_temps(path: &Path) -> usize {
+pub(crate) fn remove_stale_temps(path: &Path) -> usize {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else { return 0 };
     let prefix = format!(".{}.", name.to_string_lossy());
     let Ok(entries) = fs::read_dir(dir) else { return 0 };

@@ -8,24 +8,24 @@ pub const MAPPING_APPLIED: &str = "8ecce3473d944b3c8c6fde38160ae753";
 /// A write failed for a reason other than "kernel-managed" or "gone" (WARNING).
 pub const WRITE_FAILED: &str = "e5cb5fa2c27345efbed92da95ac4c142";
 /// The kernel refused a write as kernel-managed; the IRQ is left alone from then on (INFO).
-pub const IRQ_MANAGED: &str = "58e53d020b4a4dcfba284b4e6b758ee0";
+pub(crate) const IRQ_MANAGED: &str = "58e53d020b4a4dcfba284b4e6b758ee0";
 /// The IRQ disappeared between plan and write (INFO).
-pub const IRQ_GONE: &str = "7399c1516a4e4a1e989ce440301dc516";
+pub(crate) const IRQ_GONE: &str = "7399c1516a4e4a1e989ce440301dc516";
 /// Someone else changed an IRQ irqwise had placed; irqwise puts it back (WARNING).
 pub const DRIFT_RESTORED: &str = "f6d1c94a82194d3cbcae7a95d98a9391";
 /// A device's kernel-managed IRQs are not where the kernel's spreading predicts (WARNING).
 pub const MANAGED_MISMATCH: &str = "ed6d261046f2451bb6d7706b39875186";
 /// A device's kernel-managed IRQs are where the kernel's spreading predicts (INFO).
-pub const MANAGED_VERIFIED: &str = "1c97bcd929b646b09a53080432f16add";
+pub(crate) const MANAGED_VERIFIED: &str = "1c97bcd929b646b09a53080432f16add";
 /// A device's kernel-managed IRQs agree with the prediction where it can be checked, but it
 /// depends on the node of CPUs irqwise cannot know (INFO).
-pub const MANAGED_UNCERTAIN: &str = "cb8ab93743174148b8e8e52c8d33cf03";
+pub(crate) const MANAGED_UNCERTAIN: &str = "cb8ab93743174148b8e8e52c8d33cf03";
 /// A reload found an invalid configuration and kept the previous one (ERROR).
 pub const CONFIG_REJECTED: &str = "74298039b65c402ab4985e9bb8ba4a7f";
 /// A pass that changed something: what it wrote and what stands now (INFO).
 pub const PASS_SUMMARY: &str = "38d2d8a12497491da6b35bbb1cdbb5ff";
 /// A pass failed; the placement stays as it was (ERROR).
-pub const PASS_FAILED: &str = "804a021433134da7b406a3c3325a8e9d";
+pub(crate) const PASS_FAILED: &str = "804a021433134da7b406a3c3325a8e9d";
 /// A transmit queue's `xps_cpus` written to follow its IRQ.
 pub const XPS_APPLIED: &str = "ff26480e154d4be8896f1ef76de0b628";
 

@@ -16,24 +16,24 @@ use crate::apply::{ApplyReport, WriteOutcome};
 use crate::plan::{Action, DevicePlan, Plan};
 
 /// What can trigger a pass, as counted (`link eth0 up` counts as `link`).
-pub const TRIGGERS: [&str; 10] =
+pub(crate) const TRIGGERS: [&str; 10] =
     ["start", "once", "reload", "cpu", "device", "link", "overflow", "reconcile", "isolation", "retry"];
 /// How an attempted write ended.
-pub const WRITE_RESULTS: [&str; 6] = ["written", "written_fallback", "managed", "gone", "overtaken", "failed"];
+pub(crate) const WRITE_RESULTS: [&str; 6] = ["written", "written_fallback", "managed", "gone", "overtaken", "failed"];
 /// Why a failed write failed (the apply module's failure classes that are failures).
-pub const FAILURE_CLASSES: [&str; 4] = ["invalid", "novectors", "permission", "other"];
+pub(crate) const FAILURE_CLASSES: [&str; 4] = ["invalid", "novectors", "permission", "other"];
 /// Where an IRQ stands after a pass: moved by irqwise (now or earlier) and still there, already
 /// where it should be without irqwise ever writing it, kernel-managed, left alone, write failed.
-pub const IRQ_STATES: [&str; 5] = ["placed", "kept", "managed", "skipped", "failed"];
+pub(crate) const IRQ_STATES: [&str; 5] = ["placed", "kept", "managed", "skipped", "failed"];
 /// How a reload ended.
-pub const RELOAD_RESULTS: [&str; 2] = ["applied", "rejected"];
+pub(crate) const RELOAD_RESULTS: [&str; 2] = ["applied", "rejected"];
 
 /// How many recent writes the state file keeps for `irqwise status`.
-pub const RECENT_CHANGES: usize = 10;
+pub(crate) const RECENT_CHANGES: usize = 10;
 
 /// One write of a pass, as `irqwise status` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RecentChange {
+pub(crate) struct RecentChange {
     /// Seconds since the Unix epoch.
     pub at: u64,
     pub pass: u64,
@@ -145,7 +145,7 @@ pub struct Counters {
 
 /// The counted kind of a pass trigger as the daemon describes it (`link eth0 up` → `link`);
 /// anything unknown is `other`.
-pub fn trigger_kind(why: &str) -> &'static str {
+pub(crate) fn trigger_kind(why: &str) -> &'static str {
     let word = why.split_whitespace().next().unwrap_or("");
     TRIGGERS.iter().find(|t| **t == word).copied().unwrap_or("other")
 }
@@ -153,7 +153,7 @@ pub fn trigger_kind(why: &str) -> &'static str {
 /// The state of every IRQ of every device of `plan` after `report` was applied; `wrote(irq)`
 /// says whether irqwise has written that IRQ since it first saw it. Guarantees: every IRQ of
 /// the plan is in exactly one state, so the states of a device sum to its IRQs.
-pub fn device_states(plan: &Plan, report: &ApplyReport, wrote: impl Fn(u32) -> bool) -> Vec<DeviceState> {
+pub(crate) fn device_states(plan: &Plan, report: &ApplyReport, wrote: impl Fn(u32) -> bool) -> Vec<DeviceState> {
     let outcomes: BTreeMap<u32, &WriteOutcome> = report.changes.iter().map(|c| (c.irq, &c.result)).collect();
     plan.devices
         .iter()
@@ -197,7 +197,7 @@ impl Counters {
     }
 
     /// One pass triggered by `why` ended at `timestamp` (Unix seconds) after `duration`.
-    pub fn record_pass(&mut self, why: &[String], ok: bool, duration: Duration, timestamp: f64) {
+    pub(crate) fn record_pass(&mut self, why: &[String], ok: bool, duration: Duration, timestamp: f64) {
         let kinds: BTreeSet<&str> = why.iter().map(|w| trigger_kind(w)).collect();
         for kind in kinds {
             *self.passes.entry(kind.to_string()).or_default() += 1;
@@ -209,7 +209,7 @@ impl Counters {
     }
 
     /// Every write of `report`, by result and failure class.
-    pub fn record_writes(&mut self, report: &ApplyReport) {
+    pub(crate) fn record_writes(&mut self, report: &ApplyReport) {
         for c in &report.changes {
             if c.new_cpus().is_some() {
                 self.moved.insert(c.irq);
@@ -227,14 +227,14 @@ impl Counters {
 
     /// The per-device states after `plan` was applied as `report` says (IRQs gone from the plan
     /// are forgotten).
-    pub fn record_states(&mut self, plan: &Plan, report: &ApplyReport) {
+    pub(crate) fn record_states(&mut self, plan: &Plan, report: &ApplyReport) {
         let present: BTreeSet<u32> = plan.devices.iter().flat_map(|d| d.irqs.iter().map(|p| p.irq)).collect();
         self.moved.retain(|irq| present.contains(irq));
         self.devices = device_states(plan, report, |irq| self.moved.contains(&irq));
     }
 
     /// One drifted IRQ of the device `labels` was restored.
-    pub fn record_drift(&mut self, labels: DeviceLabels) {
+    pub(crate) fn record_drift(&mut self, labels: DeviceLabels) {
         match self.drift_corrections.iter_mut().find(|c| c.labels == labels) {
             Some(c) => c.value += 1,
             None => {
@@ -245,7 +245,7 @@ impl Counters {
     }
 
     /// A reload was applied, or rejected (the previous configuration kept).
-    pub fn record_reload(&mut self, applied: bool) {
+    pub(crate) fn record_reload(&mut self, applied: bool) {
         *self.reloads.entry(if applied { "applied" } else { "rejected" }.to_string()).or_default() += 1;
     }
 }

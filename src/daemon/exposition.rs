@@ -100,7 +100,7 @@ impl DeviceLabels {
 }
 
 /// A label value as the text format wants it: backslash, double quote and newline escaped.
-pub fn escape_label_value(value: &str) -> String {
+pub(crate) fn escape_label_value(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for c in value.chars() {
         match c {

@@ -16,7 +16,7 @@ use crate::plan::{Action, Placement, Plan};
 
 /// An IRQ the daemon had placed whose mask someone (a driver, the kernel, an operator) changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Drift {
+pub(crate) struct Drift {
     pub irq: u32,
     pub name: Option<String>,
     /// What the daemon had put there.
@@ -28,13 +28,13 @@ pub struct Drift {
 /// The drift someone else made: not that of IRQs placed on CPUs that went offline or came
 /// back since the last pass (`hotplugged`: the kernel's CPU-offline fallback moves them, and a
 /// CPU back by the time the pass reads it hides that; the pass places them again as usual).
-pub fn others_drift(drift: Vec<Drift>, hotplugged: &CpuSet) -> Vec<Drift> {
+pub(crate) fn others_drift(drift: Vec<Drift>, hotplugged: &CpuSet) -> Vec<Drift> {
     drift.into_iter().filter(|d| !d.placed.intersects(hotplugged)).collect()
 }
 
 /// A device whose kernel-managed IRQs are to be reported (first sight, or the match changed).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ManagedNews {
+pub(crate) struct ManagedNews {
     pub device: String,
     pub managed: usize,
     /// How many of them irqwise predicted (the others' placement is the driver's choice).
@@ -50,7 +50,7 @@ pub struct ManagedNews {
 /// A write that ends the same way pass after pass (the same failure class, or the same ENOSPC
 /// widening) for the same target: logged loudly the first time, then counted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Repeated {
+pub(crate) struct Repeated {
     pub irq: u32,
     pub name: Option<String>,
     /// The CPUs the write asked for.
@@ -63,7 +63,7 @@ pub struct Repeated {
 
 /// How loudly to log one change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Loudness {
+pub(crate) enum Loudness {
     /// News: a write, or a failure seen for the first time.
     Loud,
     /// The same failure as last pass: at debug level only.
@@ -73,7 +73,7 @@ pub enum Loudness {
 }
 
 #[derive(Debug, Default)]
-pub struct Ledger {
+pub(crate) struct Ledger {
     placed: BTreeMap<u32, CpuSet>,
     repeated: BTreeMap<u32, Repeated>,
     /// Per device: (some IRQ mismatched, some prediction uncertain) when last reported.
@@ -84,7 +84,7 @@ pub struct Ledger {
 impl Ledger {
     /// Before applying `plan`: forgets IRQs that are gone and returns the IRQs whose mask drifted
     /// from what the daemon placed while the plan still wants that placement.
-    pub fn observe(&mut self, plan: &Plan) -> Vec<Drift> {
+    pub(crate) fn observe(&mut self, plan: &Plan) -> Vec<Drift> {
         let present: BTreeSet<u32> = plan.devices.iter().flat_map(|d| d.irqs.iter().map(|p| p.irq)).collect();
         self.placed.retain(|irq, _| present.contains(irq));
         self.repeated.retain(|irq, _| present.contains(irq));
@@ -137,7 +137,7 @@ impl Ledger {
     /// How loudly to log change `c`, counting a write that ends as it did last pass: the first
     /// failure (or ENOSPC widening) of an IRQ and target is [`Loudness::Loud`], the same again
     /// [`Loudness::Quiet`]; a plain write after repeats is [`Loudness::Recovered`].
-    pub fn loudness(&mut self, c: &Change, target: &CpuSet) -> Loudness {
+    pub(crate) fn loudness(&mut self, c: &Change, target: &CpuSet) -> Loudness {
         let outcome = match &c.result {
             WriteOutcome::Failed { class, .. } => serde_json::to_value(class)
                 .ok()
@@ -176,7 +176,7 @@ impl Ledger {
 
     /// Devices with kernel-managed IRQs that were not reported yet, or whose prediction match
     /// changed since they were.
-    pub fn managed_news(&mut self, plan: &Plan) -> Vec<ManagedNews> {
+    pub(crate) fn managed_news(&mut self, plan: &Plan) -> Vec<ManagedNews> {
         let mut news = Vec::new();
         let mut seen = BTreeSet::new();
         for d in &plan.devices {
@@ -206,12 +206,12 @@ impl Ledger {
     }
 
     /// Plan warnings not logged before.
-    pub fn new_warnings(&mut self, plan: &Plan) -> Vec<String> {
+    pub(crate) fn new_warnings(&mut self, plan: &Plan) -> Vec<String> {
         plan.warnings.iter().filter(|w| self.warned.insert((*w).clone())).cloned().collect()
     }
 
     /// Forgets logged warnings (after a reload, a rule's warning is news again).
-    pub fn forget_warnings(&mut self) {
+    pub(crate) fn forget_warnings(&mut self) {
         self.warned.clear();
     }
 }

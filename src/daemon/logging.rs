@@ -23,20 +23,22 @@ use crate::plan::{DevicePlan, Plan};
 use crate::text::{printable, printable_lines};
 
 /// journald's native socket; deliberately not under `--root`: the log goes to the real journal.
-pub const JOURNAL_SOCKET: &str = "/run/systemd/journal/socket";
+pub(crate) const JOURNAL_SOCKET: &str = "/run/systemd/journal/socket";
 
 /// Default filter: INFO and up, except the apply module's own per-write events (the daemon logs
 /// each change itself, with all the fields). `RUST_LOG` overrides it.
-pub const DEFAULT_FILTER: &str = "info,irqwise::apply=off";
+#[cfg(test)]
+pub(crate) const DEFAULT_FILTER: &str = "info,irqwise::apply=off";
 
 /// The level filter: `RUST_LOG` when it is set and is a list of `target=level` and bare levels
-/// (`debug`, `info,irqwise::apply=off`), else [`DEFAULT_FILTER`]. A plain target filter, not a
+/// (`debug`, `info,irqwise::apply=off`), else the default filter (`info,irqwise::apply=off`). A plain target filter, not a
 /// regular-expression one: the daemon carries no regex engine for its log.
 pub fn filter() -> Targets {
     std::env::var("RUST_LOG").ok().and_then(|text| text.parse().ok()).unwrap_or_else(default_filter)
 }
 
-/// [`DEFAULT_FILTER`] as a filter.
+/// The default filter: INFO and up, except the apply module's own per-write events (the daemon
+/// logs each change itself, with all the fields).
 pub fn default_filter() -> Targets {
     Targets::new().with_default(LevelFilter::INFO).with_target("irqwise::apply", LevelFilter::OFF)
 }
@@ -59,7 +61,7 @@ pub enum Sink {
 
 /// Chooses the sink: an explicit format wins; `auto` means the journal when systemd started the
 /// process (run by hand on a systemd host, the log belongs on the terminal).
-pub fn choose_sink(format: LogFormat, started_by_systemd: bool) -> Sink {
+pub(crate) fn choose_sink(format: LogFormat, started_by_systemd: bool) -> Sink {
     match format {
         LogFormat::Journal => Sink::Journal,
         LogFormat::Text => Sink::Text,
@@ -71,7 +73,7 @@ pub fn choose_sink(format: LogFormat, started_by_systemd: bool) -> Sink {
 
 /// Whether systemd started this process: it sets `INVOCATION_ID` for every unit it runs and
 /// `JOURNAL_STREAM` when stdout or stderr go to the journal.
-pub fn started_by_systemd() -> bool {
+pub(crate) fn started_by_systemd() -> bool {
     std::env::var_os("INVOCATION_ID").is_some() || std::env::var_os("JOURNAL_STREAM").is_some()
 }
 
@@ -119,7 +121,7 @@ pub fn init(format: LogFormat) -> Result<Sink, LoggingError> {
 
 /// Sends the log to `format`'s sink from now on (a reload that changed `log_format`). An error
 /// leaves the current sink in place.
-pub fn switch(format: LogFormat) -> Result<Sink, LoggingError> {
+pub(crate) fn switch(format: LogFormat) -> Result<Sink, LoggingError> {
     let handle = SWITCH.get().ok_or_else(|| LoggingError::Install("no log subscriber installed".into()))?;
     let (layer, sink) = sink_layer(format)?;
     handle.reload(layer).map_err(|e| LoggingError::Install(e.to_string()))?;
@@ -147,7 +149,7 @@ fn list(set: Option<&crate::cpuset::CpuSet>) -> String {
 
 /// A change that ended as it did last pass: at debug level only (it was logged when it started;
 /// the state file counts the repeats). The same fields as [`log_change`]'s failure entry.
-pub fn log_change_quietly(c: &Change) {
+pub(crate) fn log_change_quietly(c: &Change) {
     let error = c.result.error().unwrap_or("widened again");
     tracing::debug!(
         irq = c.irq,
@@ -165,7 +167,7 @@ pub fn log_change_quietly(c: &Change) {
 /// with every journal field for a write, WARN with the error class for a failure, INFO for an
 /// IRQ learned to be kernel-managed or gone. Every entry carries `IRQ`, `IRQ_NAME`, `DEVICE`,
 /// `DRIVER`; `QUEUE` only when the IRQ serves a queue (absent, not empty, otherwise).
-pub fn log_change(c: &Change) {
+pub(crate) fn log_change(c: &Change) {
     let who = printable(c.device_name.as_deref().unwrap_or(&c.device));
     let irq_name = c.irq_name.as_deref().unwrap_or("");
     let shown_name = printable(irq_name);
@@ -244,7 +246,7 @@ pub fn log_change(c: &Change) {
 
 /// Logs one transmit-steering change: INFO with the journal fields for a write, WARN for a
 /// failure (DEBUG when `quiet`: the same failure as the pass before).
-pub fn log_xps_change(x: &XpsChange, quiet: bool) {
+pub(crate) fn log_xps_change(x: &XpsChange, quiet: bool) {
     let interface = x.interface.as_deref().unwrap_or("");
     let who = printable(if interface.is_empty() { &x.device } else { interface });
     let driver = x.driver.as_deref().unwrap_or("");
@@ -295,7 +297,7 @@ pub fn log_xps_change(x: &XpsChange, quiet: bool) {
 
 /// An IRQ found off the CPUs irqwise placed it on, about to be restored; returns its device in
 /// `plan`, if it has one there.
-pub fn log_drift<'p>(d: &Drift, plan: &'p Plan) -> Option<&'p DevicePlan> {
+pub(crate) fn log_drift<'p>(d: &Drift, plan: &'p Plan) -> Option<&'p DevicePlan> {
     let found = d.found.as_ref().map_or("unreadable".into(), |f| f.to_list_string());
     let placed = d.placed.to_list_string();
     let (dev, p) = plan.find_irq(d.irq).map_or((None, None), |(dev, p)| (Some(dev), Some(p)));
@@ -315,7 +317,7 @@ pub fn log_drift<'p>(d: &Drift, plan: &'p Plan) -> Option<&'p DevicePlan> {
 }
 
 /// A write that worked again after `n` passes that ended the same way.
-pub fn log_recovered(c: &Change, n: u64) {
+pub(crate) fn log_recovered(c: &Change, n: u64) {
     tracing::info!(
         irq = c.irq,
         irq_name = c.irq_name.as_deref().unwrap_or(""),
@@ -329,7 +331,7 @@ pub fn log_recovered(c: &Change, n: u64) {
 
 /// What a pass learned about a device's kernel-managed IRQs (`bdf`, bound to `driver`): not
 /// predicted (the driver's choice), as predicted, uncertain, or off the prediction.
-pub fn log_managed_news(news: &ManagedNews, bdf: &str, driver: &str) {
+pub(crate) fn log_managed_news(news: &ManagedNews, bdf: &str, driver: &str) {
     if news.predicted == 0 {
         tracing::info!(
             device = bdf,

@@ -16,14 +16,14 @@ use crate::config::MetricsFile;
 use crate::sysfs::Root;
 
 /// Debian's `prometheus-node-exporter` reads `*.prom` here (`--collector.textfile.directory`).
-pub const DEFAULT_METRICS_DIR: &str = "var/lib/prometheus/node-exporter";
+pub(crate) const DEFAULT_METRICS_DIR: &str = "var/lib/prometheus/node-exporter";
 /// The file's name in [`DEFAULT_METRICS_DIR`].
-pub const DEFAULT_METRICS_NAME: &str = "irqwise.prom";
+pub(crate) const DEFAULT_METRICS_NAME: &str = "irqwise.prom";
 /// The shortest time between two writes.
-pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug, thiserror::Error)]
-pub enum MetricsError {
+pub(crate) enum MetricsError {
     /// `path` is the file or directory the failing step worked on.
     #[error("cannot write the metrics file {file}: {path}: {source}")]
     Write { file: PathBuf, path: PathBuf, source: std::io::Error },
@@ -45,14 +45,14 @@ pub fn resolve(root: &Root, setting: &MetricsFile) -> Option<PathBuf> {
 
 /// Spaces writes at least [`MIN_INTERVAL`] apart. Pure: the caller passes the time.
 #[derive(Debug, Default, Clone)]
-pub struct Pacer {
+pub(crate) struct Pacer {
     last: Option<Instant>,
     pending: bool,
 }
 
 impl Pacer {
     /// Whether a write may happen at `now`; when not, it is remembered as pending.
-    pub fn offer(&mut self, now: Instant) -> bool {
+    pub(crate) fn offer(&mut self, now: Instant) -> bool {
         let allowed = self.last.is_none_or(|last| now.saturating_duration_since(last) >= MIN_INTERVAL);
         if !allowed {
             self.pending = true;
@@ -67,7 +67,7 @@ impl Pacer {
     }
 
     /// Drops a pending write (there is nowhere to write it any more).
-    pub fn forget_pending(&mut self) {
+    pub(crate) fn forget_pending(&mut self) {
         self.pending = false;
     }
 
@@ -84,7 +84,7 @@ impl Pacer {
 /// back is due at the end of it), stale temporary copies removed once, a failure said once per
 /// path until a write works.
 #[derive(Debug, Default)]
-pub struct MetricsPublisher {
+pub(crate) struct MetricsPublisher {
     pacer: Pacer,
     failed: SaidOnce<PathBuf>,
     /// Stale temporary copies of the metrics file were looked for.
@@ -101,7 +101,7 @@ impl MetricsPublisher {
     /// configured or the default directory exists), unless the last write was less than
     /// [`MIN_INTERVAL`] ago: then it is due at the end of that interval and the caller calls
     /// this again.
-    pub fn publish(&mut self, root: &Root, setting: &MetricsFile, counters: &super::counters::Counters) {
+    pub(crate) fn publish(&mut self, root: &Root, setting: &MetricsFile, counters: &super::counters::Counters) {
         let Some(path) = resolve(root, setting) else {
             self.pacer.forget_pending();
             return;
@@ -132,7 +132,7 @@ impl MetricsPublisher {
 /// Replaces `path` with `text` (see the module's guarantees): a reader sees the old or the new
 /// file, never a part. Not fsynced: it is written again at every pass, and counters start over
 /// with the daemon anyway.
-pub fn write_atomically(path: &Path, text: &str) -> Result<(), MetricsError> {
+pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), MetricsError> {
     atomic_write::replace_atomically(path, text.as_bytes(), 0o644).map_err(|(at, source)| MetricsError::Write {
         file: path.to_path_buf(),
         path: at,

@@ -27,7 +27,7 @@
 //! - Counters ([`counters`]) run from start to stop, across reloads; after every pass they go to
 //!   the state file and, at most once per second, to `metrics_file` ([`metrics_file`]).
 
-pub mod atomic_write;
+pub(crate) mod atomic_write;
 mod backoff;
 pub mod catalog;
 pub mod counters;
@@ -40,14 +40,14 @@ pub mod notify;
 mod once;
 pub mod originals;
 mod pass;
-pub mod peers;
+pub(crate) mod peers;
 mod record;
 mod reload;
 mod rescan;
 mod respect;
 mod sources;
 pub mod state;
-pub mod state_view;
+pub(crate) mod state_view;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -113,7 +113,7 @@ pub struct Daemon {
 
 /// Seconds since the Unix epoch (0 if the clock is before it): the one wall clock of the state
 /// file and `status`.
-pub fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
@@ -123,7 +123,7 @@ fn unix_now_f64() -> f64 {
 }
 
 /// Why a batch ran a pass, in words for the log and the state file.
-pub fn describe(batch: &Batch) -> Vec<String> {
+pub(crate) fn describe(batch: &Batch) -> Vec<String> {
     let mut why = Vec::new();
     let flags = [
         (batch.reload, "reload"),
@@ -217,7 +217,7 @@ impl Daemon {
     }
 
     /// Marks the log format as given on the command line (`--log-format`): a reload leaves it.
-    pub fn pin_log_format(&mut self) {
+    pub(crate) fn pin_log_format(&mut self) {
         self.log_format_pinned = true;
     }
 

@@ -9,7 +9,7 @@ use sd_notify::NotifyState;
 /// Sends notifications; remembers whether one already failed so a broken socket is reported
 /// once, not on every pass.
 #[derive(Debug, Default)]
-pub struct Notifier {
+pub(crate) struct Notifier {
     failed: bool,
 }
 
@@ -41,7 +41,7 @@ impl Notifier {
     }
 
     /// `STOPPING=1`.
-    pub fn stopping(&mut self) {
+    pub(crate) fn stopping(&mut self) {
         self.send(&[NotifyState::Stopping]);
     }
 
@@ -67,13 +67,13 @@ impl Notifier {
 /// the watchdog applies to us. (sd-notify 0.4's `watchdog_enabled` also requires `WATCHDOG_PID`,
 /// which systemd does set, but a bare `WATCHDOG_USEC` is valid too.) `None` when disabled or
 /// when the values are not numbers or zero.
-pub fn watchdog_period() -> Option<Duration> {
+pub(crate) fn watchdog_period() -> Option<Duration> {
     let usec = std::env::var("WATCHDOG_USEC").ok()?;
     watchdog_period_from(&usec, std::env::var("WATCHDOG_PID").ok().as_deref(), std::process::id())
 }
 
 /// Pure part of [`watchdog_period`]: half of `usec`, if `pid` (when given) is `me`.
-pub fn watchdog_period_from(usec: &str, pid: Option<&str>, me: u32) -> Option<Duration> {
+pub(crate) fn watchdog_period_from(usec: &str, pid: Option<&str>, me: u32) -> Option<Duration> {
     let usec: u64 = usec.trim().parse().ok().filter(|&u| u > 0)?;
     if let Some(pid) = pid {
         if pid.trim().parse::<u32>().ok()? != me {

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 /// One side channel's problem as last said. `P` tells problems apart: a new one is said even
 /// while the channel is still failing (another file, another error class).
 #[derive(Debug)]
-pub struct SaidOnce<P = ()> {
+pub(crate) struct SaidOnce<P = ()> {
     said: Option<P>,
 }
 
@@ -44,7 +44,7 @@ impl<P: PartialEq> SaidOnce<P> {
 
 /// [`SaidOnce`] for many channels of one kind, by key (a transmit queue, a warning's text).
 #[derive(Debug)]
-pub struct SaidOnceEach<K, P = ()> {
+pub(crate) struct SaidOnceEach<K, P = ()> {
     said: BTreeMap<K, P>,
 }
 

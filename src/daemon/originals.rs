@@ -17,13 +17,13 @@ use crate::plan::{Action, Plan};
 use crate::sysfs::Root;
 
 /// Where the originals live, relative to the root.
-pub const ORIGINALS_FILE: &str = "run/irqwise/originals.json";
+pub(crate) const ORIGINALS_FILE: &str = "run/irqwise/originals.json";
 
 /// Where the kernel shows this boot's id, relative to the root.
 const BOOT_ID: &str = "proc/sys/kernel/random/boot_id";
 
 #[derive(Debug, thiserror::Error)]
-pub enum OriginalsError {
+pub(crate) enum OriginalsError {
     #[error("cannot write {path}: {source}")]
     Write { path: PathBuf, source: std::io::Error },
     #[error("{path}: {problem}; starting a new record")]
@@ -32,7 +32,7 @@ pub enum OriginalsError {
 
 /// One IRQ's mask before irqwise first changed it, and whose it was.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Original {
+pub(crate) struct Original {
     pub irq: u32,
     /// The PCI address of the device that owned the IRQ.
     pub device: String,
@@ -43,7 +43,7 @@ pub struct Original {
 
 /// One transmit queue's `xps_cpus` before irqwise first changed it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OriginalXps {
+pub(crate) struct OriginalXps {
     /// The PCI address of the NIC.
     pub device: String,
     pub interface: Option<String>,
@@ -66,7 +66,7 @@ struct OriginalsFile {
 /// The record, by IRQ and by `xps_cpus` file. Invariant: one entry per IRQ or file, the first
 /// value seen before a change.
 #[derive(Debug, Default)]
-pub struct Originals {
+pub(crate) struct Originals {
     boot_id: Option<String>,
     entries: BTreeMap<u32, Original>,
     xps: BTreeMap<String, OriginalXps>,
@@ -101,7 +101,7 @@ impl Originals {
     /// (not in the plan and not `present`). An IRQ missing from one plan keeps its entry: a NIC's
     /// queue IRQs have no handler while its link is down, and come back with irqwise's masks.
     /// Returns whether the record changed (so it needs saving before the writes).
-    pub fn note_plan(&mut self, plan: &Plan, present: &dyn Fn(&str) -> bool) -> bool {
+    pub(crate) fn note_plan(&mut self, plan: &Plan, present: &dyn Fn(&str) -> bool) -> bool {
         let mut changed = false;
         let owners: BTreeMap<u32, &str> =
             plan.devices.iter().flat_map(|d| d.irqs.iter().map(move |p| (p.irq, d.bdf.as_str()))).collect();
@@ -166,12 +166,12 @@ impl Originals {
     }
 
     /// Every recorded IRQ with the mask to put back.
-    pub fn restore_list(&self) -> Vec<(u32, CpuSet)> {
+    pub(crate) fn restore_list(&self) -> Vec<(u32, CpuSet)> {
         self.entries.values().filter_map(|o| Some((o.irq, CpuSet::parse_list(&o.cpus).ok()?))).collect()
     }
 
     /// Every recorded `xps_cpus` file with the CPUs to put back.
-    pub fn restore_xps_list(&self) -> Vec<(&OriginalXps, CpuSet)> {
+    pub(crate) fn restore_xps_list(&self) -> Vec<(&OriginalXps, CpuSet)> {
         self.xps.values().filter_map(|o| Some((o, CpuSet::parse_list(&o.cpus).ok()?))).collect()
     }
 

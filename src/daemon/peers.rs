@@ -5,7 +5,7 @@ use crate::sysfs::Root;
 
 /// PIDs of running `irqbalance` processes (`ROOT/proc/*/comm`), lowest first. Unreadable entries
 /// (processes that just exited) are skipped.
-pub fn irqbalance_pids(root: &Root) -> Vec<u32> {
+pub(crate) fn irqbalance_pids(root: &Root) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir(root.path("proc")) else { return Vec::new() };
     let mut pids: Vec<u32> = entries
         .flatten()
@@ -19,7 +19,7 @@ pub fn irqbalance_pids(root: &Root) -> Vec<u32> {
 }
 
 /// Whether process `pid` exists (signal 0; EPERM means it exists but is not ours).
-pub fn process_exists(pid: i32) -> bool {
+pub(crate) fn process_exists(pid: i32) -> bool {
     match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
         Ok(()) => true,
         Err(e) => e == nix::errno::Errno::EPERM,

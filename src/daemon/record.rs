@@ -19,7 +19,7 @@ use crate::sysfs::Root;
 
 /// What one pass did.
 #[derive(Debug)]
-pub struct PassOutcome {
+pub(crate) struct PassOutcome {
     pub number: u64,
     /// Why it ran (`start`, `cpu`, `link eth0 up`, ...).
     pub why: Vec<String>,
@@ -33,13 +33,13 @@ pub struct PassOutcome {
 
 /// A plan and what applying it did.
 #[derive(Debug)]
-pub struct Applied {
+pub(crate) struct Applied {
     pub plan: Plan,
     pub report: ApplyReport,
 }
 
 /// Everything the daemon keeps of its passes.
-pub struct Records {
+pub(crate) struct Records {
     pub counters: Counters,
     pub ledger: Ledger,
     pub last_plan: Plan,
@@ -107,12 +107,12 @@ impl Records {
     }
 
     /// When the metrics file held back by its once-per-second limit is due.
-    pub fn metrics_due(&self) -> Option<Instant> {
+    pub(crate) fn metrics_due(&self) -> Option<Instant> {
         self.metrics.due()
     }
 
     /// Writes the metrics file now, or when its once-per-second limit allows.
-    pub fn publish_metrics(&mut self, root: &Root, config: &Config) {
+    pub(crate) fn publish_metrics(&mut self, root: &Root, config: &Config) {
         self.metrics.publish(root, &config.global.metrics_file, &self.counters);
     }
 

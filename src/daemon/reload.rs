@@ -52,7 +52,7 @@ impl Daemon {
 
     /// Logs the configuration's warnings not logged before (at start; on reload only new ones:
     /// a fleet file's CPUs this machine lacks are said once).
-    pub fn note_config_warnings(&mut self, warnings: &[ConfigWarning]) {
+    pub(crate) fn note_config_warnings(&mut self, warnings: &[ConfigWarning]) {
         for w in warnings {
             let text = w.to_string();
             if self.config_warned.failed(text.clone(), ()) {

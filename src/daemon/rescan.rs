@@ -11,7 +11,7 @@ use crate::sysfs::Root;
 
 /// Turns event batches into what the reader must read again.
 #[derive(Debug, Default)]
-pub struct Rescan {
+pub(crate) struct Rescan {
     /// Interface indexes whose link is no PCI device's (a veth, a bridge): their events read
     /// nothing.
     virtual_links: BTreeSet<u32>,
@@ -34,7 +34,7 @@ fn is_pci_address(s: &str) -> bool {
 
 impl Rescan {
     /// Marks in `reader` what `batch`'s events can have changed.
-    pub fn note(&mut self, root: &Root, batch: &Batch, reader: &mut SampleReader) {
+    pub(crate) fn note(&mut self, root: &Root, batch: &Batch, reader: &mut SampleReader) {
         if !batch.cpus.is_empty() || batch.cpus_changed {
             reader.stale_cpus(&batch.cpus);
         }

@@ -13,7 +13,7 @@ use crate::plan::{Action, Plan};
 
 /// Why an IRQ is no longer where irqwise put it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DriftCause {
+pub(crate) enum DriftCause {
     /// Every CPU of the placed mask went offline, and the kernel moved the IRQ to the online CPUs
     /// (`migrate_one_irq()`, kernel/irq/cpuhotplug.c), which it does not undo when they return.
     KernelFallback,
@@ -28,7 +28,7 @@ pub enum DriftCause {
 
 /// What the kernel and the drivers write, for telling their rewrites apart from other owners'.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KernelDefaults {
+pub(crate) struct KernelDefaults {
     pub online: CpuSet,
     /// `/proc/irq/default_smp_affinity` (`None`: unreadable; every CPU is assumed).
     pub default_affinity: Option<CpuSet>,
@@ -40,7 +40,7 @@ pub struct KernelDefaults {
 /// kernel or driver rule explains the mask: some placed CPU is online, `found` leaves out an
 /// online CPU outside `placed`, and it is neither the default affinity's online CPUs nor the
 /// IRQ's hint.
-pub fn classify(irq: u32, placed: &CpuSet, found: &CpuSet, k: &KernelDefaults) -> DriftCause {
+pub(crate) fn classify(irq: u32, placed: &CpuSet, found: &CpuSet, k: &KernelDefaults) -> DriftCause {
     if !placed.intersects(&k.online) {
         return DriftCause::KernelFallback;
     }
@@ -58,7 +58,7 @@ pub fn classify(irq: u32, placed: &CpuSet, found: &CpuSet, k: &KernelDefaults) -
 
 /// An IRQ left to another owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Owned {
+pub(crate) struct Owned {
     pub irq: u32,
     pub name: Option<String>,
     /// The PCI address of its device.
@@ -71,7 +71,7 @@ pub struct Owned {
 
 /// What changed in the respected set this pass, for the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RespectNews {
+pub(crate) enum RespectNews {
     /// Newly left to another owner.
     Respected(Owned),
     /// Given back to irqwise: the other owner's CPUs all went offline (the kernel's fallback).
@@ -80,7 +80,7 @@ pub enum RespectNews {
 
 /// The IRQs left to other owners. Invariant: only IRQs of the latest plan, on the same device.
 #[derive(Debug, Default)]
-pub struct Respected {
+pub(crate) struct Respected {
     owned: BTreeMap<u32, Owned>,
 }
 
@@ -88,7 +88,7 @@ impl Respected {
     /// Takes in this pass's drift: every [`DriftCause::Foreign`] drift becomes respected. Drops
     /// IRQs whose device went away, releases those whose other owner's CPUs all went offline,
     /// and turns every respected IRQ of `plan` into a `skip` that keeps its current mask.
-    pub fn observe(&mut self, plan: &mut Plan, drift: &[Drift], k: &KernelDefaults) -> Vec<RespectNews> {
+    pub(crate) fn observe(&mut self, plan: &mut Plan, drift: &[Drift], k: &KernelDefaults) -> Vec<RespectNews> {
         let mut news = Vec::new();
         let owners: BTreeMap<u32, &str> =
             plan.devices.iter().flat_map(|d| d.irqs.iter().map(move |p| (p.irq, d.bdf.as_str()))).collect();

@@ -10,7 +10,7 @@ use crate::sysfs::Root;
 
 /// The files whose changes run a pass: irqbalance's environment files (in their directories,
 /// so that files created later are seen) and the root cgroup's isolated CPUs.
-pub fn isolation_files(root: &Root) -> Vec<WatchTarget> {
+pub(crate) fn isolation_files(root: &Root) -> Vec<WatchTarget> {
     use crate::topology::discover::isolation::{CGROUP_ISOLATED, IRQBALANCE_FILES};
     let mut targets: Vec<WatchTarget> =
         IRQBALANCE_FILES.iter().map(|f| WatchTarget { path: root.path(f), how: WatchHow::InDirectory }).collect();

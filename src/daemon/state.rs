@@ -17,16 +17,12 @@ use crate::plan::{DevicePlan, Plan, Summary};
 use crate::sysfs::Root;
 
 /// Where the state file lives, relative to the root.
-pub const STATE_FILE: &str = "run/irqwise/state.json";
+pub(crate) const STATE_FILE: &str = "run/irqwise/state.json";
 
 #[derive(Debug, thiserror::Error)]
-pub enum StateError {
-    #[error("cannot create {path}: {source}")]
-    CreateDir { path: PathBuf, source: std::io::Error },
+pub(crate) enum StateError {
     #[error("cannot write {path}: {source}")]
     Write { path: PathBuf, source: std::io::Error },
-    #[error("cannot rename {from} to {to}: {source}")]
-    Rename { from: PathBuf, to: PathBuf, source: std::io::Error },
     #[error("cannot read {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}: not a state file irqwise wrote ({source}); expected the JSON of `irqwise run`")]
@@ -37,7 +33,7 @@ pub enum StateError {
 
 /// What the daemon writes after every pass.
 #[derive(Debug, Serialize)]
-pub struct StateRecord<'a> {
+pub(crate) struct StateRecord<'a> {
     /// The version of this document ([`crate::JSON_SCHEMA`]).
     pub schema: u32,
     pub pid: u32,
@@ -72,7 +68,7 @@ pub struct StateRecord<'a> {
 /// The plan as the state keeps it: every IRQ's action and CPUs, as list strings. The devices
 /// come encoded ([`EncodedDevices`]): most of them are the same from one pass to the next.
 #[derive(Debug, Serialize)]
-pub struct PlanState<'a> {
+pub(crate) struct PlanState<'a> {
     pub devices: &'a [Box<RawValue>],
     pub warnings: &'a [String],
 }
@@ -99,12 +95,12 @@ pub struct IrqState<'a> {
 
 /// The last pass's writes as the state keeps them.
 #[derive(Debug, Serialize)]
-pub struct ReportState<'a> {
+pub(crate) struct ReportState<'a> {
     pub changes: Vec<ChangeState<'a>>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct ChangeState<'a> {
+pub(crate) struct ChangeState<'a> {
     pub irq: u32,
     pub result: &'static str,
     pub old: Option<List<'a>>,
@@ -180,7 +176,7 @@ fn same_state(a: &DevicePlan, b: &DevicePlan) -> bool {
 /// Invariant: `devices[i]` is the encoding of device `i` of the plan last given to
 /// [`EncodedDevices::update`] (empty before the first).
 #[derive(Debug, Default)]
-pub struct EncodedDevices {
+pub(crate) struct EncodedDevices {
     devices: Vec<Box<RawValue>>,
 }
 
@@ -224,7 +220,7 @@ impl<'a> ReportState<'a> {
 
 /// What a pass gives the state file (see [`StateRecord`] for each field).
 #[derive(Debug)]
-pub struct StateInputs<'a> {
+pub(crate) struct StateInputs<'a> {
     pub started: u64,
     pub passes: u64,
     pub triggers: &'a [String],
@@ -244,7 +240,7 @@ pub struct StateInputs<'a> {
 /// Writes the state file after every pass, keeping its buffer and its devices' encodings
 /// between passes; a failure to write it is said once until it works again.
 #[derive(Debug, Default)]
-pub struct StateWriter {
+pub(crate) struct StateWriter {
     buf: Vec<u8>,
     encoded: EncodedDevices,
     /// The plan the last pass replaced, until the file has compared it with the new one.
@@ -306,7 +302,7 @@ impl StateWriter {
 /// Writes `record` to `ROOT/run/irqwise/state.json` atomically, mode 0644, encoding it in `buf`
 /// (kept by the caller between passes: a large machine's file is a megabyte, grown anew each
 /// pass otherwise).
-pub fn write_state(root: &Root, record: &StateRecord, buf: &mut Vec<u8>) -> Result<(), StateError> {
+pub(crate) fn write_state(root: &Root, record: &StateRecord, buf: &mut Vec<u8>) -> Result<(), StateError> {
     let path = root.path(STATE_FILE);
     buf.clear();
     serde_json::to_writer(&mut *buf, record).map_err(StateError::Encode)?;

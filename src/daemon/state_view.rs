@@ -11,11 +11,11 @@ use crate::plan::Summary;
 use crate::sysfs::Root;
 
 /// The most bytes `status` reads of the state file (it grows with the IRQs of the machine).
-pub const STATE_FILE_LIMIT: u64 = 256 << 20;
+pub(crate) const STATE_FILE_LIMIT: u64 = 256 << 20;
 
 /// What `irqwise status` reads back: the parts of [`StateRecord`] it shows.
 #[derive(Debug, Clone, Deserialize)]
-pub struct StateView {
+pub(crate) struct StateView {
     pub pid: u32,
     pub started: u64,
     pub last_pass: u64,
@@ -40,7 +40,7 @@ pub struct StateView {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct RepeatedView {
+pub(crate) struct RepeatedView {
     pub irq: u32,
     pub name: Option<String>,
     pub target: String,
@@ -54,7 +54,7 @@ pub struct PlanView {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct DeviceView {
+pub(crate) struct DeviceView {
     pub bdf: String,
     pub name: Option<String>,
     pub driver: Option<String>,
@@ -63,7 +63,7 @@ pub struct DeviceView {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct PlacementView {
+pub(crate) struct PlacementView {
     pub irq: u32,
     pub name: Option<String>,
     pub action: String,
@@ -73,7 +73,7 @@ pub struct PlacementView {
 
 /// Reads the state file as raw text (`status --json`) and parsed (`status`). `Ok(None)` when it
 /// does not exist: the daemon is not running.
-pub fn read_state(root: &Root) -> Result<Option<(String, StateView)>, StateError> {
+pub(crate) fn read_state(root: &Root) -> Result<Option<(String, StateView)>, StateError> {
     let path = root.path(STATE_FILE);
     let text = match crate::sysfs::read_regular_file(&path, STATE_FILE_LIMIT) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
@@ -85,7 +85,7 @@ pub fn read_state(root: &Root) -> Result<Option<(String, StateView)>, StateError
 }
 
 /// The human summary of `irqwise status`; `now` in unix seconds, `alive` whether `pid` runs.
-pub fn render_status(s: &StateView, now: u64, alive: bool) -> String {
+pub(crate) fn render_status(s: &StateView, now: u64, alive: bool) -> String {
     let mut out = String::new();
     if alive {
         out.push_str(&format!("irqwise is running (pid {}) for {}\n", s.pid, ago(now, s.started)));
@@ -144,7 +144,7 @@ fn ago(now: u64, then: u64) -> String {
 /// The part of `irqwise status` that comes from the counters: totals since start and the last
 /// writes, newest first; `now` in Unix seconds for their ages. Guarantees: every counter the
 /// metrics file has a total for is in the text.
-pub fn render_status_section(c: &Counters, recent: &[RecentChange], now: u64) -> String {
+pub(crate) fn render_status_section(c: &Counters, recent: &[RecentChange], now: u64) -> String {
     let sum = |m: &BTreeMap<String, u64>| m.values().sum::<u64>();
     let nonzero = |m: &BTreeMap<String, u64>| {
         let parts: Vec<String> = m.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} {n}")).collect();

@@ -21,7 +21,7 @@ use crate::cpuset::CpuSet;
 use crate::sysfs::{read_in_parallel, Root, SysfsError};
 use crate::topology::Topology;
 
-pub use udev::udev_properties;
+pub(crate) use udev::udev_properties;
 
 /// All devices found, and what went wrong on the way.
 #[derive(Debug, Default, Serialize)]
@@ -68,12 +68,12 @@ pub enum DeviceError {
 }
 
 /// The error type of [`discover_devices`] (the same enum as the warnings).
-pub type DevicesError = DeviceError;
+pub(crate) type DevicesError = DeviceError;
 
 impl DeviceError {
     /// Whether this says a device went away while it was read: what a hot removal racing with
     /// the scan gives.
-    pub fn is_vanished(&self) -> bool {
+    pub(crate) fn is_vanished(&self) -> bool {
         matches!(self, DeviceError::Vanished { .. })
     }
 }
@@ -83,7 +83,7 @@ fn as_strings<S: Serializer>(warnings: &[DeviceError], s: S) -> Result<S::Ok, S:
 }
 
 /// Where the PCI devices are listed, relative to the root.
-pub const PCI_DEVICES: &str = "sys/bus/pci/devices";
+pub(crate) const PCI_DEVICES: &str = "sys/bus/pci/devices";
 
 /// Discovers every NVMe, NIC and other MSI device under `root`.
 ///
@@ -99,7 +99,7 @@ pub fn discover_devices(root: &Root, topo: &Topology) -> Result<Discovery, Devic
 
 /// [`discover_devices`], keeping what was read so that [`rediscover_devices`] can re-read only
 /// what events changed.
-pub fn discover_devices_keeping(root: &Root, topo: &Topology) -> Result<(Discovery, DeviceReads), DevicesError> {
+pub(crate) fn discover_devices_keeping(root: &Root, topo: &Topology) -> Result<(Discovery, DeviceReads), DevicesError> {
     discover(root, topo, None)
 }
 
@@ -109,7 +109,7 @@ pub fn discover_devices_keeping(root: &Root, topo: &Topology) -> Result<(Discove
 /// mask); and the IRQs of no device. The rest is `before`'s. Guarantees the discovery
 /// [`discover_devices`] would make when nothing else changed; without `sys/kernel/irq` (names
 /// only in the whole `proc/interrupts`) it is that full discovery.
-pub fn rediscover_devices(
+pub(crate) fn rediscover_devices(
     root: &Root,
     topo: &Topology,
     before: DeviceReads,
@@ -120,7 +120,7 @@ pub fn rediscover_devices(
 
 /// What to read again after events (see [`rediscover_devices`]).
 #[derive(Debug, Clone, Default)]
-pub struct DeviceScope {
+pub(crate) struct DeviceScope {
     /// Devices to read whole (PCI addresses); `None`: every device.
     pub devices: Option<BTreeSet<String>>,
     /// IRQs whose affinity files to read again (those irqwise wrote, for one).
@@ -139,7 +139,7 @@ impl DeviceScope {
 
 /// What a device discovery read, kept for [`rediscover_devices`].
 #[derive(Debug, Clone, Default)]
-pub struct DeviceReads {
+pub(crate) struct DeviceReads {
     /// Whether every name came from `sys/kernel/irq` (rediscovery needs it).
     sysfs_names: bool,
     devices: BTreeMap<String, DeviceRead>,
@@ -149,7 +149,7 @@ pub struct DeviceReads {
 
 impl DeviceReads {
     /// The PCI address of the kept device with network interface `name`.
-    pub fn bdf_of_interface(&self, name: &str) -> Option<String> {
+    pub(crate) fn bdf_of_interface(&self, name: &str) -> Option<String> {
         self.devices
             .iter()
             .find(|(_, r)| r.device.as_ref().is_some_and(|d| d.interfaces.iter().any(|i| i == name)))
@@ -158,7 +158,7 @@ impl DeviceReads {
 
     /// Takes back the devices of the discovery these reads lent them to (unchanged: a pass only
     /// reads them), so that the next rediscovery can keep them.
-    pub fn give_back(&mut self, devices: Vec<Device>) {
+    pub(crate) fn give_back(&mut self, devices: Vec<Device>) {
         for d in devices {
             if let Some(read) = self.devices.get_mut(&d.bdf).filter(|r| r.lent) {
                 read.device = Some(d);

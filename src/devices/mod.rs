@@ -10,5 +10,8 @@ pub mod net_queues;
 pub mod recognise;
 
 pub use irq_names::parse_proc_interrupts;
-pub use model::{Device, DeviceClass, IrqVector, LooseIrq, NvmeInfo, QueueRole, Recognition, NO_DEVICE};
-pub use recognise::{recognise_device, NameContext, QueuePattern, QueuePatternError, Recognised};
+pub(crate) use model::NO_DEVICE;
+pub use model::{Device, DeviceClass, IrqVector, LooseIrq, NvmeInfo, QueueRole, Recognition};
+pub use recognise::QueuePatternError;
+pub use recognise::Recognised;
+pub use recognise::{recognise_device, NameContext, QueuePattern};

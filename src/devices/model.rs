@@ -35,7 +35,7 @@ impl DeviceClass {
     }
 
     /// The class of a PCI class code (`0xCCSSPP`: class, subclass, programming interface).
-    pub fn from_pci_class(code: u32) -> DeviceClass {
+    pub(crate) fn from_pci_class(code: u32) -> DeviceClass {
         match code >> 8 {
             0x0108 => DeviceClass::Nvme,
             0x0100 | 0x0104 | 0x0107 => DeviceClass::Storage,
@@ -46,7 +46,7 @@ impl DeviceClass {
 
     /// The class of a device with PCI class `code` bound to `driver`: a storage HBA driver makes
     /// it `Storage` whatever class code its firmware reports.
-    pub fn of_device(code: u32, driver: Option<&str>) -> DeviceClass {
+    pub(crate) fn of_device(code: u32, driver: Option<&str>) -> DeviceClass {
         match DeviceClass::from_pci_class(code) {
             DeviceClass::Other if driver.is_some_and(|d| STORAGE_DRIVERS.contains(&d)) => DeviceClass::Storage,
             class => class,
@@ -56,7 +56,8 @@ impl DeviceClass {
 
 /// SAS/SCSI/RAID host adapter drivers that allocate their reply-queue vectors kernel-managed
 /// (`PCI_IRQ_AFFINITY`) on a shared host tag set.
-pub const STORAGE_DRIVERS: &[&str] = &["megaraid_sas", "mpt3sas", "hisi_sas_v3_hw", "hisi_sas_v2_hw", "smartpqi"];
+pub(crate) const STORAGE_DRIVERS: &[&str] =
+    &["megaraid_sas", "mpt3sas", "hisi_sas_v3_hw", "hisi_sas_v2_hw", "smartpqi"];
 
 /// What one IRQ vector serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -110,12 +111,12 @@ pub enum Recognition {
 
 impl Recognition {
     /// Whether the name was understood (by the table or a rule).
-    pub fn is_recognised(&self) -> bool {
+    pub(crate) fn is_recognised(&self) -> bool {
         matches!(self, Recognition::Table { .. } | Recognition::Rule { .. })
     }
 
     /// The reason a vector is left alone because its name was not understood; `None` when it was.
-    pub fn unrecognised_reason(&self) -> Option<String> {
+    pub(crate) fn unrecognised_reason(&self) -> Option<String> {
         match self {
             Recognition::Table { .. } | Recognition::Rule { .. } => None,
             Recognition::NotRecognised { driver } => Some(format!("name not recognised for driver {driver}")),
@@ -164,7 +165,7 @@ pub struct IrqVector {
 }
 
 /// What warnings and plans call the owner of a [`LooseIrq`] (in place of a PCI address).
-pub const NO_DEVICE: &str = "none";
+pub(crate) const NO_DEVICE: &str = "none";
 
 /// An IRQ with a handler that belongs to no discovered device (timers, ACPI, legacy lines, a
 /// device without MSI). No strategy places it; the guard keeps it off banned and isolated CPUs.

@@ -510,7 +510,7 @@ pub const DRIVERS: &[DriverNames] = &[
 /// The entry for a device's driver: its own entry, else for an NVMe-class device the `nvme`
 /// entry (vendor drivers keep the nvme names). `None`: irqwise knows nothing about the names of
 /// this driver's vectors.
-pub fn entry_for(driver: Option<&str>, nvme_class: bool) -> Option<&'static DriverNames> {
+pub(crate) fn entry_for(driver: Option<&str>, nvme_class: bool) -> Option<&'static DriverNames> {
     let by_name = |d: &str| DRIVERS.iter().find(|e| e.drivers.contains(&d));
     driver.and_then(by_name).or_else(|| nvme_class.then(|| by_name("nvme")).flatten())
 }

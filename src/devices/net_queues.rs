@@ -44,7 +44,7 @@ pub struct NetQueues {
 
 impl NetQueues {
     /// The `xps_cpus` file of tx queue `index`, relative to the root.
-    pub fn xps_path(&self, index: u32) -> String {
+    pub(crate) fn xps_path(&self, index: u32) -> String {
         format!("{}/tx-{index}/xps_cpus", self.dir)
     }
 }

@@ -248,7 +248,8 @@ fn pci_address_len(s: &str) -> Option<usize> {
 
 /// A name produced from `template`: `{if}` → `ifname`, `{bdf}` → `bdf`, `{q}` → `queue`, `{n}`
 /// → `n`, `{*}` → `word`. The inverse of matching, for tests and documentation.
-pub fn render_template(template: &str, ifname: &str, bdf: &str, queue: u32, n: u32, word: &str) -> String {
+#[cfg(test)]
+pub(crate) fn render_template(template: &str, ifname: &str, bdf: &str, queue: u32, n: u32, word: &str) -> String {
     segments(template)
         .into_iter()
         .map(|s| match s {

@@ -39,7 +39,7 @@ pub struct Batch {
 
 impl Batch {
     /// Adds one trigger to the batch.
-    pub fn absorb(&mut self, trigger: Trigger) {
+    pub(crate) fn absorb(&mut self, trigger: Trigger) {
         self.triggers += 1;
         match trigger {
             Trigger::Cpu { cpu, .. } => {
@@ -64,7 +64,7 @@ impl Batch {
     /// Whether the CPU topology may have changed since the last pass: anything but device and
     /// link events may have (CPU hotplug, lost events, a reload, the reconcile timer, a file
     /// that isolates CPUs); a device or link event cannot add, remove or move a CPU.
-    pub fn may_change_topology(&self) -> bool {
+    pub(crate) fn may_change_topology(&self) -> bool {
         // Destructured so that a new kind of trigger has to be placed on one side or the other.
         let Batch {
             cpus_changed,
@@ -96,7 +96,7 @@ impl Batch {
 /// into one trailing batch that closes `window` after it. So a continuous flood yields one batch
 /// per window, never an endless wait, and `window` stays the longest a burst can delay its final
 /// pass. A [`Trigger::Stop`] closes the batch at once: shutdown is never delayed by the window.
-pub struct Debouncer {
+pub(crate) struct Debouncer {
     rx: mpsc::Receiver<Trigger>,
     /// The window; read when a batch opens, so a reload changes it from the next batch on.
     window: watch::Receiver<Duration>,
@@ -105,19 +105,20 @@ pub struct Debouncer {
 }
 
 impl Debouncer {
+    #[cfg(test)]
     pub fn new(rx: mpsc::Receiver<Trigger>, window: Duration) -> Debouncer {
         Debouncer { rx, window: watch::channel(window).1, last: None }
     }
 
     /// A debouncer whose window follows `window` (the daemon's `debounce` after a reload).
-    pub fn adjustable(rx: mpsc::Receiver<Trigger>, window: watch::Receiver<Duration>) -> Debouncer {
+    pub(crate) fn adjustable(rx: mpsc::Receiver<Trigger>, window: watch::Receiver<Duration>) -> Debouncer {
         Debouncer { rx, window, last: None }
     }
 
     /// Waits for the next trigger; after a quiet window returns at once with it and everything
     /// already queued, else collects until `window` after the last batch (or a stop).
     /// Returns `None` only when every sender is gone and nothing is pending.
-    pub async fn next_batch(&mut self) -> Option<Batch> {
+    pub(crate) async fn next_batch(&mut self) -> Option<Batch> {
         let mut batch = Batch::default();
         batch.absorb(self.rx.recv().await?);
         let window = *self.window.borrow();

@@ -63,7 +63,7 @@ fn dir_events() -> WatchFlags {
 }
 
 /// The inotify source.
-pub struct FileWatch {
+pub(crate) struct FileWatch {
     fd: AsyncFd<OwnedFd>,
     watches: BTreeMap<i32, Watch>,
     /// Watched names by directory, for directories that appear later.

@@ -17,7 +17,7 @@
 //! [`Debouncer`] coalesces bursts into one [`Batch`] per pass without ever delaying a stop.
 
 pub mod debounce;
-pub mod inotify;
+pub(crate) mod inotify;
 pub mod rtnetlink;
 pub mod uevent;
 
@@ -32,7 +32,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
-pub use debounce::{Batch, Debouncer, LinkState};
+pub(crate) use debounce::Debouncer;
+pub use debounce::{Batch, LinkState};
 
 /// One reason to look at the system again.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,7 +76,7 @@ pub enum UeventAction {
 
 impl UeventAction {
     /// Maps the kernel's action string; unknown strings are kept verbatim in `Other`.
-    pub fn from_kernel(action: &str) -> UeventAction {
+    pub(crate) fn from_kernel(action: &str) -> UeventAction {
         match action {
             "add" => UeventAction::Add,
             "remove" => UeventAction::Remove,
@@ -159,7 +160,7 @@ impl EventSources {
     /// [`EventSources::start`], with the reconcile period following `period` when given (the
     /// daemon's `reconcile_interval` after a reload; `config.reconcile_interval` must then be set
     /// and is ignored).
-    pub fn start_adjustable(
+    pub(crate) fn start_adjustable(
         config: &EventConfig,
         period: Option<watch::Receiver<Duration>>,
     ) -> Result<(EventSources, mpsc::Receiver<Trigger>), EventsError> {

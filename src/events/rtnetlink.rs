@@ -22,20 +22,21 @@ use tokio::sync::mpsc;
 
 use super::{set_recv_buffer, EventsError, Trigger};
 
-pub const RTM_NEWLINK: u16 = 16;
-pub const RTM_DELLINK: u16 = 17;
-pub const IFLA_IFNAME: u16 = 3;
+pub(crate) const RTM_NEWLINK: u16 = 16;
+pub(crate) const RTM_DELLINK: u16 = 17;
+pub(crate) const IFLA_IFNAME: u16 = 3;
 pub const IFF_UP: u32 = 0x1;
-pub const IFF_LOWER_UP: u32 = 0x1_0000;
+#[cfg(test)]
+pub(crate) const IFF_LOWER_UP: u32 = 0x1_0000;
 /// The multicast group of link notifications.
-pub const RTMGRP_LINK: u32 = 1;
+pub(crate) const RTMGRP_LINK: u32 = 1;
 const NLMSG_HDRLEN: usize = 16;
 const IFINFOMSG_LEN: usize = 16;
 const RTA_HDRLEN: usize = 4;
 
 /// Errors of parsing an rtnetlink datagram; `offset` is the byte offset in the datagram.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RtnetlinkParseError {
+pub(crate) enum RtnetlinkParseError {
     #[error("netlink message at offset {offset}: length {len} does not fit the {remaining} bytes left (minimum 16)")]
     MessageLength { offset: usize, len: usize, remaining: usize },
     #[error("link message at offset {offset}: {len}-byte payload is shorter than ifinfomsg (16 bytes)")]
@@ -50,7 +51,7 @@ pub enum RtnetlinkParseError {
 
 /// One link notification.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LinkMessage {
+pub(crate) struct LinkMessage {
     /// `RTM_DELLINK`: the link is gone.
     pub deleted: bool,
     pub ifindex: u32,
@@ -83,7 +84,7 @@ fn align4(len: usize) -> usize {
 /// Parses every message of a datagram, keeping the link messages in order and skipping the
 /// others (`NLMSG_DONE`, errors, other families). Any length that does not fit is an error: the
 /// caller cannot know what was lost.
-pub fn parse_link_messages(datagram: &[u8]) -> Result<Vec<LinkMessage>, RtnetlinkParseError> {
+pub(crate) fn parse_link_messages(datagram: &[u8]) -> Result<Vec<LinkMessage>, RtnetlinkParseError> {
     let mut links = Vec::new();
     let mut offset = 0;
     while offset < datagram.len() {
@@ -129,7 +130,7 @@ fn parse_ifinfo(payload: &[u8], offset: usize, deleted: bool) -> Result<LinkMess
 }
 
 /// The rtnetlink socket, bound to the link group and registered with the tokio reactor.
-pub struct LinkMonitor {
+pub(crate) struct LinkMonitor {
     socket: AsyncFd<OwnedFd>,
 }
 

@@ -1,4 +1,5 @@
-//! Kernel uevents: the pure datagram parser and filter, and the kernel monitor source.
+//! Kernel uevents: the filter of what matters and the kernel monitor source (libudev parses the
+//! datagrams; the raw parser here is the tests' way to make events).
 //!
 //! The source listens to the kernel's netlink source (`MonitorBuilder::new_kernel()`), never the
 //! udev source, which stays silent when systemd-udevd is not running. It guarantees: every event
@@ -19,13 +20,15 @@ use tokio::sync::mpsc;
 use super::{set_recv_buffer, EventsError, Trigger, UeventAction};
 
 /// Subsystems whose events can change IRQ placement; everything else is dropped.
-pub const WATCHED_SUBSYSTEMS: [&str; 6] = ["cpu", "pci", "net", "nvme", "block", "queues"];
+pub(crate) const WATCHED_SUBSYSTEMS: [&str; 6] = ["cpu", "pci", "net", "nvme", "block", "queues"];
 
 /// Errors of parsing a raw uevent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum UeventParseError {
+pub(crate) enum UeventParseError {
+    #[cfg(test)]
     #[error("uevent header {header:?}: expected ACTION@DEVPATH (a kernel uevent, not a libudev one)")]
     Header { header: String },
+    #[cfg(test)]
     #[error("uevent {header:?}: field {field:?} is not KEY=VALUE")]
     Field { header: String, field: String },
     #[error("uevent {header:?}: no {key}= field")]
@@ -35,7 +38,7 @@ pub enum UeventParseError {
 /// One kernel uevent: its action, device path, subsystem and every `KEY=VALUE` pair (including
 /// `ACTION`, `DEVPATH` and `SUBSYSTEM` themselves).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Uevent {
+pub(crate) struct Uevent {
     pub action: UeventAction,
     pub devpath: String,
     pub subsystem: String,
@@ -45,7 +48,10 @@ pub struct Uevent {
 impl Uevent {
     /// Builds an event from its `KEY=VALUE` pairs; `ACTION`, `DEVPATH` and `SUBSYSTEM` must be
     /// among them. `header` only names the event in errors.
-    pub fn from_properties(header: &str, properties: BTreeMap<String, String>) -> Result<Uevent, UeventParseError> {
+    pub(crate) fn from_properties(
+        header: &str,
+        properties: BTreeMap<String, String>,
+    ) -> Result<Uevent, UeventParseError> {
         let get = |key: &'static str| {
             properties.get(key).cloned().ok_or(UeventParseError::Missing { header: header.to_string(), key })
         };
@@ -60,7 +66,8 @@ impl Uevent {
 /// the header is split at its first `=`; one trailing newline is removed from each value (the
 /// kernel sends `MODALIAS` with one); empty fields are skipped; `ACTION`/`DEVPATH` missing from
 /// the fields are taken from the header. Invalid UTF-8 is replaced, never rejected.
-pub fn parse_uevent(datagram: &[u8]) -> Result<Uevent, UeventParseError> {
+#[cfg(test)]
+pub(crate) fn parse_uevent(datagram: &[u8]) -> Result<Uevent, UeventParseError> {
     let text = String::from_utf8_lossy(datagram);
     let mut fields = text.split('\0');
     let header = fields.next().unwrap_or_default();
@@ -83,7 +90,7 @@ pub fn parse_uevent(datagram: &[u8]) -> Result<Uevent, UeventParseError> {
 /// The trigger for an event, or `None` when it cannot matter: a subsystem outside
 /// [`WATCHED_SUBSYSTEMS`] or an action outside the known set. A `cpu` event whose device path
 /// ends in `cpuN` becomes [`Trigger::Cpu`]; every other kept event becomes [`Trigger::Device`].
-pub fn classify(event: &Uevent) -> Option<Trigger> {
+pub(crate) fn classify(event: &Uevent) -> Option<Trigger> {
     if !WATCHED_SUBSYSTEMS.contains(&event.subsystem.as_str()) || matches!(event.action, UeventAction::Other(_)) {
         return None;
     }
@@ -103,7 +110,7 @@ pub fn classify(event: &Uevent) -> Option<Trigger> {
 }
 
 /// The kernel uevent monitor, registered with the tokio reactor.
-pub struct KernelUevents {
+pub(crate) struct KernelUevents {
     socket: AsyncFd<udev::MonitorSocket>,
 }
 

@@ -19,7 +19,7 @@ pub enum SortVariant {
 /// `ncpus_cmp_func()` subtracts two unsigned counts and returns the result as `int`), so
 /// `u32::MAX` (the "absent" sentinel) sorts below every real count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SortEntry {
+pub(crate) struct SortEntry {
     pub id: u32,
     pub val: u32,
 }
@@ -70,7 +70,7 @@ fn sift_down(a: &mut [SortEntry], root: usize, n: usize, rule: ChildRule) {
 
 /// Sorts `entries` ascending by `val` exactly as the kernel's heapsort `variant` would, ties
 /// included (the result is a permutation of the input; equal keys end in the kernel's order).
-pub fn kernel_heapsort(entries: &mut [SortEntry], variant: SortVariant) {
+pub(crate) fn kernel_heapsort(entries: &mut [SortEntry], variant: SortVariant) {
     match variant {
         SortVariant::S1 => sort_s1(entries),
         SortVariant::S2 => sort_double_pop(entries, false),

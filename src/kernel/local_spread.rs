@@ -154,7 +154,12 @@ pub fn spread_order(topo: &Topology, node: Option<u32>, order: SpreadOrder) -> V
 /// dropped. For `CoresFirst` a CPU's thread rank counts only siblings in `within`, so one thread
 /// of every core that has one in `within` comes before any second thread (a banned first thread
 /// does not push its sibling back). Every other order is [`spread_order`] filtered to `within`.
-pub fn spread_blocks_within(topo: &Topology, node: Option<u32>, order: SpreadOrder, within: &CpuSet) -> Vec<Vec<u32>> {
+pub(crate) fn spread_blocks_within(
+    topo: &Topology,
+    node: Option<u32>,
+    order: SpreadOrder,
+    within: &CpuSet,
+) -> Vec<Vec<u32>> {
     let blocks = match node {
         Some(node) if !topo.nodes.is_empty() => order_blocks(topo, node, order),
         _ => vec![topo.online.clone()],

@@ -10,8 +10,10 @@ mod group_fill;
 pub mod heapsort;
 pub mod local_spread;
 
-pub use group_cpus::{group_cpus_evenly, GroupAlgorithm, GroupRules, Grouping};
-pub use local_spread::{spread_blocks_within, spread_order};
+pub use group_cpus::Grouping;
+pub use group_cpus::{group_cpus_evenly, GroupAlgorithm, GroupRules};
+pub(crate) use local_spread::spread_blocks_within;
+pub use local_spread::spread_order;
 
 /// A kernel release as far as spreading rules care: `major.minor`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

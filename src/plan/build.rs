@@ -49,7 +49,7 @@ struct Prepared<'a> {
 /// Sets every placement's `current_locality`: how far its current mask can put the IRQ from its
 /// desired CPUs (from the device's node for an IRQ without desired CPUs). Run once the desired
 /// masks are final ([`build_plan`] leaves it unset).
-pub fn locate_current(plan: &mut Plan, topo: &Topology) {
+pub(crate) fn locate_current(plan: &mut Plan, topo: &Topology) {
     for d in plan.devices.iter_mut() {
         for p in d.irqs.iter_mut() {
             p.current_locality = p.current.as_ref().and_then(|c| classify_mask(topo, c, p.desired.as_ref(), d.node));

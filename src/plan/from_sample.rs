@@ -97,7 +97,12 @@ pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
 /// source the configuration applies (irqbalance's banned list when `banned_imported`, the others
 /// with `respect_isolation`), each named by its kind and holding only the CPUs no earlier source
 /// named, then any isolated or nohz_full CPU of `topo` none of them names.
-pub fn forbidden_cpus(config: &Config, topo: &Topology, isolation: &Isolation, banned_imported: bool) -> Forbidden {
+pub(crate) fn forbidden_cpus(
+    config: &Config,
+    topo: &Topology,
+    isolation: &Isolation,
+    banned_imported: bool,
+) -> Forbidden {
     let mut sources = vec![("banned".to_string(), config.global.banned_cpus.clone())];
     let mut named = config.global.banned_cpus.clone();
     for s in &isolation.sources {
@@ -183,7 +188,7 @@ fn isolate(mut topo: Topology, isolation: &Isolation) -> Topology {
 /// topology's `isolated` (so `respect_isolation` keeps it free as it keeps `isolcpus` CPUs), and
 /// with `import_irqbalance_banned` the banned list joins `banned_cpus`, unless with them every
 /// online CPU would be banned: then the imported list is void, and the warning says so.
-pub fn with_isolation<'c>(
+pub(crate) fn with_isolation<'c>(
     topology: Topology,
     config: &'c Config,
     isolation: &Isolation,

@@ -56,7 +56,7 @@ pub struct GuardInput<'a> {
 }
 
 /// The pseudo-device the plan lists IRQs of no device under.
-pub const LOOSE_DEVICE: &str = crate::devices::NO_DEVICE;
+pub(crate) const LOOSE_DEVICE: &str = crate::devices::NO_DEVICE;
 
 /// Applies the guard to `plan` and adds the loose IRQs it acts on as one device entry
 /// ([`LOOSE_DEVICE`]). Guarantees: only `skip` placements of non-exempt devices and loose IRQs

@@ -18,9 +18,10 @@ pub mod build;
 pub mod from_sample;
 pub mod guard;
 mod table;
-pub mod xps_plan;
+pub(crate) mod xps_plan;
 
-pub use build::{build_plan, locate_current, PlanContext};
+pub(crate) use build::locate_current;
+pub use build::{build_plan, PlanContext};
 
 /// What happens to one IRQ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -85,7 +86,7 @@ pub struct Placement {
 
 impl Placement {
     /// A prediction irqwise cannot fully check that showed no mismatch where it can.
-    pub fn is_uncertain(&self) -> bool {
+    pub(crate) fn is_uncertain(&self) -> bool {
         self.uncertain.is_some() && self.mismatch != Some(true)
     }
 }
@@ -140,7 +141,7 @@ impl Summary {
     }
 
     /// The one-line `STATUS=`: "42 IRQs on 5 devices: 30 placed, 12 kernel-managed, 0 failed".
-    pub fn status_line(&self) -> String {
+    pub(crate) fn status_line(&self) -> String {
         let skipped = if self.skipped > 0 { format!(", {} left alone", self.skipped) } else { String::new() };
         format!(
             "{} IRQs on {} devices: {} placed, {} kernel-managed{skipped}, {} failed",
@@ -190,14 +191,14 @@ impl Plan {
     }
 
     /// Whether applying the plan would write anything (some placement is `Set`).
-    pub fn has_pending_writes(&self) -> bool {
+    pub(crate) fn has_pending_writes(&self) -> bool {
         self.writes().next().is_some()
     }
 
     /// The plan reduced to what needs attention: placements to write and kernel-managed ones that
     /// differ from the prediction, each device kept only if it has such a placement. Kernel,
     /// warnings unchanged.
-    pub fn only_changes(&self) -> Plan {
+    pub(crate) fn only_changes(&self) -> Plan {
         let devices = self
             .devices
             .iter()
@@ -211,12 +212,12 @@ impl Plan {
     }
 
     /// The human table printed by `irqwise plan`.
-    pub fn to_table(&self) -> String {
+    pub(crate) fn to_table(&self) -> String {
         table::render(self, self)
     }
 
     /// The table of [`Plan::only_changes`], with the counts and warnings of the whole plan.
-    pub fn to_changes_table(&self) -> String {
+    pub(crate) fn to_changes_table(&self) -> String {
         table::render(&self.only_changes(), self)
     }
 }

@@ -58,7 +58,7 @@ impl XpsPlan {
 
 /// The plan of `device`'s transmit steering from its IRQ placements and `queues` (its one
 /// interface's tx queues; `None` when sysfs shows none), every online CPU of `topo` a sender.
-pub fn plan_xps(topo: &Topology, device: &DevicePlan, queues: Option<&NetQueues>) -> XpsPlan {
+pub(crate) fn plan_xps(topo: &Topology, device: &DevicePlan, queues: Option<&NetQueues>) -> XpsPlan {
     let Some(queues) = queues else {
         return XpsPlan::skip(device.name.as_deref(), "the interface shows no tx queues in sysfs");
     };
@@ -110,7 +110,7 @@ pub fn plan_xps(topo: &Topology, device: &DevicePlan, queues: Option<&NetQueues>
 /// Re-plans `x` where some queues' IRQs sit elsewhere than planned (IRQs left to another
 /// owner): `moved` gives those queues' IRQ CPUs by tx queue index; every online CPU of `topo`
 /// a sender, as in [`plan_xps`]. Guarantees the same rule over the IRQs as they are.
-pub fn re_anchor(topo: &Topology, x: &mut XpsPlan, moved: &std::collections::BTreeMap<u32, CpuSet>) {
+pub(crate) fn re_anchor(topo: &Topology, x: &mut XpsPlan, moved: &std::collections::BTreeMap<u32, CpuSet>) {
     if x.skipped.is_some() || !x.queues.iter().any(|q| moved.contains_key(&q.txq)) {
         return;
     }

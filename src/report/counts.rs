@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 /// One read of `/proc/interrupts`: the CPU of each count column (the kernel prints a column per
 /// online CPU, titled `CPUn`) and the counts of every numbered IRQ, one per column.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct InterruptCounts {
+pub(crate) struct InterruptCounts {
     /// Column → CPU number, in the order of the header.
     pub cpus: Vec<u32>,
     /// IRQ → its count on each CPU of `cpus` (same length and order).
@@ -15,7 +15,7 @@ pub struct InterruptCounts {
 
 /// A line of `/proc/interrupts` that could not be read: 1-based number, the line, what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadCountLine {
+pub(crate) struct BadCountLine {
     pub line_no: usize,
     pub line: String,
     pub problem: &'static str,
@@ -24,14 +24,14 @@ pub struct BadCountLine {
 /// The header is not a row of `CPUn` titles: nothing else in the file can be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unexpected header {header:?}, expected CPU column titles (\"CPU0 CPU1 ...\")")]
-pub struct HeaderError {
+pub(crate) struct HeaderError {
     pub header: String,
 }
 
 /// Parses the counts of every numbered IRQ line. Guarantees: architecture lines (`NMI:`,
 /// `LOC:`, ...) are skipped; a numbered line with fewer than one count per CPU column is
 /// reported and skipped, never half-read; an empty text has no CPUs and no IRQs.
-pub fn parse_counts(text: &str) -> Result<(InterruptCounts, Vec<BadCountLine>), HeaderError> {
+pub(crate) fn parse_counts(text: &str) -> Result<(InterruptCounts, Vec<BadCountLine>), HeaderError> {
     let mut lines = text.lines().enumerate();
     let Some((_, header)) = lines.next() else { return Ok((InterruptCounts::default(), Vec::new())) };
     let cpus: Option<Vec<u32>> =
@@ -65,7 +65,7 @@ const COUNTER_WRAP: u64 = 1 << 32;
 /// Interrupts between two reads of one counter. Guarantees: a counter that went down either
 /// wrapped at 2^32 (it was in the upper half before) or restarted from zero (the IRQ was freed
 /// and allocated again), and is counted accordingly; never negative.
-pub fn counter_delta(before: u64, after: u64) -> u64 {
+pub(crate) fn counter_delta(before: u64, after: u64) -> u64 {
     if after >= before {
         after - before
     } else if (COUNTER_WRAP / 2..COUNTER_WRAP).contains(&before) {
@@ -79,7 +79,10 @@ pub fn counter_delta(before: u64, after: u64) -> u64 {
 /// reads (a CPU that came or went between them has no baseline). IRQs only in `second` count
 /// from zero (they were requested between the reads); IRQs only in `first` are gone. Returns
 /// the deltas (IRQ → CPU → interrupts, CPUs with none left out) and the CPUs left out.
-pub fn deltas(first: &InterruptCounts, second: &InterruptCounts) -> (BTreeMap<u32, BTreeMap<u32, u64>>, Vec<u32>) {
+pub(crate) fn deltas(
+    first: &InterruptCounts,
+    second: &InterruptCounts,
+) -> (BTreeMap<u32, BTreeMap<u32, u64>>, Vec<u32>) {
     let before_col: BTreeMap<u32, usize> = first.cpus.iter().enumerate().map(|(i, &c)| (c, i)).collect();
     let skipped: Vec<u32> = second
         .cpus

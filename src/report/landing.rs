@@ -17,7 +17,7 @@ use crate::topology::Topology;
 /// Interrupts per locality class; `unknown` where the class could not be told (no desired set
 /// and no node information).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct LocalityCounts {
+pub(crate) struct LocalityCounts {
     pub desired: u64,
     pub core: u64,
     pub cluster: u64,
@@ -69,7 +69,7 @@ impl LocalityCounts {
 
 /// Interrupts of one IRQ on one CPU.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CpuLanding {
+pub(crate) struct CpuLanding {
     pub cpu: u32,
     pub interrupts: u64,
     pub rate: f64,
@@ -78,7 +78,7 @@ pub struct CpuLanding {
 
 /// One IRQ: where it should be, where the kernel delivers it now, where it fired.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IrqLanding {
+pub(crate) struct IrqLanding {
     pub irq: u32,
     pub name: Option<String>,
     pub role: QueueRole,
@@ -98,7 +98,7 @@ pub struct IrqLanding {
 
 /// One device: its IRQs and their sums.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DeviceLanding {
+pub(crate) struct DeviceLanding {
     pub bdf: String,
     pub name: Option<String>,
     pub driver: Option<String>,
@@ -117,7 +117,7 @@ pub struct DeviceLanding {
 
 /// The whole report (`irqwise report --json`, where the CLI adds the top-level `schema`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Landing {
+pub(crate) struct Landing {
     /// The time between the two reads the counts come from.
     pub interval_seconds: f64,
     pub devices: Vec<DeviceLanding>,
@@ -137,7 +137,7 @@ fn per_second(n: u64, seconds: f64) -> f64 {
 /// apart and the effective affinities at the second. Guarantees: each IRQ's interrupts equal
 /// the sum over its CPUs and over its locality classes; each device's equal the sum over its
 /// IRQs; an IRQ missing from the counts has none.
-pub fn build_landing(
+pub(crate) fn build_landing(
     plan: &Plan,
     topo: &Topology,
     first: &InterruptCounts,

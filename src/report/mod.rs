@@ -13,14 +13,14 @@ pub mod render;
 
 use std::path::PathBuf;
 
-pub use counts::{parse_counts, InterruptCounts};
-pub use landing::{build_landing, CpuLanding, DeviceLanding, IrqLanding, Landing, LocalityCounts};
-pub use render::render_table;
+pub(crate) use counts::InterruptCounts;
+pub(crate) use landing::{build_landing, Landing};
+pub(crate) use render::render_table;
 
 use crate::sysfs::SysfsError;
 
 #[derive(Debug, thiserror::Error)]
-pub enum LandingError {
+pub(crate) enum LandingError {
     #[error("{}: missing; a report needs the kernel's per-CPU interrupt counts", .path.display())]
     Missing { path: PathBuf },
     #[error(transparent)]

@@ -9,11 +9,11 @@ use crate::cpuset::CpuSet;
 use crate::sysfs::Root;
 
 /// Where the counts are, relative to the root.
-pub const PROC_INTERRUPTS: &str = "proc/interrupts";
+pub(crate) const PROC_INTERRUPTS: &str = "proc/interrupts";
 
 /// One read of `ROOT/proc/interrupts`, and a warning per line that could not be read.
 /// Guarantees: a missing or unreadable file, or one without CPU columns, is an error naming it.
-pub fn read_counts(root: &Root) -> Result<(InterruptCounts, Vec<String>), LandingError> {
+pub(crate) fn read_counts(root: &Root) -> Result<(InterruptCounts, Vec<String>), LandingError> {
     let path = root.path(PROC_INTERRUPTS);
     let bytes =
         root.read_bytes_optional(PROC_INTERRUPTS)?.ok_or_else(|| LandingError::Missing { path: path.clone() })?;
@@ -28,7 +28,7 @@ pub fn read_counts(root: &Root) -> Result<(InterruptCounts, Vec<String>), Landin
 
 /// `proc/irq/N/effective_affinity_list` of each of `irqs` that has one; an unreadable or
 /// malformed file is left out with a warning.
-pub fn read_effective(root: &Root, irqs: impl IntoIterator<Item = u32>) -> (BTreeMap<u32, CpuSet>, Vec<String>) {
+pub(crate) fn read_effective(root: &Root, irqs: impl IntoIterator<Item = u32>) -> (BTreeMap<u32, CpuSet>, Vec<String>) {
     let mut out = BTreeMap::new();
     let mut warnings = Vec::new();
     for irq in irqs {

@@ -5,12 +5,12 @@ use crate::cpuset::CpuSet;
 
 /// `part` of `whole` in whole percent, rounded down, so 100% means all of it; `None` for a
 /// zero `whole`.
-pub fn percent(part: u64, whole: u64) -> Option<u64> {
+pub(crate) fn percent(part: u64, whole: u64) -> Option<u64> {
     (whole > 0).then(|| (u128::from(part) * 100 / u128::from(whole)) as u64)
 }
 
 /// A rate for people: whole numbers with thousands separators from 100 up, one decimal below.
-pub fn rate_text(rate: f64) -> String {
+pub(crate) fn rate_text(rate: f64) -> String {
     if rate >= 100.0 {
         let digits = format!("{:.0}", rate);
         let mut out = String::new();
@@ -66,7 +66,7 @@ fn cells(i: &IrqLanding) -> [String; 8] {
 
 /// The summary line of a device: `eth0 (0000:81:00.0, ixgbe): 18,230 irq/s, 100% on desired
 /// CPUs, 100% on node 1`; the shares only where they have a base.
-pub fn device_line(d: &super::landing::DeviceLanding) -> String {
+pub(crate) fn device_line(d: &super::landing::DeviceLanding) -> String {
     let who = d.name.as_deref().unwrap_or(&d.bdf);
     let what = match (&d.name, &d.driver) {
         (Some(_), Some(drv)) => format!(" ({}, {drv})", d.bdf),
@@ -88,7 +88,7 @@ pub fn device_line(d: &super::landing::DeviceLanding) -> String {
 
 /// The report as text: the interval, then per device its summary line and its IRQ rows under
 /// one header, columns as wide as their widest cell; then the warnings.
-pub fn render_table(l: &Landing) -> String {
+pub(crate) fn render_table(l: &Landing) -> String {
     let rows: Vec<Vec<[String; 8]>> = l.devices.iter().map(|d| d.irqs.iter().map(cells).collect()).collect();
     let header = HEADER.map(String::from);
     let mut widths = [0usize; 8];

@@ -10,10 +10,10 @@ use crate::kernel::{GroupRules, KernelVersion, KernelVersionError};
 use crate::topology::Topology;
 
 /// The kernel grouping rules when the release is unknown: those of current kernels.
-pub const FALLBACK_KERNEL: KernelVersion = KernelVersion { major: 6, minor: 11 };
+pub(crate) const FALLBACK_KERNEL: KernelVersion = KernelVersion { major: 6, minor: 11 };
 
 /// Where the kernel release is, relative to a root.
-pub const OSRELEASE: &str = "proc/sys/kernel/osrelease";
+pub(crate) const OSRELEASE: &str = "proc/sys/kernel/osrelease";
 
 /// The kernel release could not be turned into grouping rules.
 #[derive(Debug, thiserror::Error)]
@@ -30,7 +30,7 @@ pub enum KernelRulesError {
 /// from `osrelease`), else [`FALLBACK_KERNEL`] (a capture without it). The one choice of `spread
 /// groups` and of planning: a malformed release is an error here, which planning turns into a
 /// warning and the fallback ([`plan_rules`]).
-pub fn kernel_version(
+pub(crate) fn kernel_version(
     topo: &Topology,
     explicit: Option<&str>,
     osrelease: &Path,
@@ -47,7 +47,7 @@ pub fn kernel_version(
 
 /// The grouping rules a plan uses for `topo`, and the warning (naming `osrelease`) when its
 /// release is not a kernel version: then the rules of [`FALLBACK_KERNEL`].
-pub fn plan_rules(topo: &Topology, osrelease: &Path) -> (GroupRules, Option<String>) {
+pub(crate) fn plan_rules(topo: &Topology, osrelease: &Path) -> (GroupRules, Option<String>) {
     match kernel_version(topo, None, osrelease) {
         Ok(v) => (GroupRules::for_kernel(v), None),
         Err(_) => {

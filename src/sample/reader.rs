@@ -45,7 +45,7 @@ pub fn read_sample(root: &Root, config: Arc<Config>) -> Result<Sample, ReadError
 
 /// The parts of the last sample read, and what of them is stale.
 #[derive(Debug)]
-pub struct SampleReader {
+pub(crate) struct SampleReader {
     /// Hold problems a race can explain until a second read confirms them (the daemon's
     /// reader); `false` reports them at once.
     hold: bool,
@@ -80,7 +80,7 @@ impl SampleReader {
     }
 
     /// A reader that reports every problem at the read that finds it.
-    pub fn reporting_at_once() -> SampleReader {
+    pub(crate) fn reporting_at_once() -> SampleReader {
         SampleReader {
             hold: false,
             topology: None,
@@ -92,41 +92,41 @@ impl SampleReader {
     }
 
     /// The next read reads everything.
-    pub fn stale_everything(&mut self) {
+    pub(crate) fn stale_everything(&mut self) {
         self.stale.everything = true;
     }
 
     /// CPUs `cpus` came or went: their directories (and their neighbours') are read again, and
     /// so are the masks that hold them. Refusals held so far are forgotten: the event explains
     /// them.
-    pub fn stale_cpus(&mut self, cpus: &CpuSet) {
+    pub(crate) fn stale_cpus(&mut self, cpus: &CpuSet) {
         self.refused.held.clear();
         self.stale.cpus.extend_with(cpus);
     }
 
     /// Device `bdf` (a PCI address) is read again, whole.
-    pub fn stale_device(&mut self, bdf: String) {
+    pub(crate) fn stale_device(&mut self, bdf: String) {
         self.stale.devices.insert(bdf);
     }
 
     /// Every device is read again, whole.
-    pub fn stale_all_devices(&mut self) {
+    pub(crate) fn stale_all_devices(&mut self) {
         self.stale.all_devices = true;
     }
 
     /// The masks of `irqs` (written, or tried, by the last pass) are read again.
-    pub fn stale_irqs(&mut self, irqs: impl IntoIterator<Item = u32>) {
+    pub(crate) fn stale_irqs(&mut self, irqs: impl IntoIterator<Item = u32>) {
         self.stale.irqs.extend(irqs);
     }
 
     /// The PCI address of the kept device with network interface `name`.
-    pub fn device_of_interface(&self, name: &str) -> Option<String> {
+    pub(crate) fn device_of_interface(&self, name: &str) -> Option<String> {
         self.devices.as_ref().and_then(|d| d.bdf_of_interface(name))
     }
 
     /// The CPUs that were stale at the last read: an IRQ placed on one of them may have been
     /// moved by the kernel (its CPU-offline fallback), even when the CPU is back by now.
-    pub fn hotplugged(&self) -> &CpuSet {
+    pub(crate) fn hotplugged(&self) -> &CpuSet {
         &self.hotplugged
     }
 
@@ -137,7 +137,7 @@ impl SampleReader {
 
     /// Takes back the devices of the last sample (it lends rather than copies them); devices
     /// not given back are read again, whole, by the next read.
-    pub fn give_back(&mut self, devices: Vec<Device>) {
+    pub(crate) fn give_back(&mut self, devices: Vec<Device>) {
         if let Some(reads) = self.devices.as_mut() {
             reads.give_back(devices);
         }

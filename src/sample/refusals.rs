@@ -11,7 +11,7 @@ use crate::devices::discover::DeviceError;
 use std::collections::BTreeSet;
 
 /// How long after a read with new refusals the follow-up pass reads again when no event does.
-pub const RECHECK_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+pub(crate) const RECHECK_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Refused reads, and devices found vanishing, held back until a second read confirms them.
 #[derive(Debug, Default)]

@@ -16,7 +16,7 @@ use crate::topology::Topology;
 
 /// One device's claim on the machine's CPUs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Demand {
+pub(crate) struct Demand {
     /// The device's node and PCI address: devices are allocated in this order (devices without
     /// a node last), so the result does not depend on discovery order.
     pub node: Option<u32>,
@@ -44,7 +44,7 @@ pub struct Assignment {
 /// The result: per demand (in the order given), per unit, its assignment; and the queue count
 /// of every CPU that got one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Allocation {
+pub(crate) struct Allocation {
     pub devices: Vec<Vec<Assignment>>,
     pub load: BTreeMap<u32, u32>,
 }
@@ -61,7 +61,7 @@ pub struct Allocation {
 ///   least loaded there, ties to the earliest in the device's order.
 ///
 /// A demand with no CPU at home, or none usable now, gets no assignments.
-pub fn allocate(home: &Topology, demands: &[Demand]) -> Allocation {
+pub(crate) fn allocate(home: &Topology, demands: &[Demand]) -> Allocation {
     let mut order: Vec<usize> = (0..demands.len()).collect();
     // Devices without a node last: they may go anywhere, so they take what the others left.
     order.sort_by_key(|&d| (demands[d].node.is_none(), demands[d].node, &demands[d].bdf));

@@ -32,7 +32,7 @@ pub struct Fallback {
 /// (the nvme driver's read queues) each set is spread on its own and the groups follow each
 /// other: queue i → `groups[i]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueueGrouping {
+pub(crate) struct QueueGrouping {
     pub queues: u32,
     /// Set sizes, summing to `queues`; one set unless the driver splits its vectors.
     pub sets: Vec<u32>,
@@ -41,7 +41,7 @@ pub struct QueueGrouping {
 
 impl QueueGrouping {
     /// Which set queue `q` is in and its index there: `(set, index, set size)`.
-    pub fn locate(&self, q: u32) -> (usize, u32, u32) {
+    pub(crate) fn locate(&self, q: u32) -> (usize, u32, u32) {
         let mut first = 0;
         for (i, &size) in self.sets.iter().enumerate() {
             if q < first + size {
@@ -57,7 +57,7 @@ impl QueueGrouping {
 /// (`nvme_calc_irq_sets()`, drivers/nvme/host/pci.c): one set when `write_queues` is 0 or there
 /// is one vector; else a default (write) set and a read set of `nrirqs - write_queues` vectors,
 /// at least 1. Guarantees the sizes sum to `nrirqs` and none is 0 (for `nrirqs` > 0).
-pub fn nvme_irq_sets(nrirqs: u32, write_queues: u32) -> Vec<u32> {
+pub(crate) fn nvme_irq_sets(nrirqs: u32, write_queues: u32) -> Vec<u32> {
     let read = if nrirqs <= 1 || write_queues == 0 {
         0
     } else if write_queues >= nrirqs {
@@ -92,7 +92,7 @@ type OrderKey = (usize, Option<u32>, crate::choices::SpreadOrder, CpuSet);
 impl GroupingCache {
     /// `spread_blocks_within(topo, node, order, within)`, computed once per (topology, node,
     /// order, within): the NICs of one node share one order.
-    pub fn order_blocks(
+    pub(crate) fn order_blocks(
         &self,
         topo: &Topology,
         node: Option<u32>,
@@ -274,17 +274,17 @@ impl<'a> DeviceContext<'a> {
     }
 
     /// The plan's grouping cache.
-    pub fn groupings(&self) -> &GroupingCache {
+    pub(crate) fn groupings(&self) -> &GroupingCache {
         self.groupings
     }
 
     /// The device's queue grouping on the machine now, computed once per device.
-    pub fn queue_grouping(&self) -> &QueueGrouping {
+    pub(crate) fn queue_grouping(&self) -> &QueueGrouping {
         self.grouping.get_or_init(|| self.queue_grouping_on(self.topo))
     }
 
     /// The device's queue grouping as `group_cpus_evenly()` computes it on `topo`.
-    pub fn queue_grouping_on(&self, topo: &Topology) -> QueueGrouping {
+    pub(crate) fn queue_grouping_on(&self, topo: &Topology) -> QueueGrouping {
         let queues = self.device.vectors.iter().filter_map(queue_index).max().map_or(0, |q| q + 1);
         let write_queues = self.device.nvme.as_ref().and_then(|n| n.write_queues).unwrap_or(0);
         let sets = if self.device.driver.as_deref() == Some("nvme") {

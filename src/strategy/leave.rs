@@ -5,11 +5,11 @@ use crate::devices::Device;
 
 /// Drivers that hand a device's interrupts to a guest or a user-space driver: whoever opened the
 /// device placed them (a VM's vCPU pinning, DPDK), so moving them breaks that placement.
-pub const PASSTHROUGH_DRIVERS: &[&str] = &["vfio-pci", "uio_pci_generic", "igb_uio", "pci-stub"];
+pub(crate) const PASSTHROUGH_DRIVERS: &[&str] = &["vfio-pci", "uio_pci_generic", "igb_uio", "pci-stub"];
 
 /// Why `device`'s interrupts belong to someone other than irqwise, if they do: bound to a
 /// passthrough driver, or to no driver at all.
-pub fn owner_elsewhere(device: &Device) -> Option<String> {
+pub(crate) fn owner_elsewhere(device: &Device) -> Option<String> {
     match device.driver.as_deref() {
         None => Some("no driver is bound: whoever uses the device owns its IRQs".into()),
         Some(d) if PASSTHROUGH_DRIVERS.contains(&d) => {

@@ -28,7 +28,7 @@ use crate::topology::Topology;
 /// placement (flagging where the current mask or blk-mq's map differ from it), and for storage
 /// HBAs the decision of every managed IRQ with a report of where the driver put it. Other
 /// decisions are returned unchanged.
-pub fn predict(ctx: &DeviceContext, decisions: Vec<Decision>, known_managed: &BTreeSet<u32>) -> Vec<Decision> {
+pub(crate) fn predict(ctx: &DeviceContext, decisions: Vec<Decision>, known_managed: &BTreeSet<u32>) -> Vec<Decision> {
     let storage = ctx.device.class == DeviceClass::Storage;
     let layout = if storage { StorageLayout::of(ctx, known_managed) } else { None };
     let predicted = ctx.device.vectors.iter().any(|v| queue_index(v).is_some() && is_predicted(ctx, v, known_managed));
@@ -168,7 +168,7 @@ fn first_sight_words(first: &Topology, now: &Topology) -> String {
 
 /// Kernel-managed as far as we know: read-only mode, a failed write remembered, or the nvme
 /// driver's I/O queues (it always allocates them with PCI_IRQ_AFFINITY).
-pub fn is_managed(ctx: &DeviceContext, v: &IrqVector, known_managed: &BTreeSet<u32>) -> bool {
+pub(crate) fn is_managed(ctx: &DeviceContext, v: &IrqVector, known_managed: &BTreeSet<u32>) -> bool {
     let dev = ctx.device;
     v.managed
         || known_managed.contains(&v.irq)

@@ -6,12 +6,12 @@
 //! [`managed::predict`] overlays the kernel's placement on queue vectors afterwards. The kernel's
 //! own algorithms they build on live in [`crate::kernel`].
 
-pub mod allocator;
-pub mod cluster_group;
+pub(crate) mod allocator;
+pub(crate) mod cluster_group;
 mod context;
 pub mod leave;
 pub mod managed;
-pub mod numa_hop;
+pub(crate) mod numa_hop;
 pub mod pin;
 pub mod xps_sets;
 
@@ -19,13 +19,22 @@ use crate::choices::StrategyName;
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, IrqVector, QueueRole};
 
-pub use context::{
-    nvme_irq_sets, DeviceContext, Fallback, GroupingCache, Machine, QueueAllocation, QueueGrouping, Setup, Target,
-};
+pub(crate) use context::QueueGrouping;
+
+pub use context::QueueAllocation;
+
+pub use context::Target;
+
+pub use context::Setup;
+
+pub use context::DeviceContext;
+
+pub use context::GroupingCache;
+pub use context::{Fallback, Machine};
 
 /// The default strategy of one device: `leave` for a device whose interrupts belong to someone
 /// else (see [`leave::owner_elsewhere`]), else its class default.
-pub fn default_for_device(device: &crate::devices::Device) -> StrategyName {
+pub(crate) fn default_for_device(device: &crate::devices::Device) -> StrategyName {
     if leave::owner_elsewhere(device).is_some() {
         StrategyName::Leave
     } else {
@@ -34,7 +43,7 @@ pub fn default_for_device(device: &crate::devices::Device) -> StrategyName {
 }
 
 /// The function that implements strategy `name`.
-pub fn implementation(name: StrategyName) -> Strategy {
+pub(crate) fn implementation(name: StrategyName) -> Strategy {
     match name {
         StrategyName::NumaHop => numa_hop::place,
         StrategyName::ClusterGroup => cluster_group::place,
@@ -77,7 +86,7 @@ impl Decision {
 /// under `leave`, which says why it leaves), then the managed-IRQ step (for every strategy but
 /// `leave`, and for storage HBAs whatever their strategy: their managed IRQs are reported), and
 /// appends the context's note to every reason that places.
-pub fn decide(
+pub(crate) fn decide(
     name: StrategyName,
     ctx: &DeviceContext,
     note: Option<&str>,
@@ -100,7 +109,7 @@ pub fn decide(
 }
 
 /// The queue index of a queue IRQ (`io`, `rx`, `tx`, `rxtx`); `None` for admin and misc IRQs.
-pub fn queue_index(v: &IrqVector) -> Option<u32> {
+pub(crate) fn queue_index(v: &IrqVector) -> Option<u32> {
     match v.role {
         QueueRole::Io | QueueRole::Rx | QueueRole::Tx | QueueRole::RxTx => v.queue,
         QueueRole::Admin | QueueRole::Misc => None,
@@ -108,7 +117,7 @@ pub fn queue_index(v: &IrqVector) -> Option<u32> {
 }
 
 /// How reasons name a non-queue vector.
-pub fn role_word(r: QueueRole) -> &'static str {
+pub(crate) fn role_word(r: QueueRole) -> &'static str {
     match r {
         QueueRole::Admin => "admin",
         _ => "misc",
@@ -118,7 +127,7 @@ pub fn role_word(r: QueueRole) -> &'static str {
 /// The decision for a non-queue vector: the context's misc target, except that a NIC vector
 /// whose name was not recognised is left alone (it may be a queue the driver already spread;
 /// giving it the node's CPUs would undo that).
-pub fn misc_decision(ctx: &DeviceContext, v: &IrqVector) -> Decision {
+pub(crate) fn misc_decision(ctx: &DeviceContext, v: &IrqVector) -> Decision {
     if let Some(why) = unrecognised(ctx, v) {
         return Decision::leave(&why);
     }
@@ -127,7 +136,7 @@ pub fn misc_decision(ctx: &DeviceContext, v: &IrqVector) -> Decision {
 
 /// Why a vector is left alone for want of a recognised name: NIC vectors, whose unknown names
 /// may be queues, and any vector whose name gave an impossible queue index; `None` otherwise.
-pub fn unrecognised(ctx: &DeviceContext, v: &IrqVector) -> Option<String> {
+pub(crate) fn unrecognised(ctx: &DeviceContext, v: &IrqVector) -> Option<String> {
     let impossible = matches!(v.recognised, crate::devices::Recognition::IndexOutOfRange { .. });
     (ctx.device.class == DeviceClass::Nic || impossible).then(|| v.recognised.unrecognised_reason()).flatten()
 }

@@ -25,7 +25,7 @@ fn per_cpu(ctx: &DeviceContext) -> u32 {
 /// kernel-managed ones), weighted by their distinct queues. The order is computed over the home
 /// machine within the CPUs the device may use there, so banned and isolated CPUs do not take a
 /// core's first-thread slot.
-pub fn demand(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> (Demand, Vec<u32>) {
+pub(crate) fn demand(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> (Demand, Vec<u32>) {
     let per_cpu = per_cpu(ctx);
     let mut queues: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
     for v in &ctx.device.vectors {
@@ -50,7 +50,7 @@ pub fn demand(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> (Demand, Ve
 }
 
 /// The words reasons use for the device's order: `cores-first order from node 1`.
-pub fn order_words(ctx: &DeviceContext) -> String {
+pub(crate) fn order_words(ctx: &DeviceContext) -> String {
     let from = ctx.node.map_or("no node".to_string(), |n| format!("node {n}"));
     format!("{} order from {from}", order_kind(ctx).as_str())
 }
@@ -75,7 +75,7 @@ pub fn place(ctx: &DeviceContext) -> Vec<Decision> {
 }
 
 /// [`place`], with the IRQs learned to be kernel-managed left out of the allocation.
-pub fn place_with(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> Vec<Decision> {
+pub(crate) fn place_with(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> Vec<Decision> {
     let own;
     let alloc = match &ctx.queues {
         Some(a) => a,

@@ -19,8 +19,9 @@ use rustix::fs::{Mode, OFlags};
 
 use crate::cpuset::{CpuSet, CpuSetError};
 
-pub use open::read_regular_file;
-pub use parallel::{read_in_parallel, MAX_READERS};
+pub(crate) use open::read_regular_file;
+pub(crate) use parallel::read_in_parallel;
+pub use parallel::MAX_READERS;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SysfsError {
@@ -36,7 +37,7 @@ pub enum SysfsError {
 
 impl SysfsError {
     /// The underlying I/O error kind, when this is an I/O failure.
-    pub fn io_kind(&self) -> Option<io::ErrorKind> {
+    pub(crate) fn io_kind(&self) -> Option<io::ErrorKind> {
         match self {
             SysfsError::Read { source, .. } | SysfsError::ListDir { source, .. } => Some(source.kind()),
             _ => None,
@@ -45,7 +46,7 @@ impl SysfsError {
 
     /// Whether the kernel refused the read or listing with an errno (as opposed to content
     /// irqwise could not take, or a file it will not open, such as a FIFO).
-    pub fn kernel_refused(&self) -> bool {
+    pub(crate) fn kernel_refused(&self) -> bool {
         match self {
             SysfsError::Read { source, .. } | SysfsError::ListDir { source, .. } => source.raw_os_error().is_some(),
             _ => false,
@@ -56,7 +57,7 @@ impl SysfsError {
 /// How a reader used a path, weakest first. [`Root::recording`] keeps the strongest use of each
 /// path, which is what `snapshot` copies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Access {
+pub(crate) enum Access {
     /// Asked whether it exists (or is a directory).
     Exists,
     /// A directory whose entries were listed.
@@ -74,11 +75,11 @@ type AccessLog = Arc<Mutex<BTreeMap<PathBuf, Access>>>;
 
 /// Bytes [`Root::read_small_optional`] and friends accept: a CPU list of 8192 CPUs in the worst
 /// format is < 48 KiB; every sysfs attribute is one page.
-pub const SMALL_FILE_LIMIT: u64 = 1 << 20;
+pub(crate) const SMALL_FILE_LIMIT: u64 = 1 << 20;
 
 /// Bytes [`Root::read_bytes_optional`] accepts: `/proc/interrupts` of a 1024-CPU machine with
 /// 8,000 IRQs is about a third of it. (It is read only for IRQs `sys/kernel/irq` does not name.)
-pub const LARGE_FILE_LIMIT: u64 = 256 << 20;
+pub(crate) const LARGE_FILE_LIMIT: u64 = 256 << 20;
 
 /// What a sysfs attribute's `show()` can return at most: one page.
 const SYSFS_PAGE: usize = 4096;
@@ -114,13 +115,13 @@ impl Root {
     }
 
     /// The same root, remembering every path used through it (and its clones) from now on.
-    pub fn recording(&self) -> Root {
+    pub(crate) fn recording(&self) -> Root {
         Root { base: self.base.clone(), dir: self.dir.clone(), log: Some(Arc::default()) }
     }
 
     /// The paths used through a recording root with their strongest use, sorted; empty for a
     /// root that does not record.
-    pub fn accesses(&self) -> Vec<(PathBuf, Access)> {
+    pub(crate) fn accesses(&self) -> Vec<(PathBuf, Access)> {
         match &self.log {
             Some(log) => lock(log).iter().map(|(p, a)| (p.clone(), *a)).collect(),
             None => Vec::new(),
@@ -184,7 +185,7 @@ impl Root {
 
     /// The last component of the target of symlink `rel` (dangling links are fine); `None`
     /// without a link.
-    pub fn link_name(&self, rel: impl AsRef<Path>) -> Option<String> {
+    pub(crate) fn link_name(&self, rel: impl AsRef<Path>) -> Option<String> {
         let rel = rel.as_ref();
         self.note(rel, Access::Link);
         let (parent, name) = (relative(rel).parent()?, rel.file_name()?);
@@ -224,35 +225,35 @@ impl Root {
 
     /// A whole file's bytes, at most [`LARGE_FILE_LIMIT`]; a missing file is `None`. For the few
     /// large procfs files (`/proc/interrupts`).
-    pub fn read_bytes_optional(&self, rel: impl AsRef<Path>) -> Result<Option<Vec<u8>>, SysfsError> {
+    pub(crate) fn read_bytes_optional(&self, rel: impl AsRef<Path>) -> Result<Option<Vec<u8>>, SysfsError> {
         optional(self.read_capped(rel.as_ref(), LARGE_FILE_LIMIT, 0))
     }
 
     /// A short sysfs/procfs value (at most [`SMALL_FILE_LIMIT`] bytes) as text, with trailing
     /// whitespace and NUL bytes removed (some firmware pads values with them).
-    pub fn read_string(&self, rel: impl AsRef<Path>) -> Result<String, SysfsError> {
+    pub(crate) fn read_string(&self, rel: impl AsRef<Path>) -> Result<String, SysfsError> {
         let bytes = self.read_capped(rel.as_ref(), SMALL_FILE_LIMIT, SYSFS_PAGE)?;
         Ok(trim_end(text_of(bytes)))
     }
 
     /// [`Root::read_string`] with the file's permission bits, read by the same `fstat`.
-    pub fn read_string_with_mode(&self, rel: impl AsRef<Path>) -> Result<(String, u32), SysfsError> {
+    pub(crate) fn read_string_with_mode(&self, rel: impl AsRef<Path>) -> Result<(String, u32), SysfsError> {
         let (bytes, mode) = self.read_capped_with_mode(rel.as_ref(), SMALL_FILE_LIMIT, SYSFS_PAGE)?;
         Ok((trim_end(text_of(bytes)), mode))
     }
 
     /// [`Root::read_string`], a missing file being `None`.
-    pub fn read_small_optional(&self, rel: impl AsRef<Path>) -> Result<Option<String>, SysfsError> {
+    pub(crate) fn read_small_optional(&self, rel: impl AsRef<Path>) -> Result<Option<String>, SysfsError> {
         optional(self.read_string(rel))
     }
 
     /// The same as [`Root::read_small_optional`].
-    pub fn read_optional(&self, rel: impl AsRef<Path>) -> Result<Option<String>, SysfsError> {
+    pub(crate) fn read_optional(&self, rel: impl AsRef<Path>) -> Result<Option<String>, SysfsError> {
         self.read_small_optional(rel)
     }
 
     /// A CPU list file (`0-3,8`), also blk-mq's `4, 5, 6, 7`.
-    pub fn read_cpulist(&self, rel: impl AsRef<Path>) -> Result<CpuSet, SysfsError> {
+    pub(crate) fn read_cpulist(&self, rel: impl AsRef<Path>) -> Result<CpuSet, SysfsError> {
         let rel = rel.as_ref();
         let text = self.read_string(rel)?;
         parse_cpulist_at(&self.path(rel), &text)
@@ -268,14 +269,19 @@ impl Root {
     }
 
     /// A file holding one number (decimal), surrounding whitespace allowed.
-    pub fn read_number<T: FromStr>(&self, rel: impl AsRef<Path>, expected: &'static str) -> Result<T, SysfsError> {
+    #[cfg(test)]
+    pub(crate) fn read_number<T: FromStr>(
+        &self,
+        rel: impl AsRef<Path>,
+        expected: &'static str,
+    ) -> Result<T, SysfsError> {
         let rel = rel.as_ref();
         let text = self.read_string(rel)?;
         parse_number_at(&self.path(rel), &text, expected)
     }
 
     /// A number file that may be absent.
-    pub fn read_number_optional<T: FromStr>(
+    pub(crate) fn read_number_optional<T: FromStr>(
         &self,
         rel: impl AsRef<Path>,
         expected: &'static str,
@@ -288,7 +294,7 @@ impl Root {
     }
 
     /// Names in a directory, sorted; a missing directory is an error.
-    pub fn list_dir(&self, rel: impl AsRef<Path>) -> Result<Vec<String>, SysfsError> {
+    pub(crate) fn list_dir(&self, rel: impl AsRef<Path>) -> Result<Vec<String>, SysfsError> {
         let rel = rel.as_ref();
         self.note(rel, Access::Listed);
         let list = || -> io::Result<Vec<String>> {
@@ -319,7 +325,7 @@ impl Root {
     /// Names in directory `rel`, sorted (a missing directory is an empty list), for readers
     /// that learn from an entry's name alone (`cpuN/node1`, `msi_irqs/42`): a recording root
     /// remembers the entries `used` accepts, so a snapshot has them.
-    pub fn list_dir_noting(
+    pub(crate) fn list_dir_noting(
         &self,
         rel: impl AsRef<Path>,
         used: impl Fn(&str) -> bool,
@@ -351,14 +357,14 @@ impl Root {
 
     /// A regular file's bytes (at most `limit`) and permission bits, without recording: for
     /// `snapshot`'s copy of what the readers recorded.
-    pub fn read_file(&self, rel: impl AsRef<Path>, limit: u64) -> io::Result<(Vec<u8>, u32)> {
+    pub(crate) fn read_file(&self, rel: impl AsRef<Path>, limit: u64) -> io::Result<(Vec<u8>, u32)> {
         let r = open::regular_file(self.open(rel.as_ref(), OFlags::RDONLY | OFlags::NONBLOCK)?)?;
         let mode = r.mode;
         Ok((open::read_capped(r, limit, 0)?, mode))
     }
 
     /// The target text of symlink `rel`, without recording.
-    pub fn link_target(&self, rel: impl AsRef<Path>) -> io::Result<PathBuf> {
+    pub(crate) fn link_target(&self, rel: impl AsRef<Path>) -> io::Result<PathBuf> {
         let rel = relative(rel.as_ref());
         let (parent, name) = match (rel.parent(), rel.file_name()) {
             (Some(p), Some(n)) => (p, n),
@@ -371,7 +377,7 @@ impl Root {
 
     /// Opens the existing regular file `rel` for writing, resolved beneath the root without
     /// following any symlink (see [`open::open_write_beneath`]). Never creates a file.
-    pub fn open_write(&self, rel: impl AsRef<Path>) -> io::Result<std::fs::File> {
+    pub(crate) fn open_write(&self, rel: impl AsRef<Path>) -> io::Result<std::fs::File> {
         open::regular(open::open_write_beneath(self.dir()?, relative(rel.as_ref()))?)
     }
 }
@@ -425,12 +431,12 @@ fn trim_end(mut text: String) -> String {
 }
 
 /// Parses CPU list text read from `path`, naming the file on error.
-pub fn parse_cpulist_at(path: &Path, text: &str) -> Result<CpuSet, SysfsError> {
+pub(crate) fn parse_cpulist_at(path: &Path, text: &str) -> Result<CpuSet, SysfsError> {
     CpuSet::parse_list(text).map_err(|source| SysfsError::CpuList { path: path.to_path_buf(), source })
 }
 
 /// Parses one number read from `path`, naming file, content and expectation on error.
-pub fn parse_number_at<T: FromStr>(path: &Path, text: &str, expected: &'static str) -> Result<T, SysfsError> {
+pub(crate) fn parse_number_at<T: FromStr>(path: &Path, text: &str, expected: &'static str) -> Result<T, SysfsError> {
     text.trim().parse().map_err(|_| SysfsError::Parse { path: path.to_path_buf(), content: text.into(), expected })
 }
 

@@ -166,7 +166,7 @@ pub(super) fn read_capped(r: Regular, limit: u64, first_read: usize) -> io::Resu
 /// Reads the regular file at `path` (links followed, as for any file an administrator names):
 /// without blocking on a FIFO, refusing devices and sockets, at most `limit` bytes. For files
 /// outside a root: the configuration and the daemon's own state.
-pub fn read_regular_file(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_regular_file(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
     let fd = rustix::fs::open(path, flags, Mode::empty())?;
     read_capped(regular_file(fd)?, limit, 0)

@@ -14,7 +14,7 @@ mod nodes;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-pub use super::MAX_NUMNODES;
+pub(crate) use super::MAX_NUMNODES;
 use super::{round_robin_node, Cpu, NodeSource, NumaNode, OfflineMasks, Topology};
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::sysfs::{parse_cpulist_at, read_in_parallel, Root, SysfsError};
@@ -52,8 +52,8 @@ impl TopologyWarning {
 
 /// The distance the kernel assumes between two nodes it has no table for (`REMOTE_DISTANCE`), and
 /// from a node to itself (`LOCAL_DISTANCE`), include/linux/topology.h.
-pub const REMOTE_DISTANCE: u32 = 20;
-pub const LOCAL_DISTANCE: u32 = 10;
+pub(crate) const REMOTE_DISTANCE: u32 = 20;
+pub(crate) const LOCAL_DISTANCE: u32 = 10;
 
 /// Reads the topology under `root` (`ROOT/sys/devices/system/{cpu,node}`, `ROOT/proc/sys/kernel`),
 /// dropping the warnings (see [`read_topology_with_warnings`]).
@@ -90,13 +90,13 @@ pub fn reread_topology(
 
 /// Just the NUMA node ids under `root` (below [`MAX_NUMNODES`]), without reading the nodes;
 /// empty without NUMA information.
-pub fn read_node_ids(root: &Root) -> Result<Vec<u32>, TopologyError> {
+pub(crate) fn read_node_ids(root: &Root) -> Result<Vec<u32>, TopologyError> {
     Ok(numbered_ids(root, NODE_DIR, "node")?.into_iter().filter(|&n| n < MAX_NUMNODES).collect())
 }
 
 /// Just the possible CPUs under `root`, by the same rule as [`read_topology`] (the
 /// `possible` list, else the `cpuN` directories), without reading every CPU's files.
-pub fn read_possible_cpus(root: &Root) -> Result<CpuSet, TopologyError> {
+pub(crate) fn read_possible_cpus(root: &Root) -> Result<CpuSet, TopologyError> {
     possible(root, &mut Vec::new())
 }
 

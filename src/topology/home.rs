@@ -29,7 +29,7 @@ pub struct TopologyMemory {
 /// siblings' masks grow); for devices that were there at first sight, this is the machine their
 /// masks were computed on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FirstSight {
+pub(crate) struct FirstSight {
     pub present: CpuSet,
     /// Every possible CPU then: `node`, `node_source`, `online`, `core`, `cluster` are kept.
     pub cpus: BTreeMap<u32, Cpu>,
@@ -53,7 +53,7 @@ impl FirstSight {
 
     /// Whether `topo` spreads differently from this sight for some device: its present CPUs, a
     /// CPU's node or an SMT or cluster mask differ.
-    pub fn differs_from(&self, topo: &Topology) -> bool {
+    pub(crate) fn differs_from(&self, topo: &Topology) -> bool {
         self.present != topo.present
             || topo.cpus.values().any(|c| match self.cpus.get(&c.id) {
                 Some(k) => k.node != c.node || k.core != c.core || k.cluster != c.cluster,
@@ -117,24 +117,24 @@ impl TopologyMemory {
     }
 
     /// A memory holding these records (a saved copy read back); later records of the same CPU win.
-    pub fn from_cpus(cpus: impl IntoIterator<Item = Cpu>) -> TopologyMemory {
+    pub(crate) fn from_cpus(cpus: impl IntoIterator<Item = Cpu>) -> TopologyMemory {
         TopologyMemory { seen: cpus.into_iter().map(|c| (c.id, c)).collect(), first: None }
     }
 
     /// This memory with `first` as its first sight (a saved copy read back).
-    pub fn with_first_sight(mut self, first: Option<FirstSight>) -> TopologyMemory {
+    pub(crate) fn with_first_sight(mut self, first: Option<FirstSight>) -> TopologyMemory {
         self.first = first;
         self
     }
 
     /// The machine as first seen this boot, when something has been remembered.
-    pub fn first_sight(&self) -> Option<&FirstSight> {
+    pub(crate) fn first_sight(&self) -> Option<&FirstSight> {
         self.first.as_ref()
     }
 
     /// `now` as it was at first sight, when that differs from `now` in what spreading reads
     /// ([`FirstSight::differs_from`]); `None` otherwise.
-    pub fn first_topology(&self, now: &Topology) -> Option<Topology> {
+    pub(crate) fn first_topology(&self, now: &Topology) -> Option<Topology> {
         self.first.as_ref().filter(|f| f.differs_from(now)).map(|f| f.topology(now))
     }
 

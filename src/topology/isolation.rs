@@ -37,7 +37,7 @@ pub enum IsolationKind {
 impl IsolationKind {
     /// What the source does: isolation (which `respect_isolation` governs and a rule's own
     /// `cpus` with `allow_isolated` may override) or a ban (like `banned_cpus`).
-    pub fn effect(self) -> Effect {
+    pub(crate) fn effect(self) -> Effect {
         match self {
             IsolationKind::IrqbalanceBanned => Effect::Banned,
             _ => Effect::Isolated,
@@ -58,7 +58,7 @@ impl IsolationKind {
     }
 
     /// How `topology` names it.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             IsolationKind::Isolated => "isolated (isolcpus)",
             IsolationKind::NohzFull => "nohz_full",
@@ -74,7 +74,7 @@ impl IsolationKind {
 /// How a source keeps IRQs off its CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Effect {
+pub(crate) enum Effect {
     /// Like `isolcpus`: applies with `respect_isolation`; a rule naming the CPUs in its own `cpus`
     /// with `allow_isolated = true` still gets them.
     Isolated,
@@ -95,13 +95,13 @@ pub struct IsolationSource {
 }
 
 impl IsolationSource {
-    pub fn effect(&self) -> Effect {
+    pub(crate) fn effect(&self) -> Effect {
         self.kind.effect()
     }
 }
 
 /// Every source found, in reading order. The set of CPUs device IRQs must avoid, with
-/// provenance: [`Isolation::avoid`] and [`Isolation::sources_of`].
+/// provenance: [`Isolation::avoid`], and each source names its CPUs.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Isolation {
     pub sources: Vec<IsolationSource>,
@@ -109,7 +109,7 @@ pub struct Isolation {
 
 impl Isolation {
     /// The CPUs of every source with `effect`.
-    pub fn cpus_with(&self, effect: Effect) -> CpuSet {
+    pub(crate) fn cpus_with(&self, effect: Effect) -> CpuSet {
         self.sources.iter().filter(|s| s.effect() == effect).fold(CpuSet::new(), |acc, s| acc.union(&s.cpus))
     }
 
@@ -137,14 +137,15 @@ impl Isolation {
     }
 
     /// The sources that keep `cpu` free, in reading order.
-    pub fn sources_of(&self, cpu: u32) -> impl Iterator<Item = &IsolationSource> {
+    #[cfg(test)]
+    pub(crate) fn sources_of(&self, cpu: u32) -> impl Iterator<Item = &IsolationSource> {
         self.sources.iter().filter(move |s| s.cpus.contains(cpu))
     }
 }
 
 /// A setting that could not be taken as written: what is wrong, and what was done instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SettingProblem {
+pub(crate) struct SettingProblem {
     pub problem: String,
     pub instead: String,
 }
@@ -152,7 +153,7 @@ pub struct SettingProblem {
 /// Parses a CPU list as the kernel's `bitmap_parselist()` (lib/bitmap-str.c) takes it on the
 /// command line: `0-3,8`, groups `0-15:2/4` (the first 2 of every 4), `N` for the last CPU and
 /// `all`. `last` is the highest possible CPU. Guarantees the result within `0..=last`.
-pub fn parse_kernel_cpulist(text: &str, last: u32) -> Result<CpuSet, String> {
+pub(crate) fn parse_kernel_cpulist(text: &str, last: u32) -> Result<CpuSet, String> {
     let text = text.trim();
     if text == "all" {
         return Ok(CpuSet::first_n(last + 1));
@@ -200,7 +201,7 @@ pub fn parse_kernel_cpulist(text: &str, last: u32) -> Result<CpuSet, String> {
 /// The words of a kernel command line as the kernel's `next_arg()` (lib/cmdline.c) splits it:
 /// at blanks outside double quotes, the quotes removed; everything after `--` goes to init and
 /// is left out.
-pub fn cmdline_words(text: &str) -> Vec<String> {
+pub(crate) fn cmdline_words(text: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut quoted = false;
@@ -236,7 +237,7 @@ pub fn cmdline_words(text: &str) -> Vec<String> {
 /// `housekeeping_isolcpus_setup()` in kernel/sched/isolation.c skips them), `nohz_full=` and
 /// `irqaffinity=` (the possible CPUs outside it). A parameter given several times counts with
 /// every value. `possible` bounds every list; `path` names the file in the sources.
-pub fn parse_cmdline(text: &str, possible: &CpuSet, path: &str) -> (Vec<IsolationSource>, Vec<SettingProblem>) {
+pub(crate) fn parse_cmdline(text: &str, possible: &CpuSet, path: &str) -> (Vec<IsolationSource>, Vec<SettingProblem>) {
     let mut sources = Vec::new();
     let mut problems = Vec::new();
     let Some(last) = possible.last() else { return (sources, problems) };
@@ -300,7 +301,11 @@ const BANNED_CPUS: &str = "IRQBALANCE_BANNED_CPUS";
 /// value that cannot be read (a shell expansion, a malformed list) is a problem and bans
 /// nothing. Both variables count (their union): irqbalance itself prefers the list, but a file
 /// with both is usually one tool's list and another's mask. `possible` bounds the result.
-pub fn parse_irqbalance(text: &str, possible: &CpuSet, path: &str) -> (Vec<IsolationSource>, Vec<SettingProblem>) {
+pub(crate) fn parse_irqbalance(
+    text: &str,
+    possible: &CpuSet,
+    path: &str,
+) -> (Vec<IsolationSource>, Vec<SettingProblem>) {
     let mut sources = Vec::new();
     let mut problems = Vec::new();
     let mut found: Vec<(&'static str, Result<String, String>, String)> = Vec::new();

@@ -61,7 +61,7 @@ pub fn node_of(topo: &Topology, cpu: u32) -> Option<u32> {
 /// clusters, their LLCs (each as the desired CPUs' own masks say), their NUMA nodes. Without a
 /// desired set only the node ring (the device's node) is filled.
 #[derive(Debug, Clone)]
-pub struct Nearness {
+pub(crate) struct Nearness {
     rings: [CpuSet; 5],
     /// No NUMA information: every CPU is on the one node.
     one_node: bool,
@@ -103,7 +103,7 @@ impl Nearness {
     }
 
     /// The class of `cpu`: the innermost ring holding it.
-    pub fn of_cpu(&self, cpu: u32) -> Locality {
+    pub(crate) fn of_cpu(&self, cpu: u32) -> Locality {
         match self.rings.iter().position(|r| r.contains(cpu)) {
             Some(k) => Locality::ALL[k],
             None if self.one_node => Locality::Node,
@@ -113,7 +113,7 @@ impl Nearness {
 
     /// The class a whole mask guarantees: that of its farthest CPU (the innermost ring holding
     /// all of it). `None` for an empty mask.
-    pub fn of_mask(&self, mask: &CpuSet) -> Option<Locality> {
+    pub(crate) fn of_mask(&self, mask: &CpuSet) -> Option<Locality> {
         if mask.is_empty() {
             return None;
         }
@@ -127,14 +127,20 @@ impl Nearness {
 
 /// The class of `cpu` for an IRQ that should be on `desired` and whose device is on
 /// `device_node` (see [`Nearness`]); `None` when nothing can be compared.
-pub fn classify_cpu(topo: &Topology, cpu: u32, desired: Option<&CpuSet>, device_node: Option<u32>) -> Option<Locality> {
+#[cfg(test)]
+pub(crate) fn classify_cpu(
+    topo: &Topology,
+    cpu: u32,
+    desired: Option<&CpuSet>,
+    device_node: Option<u32>,
+) -> Option<Locality> {
     Some(Nearness::new(topo, desired, device_node)?.of_cpu(cpu))
 }
 
 /// The locality a whole mask guarantees: the farthest class of any of its CPUs (a mask of all
 /// CPUs is `remote` on a multi-node machine even if the kernel happens to pick a near one).
 /// `None` for an empty mask or when nothing can be compared.
-pub fn classify_mask(
+pub(crate) fn classify_mask(
     topo: &Topology,
     mask: &CpuSet,
     desired: Option<&CpuSet>,

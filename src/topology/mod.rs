@@ -11,6 +11,8 @@ mod model;
 pub mod synthetic;
 pub mod view;
 
-pub use home::{home_topology, FirstSight, TopologyMemory};
+pub(crate) use home::FirstSight;
+pub use home::{home_topology, TopologyMemory};
 pub use isolation::Isolation;
-pub use model::{round_robin_node, Cpu, NodeSource, NumaNode, OfflineMasks, Topology, MAX_NUMNODES};
+pub(crate) use model::{round_robin_node, MAX_NUMNODES};
+pub use model::{Cpu, NodeSource, NumaNode, OfflineMasks, Topology};

@@ -12,7 +12,7 @@ use crate::cpuset::CpuSet;
 
 /// The highest NUMA node count a Linux kernel supports (`MAX_NUMNODES` with `NODES_SHIFT` = 10,
 /// include/linux/numa.h): node ids at or above it are not real and never size anything.
-pub const MAX_NUMNODES: u32 = 1024;
+pub(crate) const MAX_NUMNODES: u32 = 1024;
 
 /// What the kernel's sibling/cluster masks hold for a CPU that sysfs gives no `topology/` for
 /// (offline or never-booted CPUs).
@@ -71,7 +71,7 @@ impl NodeSource {
 /// online at that point round robin, so CPU i gets the (i mod n)-th of the `n` nodes in id order;
 /// `init_cpu_to_node()` then overrides only CPUs with a known APIC id. Read in the 6.1 and 6.12
 /// sources (both called from `numa_init()`). `None` without nodes.
-pub fn round_robin_node(cpu: u32, boot_nodes: &[u32]) -> Option<u32> {
+pub(crate) fn round_robin_node(cpu: u32, boot_nodes: &[u32]) -> Option<u32> {
     boot_nodes.get(cpu as usize % boot_nodes.len().max(1)).copied()
 }
 
@@ -147,7 +147,7 @@ pub struct Topology {
 impl Topology {
     /// Whether the machine has node `n` (without NUMA information only node 0, standing for
     /// every CPU).
-    pub fn has_node(&self, n: u32) -> bool {
+    pub(crate) fn has_node(&self, n: u32) -> bool {
         if self.nodes.is_empty() {
             n == 0
         } else {

@@ -42,11 +42,6 @@ impl SyntheticMachine {
         }
     }
 
-    /// Total CPU count: `nodes × cores_per_node × threads_per_core`.
-    pub fn cpu_count(&self) -> u32 {
-        self.nodes.max(1) * self.cores_per_node.max(1) * self.threads_per_core.max(1)
-    }
-
     /// Builds the topology; every CPU has all its masks set, every node its distance row.
     ///
     /// # Panics

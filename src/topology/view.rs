@@ -60,7 +60,7 @@ fn list(set: &CpuSet) -> Vec<u32> {
 /// Which kinds of isolation source planning applies (`respect_isolation`,
 /// `import_irqbalance_banned`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Applied {
+pub(crate) struct Applied {
     pub respect_isolation: bool,
     pub import_banned: bool,
 }
@@ -77,7 +77,7 @@ impl Applied {
 
 /// The isolation sources as JSON: `avoid` (the CPUs device IRQs avoid under `applied`) and
 /// `sources` (per source: `kind`, `effect`, `path`, `setting`, `cpus`, `applied`).
-pub fn isolation_json(isolation: &Isolation, applied: Applied) -> Value {
+pub(crate) fn isolation_json(isolation: &Isolation, applied: Applied) -> Value {
     let sources: Vec<Value> = isolation
         .sources
         .iter()
@@ -100,7 +100,7 @@ pub fn isolation_json(isolation: &Isolation, applied: Applied) -> Value {
 
 /// The isolation sources for humans: one line with the CPUs device IRQs avoid, then one per
 /// source (CPUs, effect, file and setting, what it is, and whether the configuration applies it).
-pub fn isolation_table(isolation: &Isolation, applied: Applied) -> String {
+pub(crate) fn isolation_table(isolation: &Isolation, applied: Applied) -> String {
     let avoid = isolation.avoid(applied.respect_isolation, applied.import_banned);
     let mut out = if avoid.is_empty() {
         "isolation: no CPU is kept free of device IRQs\n".to_string()
@@ -134,7 +134,7 @@ pub fn isolation_table(isolation: &Isolation, applied: Applied) -> String {
 /// Without NUMA information the whole machine is one line with node `-`. Then one line per node
 /// and source for the CPUs whose node sysfs does not show (`cpus 8,10 on node 0: round robin at
 /// boot (not present)`, `cpus 12-15 on node ?: unknown`).
-pub fn to_table(topo: &Topology) -> String {
+pub(crate) fn to_table(topo: &Topology) -> String {
     let mut out = format!(
         "kernel {}  possible {}  online {}  isolated {}\n",
         topo.kernel.as_deref().unwrap_or("?"),

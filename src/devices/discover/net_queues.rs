@@ -10,14 +10,14 @@ use crate::sysfs::Root;
 
 /// More transmit queues than a net device can have (`alloc_netdev_mqs()` warns above 4096): an
 /// index at or beyond it is not read.
-pub const MAX_TX_QUEUES: u32 = 4096;
+pub(crate) const MAX_TX_QUEUES: u32 = 4096;
 
 /// The real directory of PCI device `bdf`, relative to the root: the target of
 /// `sys/bus/pci/devices/BDF` resolved without the filesystem (sysfs device directories hold no
 /// symlink), or that entry itself where it is a directory (a snapshot's copy). `None` when it is
 /// neither a link into `sys/devices` nor a directory. Not recorded for snapshots: reads go
 /// through the bus entry, as every other reader's do.
-pub fn pci_device_dir(root: &Root, bdf: &str) -> Option<String> {
+pub(crate) fn pci_device_dir(root: &Root, bdf: &str) -> Option<String> {
     let link = format!("{PCI_DEVICES}/{bdf}");
     let Some(target) = root.link_target(&link).ok() else {
         return root.is_dir(&link).then_some(link);
@@ -41,7 +41,7 @@ pub fn pci_device_dir(root: &Root, bdf: &str) -> Option<String> {
 /// read through `sys/bus/pci/devices/BDF` like the rest of the device; `NetQueues::dir` is the
 /// same directory through no symlink, for writing. `Ok(None)` when the interface has no queue
 /// directory; `Err` (what is wrong) when the device's real directory cannot be found.
-pub fn read_net_queues(root: &Root, bdf: &str, interface: &str) -> Result<Option<NetQueues>, String> {
+pub(crate) fn read_net_queues(root: &Root, bdf: &str, interface: &str) -> Result<Option<NetQueues>, String> {
     if interface.contains('/') || interface == ".." || interface == "." {
         return Err(format!("interface name {interface:?} is not a file name"));
     }
@@ -89,7 +89,7 @@ fn read_tx_queue(root: &Root, dir: &str, index: u32) -> TxQueue {
 
 /// Whether `path` (relative) names a file inside the root's device tree: `sys/devices`, or a
 /// snapshot's copy of a PCI device under `sys/bus/pci/devices`.
-pub fn is_device_path(path: &str) -> bool {
+pub(crate) fn is_device_path(path: &str) -> bool {
     let p = Path::new(path);
     (p.starts_with("sys/devices") || p.starts_with(PCI_DEVICES))
         && p.components().all(|c| matches!(c, Component::Normal(_)))

@@ -7,7 +7,7 @@ use crate::sysfs::Root;
 
 /// udev properties (`E:KEY=VALUE` lines of udevd's database) of the PCI device and of its
 /// network interfaces; empty where udevd does not run. Later sources win per key.
-pub fn udev_properties(root: &Root, d: &Device) -> BTreeMap<String, String> {
+pub(crate) fn udev_properties(root: &Root, d: &Device) -> BTreeMap<String, String> {
     let mut files = vec![format!("run/udev/data/+pci:{}", d.bdf)];
     for ifname in &d.interfaces {
         if let Ok(Some(index)) = root.read_optional(format!("sys/class/net/{ifname}/ifindex")) {

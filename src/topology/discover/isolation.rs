@@ -9,17 +9,17 @@ use crate::topology::isolation::{parse_cmdline, parse_irqbalance, Isolation, Iso
 use crate::topology::Topology;
 
 /// The root cgroup's list of CPUs in isolated partitions (cgroup v2, kernels 6.7 and later).
-pub const CGROUP_ISOLATED: &str = "sys/fs/cgroup/cpuset.cpus.isolated";
+pub(crate) const CGROUP_ISOLATED: &str = "sys/fs/cgroup/cpuset.cpus.isolated";
 /// The kernel command line.
-pub const CMDLINE: &str = "proc/cmdline";
+pub(crate) const CMDLINE: &str = "proc/cmdline";
 /// Where tuned, CRI-O and the distributions keep irqbalance's environment: RHEL and Fedora,
 /// then Debian and Ubuntu.
-pub const IRQBALANCE_FILES: [&str; 2] = ["etc/sysconfig/irqbalance", "etc/default/irqbalance"];
+pub(crate) const IRQBALANCE_FILES: [&str; 2] = ["etc/sysconfig/irqbalance", "etc/default/irqbalance"];
 
 /// Every source under `root`, in this order: `cpu/isolated` and `cpu/nohz_full` (from
 /// `topo`, already read), the cgroup partitions, the command line, the irqbalance files.
 /// Lists are cut to `topo.possible`. Never fails: what cannot be read is a warning.
-pub fn read_isolation(root: &Root, topo: &Topology) -> (Isolation, Vec<TopologyWarning>) {
+pub(crate) fn read_isolation(root: &Root, topo: &Topology) -> (Isolation, Vec<TopologyWarning>) {
     let mut sources = Vec::new();
     let mut warnings = Vec::new();
     let sysfs = [
