@@ -180,7 +180,7 @@ impl<'a> IrqWriter<'a> {
     fn new(root: &'a Path, cpus: &'a CpuSet) -> IrqWriter<'a> {
         let mut interrupts = BufWriter::new(fs::File::create(mkparent(root, "proc/interrupts")).expect("interrupts"));
         let mut header = String::from("     ");
-        for c in cpus.iter() {
+        for c in cpus {
             let _ = write!(header, "{:>11}", format!("CPU{c}"));
         }
         writeln!(interrupts, "{header}").expect("write");
@@ -367,7 +367,8 @@ fn daemon_pass_after_one_cpu_event(bencher: divan::Bencher) {
     let (dir, daemon) = placed_daemon();
     // A CPU holding a NIC queue, so the pass has a queue to move (and back).
     let queue = daemon.last_plan().devices.iter().flat_map(|d| &d.irqs).find(|p| p.queue.is_some() && !p.managed);
-    let cpu = queue.and_then(|p| p.desired.as_ref()).and_then(|d| d.first()).expect("a placed NIC queue");
+    let cpu =
+        queue.and_then(|p| p.desired.as_ref()).and_then(irqwise::cpuset::CpuSet::first).expect("a placed NIC queue");
     let irqs: Vec<u32> = daemon.last_plan().devices.iter().flat_map(|d| d.irqs.iter().map(|p| p.irq)).collect();
     let daemon = RefCell::new(daemon);
     let hotplug = RefCell::new(daemon_fixture::Hotplug::new(dir.path()));

@@ -163,7 +163,7 @@ fn run(out: &Path) -> io::Result<()> {
 }
 
 fn main() -> ExitCode {
-    let out = std::env::args_os().nth(1).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("target/assets"));
+    let out = std::env::args_os().nth(1).map_or_else(|| PathBuf::from("target/assets"), PathBuf::from);
     match run(&out) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -177,7 +177,7 @@ impl Reading {
                         )],
                         "pci",
                         &o.pci,
-                    )
+                    );
                 }
                 Some((irq, None)) => self.note(format!(
                     "{shown}: IRQ {irq} belongs to no PCI device here; a rule names a device (pci, driver, interface) with strategy = \"leave\""

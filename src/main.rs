@@ -4,6 +4,8 @@
 //! configuration errors, 3 not running (`status`) or settings left untranslated
 //! (`import-irqbalance`), 4 changes pending (`plan --exit-code`).
 
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::process::ExitCode;
 
 use clap::Parser;

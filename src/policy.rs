@@ -98,7 +98,7 @@ impl Policy {
 }
 
 /// Whether `pattern` matches `value`, an absent value never matching.
-fn glob_matches(pattern: &Option<crate::config::Glob>, value: Option<&str>) -> bool {
+fn glob_matches(pattern: Option<&crate::config::Glob>, value: Option<&str>) -> bool {
     match pattern {
         None => true,
         Some(g) => value.is_some_and(|v| g.matches(v)),
@@ -108,12 +108,12 @@ fn glob_matches(pattern: &Option<crate::config::Glob>, value: Option<&str>) -> b
 /// Whether every key of `m` matches `facts` (an empty match matches nothing; validation forbids it).
 pub fn matches(m: &Match, facts: &DeviceFacts) -> bool {
     !m.is_empty()
-        && glob_matches(&m.pci, Some(&facts.bdf))
-        && glob_matches(&m.driver, facts.driver.as_deref())
+        && glob_matches(m.pci.as_ref(), Some(&facts.bdf))
+        && glob_matches(m.driver.as_ref(), facts.driver.as_deref())
         && m.interface.as_ref().is_none_or(|g| facts.interfaces.iter().any(|i| g.matches(i)))
         && m.class.is_none_or(|c| c == facts.class)
-        && glob_matches(&m.nvme_model, facts.nvme_model.as_deref().map(str::trim))
-        && glob_matches(&m.nvme_serial, facts.nvme_serial.as_deref().map(str::trim))
+        && glob_matches(m.nvme_model.as_ref(), facts.nvme_model.as_deref().map(str::trim))
+        && glob_matches(m.nvme_serial.as_ref(), facts.nvme_serial.as_deref().map(str::trim))
         && m.property.iter().all(|(k, g)| facts.properties.get(k).is_some_and(|v| g.matches(v)))
 }
 

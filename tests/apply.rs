@@ -281,7 +281,7 @@ fn enospc_widens_step_by_step_and_the_outcome_names_the_step() {
     assert_eq!(writer.calls_for(1), vec![set("2"), set("2,6"), set("2-3,6-7"), set("0-7")]);
     match &out[0].1 {
         WriteOutcome::WrittenFallback { cpus, step, .. } => {
-            assert_eq!((cpus, step.as_str()), (&set("0-7"), "the node"))
+            assert_eq!((cpus, step.as_str()), (&set("0-7"), "the node"));
         }
         other => panic!("{other:?}"),
     }

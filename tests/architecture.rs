@@ -206,7 +206,7 @@ fn upward_imports(edges: &BTreeMap<(String, String), Vec<String>>) -> Vec<String
         match (floor_of(from), floor_of(to)) {
             (Some(f), Some(t)) if t < f => {}
             (Some(f), Some(t)) => {
-                found.push(format!("{from} (floor {f}) imports {to} (floor {t}) at {}", at.join(", ")))
+                found.push(format!("{from} (floor {f}) imports {to} (floor {t}) at {}", at.join(", ")));
             }
             _ => found.push(format!("{from} imports {to} at {}: a module not on any floor", at.join(", "))),
         }
@@ -228,7 +228,7 @@ fn find_cycle(edges: &BTreeMap<(String, String), Vec<String>>) -> Option<Vec<Str
         done: &mut BTreeSet<&'a str>,
     ) -> Option<Vec<String>> {
         if let Some(at) = path.iter().position(|p| *p == m) {
-            let mut cycle: Vec<String> = path[at..].iter().map(|s| s.to_string()).collect();
+            let mut cycle: Vec<String> = path[at..].iter().map(std::string::ToString::to_string).collect();
             cycle.push(m.to_string());
             return Some(cycle);
         }

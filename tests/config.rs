@@ -110,7 +110,7 @@ fn global_keys_merge_one_by_one() {
 fn nic(bdf: &str, driver: &str, ifaces: &[&str]) -> DeviceFacts {
     let mut f = DeviceFacts::new(bdf, DeviceClassName::Nic);
     f.driver = Some(driver.into());
-    f.interfaces = ifaces.iter().map(|s| s.to_string()).collect();
+    f.interfaces = ifaces.iter().map(std::string::ToString::to_string).collect();
     f
 }
 
@@ -160,7 +160,7 @@ fn several_rules_override_key_by_key_main_file_first() {
     assert_eq!(all_three.queues_per_cpu, Some(2));
     assert_eq!(all_three.exclude_cpus, cpus("0,63"), "rule exclusion plus global ban");
     assert_eq!(all_three.admin_cpus, None);
-    let matched: Vec<String> = all_three.matched_rules.iter().map(|r| r.to_string()).collect();
+    let matched: Vec<String> = all_three.matched_rules.iter().map(std::string::ToString::to_string).collect();
     assert_eq!(matched, want[..3].to_vec());
     assert_eq!(all_three.allowed_cpus(&possible().possible), cpus("16-31"));
 
@@ -176,8 +176,10 @@ fn several_rules_override_key_by_key_main_file_first() {
     assert_eq!(onboard.cpus, None, "the NIC rule does not match an NVMe drive");
     assert_eq!(onboard.exclude_cpus, cpus("63"), "global ban applies to every device");
 
-    let unmatched: Vec<String> =
-        unmatched_rules(&config, &[nic("0000:41:00.0", "ice", &["ens1"])]).iter().map(|r| r.to_string()).collect();
+    let unmatched: Vec<String> = unmatched_rules(&config, &[nic("0000:41:00.0", "ice", &["ens1"])])
+        .iter()
+        .map(std::string::ToString::to_string)
+        .collect();
     assert_eq!(unmatched, want[1..].to_vec());
 }
 

@@ -232,7 +232,7 @@ fn warnings_for_rules_that_cannot_act() {
         &possible(),
     );
     assert!(r.errors.is_empty(), "{:?}", r.errors);
-    let w: Vec<String> = r.warnings.iter().map(|w| w.to_string()).collect();
+    let w: Vec<String> = r.warnings.iter().map(std::string::ToString::to_string).collect();
     assert_eq!(w.len(), 3, "{w:#?}");
     assert!(matches!(&r.warnings[0], ConfigWarning::RuleSetsNothing { at } if at.line == 1));
     assert!(w[1].starts_with("w.toml:6:18: warning: queues_per_cpu"), "{}", w[1]);

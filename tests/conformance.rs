@@ -241,7 +241,7 @@ mod invariants {
             |(nodes, cpn, tpc, cpc, states)| {
                 let m = SyntheticMachine { cores_per_cluster: cpc, ..SyntheticMachine::new(nodes, cpn, tpc) };
                 let mut topo = m.build();
-                for (cpu, state) in topo.cpus.iter_mut() {
+                for (cpu, state) in &mut topo.cpus {
                     match states[*cpu as usize % states.len()] {
                         1 => {
                             (state.online, state.core, state.cluster) = (false, None, None);

@@ -234,7 +234,7 @@ fn the_daemon_validates_the_config_against_the_same_possible_cpus_as_the_cli() {
     let (config, warnings) =
         load_config_with_warnings(&Root::new(root.path()), &ConfigPaths::under(cfg.path())).unwrap();
     assert!(config.global.banned_cpus.is_empty());
-    let w = warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>().join("\n");
+    let w = warnings.iter().map(std::string::ToString::to_string).collect::<Vec<_>>().join("\n");
     assert!(w.contains("0-15"), "CPU 16 is beyond the 16 cpuN directories: {w}");
 }
 
@@ -278,7 +278,7 @@ async fn every_write_failing_is_degraded_said_by_status_and_retried_until_it_wor
     d.wait_passes(2).await;
     let s = state(root.path());
     assert_eq!(s["triggers"], serde_json::json!(["retry"]));
-    assert!(s.get("degraded").is_none_or(|v| v.is_null()), "{s}");
+    assert!(s.get("degraded").is_none_or(serde_json::Value::is_null), "{s}");
     assert!(affinities(root.path(), &irqs).values().all(|c| c.len() == 1 || c.len() == 8), "placed");
     d.stop().await;
 }

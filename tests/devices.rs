@@ -234,7 +234,7 @@ fn unrequested_irq_is_left_out_and_vanished_device_is_a_warning() {
     assert_eq!(nic.vectors.len(), 4);
     assert!(nic.vectors.iter().all(|v| v.irq != gone && v.current.is_some()));
     assert!(d.devices.iter().all(|x| x.bdf != "0000:82:00.0"));
-    let w: Vec<String> = d.warnings.iter().map(|w| w.to_string()).collect();
+    let w: Vec<String> = d.warnings.iter().map(std::string::ToString::to_string).collect();
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(w.iter().any(|m| m.contains("0000:82:00.0") && m.contains("vanished")), "{w:?}");
 }
@@ -259,7 +259,7 @@ fn numa_node_garbage_minus_one_and_local_cpulist() {
     assert_eq!(device(&d, "0000:02:00.0").node, Some(0));
     // A malformed class: the device is skipped with a warning.
     assert!(d.devices.iter().all(|x| x.bdf != "0000:03:00.0"));
-    let w: Vec<String> = d.warnings.iter().map(|w| w.to_string()).collect();
+    let w: Vec<String> = d.warnings.iter().map(std::string::ToString::to_string).collect();
     assert_eq!(w.len(), 2, "{w:?}");
     assert!(w.iter().any(|m| m.contains("0000:81:00.0/numa_node") && m.contains("\"banana\"")), "{w:?}");
     assert!(w.iter().any(|m| m.contains("0000:03:00.0/class") && m.contains("\"0xnope\"")), "{w:?}");
@@ -302,7 +302,7 @@ fn unreadable_pci_bus_is_the_only_error_and_a_missing_one_means_no_devices() {
     // No PCI bus at all (a machine without PCI, a topology-only capture): no devices, one warning.
     let d = discover_devices(&root, &Topology::default()).expect("no PCI bus is not an error");
     assert!(d.devices.is_empty());
-    let w: Vec<String> = d.warnings.iter().map(|w| w.to_string()).collect();
+    let w: Vec<String> = d.warnings.iter().map(std::string::ToString::to_string).collect();
     assert!(w.len() == 1 && w[0].contains("sys/bus/pci/devices") && w[0].contains("no PCI devices"), "{w:?}");
     // A bus path that exists but cannot be listed is an error naming it.
     fs::create_dir_all(dir.path().join("sys/bus/pci")).unwrap();

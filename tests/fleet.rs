@@ -184,7 +184,7 @@ fn a_write_that_fails_on_every_pass_is_one_warning_and_a_count() {
     let r = &state["repeated"][0];
     assert_eq!(
         (r["irq"].as_u64(), r["outcome"].as_str(), r["count"].as_u64()),
-        (Some(broken as u64), Some("invalid"), Some(passes))
+        (Some(u64::from(broken)), Some("invalid"), Some(passes))
     );
     let (_, status_text) = status(root.path());
     assert!(status_text.contains(&format!("invalid in each of the last {passes} passes")), "{status_text}");

@@ -191,7 +191,7 @@ fn mutated_roots_never_crash_hang_or_write_outside() {
             .status()
             .unwrap();
         assert!(copied.success());
-        let done: Vec<String> = (0..1 + rng.below(4)).map(|_| mutate(&mut rng, root.path(), &sentinel)).collect();
+        let done: Vec<String> = (0..=rng.below(4)).map(|_| mutate(&mut rng, root.path(), &sentinel)).collect();
         for args in [&["plan", "--json"][..], &["apply"][..]] {
             match run_limited(root.path(), config.path(), args) {
                 Ok(code) => exits[code as usize] += 1,

@@ -35,7 +35,7 @@ fn machine() -> tempfile::TempDir {
 fn every_kind(root: &Path) -> BTreeMap<&'static str, Vec<u32>> {
     let mut f = FixtureRoot::at(root);
     f.msi_device(HBA, 0x010700, "mpt3sas", Some(0), &["mpt3sas0-msix0", "mpt3sas0-msix1"]);
-    for &irq in f.irqs_of(HBA).to_vec().iter() {
+    for &irq in &f.irqs_of(HBA).to_vec() {
         f.irq_affinity(irq, &cpus("3,15"));
     }
     f.msi_device(GPU, 0x030000, "amdgpu", Some(0), &["amdgpu"]);

@@ -280,7 +280,7 @@ fn promtool_and_node_exporter_read_the_metrics_file() {
     let m = samples(&body);
     assert_eq!(get(&m, "node_textfile_scrape_error", &[]), Some(0.0), "{body}");
     let ours = samples(&text);
-    for (name, labels, value) in ours.iter() {
+    for (name, labels, value) in &ours {
         let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(get(&m, name, &l), Some(*value), "{name}{labels:?} over HTTP");
     }

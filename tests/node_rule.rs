@@ -195,7 +195,7 @@ fn kernel_masks(fx: &mut FixtureRoot, root: &Path, masks: &[&str]) {
         fs::create_dir_all(&d).unwrap();
         let list: Vec<String> = set.iter().map(|c| c.to_string()).collect();
         fs::write(d.join("cpu_list"), format!("{}\n", list.join(", "))).unwrap();
-        for c in set.iter() {
+        for c in &set {
             fs::create_dir_all(d.join(format!("cpu{c}"))).unwrap();
         }
     }

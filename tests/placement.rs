@@ -201,7 +201,7 @@ fn storage_hbas_report_managed_irqs_never_write_them_and_claim_no_false_match() 
     f.msi_device("0000:04:00.0", 0x010700, "mpt3sas", Some(1), &names);
     // smartpqi: names carry no index, so nothing is predicted.
     f.msi_device("0000:05:00.0", 0x010700, "smartpqi", Some(1), &["smartpqi", "smartpqi"]);
-    for &irq in f.irqs_of("0000:05:00.0").to_vec().iter() {
+    for &irq in &f.irqs_of("0000:05:00.0").to_vec() {
         read_only(root, irq);
     }
 

@@ -164,7 +164,7 @@ fn write_blk_mq(root: &Path, groups: &[CpuSet]) {
         fs::create_dir_all(&q).unwrap();
         fs::write(q.join("cpu_list"), format!("{}\n", g.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")))
             .unwrap();
-        for c in g.iter() {
+        for c in g {
             fs::create_dir_all(q.join(format!("cpu{c}"))).unwrap();
         }
     }

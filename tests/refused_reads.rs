@@ -104,7 +104,7 @@ fn a_refusal_is_reported_when_the_recheck_gives_it_again() {
 fn a_refusal_gone_by_the_recheck_is_never_reported_and_the_recheck_plans_on_a_full_read() {
     let (dir, mut daemon, content) = held_refusal();
     allow(dir.path(), &content);
-    let full = plan_pass(&Root::new(dir.path()), &Config::default(), &Default::default()).unwrap();
+    let full = plan_pass(&Root::new(dir.path()), &Config::default(), &std::collections::BTreeSet::new()).unwrap();
     // An event that reads only one device: everything is read again while the recheck is due.
     daemon.handle(Batch {
         devices_changed: true,

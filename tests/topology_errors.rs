@@ -61,7 +61,7 @@ fn degraded_after(spoil: impl FnOnce(&Path)) -> (Topology, Vec<String>) {
     spoil(dir.path());
     let (topo, warnings) =
         read_topology_with_warnings(&Root::new(dir.path())).expect("a spoiled file degrades, never refuses");
-    (topo, warnings.iter().map(|w| w.to_string()).collect())
+    (topo, warnings.iter().map(std::string::ToString::to_string).collect())
 }
 
 /// The one warning names `file` and shows `content`.

@@ -75,10 +75,10 @@ fn nearness(root: &Path, a: u32, b: u32) -> u8 {
     let node_of =
         |c: u32| (0..2).find(|n| read_list(root, &format!("sys/devices/system/node/node{n}/cpulist")).contains(c));
     match () {
-        _ if a == b => 0,
-        _ if core.contains(b) => 1,
-        _ if node_of(a) == node_of(b) => 2,
-        _ => 3,
+        () if a == b => 0,
+        () if core.contains(b) => 1,
+        () if node_of(a) == node_of(b) => 2,
+        () => 3,
     }
 }
 
@@ -89,7 +89,7 @@ fn check_rule(root: &Path, sets: &[CpuSet], irq_cpus: &[u32]) -> BTreeMap<u32, u
     let online = read_list(root, "sys/devices/system/cpu/online");
     let mut queue_of = BTreeMap::new();
     for (q, s) in sets.iter().enumerate() {
-        for c in s.iter() {
+        for c in s {
             assert!(online.contains(c), "offline CPU {c} in tx-{q}'s set {s}");
             assert!(queue_of.insert(c, q).is_none(), "CPU {c} in two sets: {sets:?}");
         }
@@ -141,7 +141,7 @@ fn every_cpu_transmits_on_the_queue_whose_irq_is_nearest_and_it_follows_a_cpu_of
     let sets = xps_sets(&queues);
     let queue_of = check_rule(root.path(), &sets, &cpus);
     let node1 = read_list(root.path(), "sys/devices/system/node/node1/cpulist");
-    for c in node1.iter() {
+    for c in &node1 {
         assert!(
             node1.contains(cpus[queue_of[&c]]),
             "node 1's CPU {c} sends on tx-{} whose IRQ is on node 0",

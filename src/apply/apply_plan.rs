@@ -43,7 +43,7 @@ pub struct ApplyReport {
     pub summary: Summary,
     /// IRQs whose write failed with EIO/EPERM: the next plan treats them as managed.
     pub learned_managed: Vec<u32>,
-    /// Transmit queues whose `xps_cpus` the pass tried to write (see [`super::xps::apply_xps`]).
+    /// Transmit queues whose `xps_cpus` the pass tried to write (see [`super::xps_write::apply_xps`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub xps: Vec<super::xps_write::XpsChange>,
 }
@@ -52,7 +52,7 @@ impl ApplyReport {
     /// True when every IRQ ended as planned or was correctly left alone, and every planned
     /// `xps_cpus` was written.
     pub fn all_ok(&self) -> bool {
-        self.summary.failed == 0 && !self.xps.iter().any(|x| x.is_failure())
+        self.summary.failed == 0 && !self.xps.iter().any(super::xps_write::XpsChange::is_failure)
     }
 }
 

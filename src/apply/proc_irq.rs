@@ -72,7 +72,7 @@ impl AffinityWriter for ProcIrq {
             .root
             .open_write(Self::rel(irq, "smp_affinity_list"))
             .map_err(|source| ApplyError::Open { path: path.clone(), value: value.clone(), source })?;
-        let mode = file.metadata().map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644);
+        let mode = file.metadata().map_or(0o644, |m| m.permissions().mode() & 0o7777);
         if mode & 0o200 == 0 {
             return Err(ApplyError::ReadOnly { irq, path, mode, value });
         }

@@ -16,7 +16,7 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
     if dry_run {
         let mut text = String::new();
         for (d, p) in pass.plan.writes() {
-            let cpus = p.desired.as_ref().map(|c| c.to_list_string()).unwrap_or_default();
+            let cpus = p.desired.as_ref().map(super::super::cpuset::CpuSet::to_list_string).unwrap_or_default();
             text.push_str(&format!(
                 "would write irq {} ({}, {}): {cpus}\n",
                 p.irq,
@@ -41,13 +41,13 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
     }
     let mut report = apply_plan(&pass.plan, &ProcIrq::new(root.clone()));
     report.xps = apply_xps(&pass.plan, root);
-    let exit = if report.all_ok() { 0 } else { 1 };
+    let exit = u8::from(!report.all_ok());
     if json {
         return Ok(Outcome::with_exit(to_json_text(&report), exit));
     }
     let mut text = String::new();
     for c in &report.changes {
-        let old = c.old.as_ref().map_or("?".into(), |o| o.to_list_string());
+        let old = c.old.as_ref().map_or("?".into(), super::super::cpuset::CpuSet::to_list_string);
         let line = match &c.result {
             WriteOutcome::Written { cpus, .. } => {
                 format!("irq {} {}: {old} -> {cpus}", c.irq, c.irq_name.as_deref().unwrap_or("-"))

@@ -16,30 +16,26 @@ use crate::topology::discover::read_topology;
 /// translated (the drop-in then lists it in comments).
 pub fn import_irqbalance(root: &Root, file: Option<&Path>) -> Result<Outcome, CliError> {
     let mut stderr = String::new();
-    let (path, text) = match file {
-        Some(f) => {
-            let text = std::fs::read_to_string(f).map_err(|e| {
-                CliError::Failed(format!("{}: {e}; expected irqbalance's environment file", f.display()))
-            })?;
-            (f.to_path_buf(), text)
+    let (path, text) = if let Some(f) = file {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| CliError::Failed(format!("{}: {e}; expected irqbalance's environment file", f.display())))?;
+        (f.to_path_buf(), text)
+    } else {
+        let found = IRQBALANCE_FILES.iter().find(|f| root.exists(f)).ok_or_else(|| {
+            CliError::Usage(format!(
+                "no irqbalance settings: neither {} nor {} exists; name the file: irqwise import-irqbalance FILE",
+                root.path(IRQBALANCE_FILES[0]).display(),
+                root.path(IRQBALANCE_FILES[1]).display()
+            ))
+        })?;
+        let text = root.read_string(found).map_err(|e| CliError::Failed(e.to_string()))?;
+        for other in IRQBALANCE_FILES.iter().filter(|f| *f != found && root.exists(f)) {
+            stderr.push_str(&format!(
+                "warning: {} exists too and is not translated: run irqwise import-irqbalance {0}\n",
+                root.path(other).display()
+            ));
         }
-        None => {
-            let found = IRQBALANCE_FILES.iter().find(|f| root.exists(f)).ok_or_else(|| {
-                CliError::Usage(format!(
-                    "no irqbalance settings: neither {} nor {} exists; name the file: irqwise import-irqbalance FILE",
-                    root.path(IRQBALANCE_FILES[0]).display(),
-                    root.path(IRQBALANCE_FILES[1]).display()
-                ))
-            })?;
-            let text = root.read_string(found).map_err(|e| CliError::Failed(e.to_string()))?;
-            for other in IRQBALANCE_FILES.iter().filter(|f| *f != found && root.exists(f)) {
-                stderr.push_str(&format!(
-                    "warning: {} exists too and is not translated: run irqwise import-irqbalance {0}\n",
-                    root.path(other).display()
-                ));
-            }
-            (root.path(found), text)
-        }
+        (root.path(found), text)
     };
     // Devices are read only when a --banirq needs its owner, and once.
     let owners = std::cell::OnceCell::new();

@@ -66,16 +66,13 @@ pub fn report(root: &Root, paths: &ConfigPaths, req: &ReportRequest) -> Result<O
     }
     let pass = plan_pass(root, &config, &BTreeSet::new())?;
     let (first, first_warnings) = read_counts(root).map_err(landing_error)?;
-    let elapsed = match &req.between_samples {
-        Some(cmd) => {
-            run_between(cmd)?;
-            req.interval
-        }
-        None => {
-            let start = Instant::now();
-            std::thread::sleep(req.interval);
-            start.elapsed()
-        }
+    let elapsed = if let Some(cmd) = &req.between_samples {
+        run_between(cmd)?;
+        req.interval
+    } else {
+        let start = Instant::now();
+        std::thread::sleep(req.interval);
+        start.elapsed()
     };
     let mut landing = measure(root, &pass, &first, elapsed)?;
     landing.warnings.splice(0..0, first_warnings);
@@ -102,7 +99,7 @@ fn watch(root: &Root, config: &crate::config::Config, interval: Duration) -> Res
         let table = render_table(&landing);
         // The same escaping of control characters as every other command's output.
         let table = crate::text::printable_lines(&table);
-        let drawn = writeln!(out, "\x1b[H\x1b[2J{table}(every {interval:?}; Ctrl-C stops)").and_then(|_| out.flush());
+        let drawn = writeln!(out, "\x1b[H\x1b[2J{table}(every {interval:?}; Ctrl-C stops)").and_then(|()| out.flush());
         if drawn.is_err() {
             return Ok(Outcome::default());
         }

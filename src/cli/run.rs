@@ -8,7 +8,7 @@ use crate::sysfs::Root;
 fn cli_error(e: DaemonError) -> CliError {
     match e {
         DaemonError::Config(e) => CliError::Config(e),
-        other => CliError::Failed(other.to_string()),
+        other @ DaemonError::Events(_) => CliError::Failed(other.to_string()),
     }
 }
 
@@ -21,7 +21,7 @@ pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormat>, once: bo
         LoadError::Machine(t) => {
             CliError::Failed(format!("cannot read the possible CPUs (needed to validate the configuration): {t}"))
         }
-        other => CliError::Config(other),
+        other @ LoadError::Invalid(_) => CliError::Config(other),
     })?;
     let pinned = format.is_some();
     let format = format.unwrap_or(config.global.log_format);
@@ -33,7 +33,7 @@ pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormat>, once: bo
     daemon.note_config_warnings(&warnings);
     if once {
         daemon.pass(vec!["once".into()]);
-        let exit = if daemon.last_report().all_ok() && daemon.last_error().is_none() { 0 } else { 1 };
+        let exit = u8::from(!(daemon.last_report().all_ok() && daemon.last_error().is_none()));
         return Ok(Outcome::with_exit(String::new(), exit));
     }
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -18,7 +18,7 @@ pub fn spread_numa(root: &Root, node: i64, order: SpreadOrder, json: bool) -> Re
         None
     } else {
         let n = u32::try_from(node).ok().filter(|&n| topo.has_node(n)).ok_or_else(|| {
-            let list = topo.nodes.keys().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
+            let list = topo.nodes.keys().map(std::string::ToString::to_string).collect::<Vec<_>>().join(", ");
             CliError::NoSuchNode { node, known: if list.is_empty() { "0 (no NUMA)".into() } else { list } }
         })?;
         Some(n).filter(|_| !topo.nodes.is_empty())

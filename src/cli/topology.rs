@@ -15,7 +15,8 @@ use crate::topology::view::{isolation_json, isolation_table, Applied};
 pub fn topology(root: &Root, paths: &ConfigPaths, json: bool) -> Result<String, CliError> {
     let (topo, warnings) = read_topology_with_warnings(root)?;
     let (isolation, isolation_warnings) = read_isolation(root, &topo);
-    let mut warnings: Vec<String> = warnings.iter().chain(&isolation_warnings).map(|w| w.to_string()).collect();
+    let mut warnings: Vec<String> =
+        warnings.iter().chain(&isolation_warnings).map(std::string::ToString::to_string).collect();
     let global = match load_config(root, paths) {
         Ok(config) => config.global,
         Err(e) => {

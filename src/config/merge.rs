@@ -1,6 +1,6 @@
 //! Merging configuration files already read: each validated, `[global]` layered key by key,
 //! rules appended, then the checks that need every file (a ban of every CPU, a rule left with no
-//! CPU). Pure: [`super::load`] reads the files.
+//! CPU). Pure: `load.rs` reads the files.
 
 use std::path::PathBuf;
 

@@ -9,7 +9,7 @@
 //! drop-in's, in that order; [`crate::policy::resolve`] applies the matching ones key by key, later
 //! over earlier.
 //!
-//! Reading files is the only I/O here (`load.rs`: [`load`], [`check`], [`load_config`]); parsing,
+//! Reading files is the only I/O here (`load.rs`: [`load()`], [`check`], [`load_config`]); parsing,
 //! validation and merging of text are pure ([`parse_files`]).
 
 mod duration;

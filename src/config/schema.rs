@@ -161,12 +161,11 @@ impl Reader {
     /// The value as a table, else an error at it.
     fn table<'i>(&mut self, value: Spanned<DeValue<'i>>) -> Option<Spanned<DeTable<'i>>> {
         let span = value.span();
-        match value.into_inner() {
-            DeValue::Table(t) => Some(Spanned::new(span, t)),
-            _ => {
-                self.error(span, "invalid type: expected a table");
-                None
-            }
+        if let DeValue::Table(t) = value.into_inner() {
+            Some(Spanned::new(span, t))
+        } else {
+            self.error(span, "invalid type: expected a table");
+            None
         }
     }
 

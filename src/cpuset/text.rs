@@ -47,12 +47,11 @@ impl CpuSet {
                 return Err(CpuSetError::BadListToken { text: text.into(), token: item.into(), pos });
             }
             let bad = || CpuSetError::BadListToken { text: text.into(), token: token.into(), pos };
-            let (lo, hi) = match token.split_once('-') {
-                Some((a, b)) => (parse_cpu(a.trim(), text, pos, bad)?, parse_cpu(b.trim(), text, pos, bad)?),
-                None => {
-                    let c = parse_cpu(token, text, pos, bad)?;
-                    (c, c)
-                }
+            let (lo, hi) = if let Some((a, b)) = token.split_once('-') {
+                (parse_cpu(a.trim(), text, pos, bad)?, parse_cpu(b.trim(), text, pos, bad)?)
+            } else {
+                let c = parse_cpu(token, text, pos, bad)?;
+                (c, c)
             };
             if lo > hi {
                 return Err(CpuSetError::ReversedRange { text: text.into(), token: token.into(), pos });
@@ -90,7 +89,7 @@ impl CpuSet {
             for bit in 0..32u64 {
                 if value & (1 << bit) != 0 {
                     let cpu = base + bit;
-                    if cpu >= MAX_CPUS as u64 {
+                    if cpu >= u64::from(MAX_CPUS) {
                         return Err(CpuSetError::MaskTooWide { text: text.into(), cpu, max: MAX_CPUS });
                     }
                     set.insert(cpu as u32);
@@ -176,7 +175,7 @@ fn parse_cpu(s: &str, text: &str, pos: usize, bad: impl Fn() -> CpuSetError) -> 
         return Err(bad());
     }
     let n: u64 = s.parse().map_err(|_| bad())?;
-    if n >= MAX_CPUS as u64 {
+    if n >= u64::from(MAX_CPUS) {
         return Err(CpuSetError::CpuTooLarge { text: text.into(), cpu: n, pos, max: MAX_CPUS });
     }
     Ok(n as u32)
@@ -285,7 +284,7 @@ mod tests {
             // Runs across and up to word boundaries, and single CPUs between them.
             let s: CpuSet = runs.iter().flat_map(|&(lo, n)| lo..lo + n).chain(sparse.iter()).collect();
             let mut runs: Vec<(u32, u32)> = Vec::new();
-            for c in s.iter() {
+            for c in &s {
                 match runs.last_mut() {
                     Some((_, hi)) if *hi + 1 == c => *hi = c,
                     _ => runs.push((c, c)),

@@ -57,8 +57,8 @@ impl RecentChange {
             irq: c.irq,
             irq_name: c.irq_name.clone(),
             device: c.device_name.clone().unwrap_or_else(|| c.device.clone()),
-            old: c.old.as_ref().map(|s| s.to_list_string()),
-            new: c.new_cpus().map(|s| s.to_list_string()),
+            old: c.old.as_ref().map(super::super::cpuset::CpuSet::to_list_string),
+            new: c.new_cpus().map(super::super::cpuset::CpuSet::to_list_string),
             result: c.result.result_word().to_string(),
         }
     }
@@ -235,12 +235,11 @@ impl Counters {
 
     /// One drifted IRQ of the device `labels` was restored.
     pub(crate) fn record_drift(&mut self, labels: DeviceLabels) {
-        match self.drift_corrections.iter_mut().find(|c| c.labels == labels) {
-            Some(c) => c.value += 1,
-            None => {
-                self.drift_corrections.push(DeviceCount { labels, value: 1 });
-                self.drift_corrections.sort_by(|a, b| a.labels.cmp(&b.labels));
-            }
+        if let Some(c) = self.drift_corrections.iter_mut().find(|c| c.labels == labels) {
+            c.value += 1;
+        } else {
+            self.drift_corrections.push(DeviceCount { labels, value: 1 });
+            self.drift_corrections.sort_by(|a, b| a.labels.cmp(&b.labels));
         }
     }
 

@@ -144,7 +144,7 @@ impl<W: Write> Write for Printable<W> {
 }
 
 fn list(set: Option<&crate::cpuset::CpuSet>) -> String {
-    set.map_or_else(|| "?".to_string(), |s| s.to_list_string())
+    set.map_or_else(|| "?".to_string(), super::super::cpuset::CpuSet::to_list_string)
 }
 
 /// A change that ended as it did last pass: at debug level only (it was logged when it started;
@@ -239,7 +239,7 @@ pub(crate) fn log_change(c: &Change) {
                 "irq {} of {who}: write failed ({class:?}): {}",
                 c.irq,
                 printable(error)
-            )
+            );
         }
     }
 }
@@ -280,7 +280,7 @@ pub(crate) fn log_xps_change(x: &XpsChange, quiet: bool) {
                 "xps of {who} tx-{} again ({class:?}): {}",
                 x.txq,
                 printable(error)
-            )
+            );
         }
         XpsOutcome::Failed { class, error } => tracing::warn!(
             message_id = catalog::WRITE_FAILED,
@@ -298,7 +298,7 @@ pub(crate) fn log_xps_change(x: &XpsChange, quiet: bool) {
 /// An IRQ found off the CPUs irqwise placed it on, about to be restored; returns its device in
 /// `plan`, if it has one there.
 pub(crate) fn log_drift<'p>(d: &Drift, plan: &'p Plan) -> Option<&'p DevicePlan> {
-    let found = d.found.as_ref().map_or("unreadable".into(), |f| f.to_list_string());
+    let found = d.found.as_ref().map_or("unreadable".into(), super::super::cpuset::CpuSet::to_list_string);
     let placed = d.placed.to_list_string();
     let (dev, p) = plan.find_irq(d.irq).map_or((None, None), |(dev, p)| (Some(dev), Some(p)));
     tracing::warn!(

@@ -272,16 +272,16 @@ impl Daemon {
                     Some(batch) if !batch.stop => self.handle(batch),
                     _ => break,
                 },
-                _ = tick(&mut watchdog) => self.notifier.watchdog(),
-                _ = retry.wait() => {
+                () = tick(&mut watchdog) => self.notifier.watchdog(),
+                () = retry.wait() => {
                     self.pass(vec!["retry".into()]);
                     self.notifier.status(&self.status_text());
                 }
-                _ = deadline(recheck_due) => {
+                () = deadline(recheck_due) => {
                     self.pass(vec!["recheck".into()]);
                     self.notifier.status(&self.status_text());
                 }
-                _ = deadline(metrics_due) => self.records.publish_metrics(&self.root, &self.config),
+                () = deadline(metrics_due) => self.records.publish_metrics(&self.root, &self.config),
             }
         }
         collector.abort();

@@ -196,7 +196,7 @@ impl Originals {
                         "irq {irq}: not restored to {} ({:?}): {e}",
                         cpus.to_list_string(),
                         e.class()
-                    )
+                    );
                 }
             }
         }

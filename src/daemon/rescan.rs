@@ -17,6 +17,16 @@ pub(crate) struct Rescan {
     virtual_links: BTreeSet<u32>,
 }
 
+/// Whose network interface a link event is about.
+enum LinkOwner {
+    /// The PCI device at this address.
+    Device(String),
+    /// A virtual interface (a veth, a bridge): no device.
+    Virtual,
+    /// It cannot be told (the interface is gone, or its path names no PCI device).
+    Unknown,
+}
+
 /// The last PCI address (`dddd:bb:dd.f`) of a device path: the function the device hangs off.
 fn pci_address(devpath: &str) -> Option<&str> {
     devpath.split('/').rfind(|c| is_pci_address(c))
@@ -53,36 +63,29 @@ impl Rescan {
         }
         for (ifindex, link) in &batch.links {
             match self.link_device(root, reader, *ifindex, link.name.as_deref()) {
-                Some(Some(bdf)) => reader.stale_device(bdf),
-                Some(None) => {}
-                None => reader.stale_all_devices(),
+                LinkOwner::Device(bdf) => reader.stale_device(bdf),
+                LinkOwner::Virtual => {}
+                LinkOwner::Unknown => reader.stale_all_devices(),
             }
         }
     }
 
-    /// The PCI address of interface `name` (`Some(None)`: a virtual interface, no device; `None`:
-    /// cannot tell).
-    fn link_device(
-        &mut self,
-        root: &Root,
-        reader: &SampleReader,
-        ifindex: u32,
-        name: Option<&str>,
-    ) -> Option<Option<String>> {
+    /// Whose interface `name` (index `ifindex`) is.
+    fn link_device(&mut self, root: &Root, reader: &SampleReader, ifindex: u32, name: Option<&str>) -> LinkOwner {
         if self.virtual_links.contains(&ifindex) {
-            return Some(None);
+            return LinkOwner::Virtual;
         }
-        let name = name?;
+        let Some(name) = name else { return LinkOwner::Unknown };
         if let Some(bdf) = reader.device_of_interface(name) {
-            return Some(Some(bdf));
+            return LinkOwner::Device(bdf);
         }
-        let target = root.link_target(format!("sys/class/net/{name}")).ok()?;
+        let Ok(target) = root.link_target(format!("sys/class/net/{name}")) else { return LinkOwner::Unknown };
         let target = target.to_string_lossy();
         if target.contains("/devices/virtual/") {
             self.virtual_links.insert(ifindex);
-            return Some(None);
+            return LinkOwner::Virtual;
         }
-        pci_address(&target).map(|b| Some(b.to_string()))
+        pci_address(&target).map_or(LinkOwner::Unknown, |b| LinkOwner::Device(b.to_string()))
     }
 }
 

@@ -13,7 +13,7 @@ use crate::sysfs::Root;
 /// The most bytes `status` reads of the state file (it grows with the IRQs of the machine).
 pub(crate) const STATE_FILE_LIMIT: u64 = 256 << 20;
 
-/// What `irqwise status` reads back: the parts of [`StateRecord`] it shows.
+/// What `irqwise status` reads back: the parts of [`super::state::StateRecord`] it shows.
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct StateView {
     pub pid: u32,

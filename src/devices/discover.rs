@@ -79,7 +79,7 @@ impl DeviceError {
 }
 
 fn as_strings<S: Serializer>(warnings: &[DeviceError], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(warnings.iter().map(|w| w.to_string()))
+    s.collect_seq(warnings.iter().map(std::string::ToString::to_string))
 }
 
 /// Where the PCI devices are listed, relative to the root.
@@ -269,7 +269,9 @@ fn discover(
     let again = match again {
         Some((before, scope)) if cpus_only => {
             let mut reads = before.devices;
-            reads.values_mut().for_each(|read| read.refresh(root, scope));
+            for read in reads.values_mut() {
+                read.refresh(root, scope);
+            }
             let mut loose = before.loose;
             for (irq, warnings) in loose.iter_mut().filter(|(irq, _)| scope.touches(&irq.vector)) {
                 *warnings = reread_affinity(root, NO_DEVICE, &mut irq.vector);

@@ -351,7 +351,7 @@ mod tests {
     }
 
     fn read(driver: &str, ifs: &[&str], list: &[&str]) -> Vec<(QueueRole, Option<u32>)> {
-        let ifs: Vec<String> = ifs.iter().map(|s| s.to_string()).collect();
+        let ifs: Vec<String> = ifs.iter().map(std::string::ToString::to_string).collect();
         let ctx = NameContext { driver: Some(driver), class: DeviceClass::Nic, interfaces: &ifs };
         recognise_device(&ctx, &names(list)).into_iter().map(|r| (r.role, r.queue)).collect()
     }

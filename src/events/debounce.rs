@@ -228,7 +228,9 @@ mod tests {
         };
         let batch = |triggers: Vec<Trigger>| {
             let mut b = Batch::default();
-            triggers.into_iter().for_each(|t| b.absorb(t));
+            for t in triggers {
+                b.absorb(t);
+            }
             b
         };
         assert!(!batch(vec![device.clone()]).may_change_topology());

@@ -37,7 +37,7 @@ impl KernelVersion {
         let mut parts = t.splitn(3, '.');
         let major = parts.next().ok_or_else(err)?.parse().map_err(|_| err())?;
         let minor_raw = parts.next().ok_or_else(err)?;
-        let digits: String = minor_raw.chars().take_while(|c| c.is_ascii_digit()).collect();
+        let digits: String = minor_raw.chars().take_while(char::is_ascii_digit).collect();
         let minor = digits.parse().map_err(|_| err())?;
         Ok(KernelVersion { major, minor })
     }

@@ -50,8 +50,8 @@ struct Prepared<'a> {
 /// desired CPUs (from the device's node for an IRQ without desired CPUs). Run once the desired
 /// masks are final ([`build_plan`] leaves it unset).
 pub(crate) fn locate_current(plan: &mut Plan, topo: &Topology) {
-    for d in plan.devices.iter_mut() {
-        for p in d.irqs.iter_mut() {
+    for d in &mut plan.devices {
+        for p in &mut d.irqs {
             p.current_locality = p.current.as_ref().and_then(|c| classify_mask(topo, c, p.desired.as_ref(), d.node));
         }
     }
@@ -65,12 +65,11 @@ pub(crate) fn locate_current(plan: &mut Plan, topo: &Topology) {
 pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) -> Plan {
     let default = &Policy::default();
     let derived;
-    let home = match ctx.home {
-        Some(h) => h,
-        None => {
-            derived = home_topology(ctx.topo, None);
-            &derived
-        }
+    let home = if let Some(h) = ctx.home {
+        h
+    } else {
+        derived = home_topology(ctx.topo, None);
+        &derived
     };
     let groupings = GroupingCache::default();
     let machine = Machine {
@@ -156,7 +155,7 @@ fn plan_device(
         name: dev.name.clone(),
         node: dctx.node,
         strategy,
-        rules: policy.matched_rules.iter().map(|r| r.to_string()).collect(),
+        rules: policy.matched_rules.iter().map(std::string::ToString::to_string).collect(),
         irqs,
         xps: None,
     };

@@ -54,7 +54,7 @@ pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
     // The remembered machines are isolated the same way, so queue homes avoid the same CPUs.
     let home = isolate(home, &sample.isolation);
     let first = first.map(|f| isolate(f, &sample.isolation));
-    let no_properties = Default::default();
+    let no_properties = std::collections::BTreeMap::new();
     let facts: Vec<DeviceFacts> = sample
         .devices
         .iter()
@@ -148,9 +148,7 @@ fn plan_transmit_steering(sample: &Sample, config: &Config, topology: &Topology,
             continue;
         }
         let name = dev.interfaces.first().map(String::as_str);
-        let xps = if !policy.xps.unwrap_or(config.global.xps) {
-            XpsPlan::skip(name, "xps = false")
-        } else {
+        let xps = if policy.xps.unwrap_or(config.global.xps) {
             match dev.interfaces.as_slice() {
                 [] => XpsPlan::skip(None, "the device has no network interface"),
                 [_] => match sample.tx_queues.get(&dev.bdf) {
@@ -166,6 +164,8 @@ fn plan_transmit_steering(sample: &Sample, config: &Config, topology: &Topology,
                     ),
                 ),
             }
+        } else {
+            XpsPlan::skip(name, "xps = false")
         };
         dp.xps = Some(xps);
     }

@@ -69,7 +69,7 @@ pub fn guard(plan: &mut Plan, loose: &[LooseIrq], input: &GuardInput) {
     }
     for d in plan.devices.iter_mut().filter(|d| !input.exempt.contains(&d.bdf)) {
         let node = d.node;
-        for p in d.irqs.iter_mut() {
+        for p in &mut d.irqs {
             guard_one(p, node, &forbidden, input);
         }
     }
@@ -136,9 +136,7 @@ fn guard_one(p: &mut Placement, node: Option<u32>, forbidden: &CpuSet, input: &G
         }
         Action::Skip if !input.refused.contains(&p.irq) => {
             let kept = current.difference(forbidden);
-            let (desired, why) = if !kept.is_empty() {
-                (kept, format!("guard: {words} removed"))
-            } else {
+            let (desired, why) = if kept.is_empty() {
                 let local = node.and_then(|n| input.nodes.get(&n)).map(|c| c.intersection(&input.allowed));
                 match local.filter(|l| !l.is_empty()) {
                     Some(l) => (
@@ -153,6 +151,8 @@ fn guard_one(p: &mut Placement, node: Option<u32>, forbidden: &CpuSet, input: &G
                         format!("guard: every CPU of its mask is forbidden ({words}): every allowed CPU"),
                     ),
                 }
+            } else {
+                (kept, format!("guard: {words} removed"))
             };
             if desired.is_empty() {
                 return;

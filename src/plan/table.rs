@@ -3,7 +3,7 @@
 use super::{Action, Placement, Plan};
 use crate::cpuset::CpuSet;
 
-fn cpus(set: &Option<CpuSet>) -> String {
+fn cpus(set: Option<&CpuSet>) -> String {
     match set {
         Some(s) if s.is_empty() => "-".into(),
         Some(s) => s.to_list_string(),
@@ -31,8 +31,8 @@ const HEADER: [&str; 6] = ["IRQ", "NAME", "QUEUE", "CURRENT -> DESIRED", "ACTION
 /// One IRQ row's cells, in [`HEADER`] order.
 fn cells(p: &Placement) -> [String; 6] {
     let arrow = match p.action {
-        Action::Keep | Action::Skip => cpus(&p.current),
-        _ => format!("{} -> {}", cpus(&p.current), cpus(&p.desired)),
+        Action::Keep | Action::Skip => cpus(p.current.as_ref()),
+        _ => format!("{} -> {}", cpus(p.current.as_ref()), cpus(p.desired.as_ref())),
     };
     [
         p.irq.to_string(),

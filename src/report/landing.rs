@@ -195,7 +195,9 @@ pub(crate) fn build_landing(
                 .collect();
             let interrupts = irqs.iter().map(|i| i.interrupts).sum();
             let mut locality = LocalityCounts::default();
-            irqs.iter().for_each(|i| locality.merge(&i.locality));
+            for i in &irqs {
+                locality.merge(&i.locality);
+            }
             let with_desired = irqs.iter().filter(|i| i.desired.is_some()).map(|i| i.interrupts).sum();
             let on_node = d.node.map(|n| {
                 irqs.iter()

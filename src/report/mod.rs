@@ -2,8 +2,8 @@
 //! `/proc/interrupts`, their difference per IRQ and CPU, and the locality of those CPUs relative
 //! to where the plan puts each IRQ and to its device's node.
 //!
-//! The counts ([`counts`]), the report ([`build`]) and its text ([`render`]) are pure; only
-//! [`sample`] reads, through a [`Root`](crate::sysfs::Root), so a report works on any root and
+//! The counts ([`counts`]), the report ([`landing`]) and its text ([`render`]) are pure; only
+//! [`read`] reads, through a [`Root`](crate::sysfs::Root), so a report works on any root and
 //! the two reads can be of a file a test rewrites in between.
 
 pub mod counts;

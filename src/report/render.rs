@@ -12,7 +12,7 @@ pub(crate) fn percent(part: u64, whole: u64) -> Option<u64> {
 /// A rate for people: whole numbers with thousands separators from 100 up, one decimal below.
 pub(crate) fn rate_text(rate: f64) -> String {
     if rate >= 100.0 {
-        let digits = format!("{:.0}", rate);
+        let digits = format!("{rate:.0}");
         let mut out = String::new();
         for (i, c) in digits.chars().enumerate() {
             if i > 0 && (digits.len() - i) % 3 == 0 {

@@ -48,16 +48,15 @@ pub(crate) fn kernel_version(
 /// The grouping rules a plan uses for `topo`, and the warning (naming `osrelease`) when its
 /// release is not a kernel version: then the rules of [`FALLBACK_KERNEL`].
 pub(crate) fn plan_rules(topo: &Topology, osrelease: &Path) -> (GroupRules, Option<String>) {
-    match kernel_version(topo, None, osrelease) {
-        Ok(v) => (GroupRules::for_kernel(v), None),
-        Err(_) => {
-            let release = topo.kernel.as_deref().unwrap_or_default();
-            let warning = format!(
-                "{}: {release:?} is not a kernel version (expected MAJOR.MINOR...); predicting with the grouping rules of {FALLBACK_KERNEL}",
-                osrelease.display()
-            );
-            (GroupRules::for_kernel(FALLBACK_KERNEL), Some(warning))
-        }
+    if let Ok(v) = kernel_version(topo, None, osrelease) {
+        (GroupRules::for_kernel(v), None)
+    } else {
+        let release = topo.kernel.as_deref().unwrap_or_default();
+        let warning = format!(
+            "{}: {release:?} is not a kernel version (expected MAJOR.MINOR...); predicting with the grouping rules of {FALLBACK_KERNEL}",
+            osrelease.display()
+        );
+        (GroupRules::for_kernel(FALLBACK_KERNEL), Some(warning))
     }
 }
 

@@ -370,7 +370,9 @@ fn misc_target(home: &Topology, policy: &Policy, node_cpus: &Target, online: &Cp
         None => node_cpus.clone(),
         Some(admin) => {
             let left = &(admin & &home.online) - &policy.exclude_cpus;
-            if !left.intersects(online) {
+            if left.intersects(online) {
+                Target { cpus: left, why: "the configured admin_cpus".to_string() }
+            } else {
                 Target {
                     cpus: node_cpus.cpus.clone(),
                     why: format!(
@@ -378,8 +380,6 @@ fn misc_target(home: &Topology, policy: &Policy, node_cpus: &Target, online: &Cp
                         node_cpus.why
                     ),
                 }
-            } else {
-                Target { cpus: left, why: "the configured admin_cpus".to_string() }
             }
         }
     }

@@ -77,12 +77,11 @@ pub fn place(ctx: &DeviceContext) -> Vec<Decision> {
 /// [`place`], with the IRQs learned to be kernel-managed left out of the allocation.
 pub(crate) fn place_with(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> Vec<Decision> {
     let own;
-    let alloc = match &ctx.queues {
-        Some(a) => a,
-        None => {
-            own = alone(ctx, known_managed);
-            &own
-        }
+    let alloc = if let Some(a) = &ctx.queues {
+        a
+    } else {
+        own = alone(ctx, known_managed);
+        &own
     };
     let per_cpu = per_cpu(ctx);
     ctx.device

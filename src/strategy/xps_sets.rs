@@ -43,7 +43,7 @@ pub fn nearness(topo: &Topology, from: u32, to: u32) -> (u8, u32) {
 pub fn xps_sets(topo: &Topology, senders: &CpuSet, anchors: &[CpuSet]) -> Vec<CpuSet> {
     let mut sets = vec![CpuSet::new(); anchors.len()];
     let mut wanted: Vec<((u8, u32), u32, Vec<usize>)> = Vec::new();
-    for cpu in senders.iter() {
+    for cpu in senders {
         let near: Vec<Option<(u8, u32)>> =
             anchors.iter().map(|a| a.iter().map(|anchor| nearness(topo, cpu, anchor)).min()).collect();
         let Some(best) = near.iter().flatten().min().copied() else { continue };

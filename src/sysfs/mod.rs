@@ -366,9 +366,8 @@ impl Root {
     /// The target text of symlink `rel`, without recording.
     pub(crate) fn link_target(&self, rel: impl AsRef<Path>) -> io::Result<PathBuf> {
         let rel = relative(rel.as_ref());
-        let (parent, name) = match (rel.parent(), rel.file_name()) {
-            (Some(p), Some(n)) => (p, n),
-            _ => return Err(io::Error::from(io::ErrorKind::InvalidInput)),
+        let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
         };
         let dir = self.open(parent, OFlags::PATH | OFlags::DIRECTORY)?;
         let target = rustix::fs::readlinkat(&dir, name, Vec::new())?;
@@ -415,7 +414,7 @@ fn optional<T>(read: Result<T, SysfsError>) -> Result<Option<T>, SysfsError> {
 
 /// The log, even after a reader thread panicked while holding it.
 fn lock(log: &AccessLog) -> std::sync::MutexGuard<'_, BTreeMap<PathBuf, Access>> {
-    log.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    log.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// `bytes` as text, invalid UTF-8 replaced (copied only then).

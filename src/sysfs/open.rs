@@ -115,7 +115,7 @@ pub(super) fn regular(fd: OwnedFd) -> io::Result<File> {
 
 /// How error messages name a kind of file.
 fn describe(kind: rustix::fs::FileType) -> &'static str {
-    use rustix::fs::FileType::*;
+    use rustix::fs::FileType::{BlockDevice, CharacterDevice, Directory, Fifo, Socket, Symlink};
     match kind {
         Directory => "a directory",
         Fifo => "a FIFO",
@@ -146,7 +146,7 @@ pub(super) fn read_capped(r: Regular, limit: u64, first_read: usize) -> io::Resu
         let want = first_read.min(page.len());
         let n = loop {
             match file.read(&mut page[..want]) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 other => break other?,
             }
         };

@@ -11,7 +11,7 @@ pub const MAX_READERS: usize = 8;
 /// `items.iter().map(read).collect()`; `read` must not depend on the order of calls. A thread the
 /// system refuses to start only means fewer helpers (the caller alone, at worst).
 pub(crate) fn read_in_parallel<T: Sync, R: Send>(items: &[T], read: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let workers = MAX_READERS.min(cpus).min(items.len());
     if workers <= 1 {
         return items.iter().map(read).collect();

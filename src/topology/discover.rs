@@ -147,7 +147,7 @@ fn possible(root: &Root, warnings: &mut Vec<TopologyWarning>) -> Result<CpuSet, 
     Ok(cpus)
 }
 
-/// What a discovery read, kept for [`Topology::rediscover`]: each possible CPU's directory as
+/// What a discovery read, kept for [`reread_topology`]: each possible CPU's directory as
 /// read (before the global lists and node rules are applied), with its warnings.
 #[derive(Debug, Clone, Default)]
 pub struct TopologyReads {
@@ -179,7 +179,7 @@ fn edit_neighbours(reads: &mut BTreeMap<u32, (Cpu, Vec<TopologyWarning>)>, stale
     let joined: Vec<(u32, [Option<CpuSet>; 5])> = stale
         .intersection(online)
         .iter()
-        .filter_map(|id| reads.get(&id).map(|(c, _)| (id, levels(c).map(|m| m.cloned()))))
+        .filter_map(|id| reads.get(&id).map(|(c, _)| (id, levels(c).map(Option::<&CpuSet>::cloned))))
         .collect();
     for (id, (cpu, _)) in reads.iter_mut() {
         if stale.contains(*id) {
@@ -441,7 +441,7 @@ mod tests {
     fn numbered_entries_keep_only_prefix_and_digits() {
         let names: Vec<String> = ["cpu10", "cpu2", "cpufreq", "cpuidle", "cpu", "online", "cpu3x", "cpu99999999999"]
             .iter()
-            .map(|s| s.to_string())
+            .map(std::string::ToString::to_string)
             .collect();
         assert_eq!(numbered_entries(&names, "cpu"), vec![2, 10]);
     }

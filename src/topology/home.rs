@@ -73,7 +73,7 @@ impl FirstSight {
             }
         }
         t.online = t.cpus.values().filter(|c| c.online).map(|c| c.id).collect();
-        for (&id, node) in t.nodes.iter_mut() {
+        for (&id, node) in &mut t.nodes {
             node.cpus = t.cpus.values().filter(|c| c.node == Some(id)).map(|c| c.id).collect();
         }
         t

@@ -81,7 +81,7 @@ impl Nearness {
         };
         let mut rings: [CpuSet; 5] = std::array::from_fn(|_| desired.clone());
         let mut nodes = std::collections::BTreeSet::new();
-        for d in desired.iter() {
+        for d in desired {
             if let Some(cpu) = topo.cpus.get(&d) {
                 for (ring, mask) in [(1, &cpu.core), (2, &cpu.cluster), (3, &cpu.llc)] {
                     if let Some(mask) = mask {

@@ -146,7 +146,7 @@ pub fn load(root: &Root) -> Result<Option<TopologyMemory>, MemoryFileError> {
                 m.as_deref().map(CpuSet::parse_list).transpose().map_err(|e| unreadable(format!("{what}: {e}")))
             };
             let present = CpuSet::parse_list(&f.present).map_err(|e| unreadable(format!("first present: {e}")))?;
-            let mut sight = FirstSight { present, cpus: Default::default() };
+            let mut sight = FirstSight { present, cpus: std::collections::BTreeMap::new() };
             for c in f.cpus {
                 let mut cpu = Cpu::bare(c.id);
                 (cpu.present, cpu.online, cpu.node, cpu.node_source) = (c.present, c.online, c.node, c.node_source);

@@ -169,20 +169,19 @@ fn unlisted_lines(topo: &Topology) -> String {
             None => groups.push((key, CpuSet::single(c.id))),
         }
     }
-    groups
-        .into_iter()
-        .map(|((node, source), cpus)| {
-            let node = node.map_or("?".to_string(), |n| n.to_string());
-            let present = if cpus.is_subset(&topo.present) {
-                ""
-            } else if cpus.intersects(&topo.present) {
-                " (some not present)"
-            } else {
-                " (not present)"
-            };
-            format!("cpus {cpus} on node {node}: {}{present}\n", source.as_str())
-        })
-        .collect()
+    let mut out = String::new();
+    for ((node, source), cpus) in groups {
+        let node = node.map_or("?".to_string(), |n| n.to_string());
+        let present = if cpus.is_subset(&topo.present) {
+            ""
+        } else if cpus.intersects(&topo.present) {
+            " (some not present)"
+        } else {
+            " (not present)"
+        };
+        out.push_str(&format!("cpus {cpus} on node {node}: {}{present}\n", source.as_str()));
+    }
+    out
 }
 
 /// Distinct clusters and cores among the online CPUs of `cpus`, told apart by the lowest CPU of

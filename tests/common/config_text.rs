@@ -36,7 +36,7 @@ pub fn errors_of(text: &str) -> (String, Vec<String>) {
     let path = put(dir.path(), &format!("{ETC}/50-test.toml"), text);
     let report = check(&ConfigPaths::under(dir.path()), &possible());
     assert!(report.config.is_none() || report.errors.is_empty());
-    (path.display().to_string(), report.errors.iter().map(|e| e.to_string()).collect())
+    (path.display().to_string(), report.errors.iter().map(std::string::ToString::to_string).collect())
 }
 
 /// Asserts that `text` gives exactly one error, at `line:col`, whose message contains every

@@ -93,7 +93,7 @@ impl Hotplug {
             }
             fs::remove_dir_all(&index).unwrap();
         }
-        for other in online.iter() {
+        for other in &online {
             let t = sys.join(format!("cpu{other}/topology"));
             let lists = fs::read_dir(&t).unwrap().flatten().map(|e| e.path());
             let shared = caches(other).into_iter().map(|i| i.join("shared_cpu_list")).filter(|p| p.exists());

@@ -182,7 +182,7 @@ impl FixtureRoot {
             fs::create_dir_all(&q).unwrap();
             let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
             fs::write(q.join("cpu_list"), format!("{}\n", list.join(", "))).unwrap();
-            for c in cpus.iter() {
+            for c in cpus {
                 fs::create_dir_all(q.join(format!("cpu{c}"))).unwrap();
             }
         }
@@ -311,13 +311,13 @@ impl FixtureRoot {
         let mut text = String::new();
         if fresh {
             text.push_str("     ");
-            for c in self.online.iter() {
+            for c in &self.online {
                 text.push_str(&format!("{:>11}", format!("CPU{c}")));
             }
             text.push('\n');
         }
         text.push_str(&format!("{irq:>4}:"));
-        for _ in self.online.iter() {
+        for _ in &self.online {
             text.push_str(&format!("{:>11}", 0));
         }
         text.push_str(&format!("  {chip} {hwirq:>3}-{trigger:<8}  {}\n", v.name));

@@ -51,7 +51,7 @@ impl IrqNames {
                 from_proc.get_or_init(|| {
                     let mut found = Vec::new();
                     let names = read_proc_interrupts(root, &mut found);
-                    warnings.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).extend(found);
+                    warnings.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(found);
                     names
                 })
             }
@@ -68,7 +68,9 @@ impl IrqNames {
     /// [`IrqNames::read`] returned them).
     pub(super) fn take_warnings(self) -> Vec<DeviceError> {
         match self {
-            IrqNames::Sysfs { warnings, .. } => warnings.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()),
+            IrqNames::Sysfs { warnings, .. } => {
+                warnings.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
+            }
             IrqNames::Proc(_) => Vec::new(),
         }
     }
