@@ -333,3 +333,50 @@ fn the_checks_fail_on_an_upward_import_and_on_a_cycle() {
     let lost: BTreeMap<_, _> = [edge("plan", "nowhere")].into();
     assert_eq!(upward_imports(&lost).len(), 1, "a module on no floor is reported");
 }
+
+/// The backticked words of `text` outside parentheses.
+fn ticked_outside_parentheses(text: &str) -> Vec<String> {
+    let mut depth = 0;
+    let mut plain = String::new();
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            c if depth == 0 => plain.push(c),
+            _ => {}
+        }
+    }
+    plain.split('`').skip(1).step_by(2).map(str::to_string).collect()
+}
+
+#[test]
+fn architecture_md_matches_the_tree() {
+    let text = fs::read_to_string(src_root().join("ARCHITECTURE.md")).unwrap();
+    // Its floor table is the one this test checks.
+    let mut rows = 0;
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.split('|').nth(1).is_some_and(|c| c.trim().parse::<usize>().is_ok()))
+    {
+        let cells: Vec<&str> = line.split('|').collect();
+        let floor: usize = cells[1].trim().parse().unwrap();
+        let mut named = ticked_outside_parentheses(cells[2]);
+        named.sort();
+        let mut want: Vec<String> = FLOORS[floor].iter().map(|m| m.to_string()).collect();
+        want.sort();
+        assert_eq!(named, want, "ARCHITECTURE.md floor {floor}");
+        rows += 1;
+    }
+    assert_eq!(rows, FLOORS.len(), "ARCHITECTURE.md lists every floor");
+    // Every file or directory it names exists (below src/, or from the top for tests/).
+    let mut paths = 0;
+    for word in text.split('`').skip(1).step_by(2) {
+        let word = word.split(&[' ', ',', ':'][..]).next().unwrap_or("");
+        if word.ends_with(".rs") || word.ends_with(".md") || (word.ends_with('/') && word.len() > 1) {
+            let (top, below) = (src_root().join(word), src_root().join("src").join(word));
+            assert!(top.exists() || below.exists(), "ARCHITECTURE.md names {word}, which does not exist");
+            paths += 1;
+        }
+    }
+    assert!(paths > 20, "only {paths} paths found in ARCHITECTURE.md");
+}

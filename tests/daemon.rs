@@ -19,7 +19,7 @@ use irqwise::pass::plan_pass;
 use irqwise::plan::Action;
 use irqwise::sysfs::Root;
 
-/// What the engine, run on its own against the root as it is now, wants on each IRQ.
+/// What a one-shot pass (`pass::plan_pass`), run against the root as it is now, wants on each IRQ.
 fn planned(root: &Path, config: &Config) -> BTreeMap<u32, CpuSet> {
     let pass = plan_pass(&Root::new(root), config, &BTreeSet::new()).unwrap();
     pass.plan

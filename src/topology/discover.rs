@@ -39,7 +39,7 @@ pub struct TopologyWarning {
     pub instead: String,
     /// The kernel refused the read (an errno, not bad content): possibly a race with CPU
     /// hotplug, which briefly fails reads of the CPUs' files. The daemon reports such a warning
-    /// only when a second read gives it again (see `daemon::rescan`).
+    /// only when a second read gives it again (see `sample::refusals`).
     pub transient: bool,
 }
 
