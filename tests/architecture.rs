@@ -362,7 +362,7 @@ fn architecture_md_matches_the_tree() {
         let floor: usize = cells[1].trim().parse().unwrap();
         let mut named = ticked_outside_parentheses(cells[2]);
         named.sort();
-        let mut want: Vec<String> = FLOORS[floor].iter().map(|m| m.to_string()).collect();
+        let mut want: Vec<String> = FLOORS[floor].iter().map(ToString::to_string).collect();
         want.sort();
         assert_eq!(named, want, "ARCHITECTURE.md floor {floor}");
         rows += 1;

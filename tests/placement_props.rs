@@ -3,51 +3,31 @@
 //! CPU going offline from a full machine moves exactly the queues that lived on it, and after
 //! any sequence of offline and online events, all CPUs back means the initial plan exactly.
 
+#[path = "common/memory_devices.rs"]
+mod memory_devices;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use irqwise::choices::Spill;
 use irqwise::cpuset::CpuSet;
-use irqwise::devices::{Device, DeviceClass, IrqVector, QueueRole, Recognition};
+use irqwise::devices::{Device, QueueRole};
 use irqwise::plan::{build_plan, Plan, PlanContext};
 use irqwise::policy::Policy;
 use irqwise::sample::kernel_release::group_rules;
 use irqwise::topology::synthetic::{SyntheticDistance, SyntheticMachine};
 use irqwise::topology::{home_topology, Topology, TopologyMemory};
+use memory_devices::vector;
 use proptest::prelude::*;
 
 /// A NIC with a misc vector and `queues` rx/tx pairs.
 fn nic(index: usize, node: Option<u32>, queues: u32, online: &CpuSet) -> Device {
-    let vector = |irq: u32, role: QueueRole, queue: Option<u32>| IrqVector {
-        irq,
-        name: Some(format!("v{irq}")),
-        role,
-        queue,
-        recognised: Recognition::Table { driver: "test", pattern: "v{q}" },
-        managed: false,
-        current: Some(online.clone()),
-        effective: None,
-        hint: None,
-    };
     let base = 1000 * (index as u32 + 1);
-    let mut vectors = vec![vector(base, QueueRole::Misc, None)];
+    let mut vectors = vec![vector(base, QueueRole::Misc, None, online)];
     for q in 0..queues {
-        vectors.push(vector(base + 1 + 2 * q, QueueRole::Rx, Some(q)));
-        vectors.push(vector(base + 2 + 2 * q, QueueRole::Tx, Some(q)));
+        vectors.push(vector(base + 1 + 2 * q, QueueRole::Rx, Some(q), online));
+        vectors.push(vector(base + 2 + 2 * q, QueueRole::Tx, Some(q), online));
     }
-    Device {
-        bdf: format!("0000:{index:02x}:00.0"),
-        class: DeviceClass::Nic,
-        pci_class: 0x020000,
-        vendor: None,
-        device: None,
-        driver: Some("ice".into()),
-        name: None,
-        interfaces: vec![],
-        node,
-        local_cpus: None,
-        vectors,
-        nvme: None,
-    }
+    memory_devices::nic(&format!("0000:{index:02x}:00.0"), node, None, vectors)
 }
 
 /// `topo` with the CPUs of `offline` offline as x86 shows it: no masks of their own, gone from

@@ -9,11 +9,14 @@
 //! cores {0,4} and {1,5}, node 1 cores {2,6} and {3,7}. Cores-first order from node 1 is
 //! therefore 2, 3, 6, 7, then node 0's 0, 1, 4, 5 (hand-derived from the spec, not from the code).
 
+#[path = "common/memory_devices.rs"]
+mod memory_devices;
+
 use std::collections::BTreeSet;
 
 use irqwise::choices::StrategyName;
 use irqwise::cpuset::CpuSet;
-use irqwise::devices::{Device, DeviceClass, IrqVector, NvmeInfo, QueueRole, Recognition};
+use irqwise::devices::{Device, DeviceClass, IrqVector, NvmeInfo, QueueRole};
 use irqwise::plan::{build_plan, Action, DevicePlan, Placement, PlanContext};
 use irqwise::policy::Policy;
 use irqwise::sample::kernel_release::group_rules;
@@ -29,37 +32,14 @@ fn machine() -> Topology {
 }
 
 fn vector(irq: u32, role: QueueRole, queue: Option<u32>) -> IrqVector {
-    IrqVector {
-        irq,
-        name: Some(format!("v{irq}")),
-        role,
-        queue,
-        recognised: Recognition::Table { driver: "test", pattern: "v{q}" },
-        managed: false,
-        current: Some(cpus("0-7")),
-        effective: None,
-        hint: None,
-    }
+    memory_devices::vector(irq, role, queue, &cpus("0-7"))
 }
 
 /// A NIC on `node` with one misc vector (IRQ 100) and `queues` rx queues (IRQs 101..).
 fn nic(node: Option<u32>, queues: u32) -> Device {
     let mut vectors = vec![vector(100, QueueRole::Misc, None)];
     vectors.extend((0..queues).map(|q| vector(101 + q, QueueRole::Rx, Some(q))));
-    Device {
-        bdf: "0000:81:00.0".into(),
-        class: DeviceClass::Nic,
-        pci_class: 0x020000,
-        vendor: None,
-        device: None,
-        driver: Some("ice".into()),
-        name: Some("eth0".into()),
-        interfaces: vec!["eth0".into()],
-        node,
-        local_cpus: None,
-        vectors,
-        nvme: None,
-    }
+    memory_devices::nic("0000:81:00.0", node, Some("eth0"), vectors)
 }
 
 fn plan_one(topo: &Topology, dev: Device, policy: Policy) -> (DevicePlan, Vec<String>) {

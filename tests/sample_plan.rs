@@ -8,6 +8,8 @@
 
 #[path = "common/fixture.rs"]
 mod fixture;
+#[path = "common/memory_devices.rs"]
+mod memory_devices;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -15,7 +17,7 @@ use std::sync::Arc;
 use fixture::{FixtureRoot, NamingScheme};
 use irqwise::config::Config;
 use irqwise::cpuset::CpuSet;
-use irqwise::devices::{Device, DeviceClass, IrqVector, LooseIrq, QueueRole, Recognition};
+use irqwise::devices::{Device, IrqVector, LooseIrq, QueueRole};
 use irqwise::pass::plan_pass;
 use irqwise::plan::from_sample::{plan_sample, PassMemory};
 use irqwise::plan::{Action, Plan};
@@ -30,39 +32,17 @@ fn cpus(list: &str) -> CpuSet {
 }
 
 fn vector(irq: u32, role: QueueRole, queue: Option<u32>) -> IrqVector {
-    IrqVector {
-        irq,
-        name: Some(format!("v{irq}")),
-        role,
-        queue,
-        recognised: Recognition::Table { driver: "test", pattern: "v{q}" },
-        managed: false,
-        current: Some(cpus("0-7")),
-        effective: None,
-        hint: None,
-    }
+    memory_devices::vector(irq, role, queue, &cpus("0-7"))
 }
 
 /// A NIC on node 1 with one misc vector (IRQ 100) and rx queues 0 and 1 (IRQs 101, 102).
 fn nic() -> Device {
-    Device {
-        bdf: "0000:81:00.0".into(),
-        class: DeviceClass::Nic,
-        pci_class: 0x020000,
-        vendor: None,
-        device: None,
-        driver: Some("ice".into()),
-        name: Some("eth0".into()),
-        interfaces: vec!["eth0".into()],
-        node: Some(1),
-        local_cpus: None,
-        vectors: vec![
-            vector(100, QueueRole::Misc, None),
-            vector(101, QueueRole::Rx, Some(0)),
-            vector(102, QueueRole::Rx, Some(1)),
-        ],
-        nvme: None,
-    }
+    let vectors = vec![
+        vector(100, QueueRole::Misc, None),
+        vector(101, QueueRole::Rx, Some(0)),
+        vector(102, QueueRole::Rx, Some(1)),
+    ];
+    memory_devices::nic("0000:81:00.0", Some(1), Some("eth0"), vectors)
 }
 
 fn desired(plan: &Plan, irq: u32) -> Option<CpuSet> {
