@@ -2,7 +2,8 @@
 //!
 //! Exit codes: 0 success, 1 a runtime failure (unreadable system, failed writes), 2 usage or
 //! configuration errors, 3 not running (`status`) or settings left untranslated
-//! (`import-irqbalance`), 4 changes pending (`plan --exit-code`).
+//! (`import-irqbalance`), 4 changes pending (`plan --exit-code`), 5 another daemon runs on
+//! this root (`run`), 141 stdout's reader went away (`irqwise plan | head -1`).
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -12,7 +13,6 @@ use clap::Parser;
 
 use irqwise::cli::args::{Cli, Command, SpreadCommand};
 use irqwise::cli::{self, CliError, Outcome};
-use irqwise::text::printable_lines;
 
 fn run(cli: Cli) -> Result<Outcome, CliError> {
     let root = irqwise::sysfs::Root::new(&cli.global.root);
@@ -50,17 +50,5 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
-        // Names and contents read from the system may hold control characters: escaped here,
-        // once, for every command's output.
-        Ok(Outcome { text, stderr, exit }) => {
-            eprint!("{}", printable_lines(&stderr));
-            print!("{}", printable_lines(&text));
-            ExitCode::from(exit)
-        }
-        Err(e) => {
-            eprintln!("irqwise: {}", printable_lines(&e.to_string()));
-            ExitCode::from(e.exit_code())
-        }
-    }
+    cli::output::emit(run(Cli::parse()))
 }

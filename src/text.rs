@@ -17,6 +17,26 @@ pub fn printable_lines(s: &str) -> Cow<'_, str> {
     escape(s, |c| c == '\n' || c == '\t')
 }
 
+/// JSON text with every control character but a newline written as a JSON `\uXXXX` escape;
+/// borrowed when there is none. A JSON writer escapes C0 characters inside strings already and
+/// leaves DEL and C1 as they are (valid JSON, but raw bytes a terminal obeys); outside strings
+/// JSON has only whitespace, so the result is the same JSON document, terminal-safe.
+pub fn json_escaped_controls(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() && c != '\n') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() && c != '\n' {
+            // Writing to a String cannot fail.
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 fn escape(s: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
     if !s.chars().any(|c| c.is_control() && !keep(c)) {
         return Cow::Borrowed(s);
@@ -46,5 +66,17 @@ mod tests {
         assert_eq!(printable("two\nlines"), "two\\x0alines");
         assert_eq!(printable_lines("two\nlines\t\x1b"), "two\nlines\t\\x1b");
         assert_eq!(printable("é ü"), "é ü");
+    }
+
+    #[test]
+    fn json_controls_become_json_escapes_and_stay_valid_json() {
+        let raw = serde_json::to_string_pretty(&serde_json::json!({"name": "a\u{7f}b\u{85}c\u{1b}d\te"})).unwrap();
+        let escaped = json_escaped_controls(&raw);
+        assert!(!escaped.chars().any(|c| c.is_control() && c != '\n'), "{escaped}");
+        assert!(escaped.contains("a\\u007fb\\u0085c\\u001bd\\te"), "{escaped}");
+        let back: serde_json::Value = serde_json::from_str(&escaped).unwrap();
+        assert_eq!(back["name"], "a\u{7f}b\u{85}c\u{1b}d\te");
+        assert_eq!(printable_lines(&escaped), escaped, "the output escaping leaves it alone");
+        assert!(matches!(json_escaped_controls("{\n}"), Cow::Borrowed(_)));
     }
 }

@@ -144,11 +144,16 @@ pub enum Command {
     },
 }
 
-/// `--interval`: a duration above zero, written like the config's durations.
+/// The longest `--interval`: a report between two reads an hour apart is already an average
+/// over a long time; years are a typo, not a measurement.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// `--interval`: a duration above zero and at most [`MAX_INTERVAL`], written like the config's
+/// durations.
 fn parse_interval(text: &str) -> Result<Duration, String> {
     crate::config::parse_duration(text)
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("{text:?}: expected a duration above zero, e.g. \"500ms\", \"5s\", \"1m\""))
+        .filter(|d| !d.is_zero() && *d <= MAX_INTERVAL)
+        .ok_or_else(|| format!("{text:?}: expected a duration from \"1ms\" to \"1h\", e.g. \"500ms\", \"5s\", \"1m\""))
 }
 
 #[derive(Subcommand)]

@@ -9,6 +9,9 @@ use crate::sysfs::Root;
 use crate::topology::discover::isolation::IRQBALANCE_FILES;
 use crate::topology::discover::read_topology;
 
+/// The most bytes of an irqbalance environment file read (a real one is a few kilobytes).
+const IRQBALANCE_FILE_LIMIT: u64 = 1 << 20;
+
 /// Translates `file` (default: the first of [`IRQBALANCE_FILES`] under `root`; stderr names any
 /// other that exists too). IRQ numbers of `--banirq` are looked up among this machine's devices
 /// (read only then, once); when they cannot be read, each is left untranslated and stderr says
@@ -17,8 +20,11 @@ use crate::topology::discover::read_topology;
 pub fn import_irqbalance(root: &Root, file: Option<&Path>) -> Result<Outcome, CliError> {
     let mut stderr = String::new();
     let (path, text) = if let Some(f) = file {
-        let text = std::fs::read_to_string(f)
+        // Capped and never blocking, like every file irqwise reads: a FIFO or /dev/zero named
+        // by mistake is an error at once.
+        let bytes = crate::sysfs::read_regular_file(f, IRQBALANCE_FILE_LIMIT)
             .map_err(|e| CliError::Failed(format!("{}: {e}; expected irqbalance's environment file", f.display())))?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
         (f.to_path_buf(), text)
     } else {
         let found = IRQBALANCE_FILES.iter().find(|f| root.exists(f)).ok_or_else(|| {

@@ -7,6 +7,7 @@ mod apply;
 pub mod args;
 mod check_config;
 mod import_irqbalance;
+pub mod output;
 mod plan;
 mod reload;
 mod report;
@@ -88,11 +89,17 @@ pub enum CliError {
     /// A combination of options that cannot work here.
     #[error("{0}")]
     Usage(String),
+    /// Another daemon holds the root's instance lock.
+    #[error("{0}")]
+    AlreadyRunning(String),
     /// The configuration is invalid: `reload` did not signal the daemon, or the daemon kept
     /// its previous configuration.
     #[error("{0}")]
     ConfigRejected(String),
 }
+
+/// Exit code of `run` when another daemon holds the root's instance lock.
+pub const EXIT_ALREADY_RUNNING: u8 = 5;
 
 /// Fails unless `root` holds `sys/devices/system/cpu`.
 pub fn require_root(root: &crate::sysfs::Root) -> Result<(), CliError> {
@@ -112,9 +119,11 @@ pub fn require_config_dir(dir: &std::path::Path) -> Result<(), CliError> {
 }
 
 impl CliError {
-    /// 2 for usage and configuration errors, 1 for everything the system did.
+    /// 2 for usage and configuration errors, [`EXIT_ALREADY_RUNNING`] when another daemon runs on
+    /// the root, 1 for everything the system did.
     pub fn exit_code(&self) -> u8 {
         match self {
+            CliError::AlreadyRunning(_) => EXIT_ALREADY_RUNNING,
             CliError::NoSuchNode { .. }
             | CliError::ZeroGroups(_)
             | CliError::TooManyGroups(_)
@@ -143,10 +152,15 @@ struct Versioned<'a, T: serde::Serialize> {
     inner: &'a T,
 }
 
-/// `value` (a struct or object) as pretty JSON with the top-level `"schema": 1`, and a newline.
+/// `value` (a struct or object) as pretty JSON with the top-level `"schema": 1`, and a newline:
+/// the one JSON writer of every `--json` command. Guarantees valid JSON whatever bytes the
+/// machine's names hold, with no control character but its newlines (DEL and C1 characters are
+/// `\u` escapes), so the terminal-safe escaping of every output leaves it as it is.
 pub(crate) fn to_json_text(value: &impl serde::Serialize) -> String {
     let doc = Versioned { schema: JSON_SCHEMA, inner: value };
-    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    let text = serde_json::to_string_pretty(&doc)
+        .unwrap_or_else(|e| serde_json::json!({ "schema": JSON_SCHEMA, "error": e.to_string() }).to_string());
+    let mut s = crate::text::json_escaped_controls(&text).into_owned();
     s.push('\n');
     s
 }

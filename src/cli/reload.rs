@@ -6,7 +6,6 @@
 //! `systemctl reload` returns once the new placement is applied (systemd.service(5) asks
 //! `ExecReload=` to be synchronous).
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
@@ -14,15 +13,13 @@ use nix::unistd::Pid;
 
 use super::{check_config, CliError, Outcome};
 use crate::config::ConfigPaths;
+use crate::daemon::peers::{process_name, DAEMON_NAME};
 use crate::daemon::state::STATE_FILE;
 use crate::daemon::state_view::{read_state, StateView};
 use crate::sysfs::Root;
 
 /// How often the state file is polled while waiting for the reload pass.
 const POLL: Duration = Duration::from_millis(20);
-
-/// The process name (`/proc/PID/comm`) the target must have: never signal something else.
-const DAEMON_NAME: &str = "irqwise";
 
 /// `irqwise reload --pid PID [--timeout SECONDS]`: check, signal, wait (`timeout` zero: do not
 /// wait). Exit 0 when the daemon applied the new configuration, 2 when the configuration is
@@ -70,16 +67,13 @@ fn daemon_pid(pid: u32) -> Result<Pid, CliError> {
         .ok()
         .filter(|p| *p > 0)
         .ok_or_else(|| CliError::Failed(format!("--pid {pid}: not a process id")))?;
-    let comm = PathBuf::from(format!("/proc/{pid}/comm"));
-    let name = std::fs::read_to_string(&comm)
-        .map_err(|e| CliError::Failed(format!("--pid {pid}: no such process ({}: {e})", comm.display())))?;
-    if name.trim_end() != DAEMON_NAME {
-        return Err(CliError::Failed(format!(
-            "--pid {pid}: the process is {:?}, not {DAEMON_NAME}; not signalled",
-            name.trim_end()
-        )));
+    match process_name(pid) {
+        None => Err(CliError::Failed(format!("--pid {pid}: no such process (no /proc/{pid}/comm)"))),
+        Some(name) if name != DAEMON_NAME => {
+            Err(CliError::Failed(format!("--pid {pid}: the process is {name:?}, not {DAEMON_NAME}; not signalled")))
+        }
+        Some(_) => Ok(Pid::from_raw(raw)),
     }
-    Ok(Pid::from_raw(raw))
 }
 
 /// The state file, when there is a readable one (a missing or foreign file counts as none).

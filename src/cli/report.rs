@@ -2,9 +2,10 @@
 //! `/proc/interrupts`.
 
 use std::collections::BTreeSet;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
+use super::output::{write_stdout, OutputError, EXIT_BROKEN_PIPE};
 use super::{to_json_text, CliError, Outcome};
 use crate::config::load_config;
 use crate::config::ConfigPaths;
@@ -94,14 +95,14 @@ fn watch(root: &Root, config: &crate::config::Config, interval: Duration) -> Res
         let irqs = pass.plan.devices.iter().flat_map(|d| d.irqs.iter().map(|p| p.irq));
         let (effective, _) = read_effective(root, irqs);
         let landing = build_landing(&pass.plan, &pass.topology, &previous, &next, &effective, elapsed);
-        let mut out = std::io::stdout().lock();
-        // Home, clear the screen, then the table: a full redraw like top's.
+        // Home, clear the screen, then the table: a full redraw like top's. The table has the
+        // same escaping of control characters as every other command's output.
         let table = render_table(&landing);
-        // The same escaping of control characters as every other command's output.
         let table = crate::text::printable_lines(&table);
-        let drawn = writeln!(out, "\x1b[H\x1b[2J{table}(every {interval:?}; Ctrl-C stops)").and_then(|()| out.flush());
-        if drawn.is_err() {
-            return Ok(Outcome::default());
+        match write_stdout(&format!("\x1b[H\x1b[2J{table}(every {interval:?}; Ctrl-C stops)\n")) {
+            Ok(()) => {}
+            Err(OutputError::Closed) => return Ok(Outcome { exit: EXIT_BROKEN_PIPE, ..Outcome::default() }),
+            Err(e) => return Err(CliError::Failed(e.to_string())),
         }
         previous = next;
     }

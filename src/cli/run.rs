@@ -2,6 +2,7 @@
 
 use super::{CliError, Outcome};
 use crate::config::{load_config_with_warnings, ConfigPaths, LoadError, LogFormat};
+use crate::daemon::lock::{self, LockError};
 use crate::daemon::{logging, Daemon, DaemonError};
 use crate::sysfs::Root;
 
@@ -17,6 +18,11 @@ fn cli_error(e: DaemonError) -> CliError {
 /// exits (exit 1 if a write failed), without the systemd protocol.
 pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormat>, once: bool) -> Result<Outcome, CliError> {
     crate::daemon::malloc::one_arena();
+    // Held until this function returns: the daemon's whole life.
+    let _lock = lock::acquire(root).map_err(|e| match e {
+        held @ LockError::Held { .. } => CliError::AlreadyRunning(held.to_string()),
+        other => CliError::Failed(other.to_string()),
+    })?;
     let (config, warnings) = load_config_with_warnings(root, paths).map_err(|e| match e {
         LoadError::Machine(t) => {
             CliError::Failed(format!("cannot read the possible CPUs (needed to validate the configuration): {t}"))

@@ -91,7 +91,7 @@ pub enum ConfigError {
     #[error("{at}: queue_pattern = {value:?} {source}")]
     QueuePattern { at: Location, value: String, source: QueuePatternError },
     #[error(
-        "{at}: metrics_file = {value:?}; expected an absolute path of a file ending in .prom (node_exporter's textfile collector reads only *.prom), or \"\" for no metrics"
+        "{at}: metrics_file = {value:?}; expected an absolute path without . or .. components, of a file ending in .prom (node_exporter's textfile collector reads only *.prom), or \"\" for no metrics"
     )]
     MetricsFile { at: Location, value: String },
     #[error("{at}: node = {node}: no kernel has a node {node}; expected a node id from 0 to {}", max - 1)]

@@ -185,7 +185,8 @@ impl FileCtx<'_> {
     }
 
     /// `metrics_file`: empty (off), or an absolute path of a `*.prom` file (node_exporter's
-    /// textfile collector reads no other name).
+    /// textfile collector reads no other name) without `.` or `..` components (it is written
+    /// below the root: a path that climbs out of it is refused here, not at the first write).
     fn metrics_file(&mut self, v: &Spanned<String>) -> Option<MetricsFile> {
         let text = v.get_ref();
         if text.is_empty() {
@@ -193,7 +194,9 @@ impl FileCtx<'_> {
         }
         let path = std::path::Path::new(text);
         let named = path.file_name().is_some_and(|n| n.len() > ".prom".len());
-        if path.is_absolute() && named && text.ends_with(".prom") && !text.contains('\0') {
+        let plain = path.components().skip(1).all(|c| matches!(c, std::path::Component::Normal(_)))
+            && !text.split('/').any(|c| c == "." || c == "..");
+        if path.is_absolute() && named && plain && text.ends_with(".prom") && !text.contains('\0') {
             return Some(MetricsFile::At(path.to_path_buf()));
         }
         let at = self.loc(v.span().start);

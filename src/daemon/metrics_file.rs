@@ -10,7 +10,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::atomic_write;
 use super::once::SaidOnce;
 use crate::config::MetricsFile;
 use crate::sysfs::Root;
@@ -29,17 +28,17 @@ pub(crate) enum MetricsError {
     Write { file: PathBuf, path: PathBuf, source: std::io::Error },
 }
 
-/// Where the metrics go for `setting`, below `root` like every path of the daemon: the path
-/// given, nowhere when off, and by default `ROOT/var/lib/prometheus/node-exporter/irqwise.prom`
-/// when that directory exists (checked at every call: it may appear when node_exporter is
-/// installed later).
+/// Where the metrics go for `setting`, relative to `root` like every path of the daemon: the
+/// path given, nowhere when off, and by default `var/lib/prometheus/node-exporter/irqwise.prom`
+/// when that directory exists below the root (checked at every call: it may appear when
+/// node_exporter is installed later).
 pub fn resolve(root: &Root, setting: &MetricsFile) -> Option<PathBuf> {
     match setting {
         MetricsFile::Off => None,
-        MetricsFile::At(path) => Some(root.path(path)),
-        MetricsFile::Auto => root
-            .is_dir(DEFAULT_METRICS_DIR)
-            .then(|| root.path(Path::new(DEFAULT_METRICS_DIR).join(DEFAULT_METRICS_NAME))),
+        MetricsFile::At(path) => Some(path.strip_prefix("/").unwrap_or(path).to_path_buf()),
+        MetricsFile::Auto => {
+            root.is_dir(DEFAULT_METRICS_DIR).then(|| Path::new(DEFAULT_METRICS_DIR).join(DEFAULT_METRICS_NAME))
+        }
     }
 }
 
@@ -112,11 +111,11 @@ impl MetricsPublisher {
         }
         if !self.cleaned {
             // Temporary copies a killed daemon left are never *.prom, but litter the directory.
-            atomic_write::remove_stale_temps(&path);
+            root.remove_stale_temps(&path, super::peers::process_exists);
             self.cleaned = true;
         }
         self.pacer.wrote(now);
-        match write_atomically(&path, &counters.render(env!("CARGO_PKG_VERSION"))) {
+        match write_atomically(root, &path, &counters.render(env!("CARGO_PKG_VERSION"))) {
             Ok(()) => {
                 self.failed.worked();
             }
@@ -129,12 +128,12 @@ impl MetricsPublisher {
     }
 }
 
-/// Replaces `path` with `text` (see the module's guarantees): a reader sees the old or the new
-/// file, never a part. Not fsynced: it is written again at every pass, and counters start over
-/// with the daemon anyway.
-pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), MetricsError> {
-    atomic_write::replace_atomically(path, text.as_bytes(), 0o644).map_err(|(at, source)| MetricsError::Write {
-        file: path.to_path_buf(),
+/// Replaces `rel` below `root` with `text` (see the module's guarantees): a reader sees the old
+/// or the new file, never a part. Not fsynced: it is written again at every pass, and counters
+/// start over with the daemon anyway.
+pub(crate) fn write_atomically(root: &Root, rel: &Path, text: &str) -> Result<(), MetricsError> {
+    root.replace_own_file(rel, text.as_bytes(), 0o644, false).map_err(|(at, source)| MetricsError::Write {
+        file: root.path(rel),
         path: at,
         source,
     })
@@ -162,11 +161,12 @@ mod tests {
     #[test]
     fn replacement_is_whole_world_readable_and_leaves_no_temporary_file() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("irqwise.prom");
+        let (root, rel) = (Root::new(dir.path()), Path::new("irqwise.prom"));
+        let path = dir.path().join(rel);
         // The unit runs the daemon with UMask=0077 (process-wide here, restored at once).
         let old = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
-        let first = write_atomically(&path, "a 1\n");
-        let second = write_atomically(&path, "a 2\n");
+        let first = write_atomically(&root, rel, "a 1\n");
+        let second = write_atomically(&root, rel, "a 2\n");
         nix::sys::stat::umask(old);
         first.unwrap();
         second.unwrap();
@@ -180,8 +180,9 @@ mod tests {
     #[test]
     fn a_reader_never_sees_a_partial_file() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("irqwise.prom");
-        write_atomically(&path, "start\nend\n").unwrap();
+        let (root, rel) = (Root::new(dir.path()), Path::new("irqwise.prom"));
+        let path = dir.path().join(rel);
+        write_atomically(&root, rel, "start\nend\n").unwrap();
         let reader_path = path.clone();
         let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop = done.clone();
@@ -197,7 +198,7 @@ mod tests {
         for i in 0..300 {
             // Sizes vary from a few bytes to 64 KiB, so a non-atomic write would show.
             let body = "x".repeat((i * 997) % 65_536);
-            write_atomically(&path, &format!("start\n{body}\nend\n")).unwrap();
+            write_atomically(&root, rel, &format!("start\n{body}\nend\n")).unwrap();
         }
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         assert!(reader.join().unwrap() > 0);
@@ -208,7 +209,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("plain"), "").unwrap();
         let file = dir.path().join("plain/irqwise.prom");
-        let e = write_atomically(&file, "a 1\n").unwrap_err().to_string();
+        let e =
+            write_atomically(&Root::new(dir.path()), Path::new("plain/irqwise.prom"), "a 1\n").unwrap_err().to_string();
         assert!(e.starts_with(&format!("cannot write the metrics file {}: ", file.display())), "{e}");
     }
 
@@ -218,9 +220,9 @@ mod tests {
         let root = Root::new(dir.path());
         assert_eq!(resolve(&root, &MetricsFile::Auto), None);
         std::fs::create_dir_all(dir.path().join(DEFAULT_METRICS_DIR)).unwrap();
-        assert_eq!(resolve(&root, &MetricsFile::Auto), Some(dir.path().join(DEFAULT_METRICS_DIR).join("irqwise.prom")));
+        assert_eq!(resolve(&root, &MetricsFile::Auto), Some(Path::new(DEFAULT_METRICS_DIR).join("irqwise.prom")));
         assert_eq!(resolve(&root, &MetricsFile::Off), None);
         let at = MetricsFile::At("/srv/m/x.prom".into());
-        assert_eq!(resolve(&root, &at), Some(dir.path().join("srv/m/x.prom")));
+        assert_eq!(resolve(&root, &at), Some(PathBuf::from("srv/m/x.prom")));
     }
 }

@@ -27,12 +27,12 @@
 //! - Counters ([`counters`]) run from start to stop, across reloads; after every pass they go to
 //!   the state file and, at most once per second, to `metrics_file` ([`metrics_file`]).
 
-pub(crate) mod atomic_write;
 mod backoff;
 pub mod catalog;
 pub mod counters;
 mod exposition;
 mod ledger;
+pub mod lock;
 pub mod logging;
 pub mod malloc;
 pub mod metrics_file;

@@ -7,7 +7,7 @@
 //! from another boot (`/proc/sys/kernel/random/boot_id` differs) is ignored.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -161,7 +161,7 @@ impl Originals {
         };
         let mut bytes = serde_json::to_vec(&file).unwrap_or_default();
         bytes.push(b'\n');
-        super::atomic_write::write_atomically(&root.path(ORIGINALS_FILE), &bytes, 0o644)
+        root.replace_own_file(Path::new(ORIGINALS_FILE), &bytes, 0o644, true)
             .map_err(|(path, source)| OriginalsError::Write { path, source })
     }
 
@@ -231,7 +231,9 @@ impl Originals {
     pub fn clear(&mut self, root: &Root) {
         self.entries.clear();
         self.xps.clear();
-        let _ = std::fs::remove_file(root.path(ORIGINALS_FILE));
+        if let Err((path, e)) = root.remove_own_file(Path::new(ORIGINALS_FILE)) {
+            tracing::warn!("cannot remove {}: {e}; the next daemon of this boot restores from it", path.display());
+        }
     }
 
     /// Recorded IRQs and `xps_cpus` files.

@@ -3,11 +3,12 @@
 //! first), then hand the outcome to the record ([`super::record`]).
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Instant;
 
-use super::atomic_write;
 use super::ledger::others_drift;
 use super::originals::{Originals, ORIGINALS_FILE};
+use super::peers::process_exists;
 use super::record::{Applied, PassOutcome};
 use super::respect::{KernelDefaults, RespectNews};
 use super::state::STATE_FILE;
@@ -43,9 +44,10 @@ impl Daemon {
     /// Before the first pass: what an earlier daemon of this boot left (temporary files of one
     /// that did not finish, the record of original masks, the topology memory).
     fn start_up(&mut self) {
-        let removed = atomic_write::remove_stale_temps(&self.root.path(STATE_FILE))
-            + atomic_write::remove_stale_temps(&self.root.path(ORIGINALS_FILE))
-            + atomic_write::remove_stale_temps(&self.root.path(memory_file::MEMORY_FILE));
+        let removed = [STATE_FILE, ORIGINALS_FILE, memory_file::MEMORY_FILE]
+            .iter()
+            .map(|rel| self.root.remove_stale_temps(Path::new(rel), process_exists))
+            .sum::<usize>();
         if removed > 0 {
             tracing::info!("removed {removed} temporary file(s) left by a process that did not finish");
         }
@@ -86,7 +88,7 @@ impl Daemon {
     /// Saves the topology memory for a restart and for `irqwise plan`; a failure is said once.
     fn save_memory(&mut self) {
         let bytes = memory_file::encode(&self.root, &self.memory);
-        match atomic_write::write_atomically(&self.root.path(memory_file::MEMORY_FILE), &bytes, 0o644) {
+        match self.root.replace_own_file(Path::new(memory_file::MEMORY_FILE), &bytes, 0o644, true) {
             Ok(()) => {
                 self.memory_failed.worked();
             }

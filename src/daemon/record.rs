@@ -9,6 +9,7 @@ use super::counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
 use super::ledger::{others_drift, Ledger, Loudness};
 use super::metrics_file::MetricsPublisher;
 use super::once::{SaidOnce, SaidOnceEach};
+use super::peers::{process_identity, ProcessIdentity};
 use super::state::{StateInputs, StateWriter};
 use super::{catalog, logging, unix_now, unix_now_f64};
 use crate::apply::{ApplyReport, FailureClass, XpsChange, XpsOutcome};
@@ -56,6 +57,8 @@ pub(crate) struct Records {
     state: StateWriter,
     metrics: MetricsPublisher,
     started: u64,
+    /// This process, as the state file names it for `status`.
+    process: Option<ProcessIdentity>,
 }
 
 impl Records {
@@ -74,6 +77,7 @@ impl Records {
             state: StateWriter::default(),
             metrics: MetricsPublisher::default(),
             started,
+            process: process_identity(std::process::id()),
         }
     }
 
@@ -155,6 +159,7 @@ impl Records {
         self.recent.make_contiguous();
         let inputs = StateInputs {
             started: self.started,
+            process: self.process.as_ref(),
             passes: number,
             triggers: &why,
             summary: self.last_counts,

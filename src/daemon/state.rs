@@ -1,16 +1,17 @@
 //! The state file `ROOT/run/irqwise/state.json`: what the daemon last planned and applied, when
-//! and why. Written atomically (see [`super::atomic_write`]), so a reader sees the previous or the new
+//! and why. Written atomically (`Root::replace_own_file`, below the root and through no symlink), so a reader sees the previous or the new
 //! state, never half of one; world-readable, so monitoring reads it without root. Compact: CPU
 //! sets are kernel list strings (`"0-3,8"`) and JSON has no indentation, so the file grows with
 //! the number of IRQs, not with IRQs × CPUs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::counters::{Counters, RecentChange};
 use super::once::SaidOnce;
+use super::peers::ProcessIdentity;
 use crate::apply::ApplyReport;
 use crate::cpuset::CpuSet;
 use crate::plan::{DevicePlan, Plan, Summary};
@@ -37,6 +38,8 @@ pub(crate) struct StateRecord<'a> {
     /// The version of this document ([`crate::JSON_SCHEMA`]).
     pub schema: u32,
     pub pid: u32,
+    /// The daemon's process as `status` checks it is still the one running under `pid`.
+    pub process: Option<&'a ProcessIdentity>,
     /// Unix seconds.
     pub started: u64,
     pub last_pass: u64,
@@ -222,6 +225,7 @@ impl<'a> ReportState<'a> {
 #[derive(Debug)]
 pub(crate) struct StateInputs<'a> {
     pub started: u64,
+    pub process: Option<&'a ProcessIdentity>,
     pub passes: u64,
     pub triggers: &'a [String],
     pub summary: Summary,
@@ -268,6 +272,7 @@ impl StateWriter {
                 let record = StateRecord {
                     schema: crate::JSON_SCHEMA,
                     pid: std::process::id(),
+                    process: inputs.process,
                     started: inputs.started,
                     last_pass: super::unix_now(),
                     passes: inputs.passes,
@@ -303,11 +308,10 @@ impl StateWriter {
 /// (kept by the caller between passes: a large machine's file is a megabyte, grown anew each
 /// pass otherwise).
 pub(crate) fn write_state(root: &Root, record: &StateRecord, buf: &mut Vec<u8>) -> Result<(), StateError> {
-    let path = root.path(STATE_FILE);
     buf.clear();
     serde_json::to_writer(&mut *buf, record).map_err(StateError::Encode)?;
     buf.push(b'\n');
-    super::atomic_write::replace_atomically(&path, buf, 0o644)
+    root.replace_own_file(Path::new(STATE_FILE), buf, 0o644, false)
         .map_err(|(path, source)| StateError::Write { path, source })
 }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::counters::{Counters, RecentChange};
+use super::peers::ProcessIdentity;
 use super::state::{StateError, STATE_FILE};
 use crate::plan::Summary;
 use crate::sysfs::Root;
@@ -17,6 +18,9 @@ pub(crate) const STATE_FILE_LIMIT: u64 = 256 << 20;
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct StateView {
     pub pid: u32,
+    /// Absent in state files of versions that did not record it.
+    #[serde(default)]
+    pub process: Option<ProcessIdentity>,
     pub started: u64,
     pub last_pass: u64,
     pub passes: u64,

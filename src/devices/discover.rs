@@ -49,6 +49,9 @@ pub enum DeviceError {
     /// A file of one IRQ is missing or malformed; the vector is kept with `None` there.
     #[error("IRQ {irq} of PCI device {bdf}: {source}")]
     Irq { bdf: String, irq: u32, source: SysfsError },
+    /// `proc/irq` exists but cannot be listed: which IRQs are in use cannot be told.
+    #[error("{path}: cannot be listed ({source}); no IRQ's use can be told, so none is placed")]
+    ProcIrq { path: PathBuf, source: SysfsError },
     /// The machine has no PCI bus in sysfs (no `sys/bus/pci/devices`): nothing to place.
     #[error("{0} does not exist: no PCI devices to place")]
     NoPciBus(PathBuf),
@@ -61,6 +64,9 @@ pub enum DeviceError {
     /// A warning read earlier and kept with what it is about (see [`rediscover_devices`]).
     #[error("{0}")]
     Kept(String),
+    /// A second bus entry for a device already listed (the kernel links each device once).
+    #[error("{path}: the same device as {same_as} ({dir}); left out, a device is planned once")]
+    SameDevice { path: PathBuf, same_as: String, dir: String },
     /// A number no real machine shows (a node id beyond the kernel's limit, more vectors than
     /// PCI allows); `instead` says what discovery did.
     #[error("PCI device {bdf}: {path}: {problem}; {instead}")]
@@ -257,6 +263,7 @@ fn discover(
         }
         Err(e) => return Err(DeviceError::Bus(e)),
     };
+    let bdfs = distinct_devices(root, bdfs, &mut out.warnings);
     let names = irq::IrqNames::read(root, &mut out.warnings);
     let again = again.filter(|(before, _)| before.sysfs_names && !before.lent() && names.sysfs_only());
     // CPU events alone neither request nor free IRQs: the kept devices' IRQs and the IRQs of no
@@ -281,7 +288,7 @@ fn discover(
         }
         again => again,
     };
-    let requested = irq::Requested::read(root);
+    let requested = irq::Requested::read(root, &mut out.warnings);
     let mut reads: BTreeMap<String, DeviceRead> = BTreeMap::new();
     if let Some((mut before, scope)) = again {
         for bdf in &bdfs {
@@ -308,6 +315,35 @@ fn discover(
     let sysfs_names = names.sysfs_only();
     out.warnings.extend(names.take_warnings());
     Ok((out, DeviceReads { sysfs_names, devices: reads, loose }))
+}
+
+/// The bus entries that are distinct devices, in bus order: an entry that resolves to the same
+/// device directory as another (a broken or hostile tree: sysfs links each device once) is left
+/// out with a warning. The entry named like the directory is kept, else the first.
+fn distinct_devices(root: &Root, bdfs: Vec<String>, warnings: &mut Vec<DeviceError>) -> Vec<String> {
+    let dirs: Vec<Option<String>> = bdfs.iter().map(|b| net_queues::pci_device_dir(root, b)).collect();
+    let mut kept: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut left_out = BTreeSet::new();
+    for (i, dir) in dirs.iter().enumerate() {
+        let Some(dir) = dir.as_deref() else { continue };
+        let own_name = |j: usize| dir.rsplit('/').next() == Some(bdfs[j].as_str());
+        match kept.get(dir).copied() {
+            None => {
+                kept.insert(dir, i);
+            }
+            Some(first) => {
+                let (keep, drop) = if own_name(i) && !own_name(first) { (i, first) } else { (first, i) };
+                kept.insert(dir, keep);
+                left_out.insert(drop);
+                warnings.push(DeviceError::SameDevice {
+                    path: root.path(format!("{PCI_DEVICES}/{}", bdfs[drop])),
+                    same_as: bdfs[keep].clone(),
+                    dir: dir.to_string(),
+                });
+            }
+        }
+    }
+    bdfs.into_iter().enumerate().filter(|(i, _)| !left_out.contains(i)).map(|(_, b)| b).collect()
 }
 
 /// Adds the devices read and the IRQs of no device to `out`, with their warnings: the devices

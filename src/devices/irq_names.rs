@@ -56,23 +56,49 @@ pub fn parse_proc_interrupts(text: &str) -> (BTreeMap<u32, Vec<String>>, Vec<Bad
             });
             continue;
         }
-        names.insert(irq, actions_after_counts(rest, ncpus));
+        let (actions, problem) = actions_after_counts(rest, ncpus);
+        if let Some(problem) = problem {
+            bad.push(BadLine { line_no: i + 1, line: line.into(), problem });
+        }
+        names.insert(irq, actions);
     }
     (names, bad)
 }
 
-/// The action names in the part of a line after `N:`, skipping up to `ncpus` count columns.
-fn actions_after_counts(rest: &str, ncpus: usize) -> Vec<String> {
+/// The action names in the part of a line after `N:`, skipping up to `ncpus` count columns, and
+/// what was odd about the line when it is not laid out as the kernel lays it out.
+///
+/// A line without the kernel's two spaces before the actions (single spaces throughout: a
+/// hand-made or re-formatted capture) is read as its tokens after the chip's columns (the hwirq
+/// and trigger), with a problem saying so, rather than dropped as an IRQ without an action.
+fn actions_after_counts(rest: &str, ncpus: usize) -> (Vec<String>, Option<&'static str>) {
     let s = skip_counts(rest, ncpus);
     // Skip the chip name, then find the last gap of 2+ whitespace characters.
     let s = s.trim_start();
     let chip_end = s.find(char::is_whitespace).unwrap_or(s.len());
     let after_chip = &s[chip_end..];
-    let Some(start) = last_wide_gap_end(after_chip) else { return Vec::new() };
+    let Some(start) = last_wide_gap_end(after_chip) else { return single_spaced_actions(after_chip) };
     let field = after_chip[start..].trim_end();
     if field.is_empty() || looks_like_chip_column(field) {
-        return Vec::new();
+        return (Vec::new(), None);
     }
+    (split_action_list(field), None)
+}
+
+/// The actions of a line whose columns after the chip are single-spaced: the tokens after the
+/// hwirq and trigger columns; none (and nothing odd) when only those columns are there.
+fn single_spaced_actions(after_chip: &str) -> (Vec<String>, Option<&'static str>) {
+    let tokens: Vec<&str> = after_chip.split_whitespace().skip_while(|t| looks_like_chip_column(t)).collect();
+    if tokens.is_empty() {
+        return (Vec::new(), None);
+    }
+    let problem =
+        "no two spaces before the action names, as the kernel prints them; read as the words after the chip's columns";
+    (split_action_list(&tokens.join(" ")), Some(problem))
+}
+
+/// The names of an action list (`"PCIe PME, pciehp"`).
+fn split_action_list(field: &str) -> Vec<String> {
     field.split(", ").map(str::trim).filter(|n| !n.is_empty()).map(String::from).collect()
 }
 
@@ -188,6 +214,18 @@ ERR:          0
         ) {
             proptest::prop_assert_eq!(skip_counts(&s, n), skip_counts_by_char(&s, n));
         }
+    }
+
+    #[test]
+    fn a_single_spaced_line_is_read_and_said() {
+        let text = "CPU0 CPU1\n 24: 1 0 PCI-MSI 524288-edge eth0-TxRx-0\n 25: 0 0 IO-APIC 9-fasteoi\n 26: 3 1 ITS-MSI 524289 Edge nvme0q1, extra\n";
+        let (names, bad) = parse_proc_interrupts(text);
+        assert_eq!(names.get(&24).map(Vec::as_slice), Some(&["eth0-TxRx-0".to_string()][..]));
+        assert_eq!(names.get(&25).map(Vec::len), Some(0), "chip columns only: no action, nothing odd");
+        assert_eq!(names.get(&26).cloned().unwrap_or_default(), ["nvme0q1", "extra"]);
+        let lines: Vec<usize> = bad.iter().map(|b| b.line_no).collect();
+        assert_eq!(lines, [2, 4], "{bad:?}");
+        assert!(bad[0].problem.contains("two spaces"));
     }
 
     #[test]

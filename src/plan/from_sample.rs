@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use super::guard::{guard, Forbidden, GuardInput};
 use super::xps_plan::{plan_xps, XpsPlan};
-use super::{build_plan, locate_current, Plan, PlanContext};
+use super::{build_plan, locate_current, Action, Plan, PlanContext};
 use crate::choices::StrategyName;
 use crate::config::{Config, GuardScope};
 use crate::devices::{Device, DeviceClass};
@@ -73,15 +73,23 @@ pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
         known_managed: memory.known_managed,
     };
     let mut plan = build_plan(&ctx, &sample.devices, &policies);
+    let forbidden = forbidden_cpus(own, &topology, &sample.isolation, banned_imported);
+    if !sample.devices.is_empty() && !topology.online.is_empty() && topology.online.is_subset(&forbidden.cpus()) {
+        plan.warnings.push(format!(
+            "every online CPU ({}) is kept free of device IRQs ({}): no device IRQ is placed, each stays where it is",
+            topology.online,
+            forbidden.describe(&topology.online)
+        ));
+    }
     if config.global.guard == GuardScope::All {
         let nodes = topology.nodes.iter().map(|(&id, n)| (id, n.cpus.clone())).collect();
         let exempt = guard_exempt(&sample.devices, &policies);
         // The configuration as written: the imported banned list is named by its own source.
-        let forbidden = forbidden_cpus(own, &topology, &sample.isolation, banned_imported);
         let allowed = topology.online.difference(&forbidden.cpus());
         let input = GuardInput { forbidden, allowed, nodes: &nodes, exempt: &exempt, refused: memory.known_managed };
         guard(&mut plan, &sample.loose, &input);
     }
+    leave_shared_irqs(&mut plan, sample);
     // Relative to the desired masks, so after the guard has changed them.
     locate_current(&mut plan, &topology);
     // Transmit steering follows the IRQs as finally planned, the guard's changes included.
@@ -123,6 +131,23 @@ pub(crate) fn forbidden_cpus(
     }
     sources.retain(|(_, s)| !s.is_empty());
     Forbidden { sources }
+}
+
+/// Leaves every IRQ more than one device lists as it is, in each device's plan (after the guard:
+/// nothing writes an IRQ whose owner cannot be told).
+fn leave_shared_irqs(plan: &mut Plan, sample: &Sample) {
+    if sample.shared_irqs.is_empty() {
+        return;
+    }
+    for p in plan.devices.iter_mut().flat_map(|d| d.irqs.iter_mut()) {
+        let Some(owners) = sample.shared_irqs.get(&p.irq) else { continue };
+        if p.action == Action::Set || p.action == Action::Keep {
+            p.action = Action::Skip;
+            p.desired.clone_from(&p.current);
+            p.fallbacks.clear();
+            p.reason = format!("listed by {}: an IRQ has one owner, left alone", owners.join(" and "));
+        }
+    }
 }
 
 /// Devices the guard leaves alone: a rule's `guard = false`, and devices passed through to a

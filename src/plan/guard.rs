@@ -28,7 +28,7 @@ impl Forbidden {
     }
 
     /// How `cpus` are forbidden: `banned CPUs 2-3, isolated CPUs 8`.
-    fn describe(&self, cpus: &CpuSet) -> String {
+    pub(crate) fn describe(&self, cpus: &CpuSet) -> String {
         let parts: Vec<String> = self
             .sources
             .iter()

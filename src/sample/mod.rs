@@ -51,6 +51,9 @@ pub struct Sample {
     pub tx_queues: BTreeMap<String, Result<Option<NetQueues>, String>>,
     /// IRQs with a handler that belong to no device, by IRQ number.
     pub loose: Vec<LooseIrq>,
+    /// IRQs that more than one device lists (a broken or hostile tree: an IRQ has one owner),
+    /// with those devices' addresses: planning leaves them alone.
+    pub shared_irqs: BTreeMap<u32, Vec<String>>,
     /// `proc/irq/default_smp_affinity`, read only with `on_drift = "respect"` (what the kernel
     /// gives an IRQ it resets).
     pub default_affinity: Option<CpuSet>,
@@ -68,6 +71,21 @@ pub struct ReadWarnings {
     pub devices: Vec<String>,
 }
 
+/// The IRQs more than one of `devices` lists, each with those devices' addresses in order.
+pub fn shared_irqs(devices: &[Device]) -> BTreeMap<u32, Vec<String>> {
+    let mut owners: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for d in devices {
+        for v in &d.vectors {
+            let listed = owners.entry(v.irq).or_default();
+            if listed.last() != Some(&d.bdf) {
+                listed.push(d.bdf.clone());
+            }
+        }
+    }
+    owners.retain(|_, o| o.len() > 1);
+    owners
+}
+
 impl Sample {
     /// A sample built in memory: `topology` and `devices` as given, no isolation source beyond
     /// the topology's own lists, no udev properties or transmit queues, the grouping rules of
@@ -83,6 +101,7 @@ impl Sample {
             udev: BTreeMap::new(),
             tx_queues: BTreeMap::new(),
             loose: Vec::new(),
+            shared_irqs: BTreeMap::new(),
             default_affinity: None,
             warnings: ReadWarnings::default(),
         }

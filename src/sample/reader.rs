@@ -23,7 +23,7 @@ use crate::sysfs::Root;
 use crate::topology::discover::isolation::read_isolation;
 use crate::topology::discover::read_topology_keeping;
 use crate::topology::discover::reread_topology;
-use crate::topology::discover::{TopologyError, TopologyReads};
+use crate::topology::discover::{TopologyError, TopologyReads, CPU_DIR};
 use crate::topology::Topology;
 
 /// A sample could not be read at all.
@@ -35,7 +35,15 @@ pub enum ReadError {
     /// The PCI bus exists but cannot be listed.
     #[error(transparent)]
     Devices(#[from] DevicesError),
+    /// A top directory of the root an earlier read found (`sys`, `proc`) is gone: the root was
+    /// unmounted or removed under the daemon, and nothing read from it now means anything.
+    #[error("{}: gone since the last read (the root was unmounted or removed); nothing is planned until it is back", .0.display())]
+    RootGone(std::path::PathBuf),
 }
+
+/// The top directories of a root whose disappearance makes a read fail rather than find an
+/// empty machine.
+const ROOT_TOPS: [&str; 2] = ["sys", "proc"];
 
 /// Reads every part of a fresh sample under `root`, each problem reported at once: the command
 /// line's read.
@@ -56,6 +64,8 @@ pub(crate) struct SampleReader {
     /// The CPUs that came or went before the last read (see [`SampleReader::hotplugged`]).
     hotplugged: CpuSet,
     refused: Refused,
+    /// Which of [`ROOT_TOPS`] the last read found.
+    tops_seen: [bool; 2],
 }
 
 /// What was asked to be read again since the last successful read.
@@ -88,6 +98,7 @@ impl SampleReader {
             stale: Stale { everything: true, ..Stale::default() },
             hotplugged: CpuSet::new(),
             refused: Refused::default(),
+            tops_seen: [false; 2],
         }
     }
 
@@ -148,6 +159,12 @@ impl SampleReader {
     /// On success what was stale is current; on failure (or on the last topology, or while a
     /// recheck of held problems is due) everything stays stale.
     pub fn read(&mut self, root: &Root, config: Arc<Config>) -> Result<Sample, ReadError> {
+        let tops = ROOT_TOPS.map(|top| root.is_dir(top));
+        if let Some(i) = (0..ROOT_TOPS.len()).find(|&i| self.tops_seen[i] && !tops[i]) {
+            self.stale.everything = true;
+            return Err(ReadError::RootGone(root.path(ROOT_TOPS[i])));
+        }
+        self.tops_seen = tops;
         self.hotplugged = self.stale.cpus.clone();
         let mut on_last = false;
         let result = self.read_stale(root, &mut on_last);
@@ -189,7 +206,7 @@ impl SampleReader {
             None => {}
         }
         let Some((topology, kept_warnings, _)) = &self.topology else {
-            let path = root.path("sys/devices/system/cpu").display().to_string();
+            let path = root.path(CPU_DIR).display().to_string();
             return Err(TopologyError::Inconsistent { path, problem: "never read".into() }.into());
         };
         let warnings = match last_warning {
@@ -243,11 +260,20 @@ fn read_every_pass(
         .then(|| root.read_small_optional("proc/irq/default_smp_affinity").ok().flatten())
         .flatten()
         .and_then(|t| CpuSet::parse_mask(t.trim()).ok());
+    let shared_irqs = super::shared_irqs(&discovery.devices);
+    let mut devices: Vec<String> = discovery.warnings.iter().map(ToString::to_string).collect();
+    devices.extend(shared_irqs.iter().map(|(irq, owners)| {
+        format!(
+            "IRQ {irq} is listed by {} PCI devices ({}): an IRQ has one owner, so it is left alone",
+            owners.len(),
+            owners.join(", ")
+        )
+    }));
     let warnings = ReadWarnings {
         topology: topology_warnings,
         isolation: isolation_warnings.iter().map(ToString::to_string).collect(),
         kernel: kernel_warning,
-        devices: discovery.warnings.iter().map(ToString::to_string).collect(),
+        devices,
     };
     Sample {
         config,
@@ -258,6 +284,7 @@ fn read_every_pass(
         udev,
         tx_queues,
         loose: discovery.loose,
+        shared_irqs,
         default_affinity,
         warnings,
     }

@@ -6,6 +6,7 @@
 //! content found and what was expected.
 
 mod open;
+mod own_files;
 mod parallel;
 
 use std::collections::BTreeMap;

@@ -91,7 +91,9 @@ pub fn reread_topology(
 /// Just the NUMA node ids under `root` (below [`MAX_NUMNODES`]), without reading the nodes;
 /// empty without NUMA information.
 pub(crate) fn read_node_ids(root: &Root) -> Result<Vec<u32>, TopologyError> {
-    Ok(numbered_ids(root, NODE_DIR, "node")?.into_iter().filter(|&n| n < MAX_NUMNODES).collect())
+    // What topology discovery does with a `node` it cannot list (a warning there): no nodes.
+    let ids = numbered_ids(root, NODE_DIR, "node").unwrap_or_default();
+    Ok(ids.into_iter().filter(|&n| n < MAX_NUMNODES).collect())
 }
 
 /// Just the possible CPUs under `root`, by the same rule as [`read_topology`] (the

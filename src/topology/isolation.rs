@@ -237,7 +237,17 @@ pub(crate) fn cmdline_words(text: &str) -> Vec<String> {
 /// `housekeeping_isolcpus_setup()` in kernel/sched/isolation.c skips them), `nohz_full=` and
 /// `irqaffinity=` (the possible CPUs outside it). A parameter given several times counts with
 /// every value. `possible` bounds every list; `path` names the file in the sources.
-pub(crate) fn parse_cmdline(text: &str, possible: &CpuSet, path: &str) -> (Vec<IsolationSource>, Vec<SettingProblem>) {
+///
+/// As `housekeeping_setup()` takes `isolcpus=` and `nohz_full=`: a list naming a CPU beyond the
+/// last possible one is rejected whole (`cpulist_parse()` fails with ERANGE: "incorrect CPU
+/// range"), and a list that leaves no `present` CPU for housekeeping keeps the boot CPU (taken
+/// to be the first present one) out of it. Each is a problem saying what the kernel did.
+pub(crate) fn parse_cmdline(
+    text: &str,
+    possible: &CpuSet,
+    present: &CpuSet,
+    path: &str,
+) -> (Vec<IsolationSource>, Vec<SettingProblem>) {
     let mut sources = Vec::new();
     let mut problems = Vec::new();
     let Some(last) = possible.last() else { return (sources, problems) };
@@ -250,6 +260,16 @@ pub(crate) fn parse_cmdline(text: &str, possible: &CpuSet, path: &str) -> (Vec<I
             _ => continue,
         };
         let list = if kind == IsolationKind::CmdlineIsolcpus { skip_isolcpus_flags(value) } else { value };
+        let housekeeping = kind != IsolationKind::CmdlineIrqaffinity;
+        if let Some(cpu) = cpu_beyond(list, last).filter(|_| housekeeping) {
+            problems.push(SettingProblem {
+                problem: format!("{word:?}: CPU {cpu} is beyond the last possible CPU {last}"),
+                instead: format!(
+                    "{key}= is not taken into account: the kernel rejects the whole list (\"incorrect CPU range\")"
+                ),
+            });
+            continue;
+        }
         let parsed = parse_kernel_cpulist(list, last).map(|s| s.intersection(possible));
         let cpus = match (kind, parsed) {
             (_, Err(e)) => {
@@ -267,13 +287,38 @@ pub(crate) fn parse_cmdline(text: &str, possible: &CpuSet, path: &str) -> (Vec<I
                 continue;
             }
             (IsolationKind::CmdlineIrqaffinity, Ok(set)) => possible.difference(&set),
-            (_, Ok(set)) => set,
+            (_, Ok(set)) => match present.first() {
+                Some(boot) if present.is_subset(&set) => {
+                    problems.push(SettingProblem {
+                        problem: format!("{word:?} leaves no present CPU for housekeeping (present {present})"),
+                        instead: format!(
+                            "the kernel keeps its boot CPU: CPU {boot} is not taken as isolated by {key}="
+                        ),
+                    });
+                    let mut set = set;
+                    set.remove(boot);
+                    set
+                }
+                _ => set,
+            },
         };
         if !cpus.is_empty() {
             sources.push(IsolationSource { kind, path: path.to_string(), setting: word.clone(), cpus });
         }
     }
     (sources, problems)
+}
+
+/// The first CPU number of the kernel CPU list `text` above `last` (`N` is `last`; group sizes
+/// after `:` are not CPUs).
+fn cpu_beyond(text: &str, last: u32) -> Option<u64> {
+    text.split(',')
+        .filter_map(|region| region.split(':').next())
+        .flat_map(|range| range.split('-'))
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+        .map(|t| t.parse::<u64>().unwrap_or(u64::MAX))
+        .find(|&n| n > u64::from(last))
 }
 
 /// `isolcpus=`'s value without its leading flags: every leading `word,` whose first character is
@@ -460,7 +505,7 @@ mod tests {
     fn cmdline_isolcpus_flags_nohz_full_and_irqaffinity() {
         let possible = set("0-23");
         let text = "ro isolcpus=managed_irq,domain,6-7 nohz_full=20-N irqaffinity=0-15 quiet";
-        let (sources, problems) = parse_cmdline(text, &possible, "/proc/cmdline");
+        let (sources, problems) = parse_cmdline(text, &possible, &possible, "/proc/cmdline");
         assert!(problems.is_empty(), "{problems:?}");
         let got: Vec<(IsolationKind, String)> = sources.iter().map(|s| (s.kind, s.cpus.to_list_string())).collect();
         assert_eq!(
@@ -476,11 +521,34 @@ mod tests {
 
     #[test]
     fn a_bad_cmdline_list_is_a_problem_and_isolates_nothing() {
-        let (sources, problems) = parse_cmdline("isolcpus=nohz,x-y irqaffinity=40-47", &set("0-7"), "/proc/cmdline");
+        let (sources, problems) =
+            parse_cmdline("isolcpus=nohz,x-y irqaffinity=40-47", &set("0-7"), &set("0-7"), "/proc/cmdline");
         assert!(sources.is_empty(), "{sources:?}");
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems[0].problem.contains("isolcpus=nohz,x-y"), "{problems:?}");
         assert!(problems[1].instead.contains("irqaffinity="), "{problems:?}");
+    }
+
+    #[test]
+    fn what_the_kernel_rejects_or_overrides_is_said_and_followed() {
+        let (possible, present) = (set("0-15"), set("0-7"));
+        // A CPU beyond the last possible one: the kernel ignores the whole list.
+        let (sources, problems) = parse_cmdline("isolcpus=2-3,1000 nohz_full=4-16", &possible, &present, "c");
+        assert!(sources.is_empty(), "{sources:?}");
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].problem.contains("CPU 1000 is beyond the last possible CPU 15"), "{problems:?}");
+        assert!(problems[1].instead.contains("incorrect CPU range"), "{problems:?}");
+        // Group sizes are not CPUs; N is the last CPU.
+        let (sources, problems) = parse_cmdline("isolcpus=0-15:2/64 nohz_full=8-N", &possible, &present, "c");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(sources.len(), 2);
+        // Every present CPU isolated: the kernel keeps the boot CPU for housekeeping.
+        for text in ["isolcpus=0-7", "isolcpus=all", "nohz_full=0-15"] {
+            let (sources, problems) = parse_cmdline(text, &possible, &present, "c");
+            assert_eq!(problems.len(), 1, "{text}: {problems:?}");
+            assert!(problems[0].instead.contains("CPU 0 is not taken as isolated"), "{problems:?}");
+            assert!(!sources[0].cpus.contains(0) && sources[0].cpus.contains(1), "{text}: {sources:?}");
+        }
     }
 
     #[test]

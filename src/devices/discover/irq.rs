@@ -126,12 +126,16 @@ pub(super) enum Requested {
 }
 
 impl Requested {
-    /// Lists `ROOT/proc/irq` once (one directory read instead of a lookup per IRQ).
-    pub(super) fn read(root: &Root) -> Requested {
+    /// Lists `ROOT/proc/irq` once (one directory read instead of a lookup per IRQ); one that
+    /// exists but cannot be listed (not a directory, unreadable) is a warning.
+    pub(super) fn read(root: &Root, warnings: &mut Vec<DeviceError>) -> Requested {
         match root.list_dir("proc/irq") {
             Ok(names) => Requested::Listed(names.iter().filter_map(|n| n.parse::<u32>().ok()).collect()),
             Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => Requested::All,
-            Err(_) if root.exists("proc/irq") => Requested::PerIrq,
+            Err(source) if root.exists("proc/irq") => {
+                warnings.push(DeviceError::ProcIrq { path: root.path("proc/irq"), source });
+                Requested::PerIrq
+            }
             Err(_) => Requested::All,
         }
     }

@@ -34,7 +34,8 @@ pub(crate) fn read_isolation(root: &Root, topo: &Topology) -> (Isolation, Vec<To
     }
     sources.extend(cgroup_partitions(root, topo, &mut warnings));
     if let Some(text) = read_text(root, CMDLINE, &mut warnings) {
-        let (found, problems) = parse_cmdline(&text, &topo.possible, &root.path(CMDLINE).display().to_string());
+        let (found, problems) =
+            parse_cmdline(&text, &topo.possible, &topo.present, &root.path(CMDLINE).display().to_string());
         sources.extend(found);
         warnings.extend(problems.into_iter().map(|p| warning(root, CMDLINE, p.problem, p.instead)));
     }

@@ -23,7 +23,16 @@ pub(super) struct NodeDir {
 /// Every `nodeN` directory below [`MAX_NUMNODES`], by id. No `node/` directory (non-NUMA kernel)
 /// gives an empty map. Guarantees each `distance` has one entry per node returned.
 pub(super) fn read_nodes(root: &Root, w: &mut Vec<TopologyWarning>) -> Result<BTreeMap<u32, NodeDir>, TopologyError> {
-    let mut ids = numbered_ids(root, NODE_DIR, "node")?;
+    // A `node` that is not a directory (or cannot be listed) is no NUMA information, like a
+    // missing one, but said.
+    let mut ids = match numbered_ids(root, NODE_DIR, "node") {
+        Ok(ids) => ids,
+        Err(e) => {
+            let instead = "no NUMA information is used (every CPU counts as on node 0)";
+            w.push(warning(root, NODE_DIR, format!("cannot be listed ({})", io_problem(&e)), instead).marked_by(&e));
+            Vec::new()
+        }
+    };
     ids.retain(|&id| {
         let real = id < MAX_NUMNODES;
         if !real {
