@@ -29,7 +29,8 @@ test: deps
 		$(CARGO) nextest run --all-targets --no-fail-fast && $(CARGO) test --doc; \
 	else $(CARGO) test --all-targets --no-fail-fast; fi
 
-# Hostile input at length: 500 mutated fixture roots through the real plan and apply, and
+# Hostile input at length: 500 mutated fixture roots through the real plan, topology and apply
+# (every --json output checked to be valid JSON whatever bytes the names hold), and
 # 10,000 cases of each parser property (make test runs the same tests with 24 and 256 cases).
 fuzz: deps
 	IRQWISE_FUZZ_CASES=500 PROPTEST_CASES=10000 $(CARGO) test --release --test fuzz_roots --test parser_props -- --nocapture

@@ -3,7 +3,9 @@
 //! bytes, huge and negative numbers, garbage lists, swapped files, FIFOs, links out of the root,
 //! links to devices, directories in place of files, removals), then runs the real `plan` and
 //! `apply` under a deadline and a 512 MB address-space limit. Neither may panic, abort, hang or
-//! write outside the root; every exit is 0, 1 or 2.
+//! write outside the root; every exit is 0, 1 or 2; and whatever bytes the names hold (IRQ
+//! actions and the kernel release get random control characters, DEL and C1 among them), every
+//! `--json` document that is printed is valid JSON with no raw control character.
 //!
 //! `IRQWISE_FUZZ_CASES` (default 24; `make fuzz` runs 1,000) and `IRQWISE_FUZZ_SEED` choose the
 //! cases; a failure names the seed and case to replay it.
@@ -80,7 +82,9 @@ fn mutate(rng: &mut Rng, root: &Path, outside: &Path) -> String {
     let f = rng.pick(&all).clone();
     let rel = f.strip_prefix(root).unwrap().display().to_string();
     let text = fs::read(&f).unwrap_or_default();
-    const WORDS: [&str; 12] = [
+    const WORDS: [&str; 14] = [
+        "eth0-\u{7f}TxRx-\u{85}1",
+        "\u{9b}31m\u{80}",
         "4294967295",
         "18446744073709551616",
         "-1",
@@ -95,7 +99,7 @@ fn mutate(rng: &mut Rng, root: &Path, outside: &Path) -> String {
         "\u{1b}]0;x\u{7}",
     ];
     let _ = fs::remove_file(&f);
-    match rng.below(11) {
+    match rng.below(12) {
         0 => {
             let n = rng.below(text.len() + 1);
             fs::write(&f, &text[..n]).unwrap();
@@ -143,12 +147,31 @@ fn mutate(rng: &mut Rng, root: &Path, outside: &Path) -> String {
             fs::write(&f, t).unwrap();
             format!("random bytes appended to {rel}")
         }
+        10 => {
+            // A name of random characters, control ones (C0, DEL, C1) and quotes among them,
+            // where names are read: an IRQ's actions, or the kernel release.
+            let names: Vec<&PathBuf> =
+                all.iter().filter(|p| p.ends_with("actions") || p.ends_with("osrelease")).collect();
+            let target = if names.is_empty() { f.clone() } else { (*rng.pick(&names)).clone() };
+            let name: String = (0..=rng.below(12))
+                .map(|_| {
+                    char::from_u32(
+                        rng.pick(&[0x01u32, 0x1b, 0x22, 0x5c, 0x7f, 0x80, 0x85, 0x9b, 0x9f, 0x61, 0x2d]).to_owned(),
+                    )
+                    .unwrap_or('x')
+                })
+                .collect();
+            fs::write(&f, &text).unwrap();
+            fs::write(&target, format!("{name}\n")).unwrap();
+            format!("{} = {name:?}", target.strip_prefix(root).unwrap().display())
+        }
         _ => format!("{rel} removed"),
     }
 }
 
-/// Runs the binary like the hostile tests do: deadline, memory limit, exit 0, 1 or 2.
-fn run_limited(root: &Path, config: &Path, args: &[&str]) -> Result<i32, String> {
+/// Runs the binary like the hostile tests do: deadline, memory limit, exit 0, 1 or 2; the exit
+/// code and stdout.
+fn run_limited(root: &Path, config: &Path, args: &[&str]) -> Result<(i32, String), String> {
     let out = Command::new("sh")
         .arg("-c")
         .arg("ulimit -v 524288; exec timeout 30 \"$@\"")
@@ -166,8 +189,17 @@ fn run_limited(root: &Path, config: &Path, args: &[&str]) -> Result<i32, String>
         None => Err(format!("{args:?} killed by a signal: {stderr}")),
         Some(124) => Err(format!("{args:?} hung")),
         Some(c) if c > 2 || stderr.contains("panicked") => Err(format!("{args:?} exited {c}: {stderr}")),
-        Some(c) => Ok(c),
+        Some(c) => Ok((c, String::from_utf8_lossy(&out.stdout).into_owned())),
     }
+}
+
+/// Whether `text`, a `--json` command's output, is one JSON document with no raw control
+/// character but newlines.
+fn valid_json(text: &str) -> Result<(), String> {
+    if let Some(c) = text.chars().find(|c| c.is_control() && *c != '\n') {
+        return Err(format!("raw control character {c:?}"));
+    }
+    serde_json::from_str::<serde_json::Value>(text).map(|_| ()).map_err(|e| e.to_string())
 }
 
 #[test]
@@ -192,9 +224,16 @@ fn mutated_roots_never_crash_hang_or_write_outside() {
             .unwrap();
         assert!(copied.success());
         let done: Vec<String> = (0..=rng.below(4)).map(|_| mutate(&mut rng, root.path(), &sentinel)).collect();
-        for args in [&["plan", "--json"][..], &["apply"][..]] {
+        for args in [&["plan", "--json"][..], &["topology", "--json"], &["apply"][..]] {
             match run_limited(root.path(), config.path(), args) {
-                Ok(code) => exits[code as usize] += 1,
+                Ok((code, stdout)) => {
+                    exits[code as usize] += 1;
+                    if code == 0 && args.contains(&"--json") {
+                        if let Err(e) = valid_json(&stdout) {
+                            panic!("seed {seed} case {case} ({done:?}): {args:?} printed invalid JSON ({e}): {stdout}");
+                        }
+                    }
+                }
                 Err(e) => panic!("seed {seed} case {case} ({done:?}): {e}"),
             }
         }
@@ -206,7 +245,7 @@ fn mutated_roots_never_crash_hang_or_write_outside() {
     }
     eprintln!(
         "{cases} mutated roots, {} runs (exits 0/1/2: {exits:?}) in {:.1} s",
-        2 * cases,
+        3 * cases,
         started.elapsed().as_secs_f64()
     );
 }

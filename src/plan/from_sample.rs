@@ -141,7 +141,7 @@ fn leave_shared_irqs(plan: &mut Plan, sample: &Sample) {
     }
     for p in plan.devices.iter_mut().flat_map(|d| d.irqs.iter_mut()) {
         let Some(owners) = sample.shared_irqs.get(&p.irq) else { continue };
-        if p.action == Action::Set || p.action == Action::Keep {
+        if p.action != Action::Managed {
             p.action = Action::Skip;
             p.desired.clone_from(&p.current);
             p.fallbacks.clear();

@@ -1,0 +1,296 @@
+//! Hostile input, second round: one thing seen twice, stale or foreign state, an empty or
+//! impossible machine, unbounded inputs, a `/proc/interrupts` line laid out differently, and a
+//! root that vanishes or has an odd layout. Each class with several inputs, through the real
+//! binary (and the in-process daemon for the vanishing root).
+
+#[path = "common/acceptance.rs"]
+mod acceptance;
+#[path = "common/daemon_fixture.rs"]
+mod daemon_fixture;
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use acceptance::fixture::{FixtureRoot, NamingScheme};
+use acceptance::*;
+use serde_json::Value;
+
+const NIC: &str = "0000:81:00.0";
+const NIC2: &str = "0000:83:00.0";
+const NVME: &str = "0000:82:00.0";
+
+fn machine() -> tempfile::TempDir {
+    let dir = two_node_root("6.1.0");
+    FixtureRoot::at(dir.path())
+        .nic(NIC, "ice", "eth0", Some(1), 4, NamingScheme::IceTxRx)
+        .nic(NIC2, "ixgbe", "eth1", Some(0), 4, NamingScheme::TxRx)
+        .nvme(NVME, "nvme0", Some(0), 4, true, false);
+    dir
+}
+
+fn run(root: &Path, cfg: &Path, args: &[&str]) -> Output {
+    Command::new("timeout")
+        .arg("60")
+        .arg(env!("CARGO_BIN_EXE_irqwise"))
+        .arg("--root")
+        .arg(root)
+        .arg("--config")
+        .arg(cfg)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("not JSON ({e}): {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    })
+}
+
+fn warnings(plan: &Value) -> Vec<String> {
+    plan["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap().to_string()).collect()
+}
+
+fn irq_numbers(plan: &Value, bdf: &str) -> Vec<u64> {
+    irqs(device(plan, bdf)).iter().map(|p| p["irq"].as_u64().unwrap()).collect()
+}
+
+fn dev_dir(root: &Path, bdf: &str) -> std::path::PathBuf {
+    root.join(format!("sys/devices/pci{}/{bdf}", &bdf[..7]))
+}
+
+// 3. One thing seen twice.
+#[test]
+fn an_irq_two_devices_list_is_a_warning_and_written_by_neither() {
+    let (dir, cfg) = (machine(), empty_config());
+    let before = plan_json(dir.path(), cfg.path());
+    for (taken, from) in [(0usize, NIC), (2, NIC)] {
+        let irq = irq_numbers(&before, from)[taken];
+        fs::write(dev_dir(dir.path(), NIC2).join(format!("msi_irqs/{irq}")), "msix\n").unwrap();
+        let out = run(dir.path(), cfg.path(), &["plan", "--json"]);
+        let plan = json(&out);
+        let w = warnings(&plan);
+        assert!(
+            w.iter().any(|w| w.contains(&format!("IRQ {irq} is listed by 2 PCI devices ({NIC}, {NIC2})"))),
+            "{w:?}"
+        );
+        let placements: Vec<&Value> =
+            plan["devices"].as_array().unwrap().iter().flat_map(irqs).filter(|p| p["irq"] == irq).collect();
+        assert!(!placements.is_empty());
+        for p in placements {
+            assert_eq!(p["action"], "skip", "{p}");
+            assert!(p["reason"].as_str().unwrap().contains("an IRQ has one owner"), "{p}");
+        }
+    }
+    let before_mask =
+        fs::read_to_string(dir.path().join(format!("proc/irq/{}/smp_affinity_list", irq_numbers(&before, NIC)[0])))
+            .unwrap();
+    assert_eq!(run(dir.path(), cfg.path(), &["apply"]).status.code(), Some(0));
+    let after_mask =
+        fs::read_to_string(dir.path().join(format!("proc/irq/{}/smp_affinity_list", irq_numbers(&before, NIC)[0])))
+            .unwrap();
+    assert_eq!(before_mask, after_mask, "nothing writes an IRQ whose owner cannot be told");
+}
+
+#[test]
+fn a_second_bus_entry_for_one_device_plans_it_once() {
+    let (dir, cfg) = (machine(), empty_config());
+    let bus = dir.path().join("sys/bus/pci/devices");
+    // Two more names for the NIC: one sorting before it, one after.
+    symlink(format!("../../../devices/pci0000:81/{NIC}"), bus.join("0000:80:00.0")).unwrap();
+    symlink(format!("../../../devices/pci0000:81/{NIC}"), bus.join("0000:99:00.0")).unwrap();
+    let plan = json(&run(dir.path(), cfg.path(), &["plan", "--json"]));
+    let bdfs: Vec<&str> = plan["devices"].as_array().unwrap().iter().map(|d| d["bdf"].as_str().unwrap()).collect();
+    assert_eq!(bdfs, [NIC, NVME, NIC2], "each device once, under its own name");
+    let w = warnings(&plan);
+    for alias in ["0000:80:00.0", "0000:99:00.0"] {
+        assert!(w.iter().any(|w| w.contains(alias) && w.contains(&format!("the same device as {NIC}"))), "{w:?}");
+    }
+    let irqs_planned: Vec<u64> =
+        plan["devices"].as_array().unwrap().iter().flat_map(irqs).map(|p| p["irq"].as_u64().unwrap()).collect();
+    let mut unique = irqs_planned.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), irqs_planned.len(), "every IRQ planned once");
+}
+
+// 4. Stale or foreign state.
+#[test]
+fn status_believes_a_state_file_only_of_a_running_irqwise() {
+    let (dir, cfg) = (machine(), empty_config());
+    assert_eq!(run(dir.path(), cfg.path(), &["--log-format", "text", "run", "--once"]).status.code(), Some(0));
+    let path = dir.path().join("run/irqwise/state.json");
+    let state: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(state["process"]["start"].as_u64().is_some(), "the state names its process: {}", state["process"]);
+    // pid 1 (init), this test's own process, and a live process started as something else.
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    for pid in [1, std::process::id(), sleeper.id()] {
+        let mut forged = state.clone();
+        forged["pid"] = pid.into();
+        fs::write(&path, forged.to_string()).unwrap();
+        let out = run(dir.path(), cfg.path(), &["status"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "pid {pid}: {stderr}");
+        assert!(stderr.contains(&format!("process {pid} named in")) && stderr.contains("not the daemon"), "{stderr}");
+        // A file of an older version, naming no process: the pid must at least run irqwise.
+        let mut old = forged.clone();
+        old.as_object_mut().unwrap().remove("process");
+        fs::write(&path, old.to_string()).unwrap();
+        assert_eq!(run(dir.path(), cfg.path(), &["status"]).status.code(), Some(3), "pid {pid}, no process");
+    }
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+}
+
+// 5. An empty or impossible machine is said.
+#[test]
+fn a_proc_irq_that_cannot_be_listed_is_said() {
+    let cfg = empty_config();
+    // A file, a link to a file inside the root, a FIFO: each of the wrong type.
+    for make in [
+        |p: &Path| fs::write(p, "not a directory\n").unwrap(),
+        |p: &Path| symlink("interrupts", p).unwrap(),
+        |p: &Path| nix::unistd::mkfifo(p, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap(),
+    ] {
+        let dir = machine();
+        let proc_irq = dir.path().join("proc/irq");
+        let kept = dir.path().join("proc/irq.kept");
+        fs::rename(&proc_irq, &kept).unwrap();
+        make(&proc_irq);
+        let plan = json(&run(dir.path(), cfg.path(), &["plan", "--json"]));
+        let w = warnings(&plan);
+        assert!(w.iter().any(|w| w.contains("proc/irq: cannot be listed") && w.contains("none is placed")), "{w:?}");
+    }
+}
+
+#[test]
+fn every_cpu_kept_free_and_a_kernel_rejected_isolcpus_are_said() {
+    let cfg = empty_config();
+    // Every online CPU isolated (as the kernel shows it), or banned by irqbalance's list.
+    for (rel, text) in [
+        ("sys/devices/system/cpu/isolated", "0-31\n"),
+        ("sys/devices/system/cpu/nohz_full", "0-31\n"),
+        ("etc/default/irqbalance", "IRQBALANCE_BANNED_CPULIST=0-30\n"),
+    ] {
+        let dir = machine();
+        write_file(dir.path(), rel, text);
+        if rel.starts_with("etc") {
+            write_file(dir.path(), "sys/devices/system/cpu/isolated", "31\n");
+        }
+        let plan = json(&run(dir.path(), cfg.path(), &["plan", "--json"]));
+        let w = warnings(&plan);
+        assert!(w.iter().any(|w| w.contains("every online CPU (0-31) is kept free of device IRQs")), "{rel}: {w:?}");
+    }
+    // isolcpus= naming a CPU the machine does not have: the kernel ignores the whole list.
+    for cmdline in ["isolcpus=0-1000", "isolcpus=managed_irq,2-3,64", "nohz_full=1-32"] {
+        let dir = machine();
+        write_file(dir.path(), "proc/cmdline", &format!("BOOT_IMAGE=/vmlinuz {cmdline} quiet\n"));
+        let plan = json(&run(dir.path(), cfg.path(), &["plan", "--json"]));
+        let w = warnings(&plan);
+        assert!(
+            w.iter().any(|w| w.contains("beyond the last possible CPU 31") && w.contains("incorrect CPU range")),
+            "{cmdline}: {w:?}"
+        );
+        assert!(!w.iter().any(|w| w.contains("every online CPU")), "{cmdline}: nothing isolated by it: {w:?}");
+        assert!(irqs(device(&plan, NIC2)).iter().any(|p| p["action"] != "skip"), "{cmdline}: the NIC is placed");
+    }
+}
+
+// 6. Unbounded inputs.
+#[test]
+fn import_irqbalance_refuses_endless_and_blocking_files_at_once() {
+    let (dir, cfg) = (machine(), empty_config());
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let big = dir.path().join("big");
+    fs::write(&big, "IRQBALANCE_BANNED_CPULIST=1\n".repeat(80_000)).unwrap();
+    for file in [Path::new("/dev/zero"), Path::new("/dev/urandom"), &fifo, &big, dir.path()] {
+        let began = Instant::now();
+        let out = run(dir.path(), cfg.path(), &["import-irqbalance", file.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}: {stderr}", file.display());
+        assert!(
+            stderr.contains(&file.display().to_string()) && stderr.contains("expected irqbalance's environment file"),
+            "{stderr}"
+        );
+        assert!(began.elapsed() < Duration::from_secs(30), "{} blocked", file.display());
+    }
+}
+
+// 9. A line laid out differently is read or said.
+#[test]
+fn a_single_spaced_proc_interrupts_line_keeps_its_irq() {
+    let (dir, cfg) = (machine(), empty_config());
+    let before = plan_json(dir.path(), cfg.path());
+    let queue_irq = irq_numbers(&before, NIC2)[1];
+    // Names from /proc/interrupts only (a kernel without SPARSE_IRQ), one line re-spaced.
+    fs::remove_dir_all(dir.path().join("sys/kernel/irq")).unwrap();
+    let text = fs::read_to_string(dir.path().join("proc/interrupts")).unwrap();
+    let label = format!("{queue_irq:>4}:");
+    let respaced: Vec<String> = text
+        .lines()
+        .map(|l| if l.starts_with(&label) { l.split_whitespace().collect::<Vec<_>>().join(" ") } else { l.to_string() })
+        .collect();
+    fs::write(dir.path().join("proc/interrupts"), respaced.join("\n") + "\n").unwrap();
+    let plan = json(&run(dir.path(), cfg.path(), &["plan", "--json"]));
+    let p = irqs(device(&plan, NIC2)).iter().find(|p| p["irq"] == queue_irq).cloned().unwrap();
+    let b = irqs(device(&before, NIC2)).iter().find(|p| p["irq"] == queue_irq).cloned().unwrap();
+    assert_eq!(
+        (&p["name"], &p["role"], &p["queue"], &p["desired"]),
+        (&b["name"], &b["role"], &b["queue"], &b["desired"])
+    );
+    let w = warnings(&plan);
+    assert!(w.iter().any(|w| w.contains("proc/interrupts line") && w.contains("no two spaces")), "{w:?}");
+}
+
+// 10. A vanished root or an odd layout.
+#[test]
+fn a_node_directory_that_is_a_file_is_a_warning_and_the_rest_planned() {
+    let cfg = empty_config();
+    for make in [
+        |p: &Path| fs::write(p, "x\n").unwrap(),
+        |p: &Path| symlink("cpu/online", p).unwrap(),
+        |p: &Path| nix::unistd::mkfifo(p, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap(),
+    ] {
+        let dir = machine();
+        let node = dir.path().join("sys/devices/system/node");
+        fs::remove_dir_all(&node).unwrap();
+        make(&node);
+        let out = run(dir.path(), cfg.path(), &["plan", "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let plan = json(&out);
+        let w = warnings(&plan);
+        assert!(
+            w.iter().any(|w| w.contains("system/node: cannot be listed") && w.contains("no NUMA information")),
+            "{w:?}"
+        );
+        assert!(irqs(device(&plan, NIC2)).iter().any(|p| p["action"] == "set"), "the devices are still placed");
+    }
+}
+
+#[tokio::test]
+async fn a_root_whose_sys_or_proc_vanishes_makes_the_daemon_degraded_and_says_so() {
+    for top in ["sys", "proc"] {
+        let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        daemon_fixture::nic_root(root.path());
+        let mut d = daemon_fixture::Running::start(root.path(), cfg.path());
+        d.wait_passes(1).await;
+        let state = || -> Value {
+            serde_json::from_str(&fs::read_to_string(root.path().join("run/irqwise/state.json")).unwrap()).unwrap()
+        };
+        assert!(state()["degraded"].is_null(), "{}", state());
+        let away = root.path().join(format!("{top}.away"));
+        fs::rename(root.path().join(top), &away).unwrap();
+        d.trigger(irqwise::events::Trigger::Reconcile).await;
+        let s = state();
+        let degraded = s["degraded"].as_str().unwrap_or_default();
+        assert!(degraded.contains(&format!("{top}: gone since the last read")), "{top}: {s}");
+        fs::rename(&away, root.path().join(top)).unwrap();
+        d.trigger(irqwise::events::Trigger::Reconcile).await;
+        assert!(state()["degraded"].is_null(), "{top}: back to health: {}", state());
+        d.stop().await;
+    }
+}
