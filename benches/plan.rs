@@ -324,6 +324,7 @@ fn plan_only(bencher: divan::Bencher) {
         group_rules: group_rules(topo),
         respect_isolation: true,
         known_managed: &known,
+        kernel_queues: &std::collections::BTreeMap::new(),
     };
     bencher.bench(|| build_plan(&ctx, devices, &[]));
 }

@@ -73,6 +73,28 @@ impl SpreadOrder {
     }
 }
 
+/// What irqwise does with the NAPI threads of a NIC running threaded NAPI (`napi_threads = ...`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NapiThreads {
+    /// Each thread gets the CPUs of the IRQ of its NAPI instance: the queue's work runs where
+    /// its interrupt fires.
+    #[default]
+    Follow,
+    /// Threads are left where the scheduler and their owners put them.
+    Leave,
+}
+
+impl NapiThreads {
+    /// The config spelling (`follow`, `leave`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NapiThreads::Follow => "follow",
+            NapiThreads::Leave => "leave",
+        }
+    }
+}
+
 /// Where queues go once a device has used its node's CPUs (`spill = ...`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::choices::{Spill, SpreadOrder, StrategyName};
+use crate::choices::{NapiThreads, Spill, SpreadOrder, StrategyName};
 use crate::config::{Config, Match, Rule, RuleRef};
 use crate::cpuset::CpuSet;
 use crate::devices::{Device, DeviceClass, QueuePattern};
@@ -73,6 +73,9 @@ pub struct Policy {
     /// Where NUMA-hop queues go beyond the node: the last matching rule's `spill`, else the
     /// global one.
     pub spill: Spill,
+    /// What happens to the device's NAPI threads: the last matching rule's `napi_threads`, else
+    /// the global one.
+    pub napi_threads: NapiThreads,
     /// A rule's `guard = false`: the guard leaves this device's IRQs alone.
     pub guard_exempt: bool,
     /// Isolated and nohz_full CPUs named in `cpus` are used.
@@ -123,6 +126,7 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
     let mut policy = Policy::default();
     let mut exclude: Option<&CpuSet> = None;
     let mut spill = None;
+    let mut napi_threads = None;
     let (mut guard, mut allow_isolated) = (None, None);
     for rule in config.rules.iter().filter(|r| matches(&r.matcher, facts)) {
         let s = &rule.settings;
@@ -133,6 +137,7 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
         overwrite(&mut policy.order, s.order);
         overwrite(&mut policy.queues_per_cpu, s.queues_per_cpu);
         spill = s.spill.or(spill);
+        napi_threads = s.napi_threads.or(napi_threads);
         guard = s.guard.or(guard);
         allow_isolated = s.allow_isolated.or(allow_isolated);
         overwrite(&mut policy.queue_pattern, s.queue_pattern.clone().map(|p| (p, rule.source.clone())));
@@ -152,6 +157,7 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
         policy.matched_rules.push(rule.source.clone());
     }
     policy.spill = spill.unwrap_or(config.global.spill);
+    policy.napi_threads = napi_threads.unwrap_or(config.global.napi_threads);
     policy.guard_exempt = guard == Some(false);
     policy.allow_isolated = allow_isolated.unwrap_or(false);
     policy.exclude_cpus =

@@ -59,6 +59,7 @@ fn plan(now: &Topology, memory: &mut TopologyMemory, devices: &[Device], policie
         group_rules: group_rules(now),
         respect_isolation: true,
         known_managed: &known,
+        kernel_queues: &std::collections::BTreeMap::new(),
     };
     build_plan(&ctx, devices, policies)
 }

@@ -51,6 +51,7 @@ fn plan_one(topo: &Topology, dev: Device, policy: Policy) -> (DevicePlan, Vec<St
         group_rules: group_rules(topo),
         respect_isolation: true,
         known_managed: &known,
+        kernel_queues: &std::collections::BTreeMap::new(),
     };
     let plan = build_plan(&ctx, &[dev], &[policy]);
     (plan.devices[0].clone(), plan.warnings)

@@ -46,13 +46,18 @@ pub struct ApplyReport {
     /// Transmit queues whose `xps_cpus` the pass tried to write (see [`super::xps_write::apply_xps`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub xps: Vec<super::xps_write::XpsChange>,
+    /// NAPI threads the pass tried to move (see [`super::threads::apply_threads`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<super::threads::ThreadChange>,
 }
 
 impl ApplyReport {
     /// True when every IRQ ended as planned or was correctly left alone, and every planned
-    /// `xps_cpus` was written.
+    /// `xps_cpus` was written, and every planned NAPI thread moved (or gone).
     pub fn all_ok(&self) -> bool {
-        self.summary.failed == 0 && !self.xps.iter().any(super::xps_write::XpsChange::is_failure)
+        self.summary.failed == 0
+            && !self.xps.iter().any(super::xps_write::XpsChange::is_failure)
+            && !self.threads.iter().any(super::threads::ThreadChange::is_failure)
     }
 }
 

@@ -21,6 +21,7 @@ use crate::sysfs::SysfsError;
 
 mod apply_plan;
 mod proc_irq;
+pub mod threads;
 pub(crate) mod xps_write;
 
 pub use apply_plan::ApplyReport;

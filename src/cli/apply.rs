@@ -3,6 +3,8 @@
 use std::collections::BTreeSet;
 
 use super::{to_json_text, CliError, Outcome};
+use crate::apply::threads::{apply_threads, HostThreads, ThreadOutcome};
+use crate::cpuset::CpuSet;
 use crate::apply::{apply_plan, apply_xps, ProcIrq, WriteOutcome, XpsOutcome};
 use crate::config::{load_config, ConfigPaths};
 use crate::pass::plan_pass;
@@ -41,6 +43,7 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
     }
     let mut report = apply_plan(&pass.plan, &ProcIrq::new(root.clone()));
     report.xps = apply_xps(&pass.plan, root);
+    report.threads = apply_threads(&pass.plan, &HostThreads, root.is_this_machine());
     let exit = u8::from(!report.all_ok());
     if json {
         return Ok(Outcome::with_exit(to_json_text(&report), exit));
@@ -71,6 +74,19 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
         let line = match &x.result {
             XpsOutcome::Written { new, .. } => format!("xps {interface} tx-{}: {old} -> {new}", x.txq),
             XpsOutcome::Failed { class, error } => format!("xps {interface} tx-{}: FAILED ({class:?}): {error}", x.txq),
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    for t in &report.threads {
+        let old = t.old.as_ref().map_or("?".into(), CpuSet::to_list_string);
+        let line = match &t.result {
+            ThreadOutcome::Written { new } => format!("thread {} (pid {}): {old} -> {new}", t.name, t.pid),
+            ThreadOutcome::Gone => format!("thread {} (pid {}): gone, skipped", t.name, t.pid),
+            ThreadOutcome::NotThisMachine => {
+                format!("thread {} (pid {}): not written (--root is not this machine's)", t.name, t.pid)
+            }
+            ThreadOutcome::Failed { class, error } => format!("thread {} (pid {}): FAILED ({class:?}): {error}", t.name, t.pid),
         };
         text.push_str(&line);
         text.push('\n');

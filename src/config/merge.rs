@@ -101,6 +101,7 @@ fn finish_global(layer: GlobalLayer) -> Global {
         on_drift: layer.on_drift.unwrap_or(d.on_drift),
         metrics_file: layer.metrics_file.unwrap_or(d.metrics_file),
         spill: layer.spill.unwrap_or(d.spill),
+        napi_threads: layer.napi_threads.unwrap_or(d.napi_threads),
         guard: layer.guard.unwrap_or(d.guard),
     }
 }

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::choices::{Spill, SpreadOrder, StrategyName};
+use crate::choices::{NapiThreads, Spill, SpreadOrder, StrategyName};
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, QueuePattern};
 
@@ -80,6 +80,9 @@ pub struct Global {
     pub on_drift: OnDrift,
     /// Where NUMA-hop queues go beyond the device's node (default `kernel`: the next hop).
     pub spill: Spill,
+    /// What happens to the NAPI threads of NICs running threaded NAPI (default `follow`: each
+    /// gets the CPUs of its queue's IRQ; a rule's `napi_threads` overrides it per device).
+    pub napi_threads: NapiThreads,
     /// Which IRQs are kept off banned and isolated CPUs (default `all`).
     pub guard: GuardScope,
     /// Where the daemon writes its Prometheus metrics (default: node_exporter's textfile
@@ -115,6 +118,7 @@ impl Default for Global {
             on_drift: OnDrift::Restore,
             metrics_file: MetricsFile::Auto,
             spill: Spill::Kernel,
+            napi_threads: NapiThreads::Follow,
             guard: GuardScope::All,
         }
     }
@@ -174,6 +178,8 @@ pub struct Settings {
     pub xps: Option<bool>,
     /// NUMA-hop: where queues go beyond the device's node (overrides the global `spill`).
     pub spill: Option<Spill>,
+    /// NIC: what happens to its NAPI threads (overrides the global `napi_threads`).
+    pub napi_threads: Option<NapiThreads>,
     /// `false`: the guard leaves this device's IRQs alone even on banned CPUs.
     pub guard: Option<bool>,
     /// `true`: isolated and nohz_full CPUs named in `cpus` are used (without it they are left out,

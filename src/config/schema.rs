@@ -12,7 +12,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::{GuardScope, LogFormat, OnDrift};
-use crate::choices::{Spill, SpreadOrder, StrategyName};
+use crate::choices::{NapiThreads, Spill, SpreadOrder, StrategyName};
 use crate::devices::DeviceClass;
 
 /// One config file (main file or drop-in).
@@ -37,6 +37,7 @@ pub(crate) struct RawGlobal {
     pub metrics_file: Option<Spanned<String>>,
     pub spill: Option<Spill>,
     pub guard: Option<GuardScope>,
+    pub napi_threads: Option<NapiThreads>,
 }
 
 /// One `[[device]]` table.
@@ -55,6 +56,7 @@ pub(crate) struct RawRule {
     pub spill: Option<Spill>,
     pub guard: Option<bool>,
     pub allow_isolated: Option<bool>,
+    pub napi_threads: Option<NapiThreads>,
     /// Some key of this rule had the wrong type or name (already an error).
     pub refused_key: bool,
 }
@@ -93,6 +95,7 @@ const GLOBAL: &[&str] = &[
     "spill",
     "guard",
     "metrics_file",
+    "napi_threads",
 ];
 pub(crate) const RULE: &[&str] = &[
     "match",
@@ -108,6 +111,7 @@ pub(crate) const RULE: &[&str] = &[
     "spill",
     "guard",
     "allow_isolated",
+    "napi_threads",
 ];
 const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "nvme_serial", "property"];
 
@@ -197,6 +201,7 @@ impl Reader {
                 "metrics_file" => g.metrics_file = self.value(v),
                 "spill" => g.spill = self.value(v),
                 "guard" => g.guard = self.value(v),
+                "napi_threads" => g.napi_threads = self.value(v),
                 other => self.unknown(&key, other, GLOBAL),
             }
         }
@@ -224,6 +229,7 @@ impl Reader {
                 "spill" => r.spill = self.value(v),
                 "guard" => r.guard = self.value(v),
                 "allow_isolated" => r.allow_isolated = self.value(v),
+                "napi_threads" => r.napi_threads = self.value(v),
                 other => self.unknown(&key, other, RULE),
             }
         }

@@ -15,7 +15,7 @@ use super::error::{ConfigError, ConfigWarning, LineIndex, Location};
 use super::glob::Glob;
 use super::schema::{read, RawGlobal, RawMatch, RawRule};
 use super::{GuardScope, LogFormat, MachineShape, Match, MetricsFile, OnDrift, Rule, RuleRef, Settings};
-use crate::choices::{Spill, StrategyName};
+use crate::choices::{NapiThreads, Spill, StrategyName};
 use crate::devices::{DeviceClass, QueuePattern};
 use crate::topology::MAX_NUMNODES;
 
@@ -34,6 +34,7 @@ pub(super) struct GlobalLayer {
     pub on_drift: Option<OnDrift>,
     pub metrics_file: Option<MetricsFile>,
     pub spill: Option<Spill>,
+    pub napi_threads: Option<NapiThreads>,
     pub guard: Option<GuardScope>,
 }
 
@@ -56,6 +57,7 @@ impl GlobalLayer {
         take(&mut self.on_drift, later.on_drift);
         take(&mut self.metrics_file, later.metrics_file);
         take(&mut self.spill, later.spill);
+        take(&mut self.napi_threads, later.napi_threads);
         take(&mut self.guard, later.guard);
     }
 }
@@ -180,6 +182,7 @@ impl FileCtx<'_> {
             on_drift: g.on_drift,
             metrics_file: g.metrics_file.and_then(|v| self.metrics_file(&v)),
             spill: g.spill,
+            napi_threads: g.napi_threads,
             guard: g.guard,
         }
     }
@@ -414,6 +417,7 @@ impl FileCtx<'_> {
             spill: r.spill,
             guard: r.guard,
             allow_isolated: r.allow_isolated,
+            napi_threads: r.napi_threads,
             voided,
         };
         self.rule_warnings(&rule_at, &settings, matcher.class, &r);

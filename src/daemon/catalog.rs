@@ -29,8 +29,14 @@ pub(crate) const PASS_FAILED: &str = "804a021433134da7b406a3c3325a8e9d";
 /// A transmit queue's `xps_cpus` written to follow its IRQ.
 pub const XPS_APPLIED: &str = "ff26480e154d4be8896f1ef76de0b628";
 
+/// A queue IRQ's name says another queue than the kernel's netdev netlink family; the kernel's
+/// is used (WARNING).
+pub const QUEUE_IDENTITY_DISAGREES: &str = "3a8f2c5e7d1b4e69a0c4b2f6d8e19a73";
+/// A NAPI thread moved to the CPUs of its queue's IRQ (INFO).
+pub const NAPI_THREAD_APPLIED: &str = "b6e4d19f2a7c4c38915e0d7a4f2b6c81";
+
 /// Every id with its name, in catalog order.
-pub const ALL: [(&str, &str); 12] = [
+pub const ALL: [(&str, &str); 14] = [
     ("MAPPING_APPLIED", MAPPING_APPLIED),
     ("WRITE_FAILED", WRITE_FAILED),
     ("IRQ_MANAGED", IRQ_MANAGED),
@@ -43,6 +49,8 @@ pub const ALL: [(&str, &str); 12] = [
     ("PASS_SUMMARY", PASS_SUMMARY),
     ("PASS_FAILED", PASS_FAILED),
     ("XPS_APPLIED", XPS_APPLIED),
+    ("QUEUE_IDENTITY_DISAGREES", QUEUE_IDENTITY_DISAGREES),
+    ("NAPI_THREAD_APPLIED", NAPI_THREAD_APPLIED),
 ];
 
 #[cfg(test)]

@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::apply::threads::ThreadOutcome;
 use crate::apply::{ApplyReport, WriteOutcome};
-use crate::plan::{Action, DevicePlan, Plan};
+use crate::plan::{Action, DevicePlan, Plan, QueueSource};
 
 /// What can trigger a pass, as counted (`link eth0 up` counts as `link`).
 pub(crate) const TRIGGERS: [&str; 10] =
@@ -131,6 +132,19 @@ pub struct Counters {
     /// Transmit queues' `xps_cpus` writes per result (`written`, `failed`).
     #[serde(default)]
     pub xps_writes: BTreeMap<String, u64>,
+    /// NAPI thread moves per result (`written`, `gone`, `failed`).
+    #[serde(default)]
+    pub thread_writes: BTreeMap<String, u64>,
+    /// NAPI threads after the last pass, per state (`placed`: on their IRQ's CPUs, `left`: left
+    /// alone, `failed`: their move failed).
+    #[serde(default)]
+    pub napi_threads: BTreeMap<String, u64>,
+    /// Queue IRQs of the last plan per source of their queue index (`netlink`, `name`).
+    #[serde(default)]
+    pub queue_identity: BTreeMap<String, u64>,
+    /// Queue IRQs of the last plan whose name says another queue than the kernel.
+    #[serde(default)]
+    pub queue_disagreements: u64,
     /// IRQs restored after someone else changed their mask, per device.
     pub drift_corrections: Vec<DeviceCount>,
     /// Reloads per result of [`RELOAD_RESULTS`].
@@ -191,6 +205,9 @@ impl Counters {
             writes: zeros(&WRITE_RESULTS),
             write_failures: zeros(&FAILURE_CLASSES),
             xps_writes: zeros(&["written", "failed"]),
+            thread_writes: zeros(&["written", "gone", "failed"]),
+            napi_threads: zeros(&["placed", "left", "failed"]),
+            queue_identity: zeros(&["netlink", "name"]),
             reloads: zeros(&RELOAD_RESULTS),
             ..Counters::default()
         }
@@ -223,6 +240,15 @@ impl Counters {
         for x in &report.xps {
             *self.xps_writes.entry(if x.is_failure() { "failed" } else { "written" }.to_string()).or_default() += 1;
         }
+        for t in &report.threads {
+            let result = match t.result {
+                ThreadOutcome::Written { .. } => "written",
+                ThreadOutcome::Gone => "gone",
+                ThreadOutcome::Failed { .. } => "failed",
+                ThreadOutcome::NotThisMachine => continue,
+            };
+            *self.thread_writes.entry(result.to_string()).or_default() += 1;
+        }
     }
 
     /// The per-device states after `plan` was applied as `report` says (IRQs gone from the plan
@@ -231,6 +257,27 @@ impl Counters {
         let present: BTreeSet<u32> = plan.devices.iter().flat_map(|d| d.irqs.iter().map(|p| p.irq)).collect();
         self.moved.retain(|irq| present.contains(irq));
         self.devices = device_states(plan, report, |irq| self.moved.contains(&irq));
+        let failed: BTreeSet<u32> = report.threads.iter().filter(|t| t.is_failure()).map(|t| t.pid).collect();
+        for n in self.napi_threads.values_mut().chain(self.queue_identity.values_mut()) {
+            *n = 0;
+        }
+        for t in plan.devices.iter().flat_map(|d| &d.napi_threads) {
+            let state = match t.action {
+                _ if failed.contains(&t.pid) => "failed",
+                Action::Keep | Action::Set => "placed",
+                Action::Skip | Action::Managed => "left",
+            };
+            *self.napi_threads.entry(state.to_string()).or_default() += 1;
+        }
+        for p in plan.devices.iter().flat_map(|d| &d.irqs) {
+            let source = match p.queue_source {
+                Some(QueueSource::Netlink) => "netlink",
+                Some(QueueSource::Name) => "name",
+                None => continue,
+            };
+            *self.queue_identity.entry(source.to_string()).or_default() += 1;
+        }
+        self.queue_disagreements = plan.queue_disagreements.len() as u64;
     }
 
     /// One drifted IRQ of the device `labels` was restored.
@@ -270,6 +317,7 @@ mod tests {
             role: QueueRole::RxTx,
             queue: Some(irq),
             recognised: Recognition::UnknownDriver { driver: None },
+            queue_source: None,
             managed: action == Action::Managed,
             current: Some(set("0-3")),
             current_locality: None,
@@ -302,8 +350,9 @@ mod tests {
             rules: vec![],
             irqs,
             xps: None,
+            napi_threads: Vec::new(),
         };
-        Plan { kernel: None, devices: vec![dev], warnings: vec![] }
+        Plan { kernel: None, devices: vec![dev], warnings: vec![], queue_disagreements: Vec::new() }
     }
 
     fn change(irq: u32, result: WriteOutcome) -> Change {

@@ -35,6 +35,34 @@ impl Counters {
             "result",
             &self.xps_writes,
         );
+        out.counter_by(
+            "irqwise_napi_thread_writes_total",
+            "NAPI thread moves (sched_setaffinity to their queue IRQ's CPUs), by result.",
+            "result",
+            &self.thread_writes,
+        );
+        out.metric(
+            "irqwise_napi_threads",
+            "gauge",
+            "NAPI threads of NICs running threaded NAPI after the last pass, by state: placed (on their queue IRQ's CPUs), left (left alone), failed (their move failed).",
+        );
+        for (state, n) in &self.napi_threads {
+            out.sample("irqwise_napi_threads", &[("state", state)], *n as f64);
+        }
+        out.metric(
+            "irqwise_queue_identity",
+            "gauge",
+            "Queue IRQs of the last plan by where their queue index comes from: netlink (the kernel's netdev family) or name (the IRQ's name).",
+        );
+        for (source, n) in &self.queue_identity {
+            out.sample("irqwise_queue_identity", &[("source", source)], *n as f64);
+        }
+        out.metric(
+            "irqwise_queue_identity_disagreements",
+            "gauge",
+            "Queue IRQs of the last plan whose name says another queue than the kernel (the kernel's is used).",
+        );
+        out.sample("irqwise_queue_identity_disagreements", &[], self.queue_disagreements as f64);
         out.metric(
             "irqwise_drift_corrections_total",
             "counter",

@@ -235,6 +235,7 @@ mod tests {
             role: QueueRole::Misc,
             queue: None,
             recognised: Recognition::Table { driver: "ixgbe", pattern: "{if}" },
+            queue_source: None,
             managed: action == Action::Managed,
             current: Some(set(current)),
             current_locality: None,
@@ -259,8 +260,9 @@ mod tests {
             rules: vec![],
             irqs,
             xps: None,
+            napi_threads: Vec::new(),
         };
-        Plan { kernel: None, devices: vec![dev], warnings: vec![] }
+        Plan { kernel: None, devices: vec![dev], warnings: vec![], queue_disagreements: Vec::new() }
     }
 
     fn written(irq: u32, old: &str, new: &str) -> Change {

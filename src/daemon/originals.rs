@@ -266,6 +266,7 @@ mod tests {
                 role: QueueRole::RxTx,
                 queue: Some(0),
                 recognised: Recognition::NotRecognised { driver: "x".into() },
+                queue_source: None,
                 managed: false,
                 current: Some(set(current)),
                 current_locality: None,
@@ -288,8 +289,9 @@ mod tests {
             rules: vec![],
             irqs,
             xps: None,
+            napi_threads: Vec::new(),
         };
-        Plan { kernel: None, devices: vec![dev], warnings: vec![] }
+        Plan { kernel: None, devices: vec![dev], warnings: vec![], queue_disagreements: Vec::new() }
     }
 
     #[test]

@@ -13,6 +13,7 @@ use super::record::{Applied, PassOutcome};
 use super::respect::{KernelDefaults, RespectNews};
 use super::state::STATE_FILE;
 use super::Daemon;
+use crate::apply::threads::{apply_threads, HostThreads};
 use crate::apply::{apply_plan, apply_xps, ProcIrq};
 use crate::config::OnDrift;
 use crate::cpuset::CpuSet;
@@ -180,6 +181,7 @@ impl Daemon {
         // What a write leaves (its mask, the effective mask the kernel picked) is read again.
         self.reader.stale_irqs(plan.writes().map(|(_, p)| p.irq));
         report.xps = apply_xps(&plan, &self.root);
+        report.threads = apply_threads(&plan, &HostThreads, self.root.is_this_machine());
         self.known_managed.extend(report.learned_managed.iter().copied());
         Applied { plan, report }
     }

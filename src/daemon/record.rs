@@ -9,7 +9,7 @@ use super::counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
 use super::ledger::{others_drift, Ledger, Loudness};
 use super::metrics_file::MetricsPublisher;
 use super::once::{SaidOnce, SaidOnceEach};
-use super::peers::{process_identity, ProcessIdentity};
+use crate::sysfs::processes::{process_identity, ProcessIdentity};
 use super::state::{StateInputs, StateWriter};
 use super::{catalog, logging, unix_now, unix_now_f64};
 use crate::apply::{ApplyReport, FailureClass, XpsChange, XpsOutcome};

@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 
 use super::counters::{Counters, RecentChange};
 use super::once::SaidOnce;
-use super::peers::ProcessIdentity;
+use crate::sysfs::processes::ProcessIdentity;
 use crate::apply::ApplyReport;
 use crate::cpuset::CpuSet;
 use crate::plan::{DevicePlan, Plan, Summary};
@@ -330,6 +330,7 @@ mod tests {
             role: QueueRole::RxTx,
             queue: Some(irq),
             recognised: Recognition::Table { driver: "ice", pattern: "{if}" },
+            queue_source: None,
             managed: false,
             current: Some(set(current)),
             current_locality: None,
@@ -354,11 +355,12 @@ mod tests {
             rules: vec![],
             irqs,
             xps: None,
+            napi_threads: Vec::new(),
         }
     }
 
     fn plan(devices: Vec<DevicePlan>) -> Plan {
-        Plan { kernel: None, devices, warnings: vec![] }
+        Plan { kernel: None, devices, warnings: vec![], queue_disagreements: Vec::new() }
     }
 
     /// The devices as the state file lists them, encoded from scratch.

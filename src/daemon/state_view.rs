@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::counters::{Counters, RecentChange};
-use super::peers::ProcessIdentity;
+use crate::sysfs::processes::ProcessIdentity;
 use super::state::{StateError, STATE_FILE};
 use crate::plan::Summary;
 use crate::sysfs::Root;

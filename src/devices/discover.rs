@@ -5,7 +5,9 @@
 //! [`Discovery::warnings`]; the rest of the machine is still discovered.
 
 mod irq;
+pub mod napi_threads;
 pub mod net_queues;
+pub mod netdev_netlink;
 mod nvme;
 mod pci;
 mod udev;

@@ -6,6 +6,7 @@ pub mod discover;
 pub mod irq_names;
 mod model;
 pub mod name_table;
+pub mod napi;
 pub mod net_queues;
 pub mod recognise;
 

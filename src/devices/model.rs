@@ -104,6 +104,9 @@ pub enum Recognition {
     NotRecognised { driver: String },
     /// irqwise knows no names of this driver (or the device has none).
     UnknownDriver { driver: Option<String> },
+    /// The kernel's netdev netlink family says which queue the IRQ serves (through NAPI
+    /// instance `napi`): the name is not read for it.
+    Kernel { napi: u32 },
     /// The name gave queue `index`, which no device of `vectors` vectors can have: a name from a
     /// hostile or broken source. Never placed, whatever the class.
     IndexOutOfRange { index: u32, vectors: usize },
@@ -112,13 +115,13 @@ pub enum Recognition {
 impl Recognition {
     /// Whether the name was understood (by the table or a rule).
     pub(crate) fn is_recognised(&self) -> bool {
-        matches!(self, Recognition::Table { .. } | Recognition::Rule { .. })
+        matches!(self, Recognition::Table { .. } | Recognition::Rule { .. } | Recognition::Kernel { .. })
     }
 
     /// The reason a vector is left alone because its name was not understood; `None` when it was.
     pub(crate) fn unrecognised_reason(&self) -> Option<String> {
         match self {
-            Recognition::Table { .. } | Recognition::Rule { .. } => None,
+            Recognition::Table { .. } | Recognition::Rule { .. } | Recognition::Kernel { .. } => None,
             Recognition::NotRecognised { driver } => Some(format!("name not recognised for driver {driver}")),
             Recognition::UnknownDriver { driver: Some(d) } => {
                 Some(format!("name not recognised for driver {d} (irqwise knows no names of it)"))
@@ -136,6 +139,7 @@ impl std::fmt::Display for Recognition {
         match self {
             Recognition::Table { driver, pattern } => write!(f, "{driver} \"{pattern}\""),
             Recognition::Rule { rule, pattern } => write!(f, "rule {rule} '{pattern}'"),
+            Recognition::Kernel { napi } => write!(f, "kernel netlink (NAPI {napi})"),
             Recognition::NotRecognised { .. } | Recognition::UnknownDriver { .. } => f.write_str("not recognised"),
             Recognition::IndexOutOfRange { index, .. } => write!(f, "queue index {index} out of range"),
         }

@@ -6,9 +6,9 @@
 //! are only predicted, never set.
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Action, DevicePlan, Placement, Plan};
+use super::{Action, DevicePlan, Placement, Plan, QueueDisagreement, QueueSource};
 use crate::choices::StrategyName;
 use crate::config::RuleRef;
 use crate::devices::{Device, DeviceClass, IrqVector, QueuePattern, QueueRole, Recognition};
@@ -16,6 +16,7 @@ use crate::kernel::GroupRules;
 use crate::policy::Policy;
 use crate::strategy::allocator::allocate;
 use crate::strategy::{decide, numa_hop, Decision, DeviceContext, GroupingCache, Machine, QueueAllocation};
+use crate::devices::napi::KernelQueue;
 use crate::topology::locality::classify_mask;
 use crate::topology::{home_topology, Topology};
 
@@ -35,6 +36,9 @@ pub struct PlanContext<'a> {
     pub respect_isolation: bool,
     /// IRQs learned to be kernel-managed from failed writes (EIO/EPERM).
     pub known_managed: &'a BTreeSet<u32>,
+    /// The queue each IRQ serves as the kernel's netdev netlink family says, where it says:
+    /// over what the IRQ's name says.
+    pub kernel_queues: &'a BTreeMap<u32, KernelQueue>,
 }
 
 /// One device made ready for planning: names read with the rule's pattern, impossible queue
@@ -43,6 +47,8 @@ struct Prepared<'a> {
     dev: Cow<'a, Device>,
     policy: &'a Policy,
     strategy: StrategyName,
+    /// Queue IRQs whose name said another queue than the kernel.
+    disagreements: Vec<QueueDisagreement>,
     range_warning: Option<String>,
 }
 
@@ -81,12 +87,12 @@ pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) ->
         groupings: &groupings,
     };
     let prepared: Vec<Prepared> =
-        devices.iter().enumerate().map(|(i, d)| prepare(d, policies.get(i).unwrap_or(default))).collect();
+        devices.iter().enumerate().map(|(i, d)| prepare(d, policies.get(i).unwrap_or(default), ctx.kernel_queues)).collect();
     let mut contexts: Vec<_> =
         prepared.iter().map(|p| DeviceContext::new(&machine, &p.dev, p.policy, p.strategy)).collect();
     allocate_queues(&machine, &mut contexts, &prepared, ctx.known_managed);
     let mut warnings = Vec::new();
-    let devices = prepared
+    let devices: Vec<DevicePlan> = prepared
         .iter()
         .zip(contexts)
         .map(|(p, (dctx, setup))| {
@@ -95,20 +101,23 @@ pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) ->
             plan
         })
         .collect();
-    Plan { kernel: ctx.topo.kernel.clone(), devices, warnings }
+    let queue_disagreements = prepared.iter().flat_map(|p| p.disagreements.iter().cloned()).collect();
+    Plan { kernel: ctx.topo.kernel.clone(), devices, warnings, queue_disagreements }
 }
 
 /// Reads the names with the rule's `queue_pattern` if it has one, bounds queue indexes and
 /// picks the strategy (the rule's, else the device's default).
-fn prepare<'a>(dev: &'a Device, policy: &'a Policy) -> Prepared<'a> {
+fn prepare<'a>(dev: &'a Device, policy: &'a Policy, kernel_queues: &BTreeMap<u32, KernelQueue>) -> Prepared<'a> {
     let taught = policy.queue_pattern.as_ref().map(|(pattern, rule)| with_rule_pattern(dev, pattern, rule));
+    let (told, disagreements) = with_kernel_queues(taught.as_ref().unwrap_or(dev), kernel_queues);
+    let taught = told.or(taught);
     let (bounded, range_warning) = bound_queue_indexes(taught.as_ref().unwrap_or(dev));
     let dev = match (bounded, taught) {
         (Some(d), _) | (None, Some(d)) => Cow::Owned(d),
         (None, None) => Cow::Borrowed(dev),
     };
     let strategy = policy.strategy.unwrap_or_else(|| crate::strategy::default_for_device(&dev));
-    Prepared { dev, policy, strategy, range_warning }
+    Prepared { dev, policy, strategy, disagreements, range_warning }
 }
 
 /// Gives every NUMA-hop device with a usable CPU its share of the machine-wide allocation.
@@ -158,6 +167,7 @@ fn plan_device(
         rules: policy.matched_rules.iter().map(std::string::ToString::to_string).collect(),
         irqs,
         xps: None,
+        napi_threads: Vec::new(),
     };
     let warnings =
         setup.warning.into_iter().chain(p.range_warning.clone()).chain(unrecognised_warning(dev, &plan)).collect();
@@ -185,6 +195,36 @@ fn bound_queue_indexes(dev: &Device) -> (Option<Device>, Option<String>) {
         (v.role, v.queue, v.recognised) = (QueueRole::Misc, None, Recognition::IndexOutOfRange { index, vectors });
     }
     (Some(dev), Some(warning))
+}
+
+/// `dev` with every vector whose queue the kernel names taking it from the kernel (`None`: no
+/// vector is named), and the vectors whose name said another queue.
+fn with_kernel_queues(dev: &Device, kernel: &BTreeMap<u32, KernelQueue>) -> (Option<Device>, Vec<QueueDisagreement>) {
+    if kernel.is_empty() || !dev.vectors.iter().any(|v| kernel.contains_key(&v.irq)) {
+        return (None, Vec::new());
+    }
+    let mut dev = dev.clone();
+    let mut disagreements = Vec::new();
+    for v in &mut dev.vectors {
+        let Some(k) = kernel.get(&v.irq) else { continue };
+        let named = matches!(v.role, QueueRole::Rx | QueueRole::Tx | QueueRole::RxTx).then_some(v.queue).flatten();
+        if let Some(name_queue) = named.filter(|&q| q != k.queue) {
+            disagreements.push(QueueDisagreement {
+                bdf: dev.bdf.clone(),
+                irq: v.irq,
+                name: v.name.clone(),
+                kernel_queue: k.queue,
+                name_queue,
+            });
+        }
+        // A role the name gave is kept (it may say rx where the instance also serves tx);
+        // where it gave none, the kernel's.
+        if named.is_none() {
+            v.role = k.role;
+        }
+        (v.queue, v.recognised) = (Some(k.queue), Recognition::Kernel { napi: k.napi });
+    }
+    (Some(dev), disagreements)
 }
 
 /// `dev` with every vector whose name matches the rule's `queue_pattern` read by it; the others
@@ -255,6 +295,10 @@ fn place(ctx: &PlanContext, dctx: &DeviceContext, v: &IrqVector, d: Decision) ->
         role: v.role,
         queue: v.queue,
         recognised: v.recognised.clone(),
+        queue_source: v.queue.map(|_| match v.recognised {
+            Recognition::Kernel { .. } => QueueSource::Netlink,
+            _ => QueueSource::Name,
+        }),
         managed,
         current: v.current.clone(),
         current_locality: None,

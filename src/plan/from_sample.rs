@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use super::guard::{guard, Forbidden, GuardInput};
+use super::napi_threads::{kernel_queues, plan_napi_threads};
 use super::xps_plan::{plan_xps, XpsPlan};
 use super::{build_plan, locate_current, Action, Plan, PlanContext};
 use crate::choices::StrategyName;
@@ -64,6 +65,7 @@ pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
         })
         .collect();
     let policies: Vec<_> = facts.iter().map(|f| resolve(config, f)).collect();
+    let kernel_queues = kernel_queues(sample);
     let ctx = PlanContext {
         topo: &topology,
         home: Some(&home),
@@ -71,6 +73,7 @@ pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
         group_rules: sample.group_rules,
         respect_isolation: config.global.respect_isolation,
         known_managed: memory.known_managed,
+        kernel_queues: &kernel_queues,
     };
     let mut plan = build_plan(&ctx, &sample.devices, &policies);
     let forbidden = forbidden_cpus(own, &topology, &sample.isolation, banned_imported);
@@ -92,8 +95,10 @@ pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
     leave_shared_irqs(&mut plan, sample);
     // Relative to the desired masks, so after the guard has changed them.
     locate_current(&mut plan, &topology);
-    // Transmit steering follows the IRQs as finally planned, the guard's changes included.
+    // Transmit steering and NAPI threads follow the IRQs as finally planned, the guard's
+    // changes included.
     plan_transmit_steering(sample, config, &topology, &policies, &mut plan);
+    plan_napi_threads(&mut plan, sample, &policies);
     plan.warnings.splice(0..0, warnings);
     plan.warnings.extend(sample.warnings.kernel.iter().cloned());
     plan.warnings.extend(sample.warnings.devices.iter().cloned());

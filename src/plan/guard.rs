@@ -85,6 +85,7 @@ pub fn guard(plan: &mut Plan, loose: &[LooseIrq], input: &GuardInput) {
             role: v.role,
             queue: None,
             recognised: v.recognised.clone(),
+            queue_source: None,
             managed: v.managed,
             current: v.current.clone(),
             current_locality: None,
@@ -114,6 +115,7 @@ pub fn guard(plan: &mut Plan, loose: &[LooseIrq], input: &GuardInput) {
             rules: Vec::new(),
             irqs,
             xps: None,
+            napi_threads: Vec::new(),
         });
     }
 }
@@ -181,6 +183,7 @@ mod tests {
             role: QueueRole::Misc,
             queue: None,
             recognised: Recognition::UnknownDriver { driver: None },
+            queue_source: None,
             managed: action == Action::Managed,
             current: Some(cpus(current)),
             current_locality: None,
@@ -213,6 +216,7 @@ mod tests {
             strategy: StrategyName::Leave,
             rules: vec![],
             xps: None,
+            napi_threads: Vec::new(),
             irqs: vec![
                 placement(30, "0-7", Action::Skip),
                 placement(31, "6-7", Action::Skip),
@@ -220,7 +224,7 @@ mod tests {
                 placement(33, "0-1", Action::Skip),
             ],
         };
-        let mut plan = Plan { kernel: None, devices: vec![dev], warnings: vec![] };
+        let mut plan = Plan { kernel: None, devices: vec![dev], warnings: vec![], queue_disagreements: Vec::new() };
         let vector = |irq, current: &str| IrqVector {
             irq,
             name: Some("acpi".into()),

@@ -17,6 +17,7 @@ use crate::topology::locality::Locality;
 pub mod build;
 pub mod from_sample;
 pub mod guard;
+pub mod napi_threads;
 mod table;
 pub(crate) mod xps_plan;
 
@@ -56,8 +57,13 @@ pub struct Placement {
     pub name: Option<String>,
     pub role: QueueRole,
     pub queue: Option<u32>,
-    /// How the role and queue were read from the name (driver table entry, rule, or nothing).
+    /// How the role and queue were read from the name (driver table entry, rule, or nothing),
+    /// or taken from the kernel's netdev netlink family.
     pub recognised: Recognition,
+    /// Where a queue IRQ's queue index comes from: the kernel (`netlink`) or its name (`name`);
+    /// absent for IRQs that serve no queue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_source: Option<QueueSource>,
     pub managed: bool,
     /// `smp_affinity_list` as read; `None` when unreadable.
     pub current: Option<CpuSet>,
@@ -91,6 +97,53 @@ impl Placement {
     }
 }
 
+/// Where a queue IRQ's queue index comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueSource {
+    /// The kernel's netdev netlink family (`queue-get`, `napi-get`).
+    Netlink,
+    /// The IRQ's name, read with the driver table or a rule's `queue_pattern`.
+    Name,
+}
+
+/// A queue IRQ whose name says another queue than the kernel does; the kernel's is used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QueueDisagreement {
+    pub bdf: String,
+    pub irq: u32,
+    pub name: Option<String>,
+    /// The queue the kernel says the IRQ serves.
+    pub kernel_queue: u32,
+    /// The queue its name says.
+    pub name_queue: u32,
+}
+
+/// One NAPI thread of a NIC running threaded NAPI, and where it should run: on the CPUs of the
+/// IRQ of its NAPI instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadPlacement {
+    pub pid: u32,
+    /// `napi/IF-ID`.
+    pub name: String,
+    pub napi_id: u32,
+    /// The IRQ of its NAPI instance; `None` when it cannot be told (the thread is left alone).
+    pub irq: Option<u32>,
+    /// How the IRQ was found: `netlink` (the kernel names the instance's IRQ or queue) or
+    /// `driver-order` (the driver adds one instance per queue, in queue order).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<&'static str>,
+    /// `Cpus_allowed_list` as read.
+    pub current: Option<CpuSet>,
+    pub desired: Option<CpuSet>,
+    /// `keep`, `set` or `skip` (never `managed`).
+    pub action: Action,
+    pub reason: String,
+    /// The CPU it last ran on, as read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_cpu: Option<u32>,
+}
+
 /// One device's plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DevicePlan {
@@ -107,6 +160,9 @@ pub struct DevicePlan {
     /// A NIC placed by NUMA hop: its transmit steering (`None`: not planned for this device).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub xps: Option<xps_plan::XpsPlan>,
+    /// A NIC running threaded NAPI: its NAPI threads.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub napi_threads: Vec<ThreadPlacement>,
 }
 
 /// The counts of one pass: the plan's actions ([`Plan::summary`]), and once applied what the
@@ -161,6 +217,9 @@ pub struct Plan {
     pub devices: Vec<DevicePlan>,
     /// Problems met while planning (devices skipped, rules matching nothing).
     pub warnings: Vec<String>,
+    /// Queue IRQs whose name says another queue than the kernel (which wins).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub queue_disagreements: Vec<QueueDisagreement>,
 }
 
 impl Plan {
@@ -208,7 +267,12 @@ impl Plan {
                 (!irqs.is_empty()).then(|| DevicePlan { irqs, ..d.clone() })
             })
             .collect();
-        Plan { kernel: self.kernel.clone(), devices, warnings: self.warnings.clone() }
+        Plan {
+            kernel: self.kernel.clone(),
+            devices,
+            warnings: self.warnings.clone(),
+            queue_disagreements: self.queue_disagreements.clone(),
+        }
     }
 
     /// The human table printed by `irqwise plan`.

@@ -133,6 +133,7 @@ mod tests {
             role: QueueRole::RxTx,
             queue: Some(0),
             recognised: Recognition::UnknownDriver { driver: None },
+            queue_source: None,
             managed: false,
             current: set(current),
             current_locality: None,
@@ -162,8 +163,9 @@ mod tests {
                 placement(12345, long, "0-15,32-47", "16", Action::Set),
             ],
             xps: None,
+            napi_threads: Vec::new(),
         };
-        let plan = Plan { kernel: None, devices: vec![dev], warnings: vec![] };
+        let plan = Plan { kernel: None, devices: vec![dev], warnings: vec![], queue_disagreements: Vec::new() };
         let text = plan.to_table();
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("    IRQ NAME"), "{text}");

@@ -10,8 +10,11 @@
 //!   no device. Stale per device after its device or link event, per IRQ after a write or a CPU
 //!   event touching its mask.
 //! - **every pass**: the isolation sources, each device's udev properties and each single-
-//!   interface NIC's transmit queues, and the kernel's default affinity (with `on_drift =
-//!   "respect"`). These are small, and udevd or an operator may change them without an event.
+//!   interface NIC's transmit queues, each NIC interface's index and threaded-NAPI switch, the
+//!   NAPI threads of threaded interfaces, what the kernel's `netdev` netlink family says of
+//!   queues and NAPI instances (this machine's root only), and the kernel's default affinity
+//!   (with `on_drift = "respect"`). These are small, and udevd, an operator or `threaded`
+//!   switched on may change them without an event.
 //!
 //! Pure: this module holds data; [`reader`] reads it, [`kernel_release`] says which kernel's
 //! rules it is planned with.
@@ -25,6 +28,7 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::cpuset::CpuSet;
+use crate::devices::napi::{InterfaceState, NapiThread, NetdevView};
 use crate::devices::net_queues::NetQueues;
 use crate::devices::{Device, LooseIrq};
 use crate::kernel::GroupRules;
@@ -51,6 +55,13 @@ pub struct Sample {
     pub tx_queues: BTreeMap<String, Result<Option<NetQueues>, String>>,
     /// IRQs with a handler that belong to no device, by IRQ number.
     pub loose: Vec<LooseIrq>,
+    /// What the kernel's `netdev` netlink family says of queues, NAPI instances, their IRQs and
+    /// threads (read on this machine's root only).
+    pub netdev: NetdevView,
+    /// Each NIC interface's index and threaded-NAPI switch, by name.
+    pub interfaces: BTreeMap<String, InterfaceState>,
+    /// The NAPI threads of the interfaces that run threaded NAPI.
+    pub napi_threads: Vec<NapiThread>,
     /// IRQs that more than one device lists (a broken or hostile tree: an IRQ has one owner),
     /// with those devices' addresses: planning leaves them alone.
     pub shared_irqs: BTreeMap<u32, Vec<String>>,
@@ -102,6 +113,9 @@ impl Sample {
             tx_queues: BTreeMap::new(),
             loose: Vec::new(),
             shared_irqs: BTreeMap::new(),
+            netdev: NetdevView::NotThisMachine,
+            interfaces: BTreeMap::new(),
+            napi_threads: Vec::new(),
             default_affinity: None,
             warnings: ReadWarnings::default(),
         }

@@ -14,7 +14,11 @@ use super::refusals::Refused;
 use super::{ReadWarnings, Sample};
 use crate::config::{Config, OnDrift};
 use crate::cpuset::CpuSet;
+use crate::devices::discover::napi_threads::{read_interface, read_napi_threads};
+use crate::devices::napi::InterfaceState;
 use crate::devices::discover::net_queues::read_net_queues;
+use crate::devices::discover::netdev_netlink::read_netdev;
+use crate::devices::napi::NetdevView;
 use crate::devices::discover::{
     discover_devices_keeping, rediscover_devices, udev_properties, DeviceReads, DeviceScope, DevicesError, Discovery,
 };
@@ -256,6 +260,17 @@ fn read_every_pass(
             _ => None,
         })
         .collect::<BTreeMap<_, _>>();
+    let interfaces: BTreeMap<String, InterfaceState> = discovery
+        .devices
+        .iter()
+        .filter(|d| d.class == DeviceClass::Nic)
+        .flat_map(|d| &d.interfaces)
+        .map(|name| (name.clone(), read_interface(root, name)))
+        .collect();
+    let threaded = interfaces.iter().filter(|(_, s)| s.threaded == Some(true)).map(|(n, _)| n.clone()).collect();
+    let napi_threads = read_napi_threads(root, &threaded);
+    // The netlink answers are this machine's: under another root they would describe the host.
+    let netdev = if root.is_this_machine() { read_netdev() } else { NetdevView::NotThisMachine };
     let default_affinity = (config.global.on_drift == OnDrift::Respect)
         .then(|| root.read_small_optional("proc/irq/default_smp_affinity").ok().flatten())
         .flatten()
@@ -285,6 +300,9 @@ fn read_every_pass(
         tx_queues,
         loose: discovery.loose,
         shared_irqs,
+        netdev,
+        interfaces,
+        napi_threads,
         default_affinity,
         warnings,
     }

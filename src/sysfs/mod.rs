@@ -7,6 +7,7 @@
 
 mod open;
 mod own_files;
+pub mod processes;
 mod parallel;
 
 use std::collections::BTreeMap;
@@ -136,6 +137,11 @@ impl Root {
             let slot = log.entry(relative(rel).to_path_buf()).or_insert(access);
             *slot = (*slot).max(access);
         }
+    }
+
+    /// Whether this root is this machine's `/`: what netlink and processes say is about it.
+    pub fn is_this_machine(&self) -> bool {
+        self.base() == Path::new("/")
     }
 
     pub fn base(&self) -> &Path {

@@ -1,0 +1,333 @@
+//! What the kernel says of a NIC's queues and NAPI instances through the `netdev` generic-netlink
+//! family (Documentation/netlink/specs/netdev.yaml): which NAPI instance serves each queue
+//! (`queue-get`, 6.8 and later) and each instance's IRQ and thread (`napi-get`, 6.9 and later,
+//! for the drivers that register them). Where it is given, it is the authority on which IRQ
+//! serves which queue; IRQ names are read only where it is not.
+//!
+//! Pure: the replies' bytes in, data out; `discover::netdev_netlink` asks the kernel.
+
+use std::collections::BTreeMap;
+
+use crate::cpuset::CpuSet;
+use crate::devices::QueueRole;
+
+/// What a pass reads of one network interface.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InterfaceState {
+    /// `ifindex`; `None` when unreadable.
+    pub ifindex: Option<u32>,
+    /// `threaded`: whether the interface runs threaded NAPI; `None` where the kernel has no
+    /// such file (before 5.12) or it is unreadable.
+    pub threaded: Option<bool>,
+}
+
+/// One NAPI instance (`napi-get` reply).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NapiInstance {
+    pub ifindex: u32,
+    pub id: u32,
+    /// The IRQ that schedules it, where the driver says (`netif_napi_set_irq()`).
+    pub irq: Option<u32>,
+    /// The pid of its thread, when the interface runs threaded NAPI.
+    pub pid: Option<u32>,
+}
+
+/// Which way a queue carries packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum QueueKind {
+    Rx,
+    Tx,
+}
+
+/// One queue and the NAPI instance serving it (`queue-get` reply).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueNapi {
+    pub ifindex: u32,
+    /// The queue's index (`rx-N`, `tx-N`).
+    pub id: u32,
+    pub kind: QueueKind,
+    /// `None` where the driver links no NAPI instance to the queue.
+    pub napi: Option<u32>,
+}
+
+/// What the kernel reported, for every interface.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetdevReport {
+    pub napis: Vec<NapiInstance>,
+    pub queues: Vec<QueueNapi>,
+}
+
+/// Whether and how the kernel reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetdevView {
+    Reported(NetdevReport),
+    /// Not read: the root is not this machine's (`--root`), so its netlink answers would not be.
+    NotThisMachine,
+    /// The kernel has no `netdev` family, or a sandbox refuses the socket: why, for a notice.
+    Unavailable(String),
+}
+
+impl NetdevView {
+    /// The report, when there is one.
+    pub fn report(&self) -> Option<&NetdevReport> {
+        match self {
+            NetdevView::Reported(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// The queue an IRQ serves as the kernel says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelQueue {
+    /// The lowest receive queue its NAPI instance serves (a transmit queue when it serves none).
+    pub queue: u32,
+    /// `RxTx` when the instance serves the receive and the transmit queue of that index, else
+    /// `Rx` or `Tx`.
+    pub role: QueueRole,
+    pub napi: u32,
+}
+
+/// Which queue each IRQ of interface `ifindex` serves, as the kernel says: through the NAPI
+/// instance that names the IRQ and the queues that name the instance. Guarantees: only IRQs
+/// whose NAPI instance names them and serves a queue; one queue per IRQ.
+pub fn queues_by_irq(report: &NetdevReport, ifindex: u32) -> BTreeMap<u32, KernelQueue> {
+    let mut out = BTreeMap::new();
+    for napi in report.napis.iter().filter(|n| n.ifindex == ifindex) {
+        let Some(irq) = napi.irq else { continue };
+        let served: Vec<(QueueKind, u32)> = report
+            .queues
+            .iter()
+            .filter(|q| q.ifindex == ifindex && q.napi == Some(napi.id))
+            .map(|q| (q.kind, q.id))
+            .collect();
+        let Some(&(kind, queue)) = served.iter().min() else { continue };
+        let role = match kind {
+            QueueKind::Rx if served.contains(&(QueueKind::Tx, queue)) => QueueRole::RxTx,
+            QueueKind::Rx => QueueRole::Rx,
+            QueueKind::Tx => QueueRole::Tx,
+        };
+        out.entry(irq).or_insert(KernelQueue { queue, role, napi: napi.id });
+    }
+    out
+}
+
+/// A NAPI thread (`napi/IF-ID`, a kernel thread of an interface running threaded NAPI).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NapiThread {
+    pub pid: u32,
+    pub interface: String,
+    /// The id of its NAPI instance (the number its name ends in).
+    pub napi_id: u32,
+    /// Its `Cpus_allowed_list`; `None` when unreadable.
+    pub current: Option<CpuSet>,
+    /// The CPU it last ran on (`/proc/PID/stat`'s `processor`).
+    pub last_cpu: Option<u32>,
+}
+
+/// The interface and NAPI id a NAPI thread's name (`napi/eth0-8193`) gives; `None` for any other
+/// name.
+pub fn parse_thread_name(name: &str) -> Option<(&str, u32)> {
+    let (interface, id) = name.strip_prefix("napi/")?.rsplit_once('-')?;
+    let id = id.parse().ok()?;
+    (!interface.is_empty()).then_some((interface, id))
+}
+
+/// A generic-netlink reply that could not be read: where and what.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NetlinkReplyError {
+    #[error("netlink reply truncated at byte {offset} (a length of {len}, {remaining} bytes left)")]
+    Truncated { offset: usize, len: usize, remaining: usize },
+    /// The kernel answered with an error (a negative errno).
+    #[error("the kernel answered error {errno}")]
+    Kernel { errno: i32 },
+}
+
+/// `struct nlmsghdr` (16 bytes) + `struct genlmsghdr` (4 bytes).
+const NLMSG_HDRLEN: usize = 16;
+const GENL_HDRLEN: usize = 4;
+/// `NLMSG_ERROR` and `NLMSG_DONE`.
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_ne_bytes([b[at], b[at + 1]])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn align4(n: usize) -> usize {
+    (n + 3) & !3
+}
+
+/// One generic-netlink message's attributes, as (type without flags, payload).
+pub type Attributes<'a> = Vec<(u16, &'a [u8])>;
+
+/// The generic-netlink messages of `bytes` (one or more datagrams of a dump, concatenated), each
+/// as its attributes (type, payload) after the generic header, and whether the dump's end
+/// (`NLMSG_DONE`) was among them. An `NLMSG_ERROR` with a non-zero code is an error; its
+/// acknowledgement (code 0) is skipped.
+pub fn parse_genl_messages(bytes: &[u8]) -> Result<(Vec<Attributes<'_>>, bool), NetlinkReplyError> {
+    let mut messages = Vec::new();
+    let mut offset = 0;
+    while offset + NLMSG_HDRLEN <= bytes.len() {
+        let remaining = bytes.len() - offset;
+        let len = u32_at(bytes, offset) as usize;
+        if len < NLMSG_HDRLEN || len > remaining {
+            return Err(NetlinkReplyError::Truncated { offset, len, remaining });
+        }
+        let kind = u16_at(bytes, offset + 4);
+        let body = &bytes[offset + NLMSG_HDRLEN..offset + len];
+        match kind {
+            NLMSG_DONE => return Ok((messages, true)),
+            NLMSG_ERROR => {
+                let errno = if body.len() >= 4 { u32_at(body, 0) as i32 } else { -1 };
+                if errno != 0 {
+                    return Err(NetlinkReplyError::Kernel { errno });
+                }
+            }
+            _ if body.len() >= GENL_HDRLEN => messages.push(attributes(&body[GENL_HDRLEN..], offset)?),
+            _ => {}
+        }
+        offset += align4(len).min(remaining);
+    }
+    Ok((messages, false))
+}
+
+/// The attributes of a message body, as (type without flags, payload).
+fn attributes(mut b: &[u8], offset: usize) -> Result<Vec<(u16, &[u8])>, NetlinkReplyError> {
+    let mut out = Vec::new();
+    while b.len() >= 4 {
+        let len = u16_at(b, 0) as usize;
+        if len < 4 || len > b.len() {
+            return Err(NetlinkReplyError::Truncated { offset, len, remaining: b.len() });
+        }
+        out.push((u16_at(b, 2) & 0x3fff, &b[4..len]));
+        b = &b[align4(len).min(b.len())..];
+    }
+    Ok(out)
+}
+
+/// The `u32` attribute `kind` of `attrs`, if present and 4 bytes long.
+pub fn attr_u32(attrs: &[(u16, &[u8])], kind: u16) -> Option<u32> {
+    attrs.iter().find(|(k, _)| *k == kind).and_then(|(_, v)| (v.len() == 4).then(|| u32_at(v, 0)))
+}
+
+/// `NETDEV_A_NAPI_*` and `NETDEV_A_QUEUE_*` (include/uapi/linux/netdev.h).
+const NAPI_IFINDEX: u16 = 1;
+const NAPI_ID: u16 = 2;
+const NAPI_IRQ: u16 = 3;
+const NAPI_PID: u16 = 4;
+const QUEUE_ID: u16 = 1;
+const QUEUE_IFINDEX: u16 = 2;
+const QUEUE_TYPE: u16 = 3;
+const QUEUE_NAPI_ID: u16 = 4;
+
+/// The NAPI instances of a `napi-get` dump's messages; a message without an ifindex or id is
+/// left out.
+pub fn napis_of(messages: &[Vec<(u16, &[u8])>]) -> Vec<NapiInstance> {
+    messages
+        .iter()
+        .filter_map(|a| {
+            Some(NapiInstance {
+                ifindex: attr_u32(a, NAPI_IFINDEX)?,
+                id: attr_u32(a, NAPI_ID)?,
+                irq: attr_u32(a, NAPI_IRQ),
+                pid: attr_u32(a, NAPI_PID).filter(|&p| p > 0),
+            })
+        })
+        .collect()
+}
+
+/// The queues of a `queue-get` dump's messages; one without an ifindex, id or known type is left
+/// out.
+pub fn queues_of(messages: &[Vec<(u16, &[u8])>]) -> Vec<QueueNapi> {
+    messages
+        .iter()
+        .filter_map(|a| {
+            let kind = match attr_u32(a, QUEUE_TYPE)? {
+                0 => QueueKind::Rx,
+                1 => QueueKind::Tx,
+                _ => return None,
+            };
+            Some(QueueNapi {
+                ifindex: attr_u32(a, QUEUE_IFINDEX)?,
+                id: attr_u32(a, QUEUE_ID)?,
+                kind,
+                napi: attr_u32(a, QUEUE_NAPI_ID),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decodes the hex of a capture.
+    fn hex(text: &str) -> Vec<u8> {
+        let t: String = text.split_whitespace().collect();
+        (0..t.len()).step_by(2).map(|i| u8::from_str_radix(&t[i..i + 2], 16).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_captured_napi_and_queue_dump_reads_as_the_kernel_sent_it() {
+        // Captured from a 6.18 kernel (virtio_net, one queue pair, no IRQ reported).
+        let napi = hex(include_str!("../../tests/data/netlink/napi-get-6.18-virtio.hex"));
+        let (msgs, done) = parse_genl_messages(&napi).unwrap();
+        assert!(done);
+        assert_eq!(napis_of(&msgs), [NapiInstance { ifindex: 4, id: 257, irq: None, pid: None }]);
+        let queue = hex(include_str!("../../tests/data/netlink/queue-get-6.18-virtio.hex"));
+        let (msgs, done) = parse_genl_messages(&queue).unwrap();
+        assert!(done);
+        let q = queues_of(&msgs);
+        assert_eq!(q.len(), 4);
+        assert_eq!(q[2], QueueNapi { ifindex: 4, id: 0, kind: QueueKind::Rx, napi: Some(257) });
+        assert_eq!(q[3], QueueNapi { ifindex: 4, id: 0, kind: QueueKind::Tx, napi: None });
+        let report = NetdevReport { napis: napis_of(&parse_genl_messages(&napi).unwrap().0), queues: q };
+        assert!(queues_by_irq(&report, 4).is_empty(), "no IRQ reported: nothing to take from it");
+        assert_eq!(parse_thread_name("napi/eth0-8193"), Some(("eth0", 8193)));
+        assert_eq!(parse_thread_name("napi/br-lan-12"), Some(("br-lan", 12)));
+        assert_eq!(parse_thread_name("napi/eth0-"), None);
+        assert_eq!(parse_thread_name("kworker/0:1"), None);
+    }
+
+    #[test]
+    fn an_error_or_a_truncated_reply_is_an_error() {
+        // NLMSG_ERROR with -EOPNOTSUPP (95).
+        let mut err = vec![0u8; 20];
+        err[0..4].copy_from_slice(&20u32.to_ne_bytes());
+        err[4..6].copy_from_slice(&NLMSG_ERROR.to_ne_bytes());
+        err[16..20].copy_from_slice(&(-95i32).to_ne_bytes());
+        assert_eq!(parse_genl_messages(&err), Err(NetlinkReplyError::Kernel { errno: -95 }));
+        let mut short = err.clone();
+        short[0..4].copy_from_slice(&64u32.to_ne_bytes());
+        assert!(matches!(parse_genl_messages(&short), Err(NetlinkReplyError::Truncated { offset: 0, .. })));
+    }
+
+    #[test]
+    fn an_irq_serves_the_lowest_rx_queue_of_its_napi_instance() {
+        let napi = |id, irq| NapiInstance { ifindex: 3, id, irq, pid: None };
+        let queue = |id, kind, napi| QueueNapi { ifindex: 3, id, kind, napi };
+        let report = NetdevReport {
+            napis: vec![napi(8193, Some(40)), napi(8194, Some(41)), napi(8195, None), napi(8196, Some(43))],
+            queues: vec![
+                queue(0, QueueKind::Rx, Some(8194)),
+                queue(1, QueueKind::Rx, Some(8193)),
+                queue(0, QueueKind::Tx, Some(8194)),
+                queue(1, QueueKind::Tx, Some(8193)),
+                queue(2, QueueKind::Tx, Some(8196)),
+                queue(2, QueueKind::Rx, Some(8195)),
+            ],
+        };
+        let by_irq = queues_by_irq(&report, 3);
+        let q = |queue, role, napi| Some(KernelQueue { queue, role, napi });
+        assert_eq!(by_irq.get(&40).copied(), q(1, QueueRole::RxTx, 8193));
+        assert_eq!(by_irq.get(&41).copied(), q(0, QueueRole::RxTx, 8194));
+        assert_eq!(by_irq.get(&43).copied(), q(2, QueueRole::Tx, 8196), "a tx-only instance");
+        assert_eq!(by_irq.len(), 3);
+        assert!(queues_by_irq(&report, 9).is_empty(), "another interface");
+    }
+}

@@ -1,0 +1,143 @@
+//! The NAPI threads of NICs running threaded NAPI, placed with their queue: each thread gets the
+//! CPUs of the IRQ of its NAPI instance, so a queue's receive processing runs where its interrupt
+//! fires (with threaded NAPI the IRQ's CPU runs only the hard interrupt).
+//!
+//! Which IRQ a thread's instance has: the kernel's netdev netlink family where it names the
+//! instance's IRQ, or the queue it serves; else, for a driver that adds one instance per queue in
+//! queue order ([`NAPI_IN_QUEUE_ORDER`]), the thread's rank among its interface's threads by NAPI
+//! id. A thread that cannot be attributed is listed and left alone.
+//!
+//! Pure: runs on a plan whose IRQ masks are final (after the guard).
+
+use std::collections::BTreeMap;
+
+use super::{Action, DevicePlan, Placement, Plan, ThreadPlacement};
+use crate::choices::NapiThreads;
+use crate::devices::napi::{NapiThread, NetdevReport, QueueKind};
+use crate::devices::{Device, DeviceClass, QueueRole};
+use crate::policy::Policy;
+use crate::sample::Sample;
+
+/// Drivers that add one NAPI instance per receive queue, in queue order, each polled from that
+/// queue's IRQ: vmxnet3 (`vmxnet3_probe()` adds `rx_queue[i].napi` for i in order when every
+/// queue has its own MSI-X vector, transmit completions polled in the same instance). Their
+/// instances get consecutive ids in that order, so the i-th thread by id serves queue i.
+pub const NAPI_IN_QUEUE_ORDER: &[&str] = &["vmxnet3"];
+
+/// Plans the NAPI threads of every NIC of `plan` (`plan.devices[i]` is `sample.devices[i]`,
+/// decided by `policies[i]`).
+pub fn plan_napi_threads(plan: &mut Plan, sample: &Sample, policies: &[Policy]) {
+    if sample.napi_threads.is_empty() {
+        return;
+    }
+    let report = sample.netdev.report();
+    for ((dp, dev), policy) in plan.devices.iter_mut().zip(&sample.devices).zip(policies) {
+        if dev.class != DeviceClass::Nic {
+            continue;
+        }
+        for interface in &dev.interfaces {
+            let mut threads: Vec<&NapiThread> = sample.napi_threads.iter().filter(|t| &t.interface == interface).collect();
+            threads.sort_by_key(|t| t.napi_id);
+            let ifindex = sample.interfaces.get(interface).and_then(|s| s.ifindex);
+            for (rank, t) in threads.iter().enumerate() {
+                let found = attribute(t, rank, ifindex, report, dev, dp);
+                dp.napi_threads.push(place_thread(t, found, dp, policy.napi_threads));
+            }
+        }
+    }
+}
+
+/// The IRQ of `t`'s NAPI instance and how it was found.
+fn attribute(
+    t: &NapiThread,
+    rank: usize,
+    ifindex: Option<u32>,
+    report: Option<&NetdevReport>,
+    dev: &Device,
+    dp: &DevicePlan,
+) -> Option<(u32, &'static str)> {
+    let owns = |irq: u32| dp.irqs.iter().any(|p| p.irq == irq);
+    if let (Some(report), Some(ifindex)) = (report, ifindex) {
+        let napi = report.napis.iter().find(|n| n.ifindex == ifindex && n.id == t.napi_id);
+        if let Some(irq) = napi.and_then(|n| n.irq).filter(|&i| owns(i)) {
+            return Some((irq, "netlink"));
+        }
+        let queue = report
+            .queues
+            .iter()
+            .filter(|q| q.ifindex == ifindex && q.napi == Some(t.napi_id))
+            .map(|q| (q.kind, q.id))
+            .min();
+        if let Some((kind, q)) = queue {
+            if let Some(p) = queue_irq(dp, q, kind) {
+                return Some((p.irq, "netlink"));
+            }
+        }
+    }
+    let ordered = dev.driver.as_deref().is_some_and(|d| NAPI_IN_QUEUE_ORDER.contains(&d));
+    let q = u32::try_from(rank).ok()?;
+    ordered.then(|| queue_irq(dp, q, QueueKind::Rx)).flatten().map(|p| (p.irq, "driver-order"))
+}
+
+/// The placement of the IRQ serving queue `q` of kind `kind` (a combined queue serves both).
+fn queue_irq(dp: &DevicePlan, q: u32, kind: QueueKind) -> Option<&Placement> {
+    let fits = |role: QueueRole| match kind {
+        QueueKind::Rx => matches!(role, QueueRole::Rx | QueueRole::RxTx),
+        QueueKind::Tx => matches!(role, QueueRole::Tx | QueueRole::RxTx),
+    };
+    dp.irqs.iter().find(|p| p.queue == Some(q) && fits(p.role))
+}
+
+/// `t` placed on the final CPUs of IRQ `found` (those written or kept; for an IRQ left alone,
+/// where it is).
+fn place_thread(t: &NapiThread, found: Option<(u32, &'static str)>, dp: &DevicePlan, how: NapiThreads) -> ThreadPlacement {
+    let irq = found.map(|(irq, _)| irq);
+    let p = irq.and_then(|irq| dp.irqs.iter().find(|p| p.irq == irq));
+    let target = p.and_then(|p| match p.action {
+        Action::Set | Action::Keep => p.desired.clone(),
+        Action::Managed | Action::Skip => p.current.clone(),
+    });
+    let (action, desired, reason) = match (how, &target) {
+        (NapiThreads::Leave, _) => (Action::Skip, None, "napi_threads = leave".to_string()),
+        (_, None) if irq.is_none() => {
+            (Action::Skip, None, "the IRQ of its NAPI instance cannot be told: left alone".to_string())
+        }
+        (_, None) => (Action::Skip, None, "its IRQ's CPUs are not known: left alone".to_string()),
+        (_, Some(cpus)) if cpus.is_empty() => (Action::Skip, None, "its IRQ has no CPU to follow".to_string()),
+        (_, Some(cpus)) => {
+            let irq = irq.unwrap_or_default();
+            let action = if t.current.as_ref() == Some(cpus) { Action::Keep } else { Action::Set };
+            (action, Some(cpus.clone()), format!("follows irq {irq} of its NAPI instance"))
+        }
+    };
+    ThreadPlacement {
+        pid: t.pid,
+        name: format!("napi/{}-{}", t.interface, t.napi_id),
+        napi_id: t.napi_id,
+        irq,
+        by: found.map(|(_, by)| by),
+        current: t.current.clone(),
+        desired,
+        action,
+        reason,
+        last_cpu: t.last_cpu,
+    }
+}
+
+/// The queue each IRQ of `sample`'s NICs serves as the kernel says it (see
+/// [`crate::devices::napi::queues_by_irq`]), for all of them.
+pub fn kernel_queues(sample: &Sample) -> BTreeMap<u32, crate::devices::napi::KernelQueue> {
+    let Some(report) = sample.netdev.report() else { return BTreeMap::new() };
+    let mut out = BTreeMap::new();
+    for dev in sample.devices.iter().filter(|d| d.class == DeviceClass::Nic) {
+        for interface in &dev.interfaces {
+            let Some(ifindex) = sample.interfaces.get(interface).and_then(|s| s.ifindex) else { continue };
+            for (irq, q) in crate::devices::napi::queues_by_irq(report, ifindex) {
+                if dev.vectors.iter().any(|v| v.irq == irq) {
+                    out.insert(irq, q);
+                }
+            }
+        }
+    }
+    out
+}
