@@ -17,12 +17,17 @@ use crate::plan::{Action, Plan};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "result")]
 pub enum ThreadOutcome {
-    Written { new: CpuSet },
+    Written {
+        new: CpuSet,
+    },
     /// The thread is gone, or its pid runs another task now.
     Gone,
     /// Not this machine's threads (`--root` is not `/`): not written.
     NotThisMachine,
-    Failed { class: FailureClass, error: String },
+    Failed {
+        class: FailureClass,
+        error: String,
+    },
 }
 
 /// One thread the pass tried to move.
@@ -82,6 +87,18 @@ fn set_affinity(pid: u32, cpus: &CpuSet) -> io::Result<()> {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+/// Puts thread `pid` back on `cpus` if it still runs `name`: `Ok(false)` when it is gone.
+pub fn restore_thread(writer: &dyn ThreadWriter, pid: u32, name: &str, cpus: &CpuSet) -> io::Result<bool> {
+    if writer.name_of(pid).as_deref() != Some(name) {
+        return Ok(false);
+    }
+    match writer.set_cpus(pid, cpus) {
+        Ok(()) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(false),
+        Err(e) => Err(e),
     }
 }
 

@@ -4,9 +4,9 @@ use std::collections::BTreeSet;
 
 use super::{to_json_text, CliError, Outcome};
 use crate::apply::threads::{apply_threads, HostThreads, ThreadOutcome};
-use crate::cpuset::CpuSet;
 use crate::apply::{apply_plan, apply_xps, ProcIrq, WriteOutcome, XpsOutcome};
 use crate::config::{load_config, ConfigPaths};
+use crate::cpuset::CpuSet;
 use crate::pass::plan_pass;
 use crate::sysfs::Root;
 
@@ -86,7 +86,9 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
             ThreadOutcome::NotThisMachine => {
                 format!("thread {} (pid {}): not written (--root is not this machine's)", t.name, t.pid)
             }
-            ThreadOutcome::Failed { class, error } => format!("thread {} (pid {}): FAILED ({class:?}): {error}", t.name, t.pid),
+            ThreadOutcome::Failed { class, error } => {
+                format!("thread {} (pid {}): FAILED ({class:?}): {error}", t.name, t.pid)
+            }
         };
         text.push_str(&line);
         text.push('\n');

@@ -13,9 +13,9 @@ use nix::unistd::Pid;
 
 use super::{check_config, CliError, Outcome};
 use crate::config::ConfigPaths;
-use crate::sysfs::processes::{process_name, DAEMON_NAME};
 use crate::daemon::state::STATE_FILE;
 use crate::daemon::state_view::{read_state, StateView};
+use crate::sysfs::processes::{process_name, DAEMON_NAME};
 use crate::sysfs::Root;
 
 /// How often the state file is polled while waiting for the reload pass.

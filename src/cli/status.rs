@@ -1,10 +1,10 @@
 //! `irqwise status [--json]`: what the running daemon last did, from its state file.
 
 use super::{CliError, Outcome};
-use crate::sysfs::processes::{process_identity, ProcessIdentity, DAEMON_NAME};
 use crate::daemon::state::STATE_FILE;
 use crate::daemon::state_view::{read_state, render_status};
 use crate::daemon::unix_now;
+use crate::sysfs::processes::{process_identity, ProcessIdentity, DAEMON_NAME};
 use crate::sysfs::Root;
 
 /// `irqwise status [--json]`, with `systemctl status`'s exit codes: 0 when the daemon that wrote

@@ -352,7 +352,7 @@ mod tests {
             xps: None,
             napi_threads: Vec::new(),
         };
-        Plan { kernel: None, devices: vec![dev], warnings: vec![], queue_disagreements: Vec::new() }
+        Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() }
     }
 
     fn change(irq: u32, result: WriteOutcome) -> Change {

@@ -262,7 +262,7 @@ mod tests {
             xps: None,
             napi_threads: Vec::new(),
         };
-        Plan { kernel: None, devices: vec![dev], warnings: vec![], queue_disagreements: Vec::new() }
+        Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() }
     }
 
     fn written(irq: u32, old: &str, new: &str) -> Change {

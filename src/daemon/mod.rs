@@ -36,6 +36,7 @@ pub mod lock;
 pub mod logging;
 pub mod malloc;
 pub mod metrics_file;
+mod napi_news;
 pub mod notify;
 mod once;
 pub mod originals;

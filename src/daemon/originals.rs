@@ -54,6 +54,18 @@ pub(crate) struct OriginalXps {
     pub cpus: String,
 }
 
+/// One NAPI thread's CPUs before irqwise first moved it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct OriginalThread {
+    /// The PCI address of the NIC.
+    pub device: String,
+    pub pid: u32,
+    /// `napi/IF-ID`: a pid that runs another task by then is not touched.
+    pub name: String,
+    /// `Cpus_allowed_list` as a kernel list string.
+    pub cpus: String,
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct OriginalsFile {
     schema: u32,
@@ -61,15 +73,18 @@ struct OriginalsFile {
     irqs: Vec<Original>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     xps: Vec<OriginalXps>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    threads: Vec<OriginalThread>,
 }
 
-/// The record, by IRQ and by `xps_cpus` file. Invariant: one entry per IRQ or file, the first
-/// value seen before a change.
+/// The record, by IRQ, by `xps_cpus` file and by thread pid. Invariant: one entry per IRQ, file
+/// or thread, the first value seen before a change.
 #[derive(Debug, Default)]
 pub(crate) struct Originals {
     boot_id: Option<String>,
     entries: BTreeMap<u32, Original>,
     xps: BTreeMap<String, OriginalXps>,
+    threads: BTreeMap<u32, OriginalThread>,
 }
 
 impl Originals {
@@ -93,7 +108,8 @@ impl Originals {
         }
         let entries = file.irqs.into_iter().map(|o| (o.irq, o)).collect();
         let xps = file.xps.into_iter().map(|o| (o.file.clone(), o)).collect();
-        (Originals { boot_id, entries, xps }, None)
+        let threads = file.threads.into_iter().map(|o| (o.pid, o)).collect();
+        (Originals { boot_id, entries, xps, threads }, None)
     }
 
     /// Records, for every IRQ `plan` is about to write that has no record yet, its current mask;
@@ -122,7 +138,36 @@ impl Originals {
             self.entries.insert(p.irq, entry);
             changed = true;
         }
-        changed | self.note_xps(plan)
+        changed | self.note_xps(plan) | self.note_threads(plan)
+    }
+
+    /// [`Originals::note_plan`] for NAPI threads: the CPUs of every thread about to be moved;
+    /// the entries of devices that went away, and of threads that ended (`threaded` switched
+    /// off: the kernel starts new ones, with the default CPUs, when it is switched on again), are
+    /// dropped.
+    fn note_threads(&mut self, plan: &Plan) -> bool {
+        let live: BTreeMap<u32, &str> =
+            plan.devices.iter().flat_map(|d| d.napi_threads.iter().map(move |t| (t.pid, d.bdf.as_str()))).collect();
+        let before = self.threads.len();
+        self.threads.retain(|pid, o| live.get(pid) == Some(&o.device.as_str()));
+        let mut changed = self.threads.len() != before;
+        for d in &plan.devices {
+            for t in d.napi_threads.iter().filter(|t| t.action == Action::Set) {
+                let Some(current) = &t.current else { continue };
+                if self.threads.contains_key(&t.pid) {
+                    continue;
+                }
+                let entry = OriginalThread {
+                    device: d.bdf.clone(),
+                    pid: t.pid,
+                    name: t.name.clone(),
+                    cpus: current.to_list_string(),
+                };
+                self.threads.insert(t.pid, entry);
+                changed = true;
+            }
+        }
+        changed
     }
 
     /// [`Originals::note_plan`] for transmit steering: the `xps_cpus` of every queue about to be
@@ -158,6 +203,7 @@ impl Originals {
             boot_id: self.boot_id.clone(),
             irqs: self.entries.values().cloned().collect(),
             xps: self.xps.values().cloned().collect(),
+            threads: self.threads.values().cloned().collect(),
         };
         let mut bytes = serde_json::to_vec(&file).unwrap_or_default();
         bytes.push(b'\n');
@@ -223,7 +269,32 @@ impl Originals {
                 xps.len()
             );
         }
+        self.restore_threads(root);
         self.clear(root);
+    }
+
+    /// Puts every recorded NAPI thread that still runs under its pid back on its CPUs (this
+    /// machine's root only: threads are this machine's processes).
+    fn restore_threads(&self, root: &Root) {
+        if self.threads.is_empty() || !root.is_this_machine() {
+            return;
+        }
+        let writer = crate::apply::threads::HostThreads;
+        let mut restored = 0;
+        for o in self.threads.values() {
+            let Ok(cpus) = CpuSet::parse_list(&o.cpus) else { continue };
+            match crate::apply::threads::restore_thread(&writer, o.pid, &o.name, &cpus) {
+                Ok(true) => restored += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(pid = o.pid, "thread {} (pid {}): not restored to {}: {e}", o.name, o.pid, o.cpus);
+                }
+            }
+        }
+        tracing::info!(
+            "restored {restored} of {} NAPI threads to the CPUs they had before irqwise",
+            self.threads.len()
+        );
     }
 
     /// Forgets everything and removes the file: after a restore the machine holds its own masks
@@ -231,18 +302,19 @@ impl Originals {
     pub fn clear(&mut self, root: &Root) {
         self.entries.clear();
         self.xps.clear();
+        self.threads.clear();
         if let Err((path, e)) = root.remove_own_file(Path::new(ORIGINALS_FILE)) {
             tracing::warn!("cannot remove {}: {e}; the next daemon of this boot restores from it", path.display());
         }
     }
 
-    /// Recorded IRQs and `xps_cpus` files.
+    /// Recorded IRQs, `xps_cpus` files and NAPI threads.
     pub fn len(&self) -> usize {
-        self.entries.len() + self.xps.len()
+        self.entries.len() + self.xps.len() + self.threads.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty() && self.xps.is_empty()
+        self.entries.is_empty() && self.xps.is_empty() && self.threads.is_empty()
     }
 }
 
@@ -291,7 +363,7 @@ mod tests {
             xps: None,
             napi_threads: Vec::new(),
         };
-        Plan { kernel: None, devices: vec![dev], warnings: vec![], queue_disagreements: Vec::new() }
+        Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() }
     }
 
     #[test]

@@ -8,14 +8,16 @@ use std::time::{Duration, Instant};
 use super::counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
 use super::ledger::{others_drift, Ledger, Loudness};
 use super::metrics_file::MetricsPublisher;
+use super::napi_news::NapiNews;
 use super::once::{SaidOnce, SaidOnceEach};
-use crate::sysfs::processes::{process_identity, ProcessIdentity};
 use super::state::{StateInputs, StateWriter};
 use super::{catalog, logging, unix_now, unix_now_f64};
+use crate::apply::threads::ThreadOutcome;
 use crate::apply::{ApplyReport, FailureClass, XpsChange, XpsOutcome};
 use crate::config::Config;
 use crate::cpuset::CpuSet;
 use crate::plan::{Plan, Summary};
+use crate::sysfs::processes::{process_identity, ProcessIdentity};
 use crate::sysfs::Root;
 
 /// What one pass did.
@@ -54,6 +56,8 @@ pub(crate) struct Records {
     config_error: Option<String>,
     /// Transmit queues whose last `xps_cpus` write failed, with how.
     xps_failing: SaidOnceEach<(String, u32), FailureClass>,
+    /// Moved NAPI threads, queue identity disagreements and notices.
+    napi: NapiNews,
     state: StateWriter,
     metrics: MetricsPublisher,
     started: u64,
@@ -74,6 +78,7 @@ impl Records {
             pass_failure: SaidOnce::default(),
             config_error: None,
             xps_failing: SaidOnceEach::default(),
+            napi: NapiNews::default(),
             state: StateWriter::default(),
             metrics: MetricsPublisher::default(),
             started,
@@ -192,6 +197,7 @@ impl Records {
             }
         }
         self.log_xps(&report.xps);
+        self.napi.record(&plan, &report.threads);
         let targets: BTreeMap<u32, &CpuSet> =
             plan.writes().filter_map(|(_, p)| Some((p.irq, p.desired.as_ref()?))).collect();
         for c in &report.changes {
@@ -215,7 +221,8 @@ impl Records {
         }
         let r = report.summary;
         self.last_counts = r;
-        if !report.changes.is_empty() || report.xps.iter().any(|x| !x.is_failure()) {
+        let threads_moved = report.threads.iter().any(|t| matches!(t.result, ThreadOutcome::Written { .. }));
+        if !report.changes.is_empty() || report.xps.iter().any(|x| !x.is_failure()) || threads_moved {
             let status = self.last_counts.status_line();
             tracing::info!(
                 message_id = catalog::PASS_SUMMARY,

@@ -11,10 +11,10 @@ use serde_json::value::RawValue;
 
 use super::counters::{Counters, RecentChange};
 use super::once::SaidOnce;
-use crate::sysfs::processes::ProcessIdentity;
 use crate::apply::ApplyReport;
 use crate::cpuset::CpuSet;
 use crate::plan::{DevicePlan, Plan, Summary};
+use crate::sysfs::processes::ProcessIdentity;
 use crate::sysfs::Root;
 
 /// Where the state file lives, relative to the root.
@@ -360,7 +360,7 @@ mod tests {
     }
 
     fn plan(devices: Vec<DevicePlan>) -> Plan {
-        Plan { kernel: None, devices, warnings: vec![], queue_disagreements: Vec::new() }
+        Plan { kernel: None, devices, warnings: vec![], ..Plan::default() }
     }
 
     /// The devices as the state file lists them, encoded from scratch.

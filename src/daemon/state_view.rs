@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::counters::{Counters, RecentChange};
-use crate::sysfs::processes::ProcessIdentity;
 use super::state::{StateError, STATE_FILE};
 use crate::plan::Summary;
+use crate::sysfs::processes::ProcessIdentity;
 use crate::sysfs::Root;
 
 /// The most bytes `status` reads of the state file (it grows with the IRQs of the machine).

@@ -11,12 +11,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{Action, DevicePlan, Placement, Plan, QueueDisagreement, QueueSource};
 use crate::choices::StrategyName;
 use crate::config::RuleRef;
+use crate::devices::napi::KernelQueue;
 use crate::devices::{Device, DeviceClass, IrqVector, QueuePattern, QueueRole, Recognition};
 use crate::kernel::GroupRules;
 use crate::policy::Policy;
 use crate::strategy::allocator::allocate;
 use crate::strategy::{decide, numa_hop, Decision, DeviceContext, GroupingCache, Machine, QueueAllocation};
-use crate::devices::napi::KernelQueue;
 use crate::topology::locality::classify_mask;
 use crate::topology::{home_topology, Topology};
 
@@ -86,8 +86,11 @@ pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) ->
         respect_isolation: ctx.respect_isolation,
         groupings: &groupings,
     };
-    let prepared: Vec<Prepared> =
-        devices.iter().enumerate().map(|(i, d)| prepare(d, policies.get(i).unwrap_or(default), ctx.kernel_queues)).collect();
+    let prepared: Vec<Prepared> = devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| prepare(d, policies.get(i).unwrap_or(default), ctx.kernel_queues))
+        .collect();
     let mut contexts: Vec<_> =
         prepared.iter().map(|p| DeviceContext::new(&machine, &p.dev, p.policy, p.strategy)).collect();
     allocate_queues(&machine, &mut contexts, &prepared, ctx.known_managed);
@@ -102,7 +105,7 @@ pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) ->
         })
         .collect();
     let queue_disagreements = prepared.iter().flat_map(|p| p.disagreements.iter().cloned()).collect();
-    Plan { kernel: ctx.topo.kernel.clone(), devices, warnings, queue_disagreements }
+    Plan { kernel: ctx.topo.kernel.clone(), devices, warnings, queue_disagreements, notices: Vec::new() }
 }
 
 /// Reads the names with the rule's `queue_pattern` if it has one, bounds queue indexes and

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use super::guard::{guard, Forbidden, GuardInput};
-use super::napi_threads::{kernel_queues, plan_napi_threads};
+use super::napi_threads::{identity_notice, kernel_queues, plan_napi_threads};
 use super::xps_plan::{plan_xps, XpsPlan};
 use super::{build_plan, locate_current, Action, Plan, PlanContext};
 use crate::choices::StrategyName;
@@ -99,6 +99,7 @@ pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
     // changes included.
     plan_transmit_steering(sample, config, &topology, &policies, &mut plan);
     plan_napi_threads(&mut plan, sample, &policies);
+    plan.notices.extend(identity_notice(sample));
     plan.warnings.splice(0..0, warnings);
     plan.warnings.extend(sample.warnings.kernel.iter().cloned());
     plan.warnings.extend(sample.warnings.devices.iter().cloned());

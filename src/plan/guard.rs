@@ -224,7 +224,7 @@ mod tests {
                 placement(33, "0-1", Action::Skip),
             ],
         };
-        let mut plan = Plan { kernel: None, devices: vec![dev], warnings: vec![], queue_disagreements: Vec::new() };
+        let mut plan = Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() };
         let vector = |irq, current: &str| IrqVector {
             irq,
             name: Some("acpi".into()),

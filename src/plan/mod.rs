@@ -220,6 +220,10 @@ pub struct Plan {
     /// Queue IRQs whose name says another queue than the kernel (which wins).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub queue_disagreements: Vec<QueueDisagreement>,
+    /// What a user should know that is not a problem (the kernel cannot say which IRQ serves
+    /// which queue, so names are read).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
 }
 
 impl Plan {
@@ -249,9 +253,10 @@ impl Plan {
         self.devices.iter().flat_map(|d| d.irqs.iter().map(move |p| (d, p))).filter(|(_, p)| p.action == Action::Set)
     }
 
-    /// Whether applying the plan would write anything (some placement is `Set`).
+    /// Whether applying the plan would write anything (some placement or NAPI thread is `Set`).
     pub(crate) fn has_pending_writes(&self) -> bool {
         self.writes().next().is_some()
+            || self.devices.iter().flat_map(|d| &d.napi_threads).any(|t| t.action == Action::Set)
     }
 
     /// The plan reduced to what needs attention: placements to write and kernel-managed ones that
@@ -264,7 +269,9 @@ impl Plan {
             .filter_map(|d| {
                 let irqs: Vec<Placement> =
                     d.irqs.iter().filter(|p| p.action == Action::Set || p.mismatch == Some(true)).cloned().collect();
-                (!irqs.is_empty()).then(|| DevicePlan { irqs, ..d.clone() })
+                let napi_threads: Vec<ThreadPlacement> =
+                    d.napi_threads.iter().filter(|t| t.action == Action::Set).cloned().collect();
+                (!irqs.is_empty() || !napi_threads.is_empty()).then(|| DevicePlan { irqs, napi_threads, ..d.clone() })
             })
             .collect();
         Plan {
@@ -272,6 +279,7 @@ impl Plan {
             devices,
             warnings: self.warnings.clone(),
             queue_disagreements: self.queue_disagreements.clone(),
+            notices: self.notices.clone(),
         }
     }
 

@@ -11,9 +11,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{Action, DevicePlan, Placement, Plan, ThreadPlacement};
+use super::{Action, DevicePlan, Placement, Plan, QueueSource, ThreadPlacement};
 use crate::choices::NapiThreads;
-use crate::devices::napi::{NapiThread, NetdevReport, QueueKind};
+use crate::devices::napi::{NapiThread, NetdevReport, NetdevView, QueueKind};
 use crate::devices::{Device, DeviceClass, QueueRole};
 use crate::policy::Policy;
 use crate::sample::Sample;
@@ -36,7 +36,8 @@ pub fn plan_napi_threads(plan: &mut Plan, sample: &Sample, policies: &[Policy]) 
             continue;
         }
         for interface in &dev.interfaces {
-            let mut threads: Vec<&NapiThread> = sample.napi_threads.iter().filter(|t| &t.interface == interface).collect();
+            let mut threads: Vec<&NapiThread> =
+                sample.napi_threads.iter().filter(|t| &t.interface == interface).collect();
             threads.sort_by_key(|t| t.napi_id);
             let ifindex = sample.interfaces.get(interface).and_then(|s| s.ifindex);
             for (rank, t) in threads.iter().enumerate() {
@@ -90,7 +91,12 @@ fn queue_irq(dp: &DevicePlan, q: u32, kind: QueueKind) -> Option<&Placement> {
 
 /// `t` placed on the final CPUs of IRQ `found` (those written or kept; for an IRQ left alone,
 /// where it is).
-fn place_thread(t: &NapiThread, found: Option<(u32, &'static str)>, dp: &DevicePlan, how: NapiThreads) -> ThreadPlacement {
+fn place_thread(
+    t: &NapiThread,
+    found: Option<(u32, &'static str)>,
+    dp: &DevicePlan,
+    how: NapiThreads,
+) -> ThreadPlacement {
     let irq = found.map(|(irq, _)| irq);
     let p = irq.and_then(|irq| dp.irqs.iter().find(|p| p.irq == irq));
     let target = p.and_then(|p| match p.action {
@@ -124,6 +130,14 @@ fn place_thread(t: &NapiThread, found: Option<(u32, &'static str)>, dp: &DeviceP
     }
 }
 
+/// Why NIC queues are told by IRQ names on this machine, when the kernel could not be asked.
+pub fn identity_notice(sample: &Sample) -> Option<String> {
+    let NetdevView::Unavailable(why) = &sample.netdev else { return None };
+    sample.devices.iter().any(|d| d.class == DeviceClass::Nic).then(|| {
+        format!("the kernel's netdev netlink family cannot be asked ({why}): NIC queues are told by their IRQ names")
+    })
+}
+
 /// The queue each IRQ of `sample`'s NICs serves as the kernel says it (see
 /// [`crate::devices::napi::queues_by_irq`]), for all of them.
 pub fn kernel_queues(sample: &Sample) -> BTreeMap<u32, crate::devices::napi::KernelQueue> {
@@ -138,6 +152,35 @@ pub fn kernel_queues(sample: &Sample) -> BTreeMap<u32, crate::devices::napi::Ker
                 }
             }
         }
+    }
+    out
+}
+
+/// `  queue identity: netlink 6, name 2` for a device some of whose queues the kernel
+/// identified; empty when every queue was told by its name (the `names:` line says how).
+pub(super) fn render_identity(irqs: &[Placement]) -> String {
+    let count = |s: QueueSource| irqs.iter().filter(|p| p.queue_source == Some(s)).count();
+    let (netlink, name) = (count(QueueSource::Netlink), count(QueueSource::Name));
+    if netlink == 0 {
+        return String::new();
+    }
+    format!("  queue identity: netlink {netlink}, name {name}\n")
+}
+
+/// One line per NAPI thread: `  thread napi/eth0-8193 (pid 312) irq 30 by driver-order: 0-7 ->
+/// 3 set (follows irq 30 of its NAPI instance)`.
+pub(super) fn render_threads(threads: &[ThreadPlacement]) -> String {
+    let cpus = |c: Option<&crate::cpuset::CpuSet>| c.map_or("?".to_string(), crate::cpuset::CpuSet::to_list_string);
+    let mut out = String::new();
+    for t in threads {
+        let irq = t.irq.map_or("?".to_string(), |i| i.to_string());
+        let by = t.by.map_or(String::new(), |b| format!(" by {b}"));
+        let arrow = match t.action {
+            Action::Set => format!("{} -> {}", cpus(t.current.as_ref()), cpus(t.desired.as_ref())),
+            _ => cpus(t.current.as_ref()),
+        };
+        let action = format!("{:?}", t.action).to_lowercase();
+        out.push_str(&format!("  thread {} (pid {}) irq {irq}{by}: {arrow} {action} ({})\n", t.name, t.pid, t.reason));
     }
     out
 }

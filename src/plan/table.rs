@@ -98,6 +98,7 @@ pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
             if d.rules.is_empty() { String::new() } else { format!(" rules {}", d.rules.join(", ")) }
         ));
         out.push_str(&format!("  names: {}\n", recognised_summary(&d.irqs)));
+        out.push_str(&super::napi_threads::render_identity(&d.irqs));
         for row in rows {
             out.push_str(&line(row, &widths));
             out.push('\n');
@@ -105,6 +106,7 @@ pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
         if let Some(x) = &d.xps {
             out.push_str(&super::xps_plan::render(x));
         }
+        out.push_str(&super::napi_threads::render_threads(&d.napi_threads));
     }
     let s = whole.summary();
     let uncertain = if s.uncertain > 0 { format!(", {} uncertain", s.uncertain) } else { String::new() };
@@ -114,6 +116,9 @@ pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
     ));
     for w in &whole.warnings {
         out.push_str(&format!("warning: {w}\n"));
+    }
+    for n in &whole.notices {
+        out.push_str(&format!("note: {n}\n"));
     }
     out
 }
@@ -165,7 +170,7 @@ mod tests {
             xps: None,
             napi_threads: Vec::new(),
         };
-        let plan = Plan { kernel: None, devices: vec![dev], warnings: vec![], queue_disagreements: Vec::new() };
+        let plan = Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() };
         let text = plan.to_table();
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("    IRQ NAME"), "{text}");

@@ -15,13 +15,13 @@ use super::{ReadWarnings, Sample};
 use crate::config::{Config, OnDrift};
 use crate::cpuset::CpuSet;
 use crate::devices::discover::napi_threads::{read_interface, read_napi_threads};
-use crate::devices::napi::InterfaceState;
 use crate::devices::discover::net_queues::read_net_queues;
 use crate::devices::discover::netdev_netlink::read_netdev;
-use crate::devices::napi::NetdevView;
 use crate::devices::discover::{
     discover_devices_keeping, rediscover_devices, udev_properties, DeviceReads, DeviceScope, DevicesError, Discovery,
 };
+use crate::devices::napi::InterfaceState;
+use crate::devices::napi::NetdevView;
 use crate::devices::{Device, DeviceClass};
 use crate::sysfs::Root;
 use crate::topology::discover::isolation::read_isolation;

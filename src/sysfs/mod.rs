@@ -7,8 +7,8 @@
 
 mod open;
 mod own_files;
-pub mod processes;
 mod parallel;
+pub mod processes;
 
 use std::collections::BTreeMap;
 use std::io;

@@ -76,7 +76,8 @@ mod tests {
             fields.extend((4..=52).map(|i| if i == 39 { cpu.to_string() } else { "0".into() }));
             format!("101 (napi/eth0-8193) {}\n", fields.join(" "))
         };
-        for (pid, comm, cpus, cpu) in [(101, "napi/eth0-8193", "0-7", 5), (102, "napi/eth1-8200", "0-7", 1), (103, "kworker/1:0", "1", 1)]
+        for (pid, comm, cpus, cpu) in
+            [(101, "napi/eth0-8193", "0-7", 5), (102, "napi/eth1-8200", "0-7", 1), (103, "kworker/1:0", "1", 1)]
         {
             put(&format!("proc/{pid}/comm"), &format!("{comm}\n"));
             put(&format!("proc/{pid}/status"), &format!("Name:\t{comm}\nCpus_allowed_list:\t{cpus}\n"));
