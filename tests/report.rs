@@ -201,3 +201,85 @@ fn watch_needs_a_terminal_and_intervals_must_be_bounded_durations() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("expected a duration from \"1ms\" to \"1h\""), "{bad}");
     }
 }
+
+/// `proc/PID/{comm,status,stat}` of a NAPI thread allowed on `allowed`, last on `cpu`.
+fn napi_thread(root: &Path, pid: u32, comm: &str, allowed: &str, cpu: u32) {
+    let dir = root.join(format!("proc/{pid}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("comm"), format!("{comm}\n")).unwrap();
+    std::fs::write(dir.join("status"), format!("Name:\t{comm}\nCpus_allowed_list:\t{allowed}\n")).unwrap();
+    // Field 39 (processor) is the 37th after the name's closing parenthesis.
+    let fields: Vec<String> = (3..=52).map(|i| if i == 39 { cpu.to_string() } else { "0".into() }).collect();
+    std::fs::write(dir.join("stat"), format!("{pid} ({comm}) {}\n", fields.join(" "))).unwrap();
+}
+
+#[test]
+fn napi_threads_and_net_rx_softirqs_show_where_the_queues_work_ran() {
+    let (dir, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let root = dir.path();
+    fixture::write_cpu_topology(root, 2, 4, 2);
+    let mut fx = FixtureRoot::at(root);
+    fx.nic("0000:81:00.0", "vmxnet3", "eth0", Some(1), 2, fixture::NamingScheme::Vmxnet3);
+    let irqs = fx.irqs_of("0000:81:00.0").to_vec();
+    std::fs::create_dir_all(root.join("sys/class/net/eth0")).unwrap();
+    std::fs::write(root.join("sys/class/net/eth0/ifindex"), "3\n").unwrap();
+    std::fs::write(root.join("sys/class/net/eth0/threaded"), "1\n").unwrap();
+    std::fs::create_dir_all(root.join("proc/2/task/2")).unwrap();
+    std::fs::write(root.join("proc/2/task/2/children"), "501 500 77 ").unwrap();
+    // Queue 1's thread has the higher NAPI id; a kworker is not a NAPI thread.
+    napi_thread(root, 500, "napi/eth0-8193", "0-15", 0);
+    napi_thread(root, 501, "napi/eth0-8194", "0-15", 1);
+    napi_thread(root, 77, "kworker/1:0", "1", 1);
+    let softirqs = |net_rx: [u64; 4]| {
+        let cpus: Vec<String> = (0..16).map(|c| format!("CPU{c}")).collect();
+        let row: Vec<String> = (0..16).map(|c| if c < 4 { net_rx[c].to_string() } else { "0".into() }).collect();
+        format!("    {}\n      NET_TX: {}\n      NET_RX: {}\n", cpus.join(" "), row.join(" "), row.join(" "))
+    };
+    std::fs::write(root.join("proc/softirqs"), softirqs([10, 10, 10, 10])).unwrap();
+    // Between the reads: queue 0's thread ran on CPU 5, and NET_RX ran 30 times on CPU 0 and 10 on CPU 3.
+    let later = tempfile::tempdir().unwrap();
+    std::fs::write(later.path().join("softirqs"), softirqs([40, 10, 10, 20])).unwrap();
+    napi_thread(later.path(), 500, "napi/eth0-8193", "5", 5);
+    let between = format!(
+        "cp '{l}/softirqs' '{r}/proc/softirqs' && cp '{l}/proc/500/stat' '{l}/proc/500/status' '{r}/proc/500/'",
+        l = later.path().display(),
+        r = root.display()
+    );
+    let json: Value = serde_json::from_str(&report(root, cfg.path(), &between, true)).unwrap();
+    let dev = &json["devices"][0];
+    let irq = |n: u32| dev["irqs"].as_array().unwrap().iter().find(|i| i["irq"] == n).unwrap().clone();
+    let t0 = &irq(irqs[0])["napi_thread"];
+    assert_eq!((t0["pid"].as_u64(), t0["name"].as_str()), (Some(500), Some("napi/eth0-8193")), "{dev}");
+    assert_eq!(
+        (t0["last_cpu"].as_u64(), &t0["allowed"]),
+        (Some(5), &serde_json::json!([5])),
+        "read again at the second read"
+    );
+    assert_eq!(irq(irqs[1])["napi_thread"]["pid"], 501);
+    assert!(irq(irqs[2]).get("napi_thread").is_none(), "the event IRQ has no thread");
+    let shares: Vec<(u64, u64, f64)> = json["net_rx"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["cpu"].as_u64().unwrap(), c["softirqs"].as_u64().unwrap(), c["share_percent"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(shares, vec![(0, 30, 75.0), (3, 10, 25.0)]);
+
+    napi_thread(root, 500, "napi/eth0-8193", "0-15", 0);
+    std::fs::write(root.join("proc/softirqs"), softirqs([10, 10, 10, 10])).unwrap();
+    let text = report(root, cfg.path(), &between, false);
+    let line = format!("  rxtx 0 (irq {}): thread napi/eth0-8193 (pid 500) last ran on CPU 5, allowed 5\n", irqs[0]);
+    assert!(text.contains(&line), "{text}");
+    assert!(text.contains("NET_RX softirqs by CPU: 0 75%, 3 25%\n"), "{text}");
+}
+
+#[test]
+fn a_malformed_proc_softirqs_is_a_warning_naming_it_and_the_report_goes_on() {
+    let (dir, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    nic_root(dir.path());
+    std::fs::write(dir.path().join("proc/softirqs"), "    CPU0 CPU1\n      NET_RX: 5 many\n").unwrap();
+    let text = report(dir.path(), cfg.path(), "true", false);
+    let want = format!("{}/proc/softirqs: NET_RX count \"many\" of column 1 is not a number", dir.path().display());
+    assert!(text.contains(&want), "{text}");
+    assert!(!text.contains("NET_RX softirqs by CPU"), "{text}");
+}

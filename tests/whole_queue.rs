@@ -15,7 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use irqwise::choices::NapiThreads;
 use irqwise::config::Config;
 use irqwise::cpuset::CpuSet;
-use irqwise::devices::napi::{InterfaceState, NapiInstance, NapiThread, NetdevReport, NetdevView, QueueKind, QueueNapi};
+use irqwise::devices::napi::{
+    InterfaceState, NapiInstance, NapiThread, NetdevReport, NetdevView, QueueKind, QueueNapi,
+};
 use irqwise::devices::{Device, QueueRole};
 use irqwise::plan::from_sample::{plan_sample, PassMemory};
 use irqwise::plan::{Action, Plan, QueueSource, ThreadPlacement};
@@ -44,7 +46,8 @@ fn nic(driver: &str) -> Device {
 
 fn sample(config: Config, dev: Device) -> Sample {
     let mut s = Sample::in_memory(config, SyntheticMachine::new(2, 2, 2).build(), vec![dev]);
-    s.interfaces = BTreeMap::from([("eth0".to_string(), InterfaceState { ifindex: Some(IFINDEX), threaded: Some(true) })]);
+    s.interfaces =
+        BTreeMap::from([("eth0".to_string(), InterfaceState { ifindex: Some(IFINDEX), threaded: Some(true) })]);
     s
 }
 
@@ -71,7 +74,7 @@ fn plan(s: &Sample) -> Plan {
 }
 
 fn placement(plan: &Plan, irq: u32) -> &irqwise::plan::Placement {
-    plan.find_irq(irq).map(|(_, p)| p).unwrap_or_else(|| panic!("irq {irq} is not in {plan:?}"))
+    plan.find_irq(irq).map_or_else(|| panic!("irq {irq} is not in {plan:?}"), |(_, p)| p)
 }
 
 fn thread_of(plan: &Plan, pid: u32) -> &ThreadPlacement {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::counts::{deltas, InterruptCounts};
+use super::softirqs::NetRxCpu;
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, QueueRole};
 use crate::plan::{Action, Plan};
@@ -76,6 +77,18 @@ pub(crate) struct CpuLanding {
     pub locality: Option<Locality>,
 }
 
+/// The NAPI thread of a queue IRQ's instance (threaded NAPI), where it may and did last run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct ThreadLanding {
+    pub pid: u32,
+    /// `napi/IF-ID`.
+    pub name: String,
+    /// Its `Cpus_allowed_list`.
+    pub allowed: Option<CpuSet>,
+    /// The CPU it last ran on (at the second read where it was read again).
+    pub last_cpu: Option<u32>,
+}
+
 /// One IRQ: where it should be, where the kernel delivers it now, where it fired.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct IrqLanding {
@@ -94,6 +107,9 @@ pub(crate) struct IrqLanding {
     /// Every CPU it fired on, ascending.
     pub cpus: Vec<CpuLanding>,
     pub locality: LocalityCounts,
+    /// Its NAPI thread, for a NIC running threaded NAPI.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub napi_thread: Option<ThreadLanding>,
 }
 
 /// One device: its IRQs and their sums.
@@ -121,6 +137,8 @@ pub(crate) struct Landing {
     /// The time between the two reads the counts come from.
     pub interval_seconds: f64,
     pub devices: Vec<DeviceLanding>,
+    /// The CPUs that ran `NET_RX` softirqs in the interval, with their share.
+    pub net_rx: Vec<NetRxCpu>,
     pub warnings: Vec<String>,
 }
 
@@ -178,6 +196,12 @@ pub(crate) fn build_landing(
                         })
                         .collect();
                     let interrupts = cpus.iter().map(|c| c.interrupts).sum();
+                    let napi_thread = d.napi_threads.iter().find(|t| t.irq == Some(p.irq)).map(|t| ThreadLanding {
+                        pid: t.pid,
+                        name: t.name.clone(),
+                        allowed: t.current.clone(),
+                        last_cpu: t.last_cpu,
+                    });
                     IrqLanding {
                         irq: p.irq,
                         name: p.name.clone(),
@@ -190,6 +214,7 @@ pub(crate) fn build_landing(
                         rate: per_second(interrupts, seconds),
                         cpus,
                         locality,
+                        napi_thread,
                     }
                 })
                 .collect();
@@ -221,5 +246,5 @@ pub(crate) fn build_landing(
             }
         })
         .collect();
-    Landing { interval_seconds: seconds, devices, warnings }
+    Landing { interval_seconds: seconds, devices, net_rx: Vec::new(), warnings }
 }

@@ -10,6 +10,7 @@ pub mod counts;
 pub mod landing;
 pub mod read;
 pub mod render;
+pub mod softirqs;
 
 use std::path::PathBuf;
 

@@ -4,12 +4,15 @@
 use std::collections::BTreeMap;
 
 use super::counts::{parse_counts, InterruptCounts};
+use super::softirqs::parse_net_rx;
 use super::LandingError;
 use crate::cpuset::CpuSet;
 use crate::sysfs::Root;
 
 /// Where the counts are, relative to the root.
 pub(crate) const PROC_INTERRUPTS: &str = "proc/interrupts";
+/// Where the softirq counts are, relative to the root.
+pub(crate) const PROC_SOFTIRQS: &str = "proc/softirqs";
 
 /// One read of `ROOT/proc/interrupts`, and a warning per line that could not be read.
 /// Guarantees: a missing or unreadable file, or one without CPU columns, is an error naming it.
@@ -41,4 +44,16 @@ pub(crate) fn read_effective(root: &Root, irqs: impl IntoIterator<Item = u32>) -
         }
     }
     (out, warnings)
+}
+
+/// The `NET_RX` softirqs per CPU of `ROOT/proc/softirqs`; `Err` with a warning naming the file
+/// when it is missing, unreadable or malformed (the report goes on without them).
+pub(crate) fn read_net_rx(root: &Root) -> Result<BTreeMap<u32, u64>, String> {
+    let path = root.path(PROC_SOFTIRQS);
+    match root.read_bytes_optional(PROC_SOFTIRQS) {
+        Ok(Some(bytes)) => parse_net_rx(&String::from_utf8_lossy(&bytes))
+            .map_err(|e| format!("{}: {e}; NET_RX shares are not shown", path.display())),
+        Ok(None) => Err(format!("{}: missing; NET_RX shares are not shown", path.display())),
+        Err(e) => Err(format!("{e}; NET_RX shares are not shown")),
+    }
 }

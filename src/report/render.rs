@@ -1,6 +1,7 @@
 //! The human form of a [`Landing`]: one summary line per device, then one row per IRQ.
 
-use super::landing::{IrqLanding, Landing, LocalityCounts};
+use super::landing::{IrqLanding, Landing, LocalityCounts, ThreadLanding};
+use super::softirqs::NetRxCpu;
 use crate::cpuset::CpuSet;
 
 /// `part` of `whole` in whole percent, rounded down, so 100% means all of it; `None` for a
@@ -86,8 +87,28 @@ pub(crate) fn device_line(d: &super::landing::DeviceLanding) -> String {
     line
 }
 
+/// `  queue 0 (irq 30): thread napi/eth0-8193 (pid 312) last ran on CPU 3, allowed 3`.
+fn thread_line(i: &IrqLanding, t: &ThreadLanding) -> String {
+    let last = t.last_cpu.map_or("an unknown CPU".to_string(), |c| format!("CPU {c}"));
+    format!(
+        "  {} (irq {}): thread {} (pid {}) last ran on {last}, allowed {}\n",
+        i.role.label(i.queue),
+        i.irq,
+        t.name,
+        t.pid,
+        list(t.allowed.as_ref())
+    )
+}
+
+/// `NET_RX softirqs by CPU: 2 41%, 3 35%, 6 24%` (shares rounded down).
+fn net_rx_line(cpus: &[NetRxCpu]) -> String {
+    let parts: Vec<String> = cpus.iter().map(|c| format!("{} {}%", c.cpu, c.share_percent.floor() as u64)).collect();
+    format!("NET_RX softirqs by CPU: {}\n", parts.join(", "))
+}
+
 /// The report as text: the interval, then per device its summary line and its IRQ rows under
-/// one header, columns as wide as their widest cell; then the warnings.
+/// one header, columns as wide as their widest cell, and a line per NAPI thread; then where
+/// `NET_RX` softirqs ran and the warnings.
 pub(crate) fn render_table(l: &Landing) -> String {
     let rows: Vec<Vec<[String; 8]>> = l.devices.iter().map(|d| d.irqs.iter().map(cells).collect()).collect();
     let header = HEADER.map(String::from);
@@ -122,6 +143,14 @@ pub(crate) fn render_table(l: &Landing) -> String {
         for row in rows {
             out.push_str(&line(row));
         }
+        for i in &d.irqs {
+            if let Some(t) = &i.napi_thread {
+                out.push_str(&thread_line(i, t));
+            }
+        }
+    }
+    if !l.net_rx.is_empty() {
+        out.push_str(&net_rx_line(&l.net_rx));
     }
     for w in &l.warnings {
         out.push_str(&format!("warning: {w}\n"));

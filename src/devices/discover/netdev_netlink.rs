@@ -3,7 +3,7 @@
 //!
 //! One blocking `NETLINK_GENERIC` socket per read, with a receive timeout: the family's id from
 //! the controller (`CTRL_CMD_GETFAMILY`), then a `napi-get` and a `queue-get` dump. A kernel
-//! without the family (before 6.5), without one of the two commands (6.5 to 6.8), or a sandbox
+//! without the family (before 6.3), without one of the two commands (6.3 to 6.7), or a sandbox
 //! that refuses the socket gives what it can, or [`NetdevView::Unavailable`] with why: never an
 //! error of the pass.
 
@@ -47,7 +47,7 @@ fn ask() -> Result<NetdevReport, String> {
     let family = family_id(&fd)?;
     let napis = match dump(&fd, family, NETDEV_CMD_NAPI_GET, 2) {
         Ok(m) => m,
-        // A kernel with the family but not the command (6.5 to 6.8): nothing of that part.
+        // A kernel with the family but not the command (6.3 to 6.7): nothing of that part.
         Err(Asked::Kernel(_)) => Vec::new(),
         Err(Asked::Failed(why)) => return Err(why),
     };
@@ -111,7 +111,7 @@ fn family_id(fd: &OwnedFd) -> Result<u16, String> {
     let answer = match exchange(fd, &msg, false) {
         Ok(a) => a,
         Err(Asked::Kernel(errno)) if errno == -(nix::errno::Errno::ENOENT as i32) => {
-            return Err("the kernel has no netdev netlink family (it came with 6.5)".into())
+            return Err("the kernel has no netdev netlink family (it came with 6.3)".into())
         }
         Err(Asked::Kernel(errno)) => return Err(format!("the netlink controller answered error {errno}")),
         Err(Asked::Failed(why)) => return Err(why),

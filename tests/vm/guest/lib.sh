@@ -400,3 +400,45 @@ cpu_storm() {
   read -r on < $f; [ "$on" = 1 ] || { echo 1 2>/dev/null > $f; read -r on < $f; }
   [ "$on" = 1 ]
 }
+
+# NAPI threads. napi_thread_pids IFACE: PIDS = the pids of IFACE's NAPI threads (`napi/IFACE-ID`)
+# ordered by NAPI id. vmxnet3 adds one NAPI instance per receive queue, in queue order, and the
+# kernel numbers instances in the order they are added: the i-th pid is queue i's thread.
+napi_thread_pids() {
+  local d c out=""
+  for d in /proc/[0-9]*; do
+    c=""; read -r c < $d/comm 2>/dev/null
+    case $c in "napi/$1-"*) out="$out
+${c##*-} ${d#/proc/}";; esac
+  done
+  PIDS=$(echo "$out" | sort -n | awk 'NF == 2 { print $2 }' | tr '\n' ' '); PIDS=${PIDS% }
+}
+# thread_cpus PID: REPLY = its Cpus_allowed_list.
+thread_cpus() { REPLY=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$1/status 2>/dev/null); }
+# threads_follow: every NAPI thread of eth0 is allowed on exactly its queue IRQ's mask ($NIC_IRQS,
+# queue order), checked from /proc alone. THREAD_LISTS = the threads' lists in queue order.
+threads_follow() {
+  local q=0 pid irq m out=""
+  napi_thread_pids eth0
+  THREAD_LISTS=""
+  [ -n "$PIDS" ] && [ "$(count "$PIDS")" -eq "$(count "$NIC_IRQS")" ] ||
+    { REPLY="$(count "$PIDS") NAPI threads for $(count "$NIC_IRQS") queue IRQs"; return 1; }
+  set -- $NIC_IRQS
+  for pid in $PIDS; do
+    irq=$1; shift
+    read -r m < /proc/irq/$irq/smp_affinity_list
+    thread_cpus "$pid"; out="$out $REPLY"
+    [ "$REPLY" = "$m" ] || { THREAD_LISTS=${out# }; REPLY="queue $q: thread $pid allowed on '$REPLY', irq $irq on $m"; return 1; }
+    q=$((q + 1))
+  done
+  THREAD_LISTS=${out# }; REPLY="threads on $THREAD_LISTS"
+}
+# threads_settle TIMEOUT_MS: polls every 20 ms from T0 until threads_follow holds; THREADS_MS =
+# when it first held, relative to T0; -1 on timeout.
+threads_settle() {
+  while ! threads_follow; do
+    now; [ $((NOW - T0)) -ge "$1" ] && { THREADS_MS=-1; return 1; }
+    usleep 20000
+  done
+  now; THREADS_MS=$((NOW - T0))
+}

@@ -72,12 +72,13 @@ function kernel_tables() {
   out("")
   out("| Scenario | Checks passed | Reaction time (TCG, pessimistic) |")
   out("|---|---|---|")
-  split("harness report startup cpu-offline xps link-flap nic-hotplug sighup idle storm cli-agree two-nics irqbalance", sc, " ")
+  split("harness report startup cpu-offline xps napi-threads link-flap nic-hotplug sighup idle storm cli-agree two-nics irqbalance", sc, " ")
   r["harness"] = "-"
   r["report"] = "-"
   r["startup"] = "daemon start to all NIC queues placed: " ms("startup place_ms")
   r["cpu-offline"] = "CPU offline to re-planned: " ms("cpu-offline offline_react_ms") "; online to restored: " ms("cpu-offline online_react_ms")
   r["xps"] = "banned list written to re-placed: " ms("xps banned_react_ms") "; removed to restored: " ms("xps unbanned_react_ms")
+  r["napi-threads"] = "threaded on to threads placed: " ms("napi-threads start_ms") "; CPU offline: " ms("napi-threads offline_ms") "; online: " ms("napi-threads online_ms") "; moved by another writer: " ms("napi-threads drift_ms") "; threaded off and on: " ms("napi-threads toggle_on_ms")
   r["link-flap"] = "link up to placed: " ms("link-flap up_react_ms") (val("link-flap kernel_kept") == "yes" ? " (nothing to restore: the kernel kept the masks across free_irq/request_irq)" : "")
   r["nic-hotplug"] = "link up of the new NIC to placed: " ms("nic-hotplug place_ms") "; device_del to gone: " ms("nic-hotplug remove_ms")
   r["sighup"] = "SIGHUP to re-placed on node 0: " ms("sighup node0_react_ms") "; back: " ms("sighup restore_react_ms")
@@ -130,6 +131,21 @@ function kernel_tables() {
     out("")
     out("Each tx queue's set is the CPUs for which its IRQ is the nearest, checked in the guest from sysfs")
     out("(SMT siblings, cluster, LLC, node) against the IRQs' smp_affinity_list.")
+    out("")
+  }
+  if (("napi-threads start_threads") in m) {
+    out("| eth0 with threaded NAPI (`threaded` = 1): where the 8 NAPI threads may run | irqwise | irqbalance 1.9 |")
+    out("|---|---|---|")
+    out("| each thread on its queue IRQ's CPUs | " (val("napi-threads start_ms") ~ /^-/ ? "no" : "yes") " | " val("irqbalance napi_threads_follow") " |")
+    out("| threads' Cpus_allowed_list, queue 0..7 | " val("napi-threads start_threads") " | " val("irqbalance napi_threads") " |")
+    out("| threaded on to every thread placed; CPU of queue 0 offline; back online; a thread moved by another writer; threaded off and on | " ms("napi-threads start_ms") "; " ms("napi-threads offline_ms") "; " ms("napi-threads online_ms") "; " ms("napi-threads drift_ms") "; " ms("napi-threads toggle_on_ms") " | - |")
+    out("| threads while `threaded` is off; the same pids when on again | " val("napi-threads toggle_off_threads") "; " val("napi-threads toggle_same_pids") " | - |")
+    out("| queue identity (plan --json queue_source of the 8 queue IRQs) | " val("napi-threads identity") " | - |")
+    out("| plan's notice about the kernel's netdev family | " val("napi-threads netdev_notice") " | - |")
+    out("")
+    out("Threads are checked from /proc alone: vmxnet3 adds one NAPI instance per queue in queue order")
+    out("and the kernel numbers them as added, so the i-th thread by NAPI id is queue i's. No event says")
+    out("`threaded` changed: the next pass sees it (here the reconcile timer, set to 2 s for the scenario).")
     out("")
   }
   out("| Where eth0's interrupts land under a ping flood (`irqwise report`, 5 s) | kernel, before irqwise | irqbalance 1.9 | irqwise |")

@@ -14,9 +14,15 @@ else
   check ran "irqbalance --oneshot exits 0 (rc $IB_RC)" -- [ $IB_RC = 0 ]
   placement_metrics "$NIC_IRQS" "$NIC_NODE"
   if [ -n "${NIC2_IRQS:-}" ]; then cpu_load "$NIC_IRQS $NIC2_IRQS"; measure load_both "$REPLY"; fi
+  echo 1 > /sys/class/net/eth0/threaded   # threaded NAPI, as in 35-napi-threads.sh
+  napi_thread_pids eth0; for p in $PIDS; do busybox taskset -p -c 0-7 "$p" > /dev/null; done   # as the kernel starts them
   $IB --foreground >> /tmp/irqbalance.log 2>&1 &
   IB_PID=$!
   sleep 12   # past its first 10 s balancing interval
+  # Measured, not checked: where irqbalance leaves the NAPI threads (irqwise: with their IRQs).
+  if threads_follow; then measure napi_threads_follow yes; else measure napi_threads_follow "no: $REPLY"; fi
+  measure napi_threads "$THREAD_LISTS"
+  echo 0 > /sys/class/net/eth0/threaded
   read -r OFF < /proc/irq/${NIC_IRQS%% *}/effective_affinity_list
   read_masks "$NIC_IRQS"; BEFORE=$MASKS
   read_masks "$NIC_IRQS ${NIC2_IRQS:-}"; BOTH_BEFORE=$MASKS
