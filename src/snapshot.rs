@@ -13,6 +13,8 @@
 //! - Symlinks a reader went through become plain directories in `OUT` (the PCI and block device
 //!   links); symlinks whose target or name a reader used without going through them (`driver`,
 //!   `cpuN/nodeM`) are recreated with the same target text.
+//! - The kernel's netdev netlink answers (queue → NAPI → IRQ) are kept below `OUT` as the
+//!   source's kernel gave them (`irqwise-snapshot/`), where a plan of `OUT` reads them.
 //! - A file that is absent on the source is simply absent in `OUT`; one that exists but cannot be
 //!   read (sysfs attributes can fail with EIO and friends) is skipped and listed in the report.
 //!   Failing to write `OUT` is an error.
@@ -26,6 +28,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::devices::discover::net_queues::read_net_queues;
+use crate::devices::discover::netdev_netlink::{capture_netdev, CAPTURED_NAPI_GET, CAPTURED_QUEUE_GET};
 use crate::devices::discover::{discover_devices, udev_properties};
 use crate::sysfs::{Access, EntryKind, Root};
 use crate::topology::discover::isolation::read_isolation;
@@ -63,6 +66,10 @@ pub struct SnapshotReport {
     pub dirs_created: usize,
     /// Unreadable source entries, in path order.
     pub skipped: Vec<Skipped>,
+    /// Why the kernel's netdev netlink answers were not kept (`None`: kept, or not this
+    /// machine's root, whose kernel cannot be asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub netdev_not_kept: Option<String>,
 }
 
 /// Files no pass needs but every bug report does: where interrupts fire, the boot options.
@@ -82,6 +89,15 @@ pub fn snapshot(source: &Root, out: &Path) -> Result<SnapshotReport, SnapshotErr
     read_as_a_pass_does(&recording);
     let mut c = Copier { src: source, out, report: SnapshotReport::default() };
     c.copy(&recording.accesses())?;
+    if source.is_this_machine() {
+        match capture_netdev() {
+            Ok(dumps) => {
+                c.write_new(CAPTURED_NAPI_GET, &dumps.napi_get)?;
+                c.write_new(CAPTURED_QUEUE_GET, &dumps.queue_get)?;
+            }
+            Err(why) => c.report.netdev_not_kept = Some(why),
+        }
+    }
     Ok(c.report)
 }
 
@@ -199,6 +215,22 @@ impl Copier<'_> {
         fs::set_permissions(&path, fs::Permissions::from_mode(mode)).map_err(|source| SnapshotError::SetMode {
             path,
             mode,
+            source,
+        })?;
+        self.report.files_copied += 1;
+        Ok(())
+    }
+
+    /// Writes `bytes` as `OUT/rel`, a file the snapshot makes (not a copy of the source's).
+    fn write_new(&mut self, rel: &str, bytes: &[u8]) -> Result<(), SnapshotError> {
+        let path = self.out.join(rel);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(|source| SnapshotError::CreateDir { path: dir.to_path_buf(), source })?;
+        }
+        fs::write(&path, bytes).map_err(|source| SnapshotError::WriteFile {
+            path: path.clone(),
+            from: PathBuf::from("the kernel's netdev netlink family"),
+            len: bytes.len(),
             source,
         })?;
         self.report.files_copied += 1;

@@ -288,3 +288,23 @@ fn host_snapshot_discovers_the_same_topology() {
     let copy = read_topology(&Root::new(out.path())).unwrap();
     assert_eq!(copy, host);
 }
+
+#[test]
+fn host_snapshot_keeps_the_kernels_netdev_answers() {
+    use irqwise::devices::discover::netdev_netlink::{read_captured_netdev, read_netdev};
+    use irqwise::devices::napi::NetdevView;
+    let out = tempfile::tempdir().unwrap();
+    let report = snapshot(&Root::new("/"), out.path()).unwrap();
+    let kept = read_captured_netdev(&Root::new(out.path()));
+    match read_netdev() {
+        NetdevView::Reported(live) => {
+            assert_eq!(report.netdev_not_kept, None);
+            assert_eq!(kept, NetdevView::Reported(live), "a plan of the snapshot sees what the kernel said");
+        }
+        NetdevView::Unavailable(why) => {
+            assert!(report.netdev_not_kept.is_some(), "the report says why: {why}");
+            assert_eq!(kept, NetdevView::NotThisMachine);
+        }
+        NetdevView::NotThisMachine => unreachable!("/ is this machine"),
+    }
+}

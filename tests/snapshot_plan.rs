@@ -22,7 +22,8 @@ fn essence(plan: &Value) -> Vec<(String, Value)> {
         }
         for p in irqs(d) {
             let irq = &p["irq"];
-            for key in ["name", "role", "queue", "managed", "current", "desired", "action", "mismatch"] {
+            for key in ["name", "role", "queue", "queue_source", "managed", "current", "desired", "action", "mismatch"]
+            {
                 out.push((format!("{bdf} irq {irq} {key}"), p[key].clone()));
             }
         }

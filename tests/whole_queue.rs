@@ -198,3 +198,47 @@ fn a_thread_already_on_its_irqs_cpus_is_kept() {
     let p = plan(&s);
     assert_eq!(thread_of(&p, 1000).action, Action::Keep);
 }
+
+/// Decodes the hex of a capture in tests/data/netlink.
+fn capture(file: &str) -> Vec<u8> {
+    let text = std::fs::read_to_string(format!("{}/tests/data/netlink/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let t: String = text.split_whitespace().collect();
+    (0..t.len()).step_by(2).map(|i| u8::from_str_radix(&t[i..i + 2], 16).unwrap()).collect()
+}
+
+/// The 6.12 guest's answer for its vmxnet3 eth0 (ifindex 2): instances 8193-8200 with their
+/// threads' pids (8193 is pid 453, 8194 pid 452), no IRQ, no queue naming an instance.
+fn vmxnet3_612() -> irqwise::devices::napi::NetdevReport {
+    let dumps = irqwise::devices::napi::NetdevDumps {
+        napi_get: capture("napi-get-6.12-vmxnet3.hex"),
+        queue_get: capture("queue-get-6.12-vmxnet3.hex"),
+    };
+    dumps.report().unwrap()
+}
+
+#[test]
+fn the_612_vmxnet3_answer_names_threads_but_no_irq() {
+    let r = vmxnet3_612();
+    let eth0: Vec<(u32, Option<u32>, Option<u32>)> =
+        r.napis.iter().filter(|n| n.ifindex == 2).map(|n| (n.id, n.irq, n.pid)).collect();
+    assert_eq!(eth0.len(), 8);
+    assert!(eth0.contains(&(8193, None, Some(453))) && eth0.contains(&(8200, None, Some(446))), "{eth0:?}");
+    assert_eq!(r.queues.iter().filter(|q| q.ifindex == 2).count(), 16, "rx-0..7 and tx-0..7");
+    assert!(r.queues.iter().all(|q| q.napi.is_none()), "no queue names its instance on 6.12");
+    assert!(irqwise::devices::napi::queues_by_irq(&r, 2).is_empty(), "so no IRQ is told by the kernel");
+}
+
+#[test]
+fn the_kernels_pid_to_instance_wins_over_a_cut_thread_name() {
+    let mut s = sample(Config::default(), nic("vmxnet3"));
+    s.interfaces.get_mut("eth0").unwrap().ifindex = Some(2);
+    s.netdev = NetdevView::Reported(vmxnet3_612());
+    // pid 452 runs instance 8194 (queue 1) but its name, cut as kernels before 5.17 cut
+    // kthread names, says 81: by name it would sort first and take queue 0.
+    s.napi_threads = vec![thread(453, 8193), thread(452, 81)];
+    let p = plan(&s);
+    assert_eq!((thread_of(&p, 453).irq, thread_of(&p, 453).by), (Some(101), Some("driver-order")));
+    assert_eq!(thread_of(&p, 452).irq, Some(102), "queue 1's IRQ, as the kernel's id says");
+    assert_eq!(thread_of(&p, 452).name, "napi/eth0-81", "moved only while it runs the name it had");
+    assert!(p.queue_disagreements.is_empty() && p.notices.is_empty());
+}

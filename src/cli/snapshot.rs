@@ -21,6 +21,11 @@ pub fn snapshot(root: &Root, out: &Path) -> Result<String, CliError> {
     for s in &report.skipped {
         text.push_str(&format!("skipped {}: {}\n", s.path.display(), s.reason));
     }
+    if let Some(why) = &report.netdev_not_kept {
+        text.push_str(&format!(
+            "note: the kernel's netdev netlink answers are not in it ({why}): a plan of it reads queues by name\n"
+        ));
+    }
     text.push_str(&format!("use it with: irqwise --root {} plan\n", out.display()));
     Ok(text)
 }

@@ -262,6 +262,24 @@ pub fn queues_of(messages: &[Vec<(u16, &[u8])>]) -> Vec<QueueNapi> {
         .collect()
 }
 
+/// The raw answers of one read of the family, as a snapshot keeps them: the bytes of the
+/// `napi-get` and `queue-get` dumps (empty for a command the kernel does not have).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetdevDumps {
+    pub napi_get: Vec<u8>,
+    pub queue_get: Vec<u8>,
+}
+
+impl NetdevDumps {
+    /// What the two dumps report. Guarantees: an empty dump reports nothing; a malformed one, or
+    /// one holding the kernel's error, is an error.
+    pub fn report(&self) -> Result<NetdevReport, NetlinkReplyError> {
+        let (napis, _) = parse_genl_messages(&self.napi_get)?;
+        let (queues, _) = parse_genl_messages(&self.queue_get)?;
+        Ok(NetdevReport { napis: napis_of(&napis), queues: queues_of(&queues) })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

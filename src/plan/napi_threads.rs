@@ -36,16 +36,36 @@ pub fn plan_napi_threads(plan: &mut Plan, sample: &Sample, policies: &[Policy]) 
             continue;
         }
         for interface in &dev.interfaces {
-            let mut threads: Vec<&NapiThread> =
-                sample.napi_threads.iter().filter(|t| &t.interface == interface).collect();
-            threads.sort_by_key(|t| t.napi_id);
             let ifindex = sample.interfaces.get(interface).and_then(|s| s.ifindex);
-            for (rank, t) in threads.iter().enumerate() {
-                let found = attribute(t, rank, ifindex, report, dev, dp);
-                dp.napi_threads.push(place_thread(t, found, dp, policy.napi_threads));
+            // Each thread with its name as read, and the NAPI id the kernel reports for its pid.
+            let mut threads: Vec<(String, NapiThread)> = sample
+                .napi_threads
+                .iter()
+                .filter(|t| &t.interface == interface)
+                .map(|t| (thread_name(t), with_reported_id(t, ifindex, report)))
+                .collect();
+            threads.sort_by_key(|(_, t)| t.napi_id);
+            for (rank, (name, t)) in threads.into_iter().enumerate() {
+                let found = attribute(&t, rank, ifindex, report, dev, dp);
+                dp.napi_threads.push(place_thread(&t, name, found, dp, policy.napi_threads));
             }
         }
     }
+}
+
+/// The name `t` runs under (`napi/IF-ID`, as read): a pid is moved only while it runs it.
+fn thread_name(t: &NapiThread) -> String {
+    format!("napi/{}-{}", t.interface, t.napi_id)
+}
+
+/// `t` with the NAPI id of the instance the kernel reports its pid for (6.10 and later), which
+/// wins over the id its name gives (a name cut at 15 characters by a kernel before 5.17 ends in
+/// part of the id).
+fn with_reported_id(t: &NapiThread, ifindex: Option<u32>, report: Option<&NetdevReport>) -> NapiThread {
+    let reported = report
+        .zip(ifindex)
+        .and_then(|(r, ifindex)| r.napis.iter().find(|n| n.ifindex == ifindex && n.pid == Some(t.pid)));
+    NapiThread { napi_id: reported.map_or(t.napi_id, |n| n.id), ..t.clone() }
 }
 
 /// The IRQ of `t`'s NAPI instance and how it was found.
@@ -93,6 +113,7 @@ fn queue_irq(dp: &DevicePlan, q: u32, kind: QueueKind) -> Option<&Placement> {
 /// where it is).
 fn place_thread(
     t: &NapiThread,
+    name: String,
     found: Option<(u32, &'static str)>,
     dp: &DevicePlan,
     how: NapiThreads,
@@ -118,7 +139,7 @@ fn place_thread(
     };
     ThreadPlacement {
         pid: t.pid,
-        name: format!("napi/{}-{}", t.interface, t.napi_id),
+        name,
         napi_id: t.napi_id,
         irq,
         by: found.map(|(_, by)| by),

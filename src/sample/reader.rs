@@ -16,12 +16,11 @@ use crate::config::{Config, OnDrift};
 use crate::cpuset::CpuSet;
 use crate::devices::discover::napi_threads::{read_interface, read_napi_threads};
 use crate::devices::discover::net_queues::read_net_queues;
-use crate::devices::discover::netdev_netlink::read_netdev;
+use crate::devices::discover::netdev_netlink::{read_captured_netdev, read_netdev};
 use crate::devices::discover::{
     discover_devices_keeping, rediscover_devices, udev_properties, DeviceReads, DeviceScope, DevicesError, Discovery,
 };
 use crate::devices::napi::InterfaceState;
-use crate::devices::napi::NetdevView;
 use crate::devices::{Device, DeviceClass};
 use crate::sysfs::Root;
 use crate::topology::discover::isolation::read_isolation;
@@ -269,8 +268,8 @@ fn read_every_pass(
         .collect();
     let threaded = interfaces.iter().filter(|(_, s)| s.threaded == Some(true)).map(|(n, _)| n.clone()).collect();
     let napi_threads = read_napi_threads(root, &threaded);
-    // The netlink answers are this machine's: under another root they would describe the host.
-    let netdev = if root.is_this_machine() { read_netdev() } else { NetdevView::NotThisMachine };
+    // The netlink answers are this machine's kernel's: another root gets those its snapshot kept.
+    let netdev = if root.is_this_machine() { read_netdev() } else { read_captured_netdev(root) };
     let default_affinity = (config.global.on_drift == OnDrift::Respect)
         .then(|| root.read_small_optional("proc/irq/default_smp_affinity").ok().flatten())
         .flatten()

@@ -5,7 +5,8 @@
 //! the controller (`CTRL_CMD_GETFAMILY`), then a `napi-get` and a `queue-get` dump. A kernel
 //! without the family (before 6.3), without one of the two commands (6.3 to 6.7), or a sandbox
 //! that refuses the socket gives what it can, or [`NetdevView::Unavailable`] with why: never an
-//! error of the pass.
+//! error of the pass. A snapshot keeps the raw answers ([`capture_netdev`]) below its root, where
+//! [`read_captured_netdev`] finds them.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Duration;
@@ -14,7 +15,8 @@ use nix::sys::socket::{bind, recv, send, setsockopt, socket, sockopt, AddressFam
 use nix::sys::socket::{SockFlag, SockProtocol, SockType};
 use nix::sys::time::TimeVal;
 
-use crate::devices::napi::{napis_of, parse_genl_messages, queues_of, NetdevReport, NetdevView};
+use crate::devices::napi::{parse_genl_messages, NetdevDumps, NetdevView};
+use crate::sysfs::Root;
 
 /// The generic-netlink controller's family id (`GENL_ID_CTRL`) and what is asked of it.
 const GENL_ID_CTRL: u16 = 0x10;
@@ -31,32 +33,54 @@ const TIMEOUT: Duration = Duration::from_secs(1);
 /// The most bytes a dump may take: a machine with 64 NICs of 128 queues answers in ~1 MB.
 const MAX_DUMP: usize = 16 << 20;
 
+/// Where a snapshot keeps the family's answers, below its root: a plan of the snapshot reads
+/// them as the source machine's kernel gave them.
+pub const CAPTURED_NAPI_GET: &str = "irqwise-snapshot/netdev-napi-get.bin";
+pub const CAPTURED_QUEUE_GET: &str = "irqwise-snapshot/netdev-queue-get.bin";
+
 /// What this machine's kernel reports (see the module documentation).
 pub fn read_netdev() -> NetdevView {
-    match ask() {
+    match capture_netdev().and_then(|dumps| dumps.report().map_err(|e| format!("its answer cannot be read ({e})"))) {
         Ok(report) => NetdevView::Reported(report),
         Err(why) => NetdevView::Unavailable(why),
     }
 }
 
-fn ask() -> Result<NetdevReport, String> {
+/// What a snapshot's kernel reported, from the answers it kept below `root`
+/// ([`CAPTURED_NAPI_GET`], [`CAPTURED_QUEUE_GET`]): `NotThisMachine` when it kept none (the
+/// source's kernel could not be asked, or an older snapshot), `Unavailable` naming the file that
+/// cannot be read.
+pub fn read_captured_netdev(root: &Root) -> NetdevView {
+    let read = |rel: &str| root.read_bytes_optional(rel).map_err(|e| e.to_string());
+    let (napi_get, queue_get) = match (read(CAPTURED_NAPI_GET), read(CAPTURED_QUEUE_GET)) {
+        (Ok(None), Ok(None)) => return NetdevView::NotThisMachine,
+        (Ok(n), Ok(q)) => (n.unwrap_or_default(), q.unwrap_or_default()),
+        (Err(e), _) | (_, Err(e)) => return NetdevView::Unavailable(e),
+    };
+    match (NetdevDumps { napi_get, queue_get }).report() {
+        Ok(report) => NetdevView::Reported(report),
+        Err(e) => NetdevView::Unavailable(format!(
+            "{} or {}: {e}",
+            root.path(CAPTURED_NAPI_GET).display(),
+            root.path(CAPTURED_QUEUE_GET).display()
+        )),
+    }
+}
+
+/// The raw answers of this machine's kernel to the two dumps, or why it cannot be asked.
+pub fn capture_netdev() -> Result<NetdevDumps, String> {
     let fd = socket(AddressFamily::Netlink, SockType::Raw, SockFlag::SOCK_CLOEXEC, SockProtocol::NetlinkGeneric)
         .map_err(|e| format!("cannot open a generic netlink socket ({e})"))?;
     bind(fd.as_raw_fd(), &NetlinkAddr::new(0, 0)).map_err(|e| format!("cannot bind a generic netlink socket ({e})"))?;
     let _ = setsockopt(&fd, sockopt::ReceiveTimeout, &TimeVal::new(TIMEOUT.as_secs() as i64, 0));
     let family = family_id(&fd)?;
-    let napis = match dump(&fd, family, NETDEV_CMD_NAPI_GET, 2) {
-        Ok(m) => m,
+    let dump = |cmd: u8, seq: u32| match exchange(&fd, &request(family, cmd, NLM_F_DUMP, seq, &[]), true) {
+        Ok(bytes) => Ok(bytes),
         // A kernel with the family but not the command (6.3 to 6.7): nothing of that part.
-        Err(Asked::Kernel(_)) => Vec::new(),
-        Err(Asked::Failed(why)) => return Err(why),
+        Err(Asked::Kernel(_)) => Ok(Vec::new()),
+        Err(Asked::Failed(why)) => Err(why),
     };
-    let queues = match dump(&fd, family, NETDEV_CMD_QUEUE_GET, 3) {
-        Ok(m) => m,
-        Err(Asked::Kernel(_)) => Vec::new(),
-        Err(Asked::Failed(why)) => return Err(why),
-    };
-    Ok(NetdevReport { napis, queues })
+    Ok(NetdevDumps { napi_get: dump(NETDEV_CMD_NAPI_GET, 2)?, queue_get: dump(NETDEV_CMD_QUEUE_GET, 3)? })
 }
 
 /// A failed question: the kernel's answer was an error (errno), or the socket failed (why).
@@ -125,33 +149,6 @@ fn family_id(fd: &OwnedFd) -> Result<u16, String> {
         .ok_or_else(|| "the netlink controller named no id for the netdev family".into())
 }
 
-/// A dump of `cmd`, as the messages' decoded items.
-fn dump<T>(fd: &OwnedFd, family: u16, cmd: u8, seq: u32) -> Result<Vec<T>, Asked>
-where
-    T: FromMessages,
-{
-    let answer = exchange(fd, &request(family, cmd, NLM_F_DUMP, seq, &[]), true)?;
-    let (messages, _) = parse_genl_messages(&answer).map_err(|e| Asked::Failed(e.to_string()))?;
-    Ok(T::from_messages(&messages))
-}
-
-/// How a dump's messages become items.
-trait FromMessages: Sized {
-    fn from_messages(messages: &[Vec<(u16, &[u8])>]) -> Vec<Self>;
-}
-
-impl FromMessages for crate::devices::napi::NapiInstance {
-    fn from_messages(messages: &[Vec<(u16, &[u8])>]) -> Vec<Self> {
-        napis_of(messages)
-    }
-}
-
-impl FromMessages for crate::devices::napi::QueueNapi {
-    fn from_messages(messages: &[Vec<(u16, &[u8])>]) -> Vec<Self> {
-        queues_of(messages)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +161,33 @@ mod tests {
         assert_eq!(u32::from_ne_bytes([msg[0], msg[1], msg[2], msg[3]]) as usize, msg.len());
         assert_eq!(&msg[24..31], b"netdev\0");
         assert_eq!(attr_u32(&[(1, &7u32.to_ne_bytes()[..])], 1), Some(7));
+    }
+
+    fn hex(text: &str) -> Vec<u8> {
+        let t: String = text.split_whitespace().collect();
+        (0..t.len()).step_by(2).map(|i| u8::from_str_radix(&t[i..i + 2], 16).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_snapshots_kept_answers_are_read_as_its_kernel_gave_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        assert_eq!(read_captured_netdev(&root), NetdevView::NotThisMachine, "an older snapshot kept none");
+        std::fs::create_dir_all(dir.path().join("irqwise-snapshot")).unwrap();
+        let napi = hex(include_str!("../../../tests/data/netlink/napi-get-6.18-virtio.hex"));
+        let queue = hex(include_str!("../../../tests/data/netlink/queue-get-6.18-virtio.hex"));
+        std::fs::write(dir.path().join(CAPTURED_NAPI_GET), &napi).unwrap();
+        std::fs::write(dir.path().join(CAPTURED_QUEUE_GET), &queue).unwrap();
+        let NetdevView::Reported(r) = read_captured_netdev(&root) else { panic!("not read") };
+        assert_eq!(r.napis.iter().map(|n| (n.ifindex, n.id)).collect::<Vec<_>>(), vec![(4, 257)]);
+        assert_eq!(r.queues.iter().filter(|q| q.napi == Some(257)).count(), 1, "rx-0 of ifindex 4");
+        // A kernel without queue-get kept an empty answer: the instances alone.
+        std::fs::write(dir.path().join(CAPTURED_QUEUE_GET), b"").unwrap();
+        let NetdevView::Reported(r) = read_captured_netdev(&root) else { panic!("not read") };
+        assert!(r.queues.is_empty() && r.napis.len() == 1);
+        std::fs::write(dir.path().join(CAPTURED_NAPI_GET), &napi[..napi.len() - 3]).unwrap();
+        let NetdevView::Unavailable(why) = read_captured_netdev(&root) else { panic!("a cut answer was read") };
+        assert!(why.contains("netdev-napi-get.bin"), "{why}");
     }
 
     /// The real kernel of this machine, when it has the family: the read works and gives

@@ -415,11 +415,12 @@ ${c##*-} ${d#/proc/}";; esac
 }
 # thread_cpus PID: REPLY = its Cpus_allowed_list.
 thread_cpus() { REPLY=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$1/status 2>/dev/null); }
-# threads_follow: every NAPI thread of eth0 is allowed on exactly its queue IRQ's mask ($NIC_IRQS,
-# queue order), checked from /proc alone. THREAD_LISTS = the threads' lists in queue order.
+# threads_follow: every NAPI thread of $NAPI_IF (default eth0) is allowed on exactly its queue
+# IRQ's mask ($NIC_IRQS, queue order), checked from /proc alone. THREAD_LISTS = the threads'
+# lists in queue order.
 threads_follow() {
   local q=0 pid irq m out=""
-  napi_thread_pids eth0
+  napi_thread_pids "${NAPI_IF:-eth0}"
   THREAD_LISTS=""
   [ -n "$PIDS" ] && [ "$(count "$PIDS")" -eq "$(count "$NIC_IRQS")" ] ||
     { REPLY="$(count "$PIDS") NAPI threads for $(count "$NIC_IRQS") queue IRQs"; return 1; }

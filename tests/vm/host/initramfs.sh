@@ -3,14 +3,15 @@
 #   Layout in the guest: /init (tests/vm/guest/init), /guest/* (scenario scripts), /usr/bin/irqwise,
 #   /usr/sbin/irqbalance (+ its shared libraries), busybox applets in /bin, and the nvme and
 #   vmxnet3 modules of $KVER (below $MODBASE, default /) with their dependencies, decompressed,
-#   with modules.dep.
+#   with modules.dep; also the drivers of the NICs 36-netdev-survey.sh hot-adds (e1000e, e1000,
+#   virtio-net, rtl8139).
 # build_boot_initramfs ROOTDIR OUT.cpio.gz INIT MODULE...  (the systemd tier)
 #   busybox, the modules with their dependencies, and INIT as /init (it mounts the real root and
 #   switches to it).
 # install_modules ROOT MODULE...: the modules of $KVER with their dependencies below ROOT, with
 #   modules.dep (also used for the systemd tier's disk root).
 
-GUEST_MODULES="nvme vmxnet3"
+GUEST_MODULES="nvme vmxnet3 e1000e e1000 virtio_pci virtio_net 8139too"
 
 # scenario_files [DIR]: the scenario scripts NN-*.sh in DIR (default: the kernel tier's) to run:
 # all, or those whose number prefix is listed in IRQWISE_VM_SCENARIOS.
@@ -40,7 +41,7 @@ add_module() {
   case " $ADDED_MODULES " in *" $m "*) return 0;; esac
   ADDED_MODULES="$ADDED_MODULES $m"
   f=$(modinfo -b "$base" -k "$KVER" -F filename "$m" 2>/dev/null) || { echo "test-vm: no module $m in $KVER" >&2; return 1; }
-  case $f in builtin*|"") return 0;; esac
+  case $f in builtin*|"(builtin)"|"") return 0;; esac
   for d in $(modinfo -b "$base" -k "$KVER" -F depends "$m" | tr ',' ' '); do add_module "$root" "$d"; done
   rel=${f#"$moddir"/}
   mkdir -p "$root$guestdir/$(dirname "$rel")"

@@ -63,6 +63,7 @@ function systemd_tables(   i, k, p) {
   out("| SIGSEGV to a new main process, active | " msx("restart segv_restart_ms") " |")
   out("| CPU offline to re-placed; online to restored | " msx("events offline_react_ms") "; " msx("events online_react_ms") " |")
   out("| link up to the daemon's pass for it | " msx("events link_seen_ms") " |")
+  out("| threaded NAPI on to every NAPI thread on its IRQ's CPUs (2 s reconcile drop-in) | " msx("napi follow_ms") " |")
   out("")
 }
 function kernel_tables() {
@@ -72,13 +73,14 @@ function kernel_tables() {
   out("")
   out("| Scenario | Checks passed | Reaction time (TCG, pessimistic) |")
   out("|---|---|---|")
-  split("harness report startup cpu-offline xps napi-threads link-flap nic-hotplug sighup idle storm cli-agree two-nics irqbalance", sc, " ")
+  split("harness report startup cpu-offline xps napi-threads netdev-survey link-flap nic-hotplug sighup idle storm cli-agree two-nics irqbalance", sc, " ")
   r["harness"] = "-"
   r["report"] = "-"
   r["startup"] = "daemon start to all NIC queues placed: " ms("startup place_ms")
   r["cpu-offline"] = "CPU offline to re-planned: " ms("cpu-offline offline_react_ms") "; online to restored: " ms("cpu-offline online_react_ms")
   r["xps"] = "banned list written to re-placed: " ms("xps banned_react_ms") "; removed to restored: " ms("xps unbanned_react_ms")
   r["napi-threads"] = "threaded on to threads placed: " ms("napi-threads start_ms") "; CPU offline: " ms("napi-threads offline_ms") "; online: " ms("napi-threads online_ms") "; moved by another writer: " ms("napi-threads drift_ms") "; threaded off and on: " ms("napi-threads toggle_on_ms")
+  r["netdev-survey"] = "-"
   r["link-flap"] = "link up to placed: " ms("link-flap up_react_ms") (val("link-flap kernel_kept") == "yes" ? " (nothing to restore: the kernel kept the masks across free_irq/request_irq)" : "")
   r["nic-hotplug"] = "link up of the new NIC to placed: " ms("nic-hotplug place_ms") "; device_del to gone: " ms("nic-hotplug remove_ms")
   r["sighup"] = "SIGHUP to re-placed on node 0: " ms("sighup node0_react_ms") "; back: " ms("sighup restore_react_ms")
@@ -142,6 +144,7 @@ function kernel_tables() {
     out("| threads while `threaded` is off; the same pids when on again | " val("napi-threads toggle_off_threads") "; " val("napi-threads toggle_same_pids") " | - |")
     out("| queue identity (plan --json queue_source of the 8 queue IRQs) | " val("napi-threads identity") " | - |")
     out("| plan's notice about the kernel's netdev family | " val("napi-threads netdev_notice") " | - |")
+    out("| QEMU NICs on " val("harness kernel") ": queue IRQs the kernel names through netdev netlink, and by name | vmxnet3: " val("netdev-survey vmxnet3") "; e1000e: " val("netdev-survey e1000e") "; e1000: " val("netdev-survey e1000") "; virtio-net-pci: " val("netdev-survey virtio-net-pci") "; rtl8139: " val("netdev-survey rtl8139") (("netdev-survey result") in m ? " (" val("netdev-survey result") ")" : "") " | - |")
     out("")
     out("Threads are checked from /proc alone: vmxnet3 adds one NAPI instance per queue in queue order")
     out("and the kernel numbers them as added, so the i-th thread by NAPI id is queue i's. No event says")
