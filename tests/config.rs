@@ -274,6 +274,7 @@ fn shipped_main_file_documents_the_real_defaults() {
         "restore_on_exit",
         "log_format",
         "xps",
+        "napi_threads",
         "import_irqbalance_banned",
         "on_drift",
     ];
@@ -304,6 +305,7 @@ fn shipped_main_file_documents_the_real_defaults() {
         "order",
         "queues_per_cpu",
         "xps",
+        "napi_threads",
     ] {
         assert!(text.contains(&format!("#   {key}")), "{key} undocumented");
     }
@@ -390,4 +392,18 @@ fn xps_import_and_on_drift_parse_and_wrong_values_are_located_errors() {
     assert_one_error("[global]\non_drift = \"ignore\"\n", 2, 12, &["ignore", "restore", "respect"]);
     assert_one_error("[[device]]\nmatch = { class = \"nic\" }\nxps = \"yes\"\n", 3, 7, &["invalid type", "bool"]);
     assert_one_error("[global]\nimport_irqbalance_banned = 1\n", 2, 28, &["invalid type"]);
+}
+
+#[test]
+fn napi_threads_parses_globally_and_per_device_and_a_wrong_value_is_a_located_error() {
+    use irqwise::choices::NapiThreads;
+    let config = parse_ok(
+        "[global]\nnapi_threads = \"leave\"\n\n[[device]]\nmatch = { driver = \"ice\" }\nnapi_threads = \"follow\"\n",
+    );
+    assert_eq!(config.global.napi_threads, NapiThreads::Leave);
+    assert_eq!(resolve(&config, &nic("0000:81:00.0", "ice", &["eth0"])).napi_threads, NapiThreads::Follow);
+    assert_eq!(resolve(&config, &nic("0000:82:00.0", "mlx5_core", &["eth1"])).napi_threads, NapiThreads::Leave);
+    assert_eq!(irqwise::config::Config::default().global.napi_threads, NapiThreads::Follow);
+    assert_one_error("[global]\nnapi_threads = \"pin\"\n", 2, 16, &["pin", "follow", "leave"]);
+    assert_one_error("[[device]]\nmatch = { class = \"nic\" }\nnapi_threads = true\n", 3, 16, &["wanted string"]);
 }

@@ -504,4 +504,74 @@ mod tests {
         assert_eq!(trigger_kind("reconcile"), "reconcile");
         assert_eq!(trigger_kind("something new"), "other");
     }
+
+    #[test]
+    fn napi_threads_and_queue_identity_are_counted_per_state_and_source() {
+        use crate::apply::threads::{ThreadChange, ThreadOutcome};
+        use crate::plan::{QueueDisagreement, QueueSource, ThreadPlacement};
+        let mut p = plan("eth0");
+        p.devices[0].irqs[0].queue_source = Some(QueueSource::Netlink);
+        p.devices[0].irqs[1].queue_source = Some(QueueSource::Name);
+        p.devices[0].irqs[2].queue_source = Some(QueueSource::Name);
+        let thread = |pid: u32, action: Action| ThreadPlacement {
+            pid,
+            name: format!("napi/eth0-{pid}"),
+            napi_id: pid,
+            irq: Some(1),
+            by: Some("netlink"),
+            current: Some(set("0-3")),
+            desired: Some(set("1")),
+            action,
+            reason: String::new(),
+            last_cpu: None,
+        };
+        p.devices[0].napi_threads = vec![thread(10, Action::Set), thread(11, Action::Keep), thread(12, Action::Skip)];
+        p.devices[0].napi_threads.push(thread(13, Action::Set));
+        p.queue_disagreements =
+            vec![QueueDisagreement { bdf: "0000:01:00.0".into(), irq: 1, name: None, kernel_queue: 1, name_queue: 0 }];
+        let moved = |pid: u32, result: ThreadOutcome| ThreadChange {
+            device: "0000:01:00.0".into(),
+            pid,
+            name: format!("napi/eth0-{pid}"),
+            irq: Some(1),
+            old: None,
+            result,
+        };
+        let mut r = report();
+        r.threads = vec![
+            moved(10, ThreadOutcome::Written { new: set("1") }),
+            moved(13, ThreadOutcome::Failed { class: FailureClass::Permission, error: "EPERM".into() }),
+            moved(14, ThreadOutcome::Gone),
+            moved(15, ThreadOutcome::NotThisMachine),
+        ];
+        let mut c = Counters::new(0);
+        c.record_writes(&r);
+        c.record_states(&p, &r);
+        let text = c.render("0.1.0");
+        let s = samples(&text);
+        for want in [
+            "irqwise_napi_thread_writes_total{result=\"written\"} 1",
+            "irqwise_napi_thread_writes_total{result=\"failed\"} 1",
+            "irqwise_napi_thread_writes_total{result=\"gone\"} 1",
+            "irqwise_napi_threads{state=\"placed\"} 2",
+            "irqwise_napi_threads{state=\"left\"} 1",
+            "irqwise_napi_threads{state=\"failed\"} 1",
+            "irqwise_queue_identity{source=\"netlink\"} 1",
+            "irqwise_queue_identity{source=\"name\"} 2",
+            "irqwise_queue_identity_disagreements 1",
+        ] {
+            assert!(s.contains(&want), "missing {want:?} in\n{text}");
+        }
+        // The next plan has none: the gauges go back to 0, the counters stay.
+        c.record_states(&plan("eth0"), &report());
+        let text = c.render("0.1.0");
+        let s = samples(&text);
+        for want in [
+            "irqwise_napi_threads{state=\"placed\"} 0",
+            "irqwise_queue_identity_disagreements 0",
+            "irqwise_napi_thread_writes_total{result=\"written\"} 1",
+        ] {
+            assert!(s.contains(&want), "missing {want:?} in\n{text}");
+        }
+    }
 }

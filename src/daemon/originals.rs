@@ -401,4 +401,40 @@ mod tests {
         std::fs::write(dir.path().join(BOOT_ID), "boot-b\n").unwrap();
         assert!(Originals::load(&root).0.is_empty(), "a new boot starts a new record");
     }
+
+    #[test]
+    fn a_napi_threads_cpus_before_its_first_move_are_kept_until_it_ends() {
+        use crate::plan::ThreadPlacement;
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let (mut o, _) = Originals::load(&root);
+        let gone = |_: &str| false;
+        let with_thread = |current: &str, desired: &str| {
+            let mut p = plan("0000:01:00.0", &[(30, "2", "2")]);
+            p.devices[0].napi_threads.push(ThreadPlacement {
+                pid: 500,
+                name: "napi/eth0-8193".into(),
+                napi_id: 8193,
+                irq: Some(30),
+                by: Some("netlink"),
+                current: Some(set(current)),
+                desired: Some(set(desired)),
+                action: if current == desired { Action::Keep } else { Action::Set },
+                reason: String::new(),
+                last_cpu: None,
+            });
+            p
+        };
+        assert!(!o.note_plan(&with_thread("2", "2"), &gone), "nothing to move, nothing recorded");
+        assert!(o.note_plan(&with_thread("0-7", "2"), &gone));
+        o.save(&root).unwrap();
+        let (mut again, _) = Originals::load(&root);
+        assert_eq!(again.len(), 1, "the thread's record survives a restart");
+        assert!(!again.note_plan(&with_thread("5", "2"), &gone), "the first CPUs stand");
+        let kept = again.threads.get(&500).map(|t| (t.name.as_str(), t.cpus.as_str()));
+        assert_eq!(kept, Some(("napi/eth0-8193", "0-7")));
+        // The thread ended (its plan lists it no more): its record goes.
+        assert!(again.note_plan(&plan("0000:01:00.0", &[(30, "2", "2")]), &gone));
+        assert!(again.is_empty());
+    }
 }

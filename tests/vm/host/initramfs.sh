@@ -4,14 +4,14 @@
 #   /usr/sbin/irqbalance (+ its shared libraries), busybox applets in /bin, and the nvme and
 #   vmxnet3 modules of $KVER (below $MODBASE, default /) with their dependencies, decompressed,
 #   with modules.dep; also the drivers of the NICs 36-netdev-survey.sh hot-adds (e1000e, e1000,
-#   virtio-net, rtl8139).
+#   virtio-net).
 # build_boot_initramfs ROOTDIR OUT.cpio.gz INIT MODULE...  (the systemd tier)
 #   busybox, the modules with their dependencies, and INIT as /init (it mounts the real root and
 #   switches to it).
 # install_modules ROOT MODULE...: the modules of $KVER with their dependencies below ROOT, with
 #   modules.dep (also used for the systemd tier's disk root).
 
-GUEST_MODULES="nvme vmxnet3 e1000e e1000 virtio_pci virtio_net 8139too"
+GUEST_MODULES="nvme vmxnet3 e1000e e1000 virtio_pci virtio_net"
 
 # scenario_files [DIR]: the scenario scripts NN-*.sh in DIR (default: the kernel tier's) to run:
 # all, or those whose number prefix is listed in IRQWISE_VM_SCENARIOS.

@@ -144,7 +144,7 @@ function kernel_tables() {
     out("| threads while `threaded` is off; the same pids when on again | " val("napi-threads toggle_off_threads") "; " val("napi-threads toggle_same_pids") " | - |")
     out("| queue identity (plan --json queue_source of the 8 queue IRQs) | " val("napi-threads identity") " | - |")
     out("| plan's notice about the kernel's netdev family | " val("napi-threads netdev_notice") " | - |")
-    out("| QEMU NICs on " val("harness kernel") ": queue IRQs the kernel names through netdev netlink, and by name | vmxnet3: " val("netdev-survey vmxnet3") "; e1000e: " val("netdev-survey e1000e") "; e1000: " val("netdev-survey e1000") "; virtio-net-pci: " val("netdev-survey virtio-net-pci") "; rtl8139: " val("netdev-survey rtl8139") (("netdev-survey result") in m ? " (" val("netdev-survey result") ")" : "") " | - |")
+    out("| QEMU NICs on " val("harness kernel") ": queue IRQs the kernel names through netdev netlink, and by name | vmxnet3: " val("netdev-survey vmxnet3") "; e1000e: " val("netdev-survey e1000e") "; e1000: " val("netdev-survey e1000") "; virtio-net-pci: " val("netdev-survey virtio-net-pci") (("netdev-survey result") in m ? " (" val("netdev-survey result") ")" : "") " | - |")
     out("")
     out("Threads are checked from /proc alone: vmxnet3 adds one NAPI instance per queue in queue order")
     out("and the kernel numbers them as added, so the i-th thread by NAPI id is queue i's. No event says")

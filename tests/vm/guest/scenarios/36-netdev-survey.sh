@@ -1,5 +1,5 @@
 # netdev-survey: on a kernel with the netdev netlink family (6.3 and later; the 6.12 tier), which
-# of QEMU's NICs the kernel names the NAPI IRQ of. Each model is hot-added alone on the spare
+# of QEMU's NICs (vmxnet3, e1000e, e1000, virtio-net-pci) the kernel names the NAPI IRQ of. Each model is hot-added alone on the spare
 # root port, brought up, and `irqwise plan --json` says per queue IRQ where its queue index came
 # from (`netlink`: the kernel named the IRQ; `name`: its IRQ name). The kernel's raw answers are
 # kept by `irqwise snapshot` and printed as CAPTURE lines (hex) for tests/data/netlink/. On a
@@ -39,12 +39,15 @@ if $IRQWISE --config $CFG plan 2>/dev/null | grep -q '^note: the kernel.s netdev
 else
   capture "$(uname -r)-vmxnet3"
   sources_of eth0; measure vmxnet3 "$REPLY"
-  for model in e1000e e1000 virtio-net-pci rtl8139; do
+  for model in e1000e e1000 virtio-net-pci; do
     echo "HOST device_add $model,id=surv-$model,netdev=hn0,bus=rphot,mac=$SURVEY_MAC"
     i=0; while ! survey_if && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
+    SURVEY_PCI=""
     if [ -z "$SURVEY_IF" ]; then
       measure "$model" "did not appear"
     else
+      SURVEY_PCI=$(readlink -f /sys/class/net/$SURVEY_IF/device)
+      [ -e "$SURVEY_PCI/config" ] || SURVEY_PCI=${SURVEY_PCI%/*}   # virtio: the PCI function is the parent
       ip link set "$SURVEY_IF" up
       sleep 3
       sources_of "$SURVEY_IF"; measure "$model" "$REPLY ($(readlink /sys/class/net/$SURVEY_IF/device/driver | sed 's,.*/,,'))"
@@ -52,8 +55,11 @@ else
       SURVEYED="$SURVEYED $model"
     fi
     echo "HOST device_del surv-$model"
-    i=0; while survey_if && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
-    sleep 5   # the slot is free once the guest powered it off (pciehp), after the interface went
+    # The slot is free once the guest let go of the PCI function (pciehp waits 5 s after the
+    # attention button), a moment before QEMU drops the device.
+    i=0; while { survey_if || [ -e "$SURVEY_PCI/config" ]; } && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
+    measure "${model}_removed" "$([ -e "$SURVEY_PCI/config" ] && echo "no, still in sysfs" || echo yes)"
+    sleep 2
   done
 fi
 surveyed() { REPLY="surveyed: ${SURVEYED# }"; [ -n "$SURVEYED" ]; }
