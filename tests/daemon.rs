@@ -295,3 +295,40 @@ async fn reload_puts_debounce_reconcile_interval_and_log_format_into_force() {
     let (debounce, reconcile) = daemon.windows();
     assert_eq!((debounce, reconcile), (std::time::Duration::from_secs(2), std::time::Duration::from_secs(300)));
 }
+
+#[tokio::test]
+async fn an_irq_someone_keeps_rewriting_is_restored_three_times_then_left_until_a_reload() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let placed = affinities(root.path(), &irqs);
+    let theirs = set("0-3");
+    assert_ne!(placed[&irqs[3]], theirs);
+    // Another writer puts it back on 0-3 before every pass (the loop: every 0.3 s, with
+    // a pass every second).
+    let mut restores = 0;
+    for _ in 0..8 {
+        set_affinity(root.path(), irqs[3], &theirs);
+        d.trigger(Trigger::Reconcile).await;
+        if affinity(root.path(), irqs[3]) == placed[&irqs[3]] {
+            restores += 1;
+        }
+    }
+    assert_eq!(restores, 3, "three restores, then the IRQ is left to the other writer");
+    assert_eq!(affinity(root.path(), irqs[3]), theirs);
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.path().join("run/irqwise/state.json")).unwrap()).unwrap();
+    assert_eq!(state["counters"]["fought_irqs"], 1, "status counts it");
+    let in_plan = state["plan"]["devices"][0]["irqs"].as_array().unwrap().iter().find(|i| i["irq"] == irqs[3]).cloned();
+    assert_eq!(in_plan.map(|i| i["action"].clone()), Some(serde_json::json!("skip")), "left alone in the plan");
+    // Only that IRQ: another one moved once is restored as always.
+    set_affinity(root.path(), irqs[5], &set("0"));
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(affinity(root.path(), irqs[5]), placed[&irqs[5]]);
+    // A reload places it again.
+    d.trigger(Trigger::Reload).await;
+    assert_eq!(affinities(root.path(), &irqs), placed);
+    let daemon = d.stop().await;
+    assert_eq!(daemon.counters().fought_irqs, 0, "nothing fought over after the reload");
+}

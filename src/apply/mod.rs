@@ -20,6 +20,7 @@ pub use crate::strategy::Fallback;
 use crate::sysfs::SysfsError;
 
 mod apply_plan;
+pub mod blocked;
 mod proc_irq;
 pub mod threads;
 pub(crate) mod xps_write;
@@ -45,8 +46,12 @@ pub enum FailureClass {
     Invalid,
     /// ENOSPC: the target CPUs have no free interrupt vectors.
     NoVectors,
-    /// EACCES: not allowed to write at all (not root, read-only mount, LSM).
+    /// EACCES: not allowed to write at all (not root, an LSM).
     Permission,
+    /// EROFS: the file system holding the file is mounted read-only (a unit's
+    /// `ProtectKernelTunables=`, a container's `/proc`).
+    #[serde(rename = "readonly")]
+    ReadOnly,
     /// Anything else (EISDIR, short write, ...).
     Other,
 }
@@ -63,6 +68,7 @@ impl FailureClass {
             Errno::EINVAL | Errno::ERANGE | Errno::EOVERFLOW | Errno::ELOOP | Errno::EXDEV => FailureClass::Invalid,
             Errno::ENOSPC => FailureClass::NoVectors,
             Errno::EACCES => FailureClass::Permission,
+            Errno::EROFS => FailureClass::ReadOnly,
             _ => FailureClass::Other,
         }
     }

@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 
 use super::{to_json_text, CliError, Outcome};
+use crate::apply::blocked::writes_blocked;
 use crate::apply::threads::{apply_threads, HostThreads, ThreadOutcome};
 use crate::apply::{apply_plan, apply_xps, ProcIrq, WriteOutcome, XpsOutcome};
 use crate::config::{load_config, ConfigPaths};
@@ -10,8 +11,22 @@ use crate::cpuset::CpuSet;
 use crate::pass::plan_pass;
 use crate::sysfs::Root;
 
+/// Exit status of `apply` when not one IRQ could be written, all for one cause of the machine or
+/// the sandbox (a read-only `/proc/irq`, no permission): see [`writes_blocked`].
+pub const EXIT_NOTHING_WRITTEN: u8 = 6;
+
+/// `apply --json`: the report, and the diagnosis when nothing could be written.
+#[derive(serde::Serialize)]
+struct ApplyOutput<'a> {
+    #[serde(flatten)]
+    report: &'a crate::apply::ApplyReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    writes_blocked: Option<&'a crate::apply::blocked::WritesBlocked>,
+}
+
 /// `irqwise apply [--dry-run] [--json]`: exit 0 when every IRQ ended as planned or was
-/// correctly left alone, 1 when a write failed unexpectedly.
+/// correctly left alone, 1 when a write failed unexpectedly, [`EXIT_NOTHING_WRITTEN`] when every
+/// write failed for one cause of the machine (said in one line, not one per IRQ).
 pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Result<Outcome, CliError> {
     let config = load_config(root, paths)?;
     let pass = plan_pass(root, &config, &BTreeSet::new())?;
@@ -44,12 +59,25 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
     let mut report = apply_plan(&pass.plan, &ProcIrq::new(root.clone()));
     report.xps = apply_xps(&pass.plan, root);
     report.threads = apply_threads(&pass.plan, &HostThreads, root.is_this_machine());
-    let exit = u8::from(!report.all_ok());
+    let blocked = writes_blocked(&report);
+    let exit = match (&blocked, report.all_ok()) {
+        (Some(_), _) => EXIT_NOTHING_WRITTEN,
+        (None, ok) => u8::from(!ok),
+    };
     if json {
-        return Ok(Outcome::with_exit(to_json_text(&report), exit));
+        let out = ApplyOutput { report: &report, writes_blocked: blocked.as_ref() };
+        return Ok(Outcome::with_exit(to_json_text(&out), exit));
     }
     let mut text = String::new();
+    if let Some(b) = &blocked {
+        text.push_str(&b.line());
+        text.push('\n');
+    }
     for c in &report.changes {
+        // One diagnosis stands for every write it explains.
+        if blocked.is_some() && matches!(c.result, WriteOutcome::Failed { .. }) {
+            continue;
+        }
         let old = c.old.as_ref().map_or("?".into(), super::super::cpuset::CpuSet::to_list_string);
         let line = match &c.result {
             WriteOutcome::Written { cpus, .. } => {
@@ -69,6 +97,9 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
         text.push('\n');
     }
     for x in &report.xps {
+        if matches!((&x.result, &blocked), (XpsOutcome::Failed { class, .. }, Some(b)) if *class == b.class) {
+            continue;
+        }
         let interface = x.interface.as_deref().unwrap_or(&x.device);
         let old = if x.old.is_empty() { "-".to_string() } else { x.old.to_list_string() };
         let line = match &x.result {

@@ -35,8 +35,16 @@ pub const QUEUE_IDENTITY_DISAGREES: &str = "3a8f2c5e7d1b4e69a0c4b2f6d8e19a73";
 /// A NAPI thread moved to the CPUs of its queue's IRQ (INFO).
 pub const NAPI_THREAD_APPLIED: &str = "b6e4d19f2a7c4c38915e0d7a4f2b6c81";
 
+/// Not one IRQ could be written, all for one cause of the machine or the sandbox (a read-only
+/// `/proc/irq`, no permission): said once, instead of one warning per IRQ (WARNING).
+pub const WRITES_BLOCKED: &str = "4d1be03b516e4be1bab6bb969edf47b5";
+
+/// An IRQ someone else keeps rewriting was restored too often: irqwise stops restoring it
+/// (WARNING).
+pub const FIGHT_DETECTED: &str = "9c0e5a7f3b2d4d1e8f6a0b3c5d7e9f12";
+
 /// Every id with its name, in catalog order.
-pub const ALL: [(&str, &str); 14] = [
+pub const ALL: [(&str, &str); 16] = [
     ("MAPPING_APPLIED", MAPPING_APPLIED),
     ("WRITE_FAILED", WRITE_FAILED),
     ("IRQ_MANAGED", IRQ_MANAGED),
@@ -51,6 +59,8 @@ pub const ALL: [(&str, &str); 14] = [
     ("XPS_APPLIED", XPS_APPLIED),
     ("QUEUE_IDENTITY_DISAGREES", QUEUE_IDENTITY_DISAGREES),
     ("NAPI_THREAD_APPLIED", NAPI_THREAD_APPLIED),
+    ("WRITES_BLOCKED", WRITES_BLOCKED),
+    ("FIGHT_DETECTED", FIGHT_DETECTED),
 ];
 
 #[cfg(test)]

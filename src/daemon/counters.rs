@@ -22,7 +22,7 @@ pub(crate) const TRIGGERS: [&str; 10] =
 /// How an attempted write ended.
 pub(crate) const WRITE_RESULTS: [&str; 6] = ["written", "written_fallback", "managed", "gone", "overtaken", "failed"];
 /// Why a failed write failed (the apply module's failure classes that are failures).
-pub(crate) const FAILURE_CLASSES: [&str; 4] = ["invalid", "novectors", "permission", "other"];
+pub(crate) const FAILURE_CLASSES: [&str; 5] = ["invalid", "novectors", "permission", "readonly", "other"];
 /// Where an IRQ stands after a pass: moved by irqwise (now or earlier) and still there, already
 /// where it should be without irqwise ever writing it, kernel-managed, left alone, write failed.
 pub(crate) const IRQ_STATES: [&str; 5] = ["placed", "kept", "managed", "skipped", "failed"];
@@ -145,6 +145,12 @@ pub struct Counters {
     /// Queue IRQs of the last plan whose name says another queue than the kernel.
     #[serde(default)]
     pub queue_disagreements: u64,
+    /// IRQs someone else keeps rewriting that irqwise stopped restoring.
+    #[serde(default)]
+    pub fought_irqs: u64,
+    /// 1 for the class that blocked every write of the last pass (`readonly`, `permission`).
+    #[serde(default)]
+    pub writes_blocked: BTreeMap<String, u64>,
     /// IRQs restored after someone else changed their mask, per device.
     pub drift_corrections: Vec<DeviceCount>,
     /// Reloads per result of [`RELOAD_RESULTS`].
@@ -208,8 +214,17 @@ impl Counters {
             thread_writes: zeros(&["written", "gone", "failed"]),
             napi_threads: zeros(&["placed", "left", "failed"]),
             queue_identity: zeros(&["netlink", "name"]),
+            writes_blocked: zeros(&["readonly", "permission"]),
             reloads: zeros(&RELOAD_RESULTS),
             ..Counters::default()
+        }
+    }
+
+    /// Which class, if any, blocked every write of the last pass.
+    pub(crate) fn record_blocked(&mut self, class: Option<crate::apply::FailureClass>) {
+        let name = class.and_then(|c| serde_json::to_value(c).ok()).and_then(|v| v.as_str().map(String::from));
+        for (k, v) in &mut self.writes_blocked {
+            *v = u64::from(name.as_deref() == Some(k.as_str()));
         }
     }
 

@@ -64,6 +64,20 @@ impl Counters {
         );
         out.sample("irqwise_queue_identity_disagreements", &[], self.queue_disagreements as f64);
         out.metric(
+            "irqwise_fought_irqs",
+            "gauge",
+            "IRQs someone else keeps rewriting that irqwise stopped restoring (until SIGHUP, or the writer it named stops).",
+        );
+        out.sample("irqwise_fought_irqs", &[], self.fought_irqs as f64);
+        out.metric(
+            "irqwise_writes_blocked",
+            "gauge",
+            "1 when not one IRQ write of the last pass succeeded, all for this cause of the machine or sandbox: readonly (/proc/irq mounted read-only), permission (not root, an LSM).",
+        );
+        for (class, n) in &self.writes_blocked {
+            out.sample("irqwise_writes_blocked", &[("class", class)], *n as f64);
+        }
+        out.metric(
             "irqwise_drift_corrections_total",
             "counter",
             "IRQs whose mask someone else changed and irqwise restored, by device.",

@@ -31,6 +31,7 @@ mod backoff;
 pub mod catalog;
 pub mod counters;
 mod exposition;
+mod fights;
 mod ledger;
 pub mod lock;
 pub mod logging;
@@ -96,6 +97,10 @@ pub struct Daemon {
     known_managed: BTreeSet<u32>,
     /// IRQs left to other owners (`on_drift = "respect"`).
     respected: Respected,
+    /// IRQs someone else keeps rewriting (`on_drift = "restore"`): restored a few times, then left.
+    fights: fights::Fights,
+    /// When the daemon started, for the fights' window (monotonic).
+    started_at: std::time::Instant,
     /// The masks to restore on exit, as recorded on disk.
     originals: Originals,
     originals_failed: SaidOnce,
@@ -156,6 +161,8 @@ impl Daemon {
             memory_failed: SaidOnce::default(),
             known_managed: BTreeSet::new(),
             respected: Respected::default(),
+            fights: fights::Fights::default(),
+            started_at: std::time::Instant::now(),
             originals: Originals::default(),
             originals_failed: SaidOnce::default(),
             records: Records::new(unix_now()),

@@ -6,9 +6,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
+use super::fights::FightNews;
 use super::ledger::others_drift;
 use super::originals::{Originals, ORIGINALS_FILE};
 use super::peers::process_exists;
+use super::peers::{irq_writer_runs, known_irq_writer};
 use super::record::{Applied, PassOutcome};
 use super::respect::{KernelDefaults, RespectNews};
 use super::state::STATE_FILE;
@@ -81,6 +83,8 @@ impl Daemon {
         let mut planned = plan_sample(&sample, memory);
         if self.config.global.on_drift == OnDrift::Respect {
             self.respect_owners(&mut planned, &sample);
+        } else {
+            self.stop_fights(&mut planned, &sample);
         }
         self.reader.give_back(sample.devices);
         Ok(planned)
@@ -104,11 +108,9 @@ impl Daemon {
         }
     }
 
-    /// Takes this pass's drift into the respected set (logging each IRQ newly left to another
-    /// owner, and each given back), and turns every respected IRQ of the plan into a `skip` that
-    /// keeps its mask; transmit steering follows those IRQs where they are.
-    fn respect_owners(&mut self, planned: &mut PlannedPass, sample: &Sample) {
-        let defaults = KernelDefaults {
+    /// What the kernel and drivers write, for telling their rewrites from other owners'.
+    fn kernel_defaults(planned: &PlannedPass, sample: &Sample) -> KernelDefaults {
+        KernelDefaults {
             online: planned.topology.online.clone(),
             default_affinity: sample.default_affinity.clone(),
             hints: sample
@@ -117,7 +119,61 @@ impl Daemon {
                 .flat_map(|d| &d.vectors)
                 .filter_map(|v| Some((v.irq, v.hint.clone()?)))
                 .collect(),
-        };
+        }
+    }
+
+    /// Counts this pass's restores of IRQs someone else moved; an IRQ restored too often is left
+    /// to the other writer, said once ([`fights`](super::fights)).
+    fn stop_fights(&mut self, planned: &mut PlannedPass, sample: &Sample) {
+        let defaults = Self::kernel_defaults(planned, sample);
+        let drift = others_drift(self.records.ledger.drift(&planned.plan), self.reader.hotplugged());
+        let root = self.root.clone();
+        let now = self.started_at.elapsed().as_secs_f64();
+        let mut writer = || known_irq_writer(&root);
+        let runs = |pid: u32, name: &str| irq_writer_runs(&root, pid, name);
+        let news = self.fights.observe(&mut planned.plan, &drift, &defaults, now, &mut writer, &runs);
+        self.records.counters.fought_irqs = self.fights.len() as u64;
+        for n in news {
+            match n {
+                FightNews::Stopped(f) => {
+                    let who = f.writer.as_ref().map_or_else(
+                        || "no known IRQ tuner runs (a script, another daemon?)".to_string(),
+                        |(pid, name)| format!("{name} (pid {pid}) runs and writes IRQ affinities"),
+                    );
+                    tracing::warn!(
+                        message_id = super::catalog::FIGHT_DETECTED,
+                        irq = f.irq,
+                        irq_name = f.name.as_deref().unwrap_or(""),
+                        device = f.device.as_str(),
+                        cpus_placed = f.placed.to_list_string().as_str(),
+                        cpus_found = f.mask.to_list_string().as_str(),
+                        writer = f.writer.as_ref().map_or("", |(_, name)| name.as_str()),
+                        "irq {} ({}) of {}: someone else keeps writing it ({} -> {} after {} restores in {} minutes; {who}); no longer restored, left as they set it until SIGHUP",
+                        f.irq,
+                        crate::text::printable(f.name.as_deref().unwrap_or("")),
+                        f.device,
+                        f.placed,
+                        f.mask,
+                        f.restores,
+                        super::fights::FIGHT_WINDOW_SECS / 60.0
+                    );
+                }
+                FightNews::Resumed(f, why) => tracing::info!(
+                    irq = f.irq,
+                    device = f.device.as_str(),
+                    "irq {} of {}: {why}; irqwise places it again",
+                    f.irq,
+                    f.device
+                ),
+            }
+        }
+    }
+
+    /// Takes this pass's drift into the respected set (logging each IRQ newly left to another
+    /// owner, and each given back), and turns every respected IRQ of the plan into a `skip` that
+    /// keeps its mask; transmit steering follows those IRQs where they are.
+    fn respect_owners(&mut self, planned: &mut PlannedPass, sample: &Sample) {
+        let defaults = Self::kernel_defaults(planned, sample);
         let drift = others_drift(self.records.ledger.drift(&planned.plan), self.reader.hotplugged());
         let news = self.respected.observe(&mut planned.plan, &drift, &defaults);
         for d in &mut planned.plan.devices {

@@ -12,13 +12,15 @@ use super::napi_news::NapiNews;
 use super::once::{SaidOnce, SaidOnceEach};
 use super::state::{StateInputs, StateWriter};
 use super::{catalog, logging, unix_now, unix_now_f64};
+use crate::apply::blocked::{writes_blocked, WritesBlocked};
 use crate::apply::threads::ThreadOutcome;
-use crate::apply::{ApplyReport, FailureClass, XpsChange, XpsOutcome};
+use crate::apply::{ApplyReport, FailureClass, WriteOutcome, XpsChange, XpsOutcome};
 use crate::config::Config;
 use crate::cpuset::CpuSet;
 use crate::plan::{Plan, Summary};
 use crate::sysfs::processes::{process_identity, ProcessIdentity};
 use crate::sysfs::Root;
+use crate::text::printable;
 
 /// What one pass did.
 #[derive(Debug)]
@@ -58,6 +60,10 @@ pub(crate) struct Records {
     xps_failing: SaidOnceEach<(String, u32), FailureClass>,
     /// Moved NAPI threads, queue identity disagreements and notices.
     napi: NapiNews,
+    /// Not one IRQ could be written, for one cause of the machine (said once, by class).
+    blocked: SaidOnce<FailureClass>,
+    /// That diagnosis, while it holds.
+    blocked_now: Option<WritesBlocked>,
     state: StateWriter,
     metrics: MetricsPublisher,
     started: u64,
@@ -79,6 +85,8 @@ impl Records {
             config_error: None,
             xps_failing: SaidOnceEach::default(),
             napi: NapiNews::default(),
+            blocked: SaidOnce::default(),
+            blocked_now: None,
             state: StateWriter::default(),
             metrics: MetricsPublisher::default(),
             started,
@@ -96,6 +104,9 @@ impl Records {
     pub fn degraded(&self) -> Option<String> {
         if let Some(e) = self.last_error() {
             return Some(format!("the last pass failed: {e}"));
+        }
+        if let Some(b) = &self.blocked_now {
+            return Some(format!("all {} writes of the last pass failed: {}", b.failed, b.cause));
         }
         let r = &self.last_counts;
         (r.failed > 0 && r.written == 0).then(|| format!("all {} writes of the last pass failed", r.failed))
@@ -196,12 +207,19 @@ impl Records {
                 self.counters.record_drift(DeviceLabels::of(dev));
             }
         }
+        let blocked = self.say_blocked(&report);
         self.log_xps(&report.xps);
         self.napi.record(&plan, &report.threads);
         let targets: BTreeMap<u32, &CpuSet> =
             plan.writes().filter_map(|(_, p)| Some((p.irq, p.desired.as_ref()?))).collect();
         for c in &report.changes {
             let target = targets.get(&c.irq).copied().cloned().unwrap_or_default();
+            // One diagnosis stands for every failure it explains.
+            if blocked && matches!(c.result, WriteOutcome::Failed { .. }) {
+                let _ = self.ledger.loudness(c, &target);
+                logging::log_change_quietly(c);
+                continue;
+            }
             match self.ledger.loudness(c, &target) {
                 Loudness::Loud => logging::log_change(c),
                 Loudness::Quiet => logging::log_change_quietly(c),
@@ -250,6 +268,33 @@ impl Records {
         self.last_report = report;
     }
 
+    /// Says once when not one IRQ of `report` could be written for one cause of the machine
+    /// ([`writes_blocked`]), and once when writing works again; whether it is blocked now.
+    fn say_blocked(&mut self, report: &ApplyReport) -> bool {
+        let now = writes_blocked(report);
+        match &now {
+            Some(b) if self.blocked.failed(b.class) => {
+                tracing::warn!(
+                    message_id = catalog::WRITES_BLOCKED,
+                    class = ?b.class,
+                    failed = b.failed,
+                    cause = b.cause,
+                    error = b.example.as_str(),
+                    "{}",
+                    printable(&b.line())
+                );
+            }
+            Some(_) => {}
+            None if report.summary.written > 0 && self.blocked.worked() => {
+                tracing::info!("IRQ affinities can be written again ({} written)", report.summary.written);
+            }
+            None => {}
+        }
+        self.counters.record_blocked(now.as_ref().map(|b| b.class));
+        self.blocked_now = now;
+        self.blocked_now.is_some()
+    }
+
     /// Logs each transmit-steering change: a write at INFO, a failure at WARN the first time it
     /// happens and at DEBUG while it repeats; the first success after failures says so.
     fn log_xps(&mut self, changes: &[XpsChange]) {
@@ -257,7 +302,9 @@ impl Records {
             let key = (x.device.clone(), x.txq);
             match &x.result {
                 XpsOutcome::Failed { class, .. } => {
-                    let quiet = !self.xps_failing.failed(key, *class);
+                    // A write blocked for the same cause as every IRQ's is in that one diagnosis.
+                    let covered = self.blocked_now.as_ref().is_some_and(|b| b.class == *class);
+                    let quiet = !self.xps_failing.failed(key, *class) || covered;
                     logging::log_xps_change(x, quiet);
                 }
                 XpsOutcome::Written { .. } => {

@@ -24,6 +24,13 @@ impl Daemon {
                     );
                 }
                 self.respected.clear();
+                if self.fights.len() > 0 {
+                    tracing::info!(
+                        "{} IRQ(s) fought over with another writer are restored again under the reloaded configuration",
+                        self.fights.len()
+                    );
+                }
+                self.fights.clear();
                 self.records.reloaded(None);
             }
             Err(LoadError::Invalid(errors)) => {

@@ -18,6 +18,18 @@ tunables_break() {
   [ "$ro" -ge 1 ] && [ "$WITH" != "$STARTUP_MASKS" ] && journalctl --no-pager -o cat _SYSTEMD_UNIT=$UNIT _PID="$(main_pid)" | grep -q EROFS
 }
 check tunables_break_writes "ProtectKernelTunables=yes (drop-in): /proc/irq read-only despite ReadWritePaths=, writes fail" -- tunables_break
+# The daemon says why, once: one warning (not one per IRQ) naming the read-only mount and the
+# setting, and the unit's status says it.
+tunables_said() {
+  local pid status n
+  pid=$(main_pid); status=$(prop StatusText)
+  journalctl --sync 2>/dev/null
+  n=$(journalctl --no-pager -o cat _SYSTEMD_UNIT=$UNIT _PID="$pid" MESSAGE_ID=4d1be03b516e4be1bab6bb969edf47b5 | grep -c 'ProtectKernelTunables')
+  REPLY="diagnoses in the journal: $n; per-IRQ write warnings: $(journalctl --no-pager -o cat _SYSTEMD_UNIT=$UNIT _PID="$pid" MESSAGE_ID=e5cb5fa2c27345efbed92da95ac4c142 | grep -c .); StatusText: ${status:0:160}"
+  [ "$n" = 1 ] && case $status in *"read-only"*) true;; *) false;; esac &&
+    [ "$(journalctl --no-pager -o cat _SYSTEMD_UNIT=$UNIT _PID="$pid" MESSAGE_ID=e5cb5fa2c27345efbed92da95ac4c142 | grep -c .)" = 0 ]
+}
+check tunables_said "the daemon names the cause once (MESSAGE_ID, no warning per IRQ) and in its status" -- tunables_said
 rm -f $DROPIN_DIR/50-vm-tunables.conf
 systemctl daemon-reload
 systemctl restart irqwise.service
