@@ -15,6 +15,7 @@
 // and the binary, not the tests).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod advise;
 pub mod apply;
 pub mod choices;
 pub mod cli;

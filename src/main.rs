@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use irqwise::cli::args::{Cli, Command, SpreadCommand};
+use irqwise::cli::args::{AdviseCommand, Cli, Command, SpreadCommand};
 use irqwise::cli::{self, CliError, Outcome};
 
 fn run(cli: Cli) -> Result<Outcome, CliError> {
@@ -43,6 +43,7 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::CheckConfig { paths: files, strict, json } => cli::check_config(&root, &paths, &files, strict, json),
         Command::ImportIrqbalance { file } => cli::import_irqbalance(&root, file.as_deref()),
         Command::Snapshot { out } => cli::snapshot(&root, &out).map(ok),
+        Command::Advise { what: AdviseCommand::Boot { json } } => cli::advise(&root, &paths, json),
         Command::Run { once } => cli::run(&root, &paths, cli.global.log_format, once),
         Command::Status { json } => cli::status(&root, json),
         Command::Reload { pid, timeout } => cli::reload(&root, &paths, pid, std::time::Duration::from_secs(timeout)),

@@ -31,14 +31,14 @@ const FLOORS: [&[&str]; 15] = [
     &["strategy"],
     &["sample"],
     &["plan"],
-    &["apply", "report", "import_irqbalance", "snapshot"],
+    &["apply", "report", "import_irqbalance", "snapshot", "advise"],
     &["pass"],
     &["daemon"],
     &["cli"],
 ];
 
 /// Files and directories (every `.rs` below) of the pure core.
-const PURE_CORE: [&str; 29] = [
+const PURE_CORE: [&str; 30] = [
     "src/cpuset",
     "src/text.rs",
     "src/choices.rs",
@@ -68,6 +68,7 @@ const PURE_CORE: [&str; 29] = [
     "src/sample/kernel_release.rs",
     "src/plan",
     "src/import_irqbalance.rs",
+    "src/advise.rs",
 ];
 
 /// The report's pure files (its reader is `src/report/read.rs`).

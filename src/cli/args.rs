@@ -142,6 +142,22 @@ pub enum Command {
         #[command(subcommand)]
         what: SpreadCommand,
     },
+    /// Advice for what irqwise cannot do at run time.
+    Advise {
+        #[command(subcommand)]
+        what: AdviseCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum AdviseCommand {
+    /// The kernel command line for this machine and configuration (irqaffinity=, isolcpus=managed_irq),
+    /// what the running one says against it (exit 1), and how to apply it on this distribution.
+    Boot {
+        /// Print JSON instead.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// The longest `--interval`: a report between two reads an hour apart is already an average

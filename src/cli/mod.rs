@@ -3,6 +3,7 @@
 //! the text to print and the exit code. `main.rs` turns their errors into messages and exit
 //! codes.
 
+mod advise;
 mod apply;
 pub mod args;
 mod check_config;
@@ -17,6 +18,7 @@ mod spread;
 mod status;
 mod topology;
 
+pub use advise::advise;
 pub use apply::apply;
 pub use check_config::check_config;
 pub use import_irqbalance::import_irqbalance;

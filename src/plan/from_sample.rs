@@ -37,6 +37,8 @@ pub struct PlannedPass {
     /// The topology planned on: every CPU an isolation source isolates counts as `isolated`.
     pub topology: Topology,
     pub plan: Plan,
+    /// The CPUs device IRQs are kept off, by source (banned, isolated, nohz_full, ...).
+    pub forbidden: Forbidden,
 }
 
 /// Plans `sample` with what earlier passes learned. The plan's warnings: the sample's topology
@@ -89,7 +91,13 @@ pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
         let exempt = guard_exempt(&sample.devices, &policies);
         // The configuration as written: the imported banned list is named by its own source.
         let allowed = topology.online.difference(&forbidden.cpus());
-        let input = GuardInput { forbidden, allowed, nodes: &nodes, exempt: &exempt, refused: memory.known_managed };
+        let input = GuardInput {
+            forbidden: forbidden.clone(),
+            allowed,
+            nodes: &nodes,
+            exempt: &exempt,
+            refused: memory.known_managed,
+        };
         guard(&mut plan, &sample.loose, &input);
     }
     leave_shared_irqs(&mut plan, sample);
@@ -104,7 +112,7 @@ pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
     plan.warnings.extend(sample.warnings.kernel.iter().cloned());
     plan.warnings.extend(sample.warnings.devices.iter().cloned());
     plan.warnings.extend(unmatched_rules(config, &facts).into_iter().map(|r| format!("rule at {r} matches no device")));
-    PlannedPass { topology, plan }
+    PlannedPass { topology, plan, forbidden }
 }
 
 /// The CPUs device interrupts must avoid, by source: the global `banned_cpus`, every isolation

@@ -1,0 +1,73 @@
+//! `irqwise advise boot` on a fixture machine: 2 nodes x 4 cores x 2 threads (16 CPUs), an NVMe
+//! drive whose 4 I/O queues are kernel-managed and spread over every CPU, `isolcpus=2-3` on the
+//! command line. irqwise keeps CPUs 2-3 free of device IRQs but cannot move the managed ones: the
+//! advice is `irqaffinity=` of the other CPUs and `isolcpus=managed_irq,2-3`, and a command line
+//! without `managed_irq` contradicts it (exit 1).
+
+#[path = "common/fixture.rs"]
+mod fixture;
+
+use std::path::Path;
+use std::process::Command;
+
+use fixture::FixtureRoot;
+
+fn advise(root: &Path, cfg: &Path, json: bool) -> (Option<i32>, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_irqwise"));
+    cmd.arg("--root").arg(root).arg("--config").arg(cfg).args(["advise", "boot"]);
+    if json {
+        cmd.arg("--json");
+    }
+    let out = cmd.output().unwrap();
+    (out.status.code(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+fn machine(cmdline: &str) -> (tempfile::TempDir, tempfile::TempDir) {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    fixture::write_cpu_topology(root.path(), 2, 4, 2);
+    FixtureRoot::at(root.path()).nvme("0000:41:00.0", "nvme0", Some(0), 4, true, false);
+    std::fs::write(root.path().join("proc/cmdline"), format!("BOOT_IMAGE=/vmlinuz root=/dev/sda1 {cmdline}\n"))
+        .unwrap();
+    std::fs::create_dir_all(root.path().join("etc")).unwrap();
+    std::fs::write(root.path().join("etc/os-release"), "PRETTY_NAME=\"Debian GNU/Linux 12\"\nID=debian\n").unwrap();
+    (root, cfg)
+}
+
+#[test]
+fn isolcpus_without_managed_irq_is_a_contradiction_and_the_fix_is_given() {
+    let (root, cfg) = machine("isolcpus=2-3");
+    let (code, text) = advise(root.path(), cfg.path(), false);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("CPUs kept free of device IRQs: isolcpus CPUs 2-3"), "{text}");
+    assert!(text.contains("  irqaffinity=0-1,4-15 "), "{text}");
+    assert!(text.contains("  isolcpus=managed_irq,2-3 "), "{text}");
+    assert!(
+        text.contains("only isolcpus=managed_irq,2-3 on the command line keeps them off (it says isolcpus=2-3)"),
+        "{text}"
+    );
+    assert!(text.contains("GRUB_CMDLINE_LINUX in /etc/default/grub"), "{text}");
+    let (code, json) = advise(root.path(), cfg.path(), true);
+    assert_eq!(code, Some(1));
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["parameters"][1]["parameter"], "isolcpus=managed_irq,2-3");
+    assert_eq!(doc["contradictions"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn a_command_line_that_says_it_all_passes() {
+    let (root, cfg) = machine("isolcpus=managed_irq,domain,2-3 irqaffinity=0-1,4-15");
+    let (code, text) = advise(root.path(), cfg.path(), false);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!text.contains("contradicts"), "{text}");
+}
+
+#[test]
+fn an_irqaffinity_onto_kept_free_cpus_is_a_contradiction() {
+    let (root, cfg) = machine("isolcpus=managed_irq,2-3 irqaffinity=0-7");
+    let (code, text) = advise(root.path(), cfg.path(), false);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("irqaffinity=0-7 sends IRQs set up before irqwise starts to CPUs 2-3 it keeps free"),
+        "{text}"
+    );
+}
