@@ -73,3 +73,26 @@ fn the_daemon_on_a_read_only_proc_irq_says_it_once_in_its_log_status_and_metrics
     assert!(metrics.contains("irqwise_writes_blocked{class=\"permission\"} 0"), "{metrics}");
     assert!(metrics.contains("irqwise_write_failures_total{class=\"readonly\"} "), "{metrics}");
 }
+
+#[test]
+fn a_start_with_nothing_to_write_probes_and_still_says_it() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    nic_root(root.path());
+    // Everything placed first, while /proc/irq is writable: the next pass has nothing to write.
+    let out = Command::new(env!("CARGO_BIN_EXE_irqwise"))
+        .arg("--root")
+        .arg(root.path())
+        .arg("--config")
+        .arg(cfg.path())
+        .arg("apply")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = read_only_irqwise(root.path(), cfg.path(), &["--log-format", "text", "run", "--once"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<&str> = log.lines().filter(|l| l.contains("WARN")).collect();
+    assert_eq!(warnings.len(), 1, "{log}");
+    assert!(warnings[0].contains("IRQ affinities cannot be written: /proc/irq is read-only (EROFS)"), "{log}");
+    let state = std::fs::read_to_string(root.path().join("run/irqwise/state.json")).unwrap();
+    assert!(state.contains("degraded: IRQ affinities cannot be written: /proc/irq is read-only"), "{state}");
+}

@@ -1,11 +1,14 @@
 //! When nothing can be written at all: every IRQ write of a pass failed for one cause that is
 //! the machine's or the sandbox's, not the IRQs' (a read-only `/proc/irq`, no permission). Then
-//! one diagnosis naming the likely cause and its fix says it, instead of one line per IRQ.
-//! Pure: a report in, a diagnosis out.
+//! one diagnosis naming the likely cause and its fix says it, instead of one line per IRQ. A pass
+//! that writes nothing can [`probe`] (an IRQ's own mask written back) to know it all the same.
+//! Pure but [`probe`], which writes through the writer it is given.
 
 use serde::Serialize;
 
-use super::{ApplyReport, FailureClass, WriteOutcome};
+use super::{AffinityWriter, ApplyReport, FailureClass, WriteOutcome};
+use crate::cpuset::CpuSet;
+use crate::plan::{Action, Plan};
 
 /// Every IRQ write failed, all for one cause.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -17,15 +20,30 @@ pub struct WritesBlocked {
     pub example: String,
     /// The likely cause and its fix, for an operator.
     pub cause: &'static str,
+    /// Found by a probe (an IRQ's own mask written back), not by the pass's writes.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub probe: bool,
 }
 
 impl WritesBlocked {
     /// One line: `nothing written: all 27 IRQ writes failed: /proc/irq is read-only (EROFS): ...`.
     pub fn line(&self) -> String {
+        if self.probe {
+            return format!("IRQ affinities cannot be written: {} (probe: {})", self.cause, self.example);
+        }
         format!(
             "nothing written: all {} IRQ write(s) failed the same way: {} (first: {})",
             self.failed, self.cause, self.example
         )
+    }
+
+    /// Why the daemon is degraded, for its status.
+    pub fn status(&self) -> String {
+        if self.probe {
+            format!("IRQ affinities cannot be written: {}", self.cause)
+        } else {
+            format!("all {} writes of the last pass failed: {}", self.failed, self.cause)
+        }
     }
 }
 
@@ -67,7 +85,30 @@ pub fn writes_blocked(report: &ApplyReport) -> Option<WritesBlocked> {
         }
     }
     let (class, example) = first?;
-    Some(WritesBlocked { class, failed, example: example.to_string(), cause: cause_of(class)? })
+    Some(WritesBlocked { class, failed, example: example.to_string(), cause: cause_of(class)?, probe: false })
+}
+
+/// Whether writing works at all, for a pass that writes nothing (the daemon's start and reload):
+/// IRQ `irq`'s own current mask `cpus` written back, which changes nothing. `Some` when that
+/// fails for a cause [`cause_of`] explains.
+pub fn probe(writer: &dyn AffinityWriter, irq: u32, cpus: &CpuSet) -> Option<WritesBlocked> {
+    let e = writer.write(irq, cpus).err()?;
+    let class = e.class();
+    Some(WritesBlocked { class, failed: 1, example: e.to_string(), cause: cause_of(class)?, probe: true })
+}
+
+/// The IRQ a probe writes back: one of `plan` that is movable, already where it should be and
+/// readable, on one CPU if any is (writing a wider mask again may let the kernel pick another
+/// effective CPU).
+pub fn probe_target(plan: &Plan) -> Option<(u32, CpuSet)> {
+    let kept: Vec<(u32, CpuSet)> = plan
+        .devices
+        .iter()
+        .flat_map(|d| &d.irqs)
+        .filter(|p| !p.managed && p.action == Action::Keep)
+        .filter_map(|p| Some((p.irq, p.current.clone()?)))
+        .collect();
+    kept.iter().find(|(_, c)| c.len() == 1).or(kept.first()).cloned()
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use super::record::{Applied, PassOutcome};
 use super::respect::{KernelDefaults, RespectNews};
 use super::state::STATE_FILE;
 use super::Daemon;
+use crate::apply::blocked::{probe, probe_target};
 use crate::apply::threads::{apply_threads, HostThreads};
 use crate::apply::{apply_plan, apply_xps, ProcIrq};
 use crate::config::OnDrift;
@@ -34,8 +35,10 @@ impl Daemon {
             self.start_up();
         }
         let began = Instant::now();
+        // At the start and on a reload, writing is probed when the pass writes nothing.
+        let probing = why.iter().any(|w| matches!(w.as_str(), "start" | "once" | "reload"));
         let result = match self.read_and_plan() {
-            Ok(planned) => Ok(self.apply(planned)),
+            Ok(planned) => Ok(self.apply(planned, probing)),
             Err(e) => Err(e.to_string()),
         };
         let hotplugged = self.reader.hotplugged().clone();
@@ -214,7 +217,7 @@ impl Daemon {
 
     /// Writes the plan: the original masks of what it changes are on disk before the first
     /// write that changes them; the IRQs written are read again by the next pass.
-    fn apply(&mut self, planned: PlannedPass) -> Applied {
+    fn apply(&mut self, planned: PlannedPass, probing: bool) -> Applied {
         let plan = planned.plan;
         let root = &self.root;
         // IRQs of no device stay recorded: the guard moved them, restore_on_exit puts them back.
@@ -239,6 +242,11 @@ impl Daemon {
         report.xps = apply_xps(&plan, &self.root);
         report.threads = apply_threads(&plan, &HostThreads, self.root.is_this_machine());
         self.known_managed.extend(report.learned_managed.iter().copied());
-        Applied { plan, report }
+        let probe = if probing && report.changes.is_empty() {
+            probe_target(&plan).and_then(|(irq, cpus)| probe(&ProcIrq::new(self.root.clone()), irq, &cpus))
+        } else {
+            None
+        };
+        Applied { plan, report, probe }
     }
 }

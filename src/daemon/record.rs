@@ -41,6 +41,8 @@ pub(crate) struct PassOutcome {
 pub(crate) struct Applied {
     pub plan: Plan,
     pub report: ApplyReport,
+    /// What a probe write found, when the pass probed (see [`crate::apply::blocked::probe`]).
+    pub probe: Option<WritesBlocked>,
 }
 
 /// Everything the daemon keeps of its passes.
@@ -106,7 +108,7 @@ impl Records {
             return Some(format!("the last pass failed: {e}"));
         }
         if let Some(b) = &self.blocked_now {
-            return Some(format!("all {} writes of the last pass failed: {}", b.failed, b.cause));
+            return Some(b.status());
         }
         let r = &self.last_counts;
         (r.failed > 0 && r.written == 0).then(|| format!("all {} writes of the last pass failed", r.failed))
@@ -197,7 +199,7 @@ impl Records {
     /// The news of an applied plan, in the order an operator reads them: new plan warnings,
     /// drift, transmit steering, each write, kernel-managed devices, the pass's summary.
     fn applied(&mut self, number: u64, why: &[String], applied: Applied, hotplugged: &CpuSet) {
-        let Applied { plan, report } = applied;
+        let Applied { plan, report, probe } = applied;
         for w in self.ledger.new_warnings(&plan) {
             tracing::warn!("{}", crate::text::printable(&w));
         }
@@ -207,7 +209,7 @@ impl Records {
                 self.counters.record_drift(DeviceLabels::of(dev));
             }
         }
-        let blocked = self.say_blocked(&report);
+        let blocked = self.say_blocked(&report, probe);
         self.log_xps(&report.xps);
         self.napi.record(&plan, &report.threads);
         let targets: BTreeMap<u32, &CpuSet> =
@@ -270,8 +272,8 @@ impl Records {
 
     /// Says once when not one IRQ of `report` could be written for one cause of the machine
     /// ([`writes_blocked`]), and once when writing works again; whether it is blocked now.
-    fn say_blocked(&mut self, report: &ApplyReport) -> bool {
-        let now = writes_blocked(report);
+    fn say_blocked(&mut self, report: &ApplyReport, probe: Option<WritesBlocked>) -> bool {
+        let now = writes_blocked(report).or(probe);
         match &now {
             Some(b) if self.blocked.failed(b.class) => {
                 tracing::warn!(
@@ -290,8 +292,11 @@ impl Records {
             }
             None => {}
         }
-        self.counters.record_blocked(now.as_ref().map(|b| b.class));
-        self.blocked_now = now;
+        // A pass that tried no write keeps what the last one that did (or a probe) found.
+        if now.is_some() || report.summary.written > 0 || report.summary.failed > 0 {
+            self.blocked_now = now;
+        }
+        self.counters.record_blocked(self.blocked_now.as_ref().map(|b| b.class));
         self.blocked_now.is_some()
     }
 
