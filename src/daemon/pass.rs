@@ -84,6 +84,7 @@ impl Daemon {
         }
         let memory = PassMemory { topology: Some(&self.memory), known_managed: &self.known_managed };
         let mut planned = plan_sample(&sample, memory);
+        self.note_kernel_rewrites(&planned);
         if self.config.global.on_drift == OnDrift::Respect {
             self.respect_owners(&mut planned, &sample);
         } else {
@@ -123,6 +124,26 @@ impl Daemon {
                 .filter_map(|v| Some((v.irq, v.hint.clone()?)))
                 .collect(),
         }
+    }
+
+    /// The drifted IRQs whose mask is the kernel's CPU-offline fallback (every placed CPU offline
+    /// now, or the mask is exactly the other online CPUs: the CPU came back before the read)
+    /// although no CPU event reached this pass in time (a storm of them): placed again without a
+    /// drift warning, as the hotplug rule of [`others_drift`] does with the event in time. A mask
+    /// of every online CPU stays drift: an operator or a driver writes that too.
+    fn note_kernel_rewrites(&mut self, planned: &PlannedPass) {
+        let online = &planned.topology.online;
+        let fallback = |placed: &CpuSet, found: &CpuSet| {
+            !placed.intersects(online) || (!found.is_empty() && *found == online.difference(placed))
+        };
+        self.records.kernel_rewrites = self
+            .records
+            .ledger
+            .drift(&planned.plan)
+            .iter()
+            .filter(|d| d.found.as_ref().is_some_and(|f| fallback(&d.placed, f)))
+            .map(|d| d.irq)
+            .collect();
     }
 
     /// Counts this pass's restores of IRQs someone else moved; an IRQ restored too often is left

@@ -2,7 +2,7 @@
 //! takes it to the ledger, the journal, the counters, the state file and the metrics file, in
 //! that order. Each side channel that can fail says so once ([`super::once`]).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use super::counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
@@ -62,6 +62,8 @@ pub(crate) struct Records {
     xps_failing: SaidOnceEach<(String, u32), FailureClass>,
     /// Moved NAPI threads, queue identity disagreements and notices.
     napi: NapiNews,
+    /// IRQs of this pass whose drift the kernel or a driver made (not logged as drift).
+    pub kernel_rewrites: BTreeSet<u32>,
     /// Not one IRQ could be written, for one cause of the machine (said once, by class).
     blocked: SaidOnce<FailureClass>,
     /// That diagnosis, while it holds.
@@ -87,6 +89,7 @@ impl Records {
             config_error: None,
             xps_failing: SaidOnceEach::default(),
             napi: NapiNews::default(),
+            kernel_rewrites: BTreeSet::new(),
             blocked: SaidOnce::default(),
             blocked_now: None,
             state: StateWriter::default(),
@@ -204,6 +207,16 @@ impl Records {
             tracing::warn!("{}", crate::text::printable(&w));
         }
         for d in others_drift(self.ledger.observe(&plan), hotplugged) {
+            if self.kernel_rewrites.contains(&d.irq) {
+                tracing::info!(
+                    irq = d.irq,
+                    "irq {} moved from {} to {} by the kernel (CPU-offline fallback) or its driver; placed again",
+                    d.irq,
+                    d.placed,
+                    d.found.as_ref().map_or("?".to_string(), CpuSet::to_list_string)
+                );
+                continue;
+            }
             let dev = logging::log_drift(&d, &plan);
             if let Some(dev) = dev {
                 self.counters.record_drift(DeviceLabels::of(dev));
