@@ -46,13 +46,17 @@ pub fn advise_boot(
 ) -> BootAdvice {
     let free = forbidden.cpus().intersection(online);
     let allowed = online.difference(&free);
-    let managed: Vec<(u32, CpuSet)> = plan
+    // Devices' managed IRQs: an IRQ of no device with a read-only mask (the timer on 6.12) is
+    // not one `managed_irq` moves.
+    let mut managed: Vec<(u32, CpuSet)> = plan
         .devices
         .iter()
+        .filter(|d| d.bdf != crate::devices::NO_DEVICE)
         .flat_map(|d| &d.irqs)
         .filter(|p| p.managed)
         .map(|p| (p.irq, p.current.clone().unwrap_or_default()))
         .collect();
+    managed.sort_by_key(|(irq, _)| *irq);
     let on_free: Vec<u32> = managed.iter().filter(|(_, c)| c.intersects(&free)).map(|(irq, _)| *irq).collect();
     let mut parameters = Vec::new();
     if !free.is_empty() && !allowed.is_empty() {

@@ -213,7 +213,7 @@ tier_oracle() {
       boots=$((boots + 1))
       printf '%s\t%s\t%s\t%s\t%s\n' "$version" "$KVER" "$shape" "$(cat "$d/boot-time" 2>/dev/null || echo '?')" "$(cat "$d/shape-desc" 2>/dev/null)" >> "$w/boots"
       # Each check of the guest, named by kernel and shape.
-      awk -v tag="$version/$shape" '$1 == "check" { print tag, "check@" $2 } $1 == "daemon" { print tag, "daemon_memory" } $1 == "managed-mode" { print tag, "managed_mode" }' "$d/steps" |
+      awk -v tag="$version/$shape" '$1 == "check" { print tag, "check@" $2 } $1 == "daemon" { print tag, "daemon_memory" } $1 == "managed-mode" { print tag, "managed_mode" } $1 == "advise" { print tag, "advise_boot" }' "$d/steps" |
         while read -r tag stage; do
           case $stage in *@*) for q in q1 q3 q5 q7 qcpu; do echo "$tag $q@${stage#*@}"; done;; *) echo "$tag $stage";; esac
         done >> "$w/expected"

@@ -6,11 +6,11 @@
 # boot_guest, SHAPE_DESC (for RESULTS.md), and writes WORK/steps (the guest's /etc/oracle-steps:
 # "check STAGE" runs the comparison, other lines change the machine between checks; see
 # guest/oracle/oracle.sh). Fails on an unknown NAME.
-ORACLE_SHAPES="2x2x2 three-nodes uneven maxcpus nosmt"
+ORACLE_SHAPES="2x2x2 three-nodes uneven maxcpus nosmt isolcpus"
 # The boots `make test-vm` runs by default (KERNEL:SHAPE, two at a time, in this order): the
 # possible > present case on both kernels and three nodes with NVMe on the middle one, about a
 # minute under TCG; IRQWISE_VM_ORACLE=full boots every kernel x every shape.
-ORACLE_CI_RUNS="6.1:three-nodes 6.1:maxcpus 6.12:maxcpus"
+ORACLE_CI_RUNS="6.1:three-nodes 6.1:maxcpus 6.12:maxcpus 6.1:isolcpus"
 
 # nvme_block WORK NODE BUS_NR: MACHINE args for a PCIe expander bridge on NODE holding the five
 # controllers behind root ports.
@@ -71,6 +71,12 @@ oracle_shape() {
       MACHINE=(-smp cpus=8,maxcpus=8,sockets=2,cores=2,threads=2 "${NODE_ARGS[@]}" -numa dist,src=0,dst=1,val=20)
       APPEND_EXTRA="nosmt"
       printf '%s\n' "check boot" "managed-mode" "daemon" "smt on" "settle 1" "check smt-on" > "$work/steps";;
+    isolcpus)
+      SHAPE_DESC="2 x 2 x 2 as above booted with isolcpus=2-3 (no managed_irq flag), NVMe on node 0: irqwise advise boot"
+      mem_nodes 512 0-3 4-7; nvme_block "$work" 0 0x80
+      MACHINE=(-smp cpus=8,maxcpus=8,sockets=2,cores=2,threads=2 "${NODE_ARGS[@]}" -numa dist,src=0,dst=1,val=20)
+      APPEND_EXTRA="isolcpus=2-3"
+      printf '%s\n' "advise 2-3" > "$work/steps";;
     *) echo "test-vm: unknown oracle shape $name ($ORACLE_SHAPES)" >&2; return 1;;
   esac
   MACHINE+=(-device intel-iommu,intremap=on,eim=off "${NVME_ARGS[@]}")

@@ -134,6 +134,25 @@ while read -r step args <&3; do
       for c in $REPLY; do
         [ "$(cat /sys/devices/system/cpu/cpu$c/online 2>/dev/null)" = 0 ] && { echo 1 > /sys/devices/system/cpu/cpu$c/online || note "cpu$c: online failed"; }
       done;;
+    advise)
+      # `irqwise advise boot` on a kernel booted with isolcpus=$args (no managed_irq flag): the
+      # kernel spread managed NVMe IRQs over those CPUs too (seen in /proc/irq), so the advice must
+      # be isolcpus=managed_irq,$args, and the running command line contradicts it (exit 1).
+      out=$($IRQWISE --config $CFG advise boot 2>&1); rc=$?
+      echo "$out" | while read -r l; do note "advise: $l"; done
+      measure advise_boot_exit "$rc"
+      expand "$args"; ISO=$REPLY; on_iso=0
+      for d in /sys/class/nvme/nvme*/device/msi_irqs/*; do
+        read -r m < /proc/irq/${d##*/}/smp_affinity_list 2>/dev/null || continue
+        expand "$m"; for c in $ISO; do contains "$REPLY" "$c" && on_iso=$((on_iso + 1)); done
+      done
+      measure advise_nvme_irqs_on_isolated "$on_iso"
+      advised() {
+        REPLY="exit $rc, NVMe IRQ masks holding CPUs $args: $on_iso; $(echo "$out" | grep -m1 'sit on CPUs kept free' | head -c 200)"
+        [ $rc = 1 ] && [ $on_iso -gt 0 ] && echo "$out" | grep -q "^  isolcpus=managed_irq,$args " &&
+          echo "$out" | grep -q "sit on CPUs kept free ($args)"
+      }
+      check advise_boot "isolcpus=$args without managed_irq: advise boot says isolcpus=managed_irq,$args, names the managed IRQs there, exits 1" -- advised;;
     smt)
       echo "$args" > /sys/devices/system/cpu/smt/control || note "smt/control $args failed";;
     settle) sleep "$args";;
