@@ -11,9 +11,9 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::ledger::Drift;
-use super::respect::{classify, DriftCause, KernelDefaults};
+use super::respect::{classify, leave_as_set, DriftCause, KernelDefaults};
 use crate::cpuset::CpuSet;
-use crate::plan::{Action, Plan};
+use crate::plan::Plan;
 
 /// Restores of one IRQ allowed within [`FIGHT_WINDOW_SECS`]; the next drift is a fight.
 pub(crate) const FIGHT_RESTORES: usize = 3;
@@ -121,16 +121,12 @@ impl Fights {
                 self.fought.remove(&p.irq);
                 continue;
             }
-            if p.action == Action::Set || p.action == Action::Keep {
-                p.action = Action::Skip;
-                p.desired = p.current.clone();
-                p.fallbacks.clear();
-                p.reason = format!(
-                    "someone else keeps writing it ({} restores in {} minutes): left as they set it until SIGHUP",
-                    f.restores,
-                    FIGHT_WINDOW_SECS / 60.0
-                );
-            }
+            let reason = format!(
+                "someone else keeps writing it ({} restores in {} minutes): left as they set it until SIGHUP",
+                f.restores,
+                FIGHT_WINDOW_SECS / 60.0
+            );
+            leave_as_set(p, reason);
         }
         news
     }
@@ -152,7 +148,7 @@ mod tests {
     use super::*;
     use crate::choices::StrategyName;
     use crate::devices::{DeviceClass, QueueRole, Recognition};
-    use crate::plan::{DevicePlan, Placement};
+    use crate::plan::{Action, DevicePlan, Placement};
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse_list(s).unwrap()

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::fights::FightNews;
-use super::ledger::others_drift;
+use super::ledger::{others_drift, Drift};
 use super::originals::{Originals, ORIGINALS_FILE};
 use super::peers::process_exists;
 use super::peers::{irq_writer_runs, known_irq_writer};
@@ -84,11 +84,14 @@ impl Daemon {
         }
         let memory = PassMemory { topology: Some(&self.memory), known_managed: &self.known_managed };
         let mut planned = plan_sample(&sample, memory);
-        self.note_kernel_rewrites(&planned);
+        // Drift from what this daemon placed, read once for the three rules that judge it.
+        let drift = self.records.ledger.drift(&planned.plan);
+        self.note_kernel_rewrites(&planned, &drift);
+        let drift = others_drift(drift, self.reader.hotplugged());
         if self.config.global.on_drift == OnDrift::Respect {
-            self.respect_owners(&mut planned, &sample);
+            self.respect_owners(&mut planned, &sample, &drift);
         } else {
-            self.stop_fights(&mut planned, &sample);
+            self.stop_fights(&mut planned, &sample, &drift);
         }
         self.reader.give_back(sample.devices);
         Ok(planned)
@@ -131,31 +134,24 @@ impl Daemon {
     /// although no CPU event reached this pass in time (a storm of them): placed again without a
     /// drift warning, as the hotplug rule of [`others_drift`] does with the event in time. A mask
     /// of every online CPU stays drift: an operator or a driver writes that too.
-    fn note_kernel_rewrites(&mut self, planned: &PlannedPass) {
+    fn note_kernel_rewrites(&mut self, planned: &PlannedPass, drift: &[Drift]) {
         let online = &planned.topology.online;
         let fallback = |placed: &CpuSet, found: &CpuSet| {
             !placed.intersects(online) || (!found.is_empty() && *found == online.difference(placed))
         };
-        self.records.kernel_rewrites = self
-            .records
-            .ledger
-            .drift(&planned.plan)
-            .iter()
-            .filter(|d| d.found.as_ref().is_some_and(|f| fallback(&d.placed, f)))
-            .map(|d| d.irq)
-            .collect();
+        self.records.kernel_rewrites =
+            drift.iter().filter(|d| d.found.as_ref().is_some_and(|f| fallback(&d.placed, f))).map(|d| d.irq).collect();
     }
 
     /// Counts this pass's restores of IRQs someone else moved; an IRQ restored too often is left
     /// to the other writer, said once ([`fights`](super::fights)).
-    fn stop_fights(&mut self, planned: &mut PlannedPass, sample: &Sample) {
+    fn stop_fights(&mut self, planned: &mut PlannedPass, sample: &Sample, drift: &[Drift]) {
         let defaults = Self::kernel_defaults(planned, sample);
-        let drift = others_drift(self.records.ledger.drift(&planned.plan), self.reader.hotplugged());
         let root = self.root.clone();
         let now = self.started_at.elapsed().as_secs_f64();
         let mut writer = || known_irq_writer(&root);
         let runs = |pid: u32, name: &str| irq_writer_runs(&root, pid, name);
-        let news = self.fights.observe(&mut planned.plan, &drift, &defaults, now, &mut writer, &runs);
+        let news = self.fights.observe(&mut planned.plan, drift, &defaults, now, &mut writer, &runs);
         self.records.counters.fought_irqs = self.fights.len() as u64;
         for n in news {
             match n {
@@ -196,10 +192,9 @@ impl Daemon {
     /// Takes this pass's drift into the respected set (logging each IRQ newly left to another
     /// owner, and each given back), and turns every respected IRQ of the plan into a `skip` that
     /// keeps its mask; transmit steering follows those IRQs where they are.
-    fn respect_owners(&mut self, planned: &mut PlannedPass, sample: &Sample) {
+    fn respect_owners(&mut self, planned: &mut PlannedPass, sample: &Sample, drift: &[Drift]) {
         let defaults = Self::kernel_defaults(planned, sample);
-        let drift = others_drift(self.records.ledger.drift(&planned.plan), self.reader.hotplugged());
-        let news = self.respected.observe(&mut planned.plan, &drift, &defaults);
+        let news = self.respected.observe(&mut planned.plan, drift, &defaults);
         for d in &mut planned.plan.devices {
             let moved: BTreeMap<u32, CpuSet> = d
                 .irqs

@@ -6,14 +6,14 @@ use crate::sysfs::Root;
 /// PIDs of running `irqbalance` processes (`ROOT/proc/*/comm`), lowest first. Unreadable entries
 /// (processes that just exited) are skipped.
 pub(crate) fn irqbalance_pids(root: &Root) -> Vec<u32> {
+    let comm = |pid: u32| std::fs::read_to_string(root.path(format!("proc/{pid}/comm")));
+    pids(root).into_iter().filter(|&pid| comm(pid).is_ok_and(|c| c.trim_end() == "irqbalance")).collect()
+}
+
+/// Every pid listed under `ROOT/proc`, lowest first.
+fn pids(root: &Root) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir(root.path("proc")) else { return Vec::new() };
-    let mut pids: Vec<u32> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(root.path(format!("proc/{pid}/comm"))).is_ok_and(|c| c.trim_end() == "irqbalance")
-        })
-        .collect();
+    let mut pids: Vec<u32> = entries.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect();
     pids.sort_unstable();
     pids
 }
@@ -28,9 +28,7 @@ const IRQ_WRITER_SCRIPTS: [&str; 3] = ["set_irq_affinity", "perftune", "irq_affi
 /// A running program known to write IRQ affinities (`ROOT/proc`), as its pid and name: a known
 /// name first, else a known script in a command line; the lowest pid of each.
 pub(crate) fn known_irq_writer(root: &Root) -> Option<(u32, String)> {
-    let Ok(entries) = std::fs::read_dir(root.path("proc")) else { return None };
-    let mut pids: Vec<u32> = entries.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect();
-    pids.sort_unstable();
+    let pids = pids(root);
     let read = |pid: u32, file: &str| std::fs::read(root.path(format!("proc/{pid}/{file}"))).ok();
     let by_name = pids.iter().find_map(|&pid| {
         let comm = String::from_utf8_lossy(&read(pid, "comm")?).trim_end().to_string();

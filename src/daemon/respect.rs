@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use super::ledger::Drift;
 use crate::cpuset::CpuSet;
-use crate::plan::{Action, Plan};
+use crate::plan::{Action, Placement, Plan};
 
 /// Why an IRQ is no longer where irqwise put it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +54,17 @@ pub(crate) fn classify(irq: u32, placed: &CpuSet, found: &CpuSet, k: &KernelDefa
         return DriftCause::DriverReset;
     }
     DriftCause::Foreign
+}
+
+/// Turns a placement irqwise would write or keep into a `skip` that keeps the mask another
+/// writer set, with `reason` (a kernel-managed or already skipped one is left as planned).
+pub(crate) fn leave_as_set(p: &mut Placement, reason: String) {
+    if p.action == Action::Set || p.action == Action::Keep {
+        p.action = Action::Skip;
+        p.desired = p.current.clone();
+        p.fallbacks.clear();
+        p.reason = reason;
+    }
 }
 
 /// An IRQ left to another owner.
@@ -119,12 +130,7 @@ impl Respected {
                 self.owned.remove(&p.irq);
                 continue;
             }
-            if p.action == Action::Set || p.action == Action::Keep {
-                p.action = Action::Skip;
-                p.desired = p.current.clone();
-                p.fallbacks.clear();
-                p.reason = "mask set by another owner: left as it is (on_drift = respect)".to_string();
-            }
+            leave_as_set(p, "mask set by another owner: left as it is (on_drift = respect)".to_string());
         }
         news
     }

@@ -20,7 +20,7 @@ use crate::devices::discover::netdev_netlink::{read_captured_netdev, read_netdev
 use crate::devices::discover::{
     discover_devices_keeping, rediscover_devices, udev_properties, DeviceReads, DeviceScope, DevicesError, Discovery,
 };
-use crate::devices::napi::InterfaceState;
+use crate::devices::napi::{InterfaceState, NetdevView};
 use crate::devices::{Device, DeviceClass};
 use crate::sysfs::Root;
 use crate::topology::discover::isolation::read_isolation;
@@ -269,7 +269,14 @@ fn read_every_pass(
     let threaded = interfaces.iter().filter(|(_, s)| s.threaded == Some(true)).map(|(n, _)| n.clone()).collect();
     let napi_threads = read_napi_threads(root, &threaded);
     // The netlink answers are this machine's kernel's: another root gets those its snapshot kept.
-    let netdev = if root.is_this_machine() { read_netdev() } else { read_captured_netdev(root) };
+    let netdev = if interfaces.is_empty() {
+        // No NIC: nothing to ask the kernel about (no socket on an NVMe-only machine's passes).
+        NetdevView::NotThisMachine
+    } else if root.is_this_machine() {
+        read_netdev()
+    } else {
+        read_captured_netdev(root)
+    };
     let default_affinity = (config.global.on_drift == OnDrift::Respect)
         .then(|| root.read_small_optional("proc/irq/default_smp_affinity").ok().flatten())
         .flatten()
