@@ -46,6 +46,11 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::Advise { what: AdviseCommand::Boot { json } } => cli::advise(&root, &paths, json),
         Command::Run { once } => cli::run(&root, &paths, cli.global.log_format, once),
         Command::Status { json } => cli::status(&root, json),
+        Command::Claim { cpus, owner, pid, timeout } => {
+            cli::claim(&root, &owner, &cpus, pid, std::time::Duration::from_secs(timeout))
+        }
+        Command::Release { owner, timeout } => cli::release(&root, &owner, std::time::Duration::from_secs(timeout)),
+        Command::Claims { json } => cli::claims(&root, json),
         Command::Reload { pid, timeout } => cli::reload(&root, &paths, pid, std::time::Duration::from_secs(timeout)),
     }
 }

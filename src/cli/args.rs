@@ -119,6 +119,37 @@ pub enum Command {
         #[arg(long, default_value_t = 60, value_name = "SECONDS")]
         timeout: u64,
     },
+    /// Keep device IRQs (and NAPI threads) off CPUS for OWNER, until released or until process PID
+    /// exits; waits until the running daemon has moved them (like reload). Writes
+    /// ROOT/run/irqwise/claims/OWNER.
+    Claim {
+        /// The CPUs, as a kernel CPU list (4-7,12).
+        #[arg(long, value_name = "LIST")]
+        cpus: String,
+        /// Who claims them (letters, digits and . _ : @ -): the claim's name.
+        #[arg(long, value_name = "NAME")]
+        owner: String,
+        /// The claim ends when this process exits.
+        #[arg(long)]
+        pid: Option<u32>,
+        /// Seconds to wait for the daemon to apply the claim; 0: do not wait.
+        #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+        timeout: u64,
+    },
+    /// Release OWNER's claim; waits until the running daemon has placed the IRQs again.
+    Release {
+        #[arg(long, value_name = "NAME")]
+        owner: String,
+        /// Seconds to wait for the daemon to apply the release; 0: do not wait.
+        #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+        timeout: u64,
+    },
+    /// List the claims (ROOT/run/irqwise/claims) and whether the running daemon holds them.
+    Claims {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print irqbalance's settings (IRQBALANCE_BANNED_CPUS/_CPULIST, IRQBALANCE_ARGS) as an
     /// irqwise drop-in, with a comment for each setting irqwise has no equivalent for (exit 3
     /// then). FILE defaults to ROOT/etc/default/irqbalance or ROOT/etc/sysconfig/irqbalance.

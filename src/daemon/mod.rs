@@ -29,6 +29,7 @@
 
 mod backoff;
 pub mod catalog;
+pub(crate) mod claims;
 pub mod counters;
 mod exposition;
 mod fights;
@@ -97,6 +98,8 @@ pub struct Daemon {
     known_managed: BTreeSet<u32>,
     /// IRQs left to other owners (`on_drift = "respect"`).
     respected: Respected,
+    /// The runtime claims held, and a watch on each claimed process.
+    claims: claims::Claims,
     /// IRQs someone else keeps rewriting (`on_drift = "restore"`): restored a few times, then left.
     fights: fights::Fights,
     /// When the daemon started, for the fights' window (monotonic).
@@ -162,6 +165,7 @@ impl Daemon {
             known_managed: BTreeSet::new(),
             respected: Respected::default(),
             fights: fights::Fights::default(),
+            claims: claims::Claims::default(),
             started_at: std::time::Instant::now(),
             originals: Originals::default(),
             originals_failed: SaidOnce::default(),
@@ -237,6 +241,11 @@ impl Daemon {
                 "irqbalance (pid {pid}) is running: it will fight irqwise over IRQ placement; stop and disable it (systemctl disable --now irqbalance)"
             );
         }
+        // The claims' directory exists before it is watched, so a first claim is seen at once.
+        let claims = std::path::Path::new(crate::topology::discover::claims::CLAIMS_DIR);
+        if let Err((path, e)) = self.root.make_own_dir(claims) {
+            tracing::warn!("cannot create {}: {e}; `irqwise claim` cannot be used", path.display());
+        }
         let events = EventConfig {
             reconcile_interval: Some(self.config.global.reconcile_interval),
             watch_files: sources::isolation_files(&self.root),
@@ -261,6 +270,8 @@ impl Daemon {
                 }
             }
         });
+        let (exit_tx, mut claim_exits) = mpsc::unbounded_channel::<u32>();
+        self.claims.follow_exits(exit_tx);
         self.pass(vec!["start".into()]);
         // READY=1 even when degraded: boot must not wait for a machine irqwise cannot read;
         // STATUS= says what is wrong and passes are retried with backoff.
@@ -281,6 +292,10 @@ impl Daemon {
                     _ => break,
                 },
                 () = tick(&mut watchdog) => self.notifier.watchdog(),
+                Some(pid) = claim_exits.recv() => {
+                    self.run_pass(vec![format!("claim pid {pid} exited")]);
+                    self.notifier.status(&self.status_text());
+                }
                 () = retry.wait() => {
                     self.pass(vec!["retry".into()]);
                     self.notifier.status(&self.status_text());

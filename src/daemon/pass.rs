@@ -79,6 +79,8 @@ impl Daemon {
     /// on the last one that could (saying so in the plan's warnings) rather than giving up.
     fn read_and_plan(&mut self) -> Result<PlannedPass, ReadError> {
         let sample = self.reader.read(&self.root, self.config.clone())?;
+        self.claims.observe(&self.root, &sample.isolation.claims);
+        self.records.claims = self.claims.held();
         if self.memory.remember(&sample.topology) {
             self.save_memory();
         }

@@ -64,6 +64,8 @@ pub(crate) struct Records {
     napi: NapiNews,
     /// IRQs of this pass whose drift the kernel or a driver made (not logged as drift).
     pub kernel_rewrites: BTreeSet<u32>,
+    /// The runtime claims this pass held (for the state file).
+    pub claims: Vec<super::claims::HeldClaim>,
     /// Not one IRQ could be written, for one cause of the machine (said once, by class).
     blocked: SaidOnce<FailureClass>,
     /// That diagnosis, while it holds.
@@ -90,6 +92,7 @@ impl Records {
             xps_failing: SaidOnceEach::default(),
             napi: NapiNews::default(),
             kernel_rewrites: BTreeSet::new(),
+            claims: Vec::new(),
             blocked: SaidOnce::default(),
             blocked_now: None,
             state: StateWriter::default(),
@@ -194,6 +197,7 @@ impl Records {
             report: &self.last_report,
             counters: &self.counters,
             recent_changes: self.recent.as_slices().0,
+            claims: &self.claims,
         };
         self.state.write(root, inputs);
         self.publish_metrics(root, config);

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use super::claims::HeldClaim;
 use super::counters::{Counters, RecentChange};
 use super::once::SaidOnce;
 use crate::apply::ApplyReport;
@@ -66,6 +67,8 @@ pub(crate) struct StateRecord<'a> {
     pub counters: &'a Counters,
     /// The last writes, oldest first.
     pub recent_changes: &'a [RecentChange],
+    /// The runtime claims the last pass held (`irqwise claims`).
+    pub claims: &'a [HeldClaim],
 }
 
 /// The plan as the state keeps it: every IRQ's action and CPUs, as list strings. The devices
@@ -239,6 +242,7 @@ pub(crate) struct StateInputs<'a> {
     pub report: &'a ApplyReport,
     pub counters: &'a Counters,
     pub recent_changes: &'a [RecentChange],
+    pub claims: &'a [HeldClaim],
 }
 
 /// Writes the state file after every pass, keeping its buffer and its devices' encodings
@@ -288,6 +292,7 @@ impl StateWriter {
                     report: ReportState::of(inputs.report),
                     counters: inputs.counters,
                     recent_changes: inputs.recent_changes,
+                    claims: inputs.claims,
                 };
                 write_state(root, &record, &mut self.buf)
             });

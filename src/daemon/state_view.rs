@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::claims::HeldClaim;
 use super::counters::{Counters, RecentChange};
 use super::state::{StateError, STATE_FILE};
 use crate::plan::Summary;
@@ -41,6 +42,9 @@ pub(crate) struct StateView {
     pub recent_changes: Vec<RecentChange>,
     #[serde(default)]
     pub repeated: Vec<RepeatedView>,
+    /// Absent in state files of versions without claims.
+    #[serde(default)]
+    pub claims: Vec<HeldClaim>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -55,6 +59,8 @@ pub(crate) struct RepeatedView {
 #[derive(Debug, Clone, Deserialize)]
 pub struct PlanView {
     pub devices: Vec<DeviceView>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -111,6 +117,9 @@ pub(crate) fn render_status(s: &StateView, now: u64, alive: bool) -> String {
     }
     if let Some(e) = &s.config_error {
         out.push_str(&format!("last reload rejected, previous configuration kept: {}\n", e.replace('\n', "; ")));
+    }
+    for c in &s.claims {
+        out.push_str(&format!("claim {}: {} kept free of device IRQs\n", c.owner, c.describe()));
     }
     for r in &s.repeated {
         let name = r.name.as_deref().unwrap_or("-");

@@ -30,6 +30,9 @@ pub enum WatchHow {
     InDirectory,
     /// The file itself, when it exists (kernfs attributes, which the kernel never replaces).
     Itself,
+    /// `path` is a directory: every file in it whose name does not start with a dot (a
+    /// writer's temporary file), however it changes.
+    EveryFile,
 }
 
 /// A file whose changes should run a pass.
@@ -42,8 +45,8 @@ pub struct WatchTarget {
 /// What one watch descriptor stands for.
 #[derive(Debug, Clone)]
 enum Watch {
-    /// A directory holding watched files, by name.
-    Dir { dir: PathBuf, names: BTreeSet<OsString> },
+    /// A directory holding watched files, by name (`every`: all but dot files).
+    Dir { dir: PathBuf, names: BTreeSet<OsString>, every: bool },
     /// The parent of watched directories that do not exist yet.
     Parent { children: BTreeSet<PathBuf> },
     /// A watched file itself.
@@ -68,6 +71,8 @@ pub(crate) struct FileWatch {
     watches: BTreeMap<i32, Watch>,
     /// Watched names by directory, for directories that appear later.
     wanted: BTreeMap<PathBuf, BTreeSet<OsString>>,
+    /// Directories whose every file is watched.
+    every: BTreeSet<PathBuf>,
 }
 
 impl FileWatch {
@@ -82,7 +87,7 @@ impl FileWatch {
         #[allow(unsafe_code)]
         let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
             .map_err(|e| EventsError::Register { what: "the inotify descriptor", source: e.into_parts().1 })?;
-        let mut watch = FileWatch { fd, watches: BTreeMap::new(), wanted: BTreeMap::new() };
+        let mut watch = FileWatch { fd, watches: BTreeMap::new(), wanted: BTreeMap::new(), every: BTreeSet::new() };
         for t in targets {
             match t.how {
                 WatchHow::Itself => {
@@ -90,6 +95,10 @@ impl FileWatch {
                     if let Ok(wd) = inotify::add_watch(watch.fd.get_ref(), &t.path, flags) {
                         watch.watches.insert(wd, Watch::File { path: t.path.clone() });
                     }
+                }
+                WatchHow::EveryFile => {
+                    watch.wanted.entry(t.path.clone()).or_default();
+                    watch.every.insert(t.path.clone());
                 }
                 WatchHow::InDirectory => {
                     let (Some(dir), Some(name)) = (t.path.parent(), t.path.file_name()) else { continue };
@@ -108,7 +117,8 @@ impl FileWatch {
     fn watch_dir(&mut self, dir: &Path) -> bool {
         let names = self.wanted.get(dir).cloned().unwrap_or_default();
         if let Ok(wd) = inotify::add_watch(self.fd.get_ref(), dir, dir_events()) {
-            self.watches.insert(wd, Watch::Dir { dir: dir.to_path_buf(), names });
+            let every = self.every.contains(dir);
+            self.watches.insert(wd, Watch::Dir { dir: dir.to_path_buf(), names, every });
             return true;
         }
         if let Some(parent) = dir.parent() {
@@ -186,8 +196,9 @@ impl FileWatch {
                 continue;
             }
             match watch {
-                Watch::Dir { dir, names } => {
-                    if let Some(name) = name.filter(|n| names.contains(n)) {
+                Watch::Dir { dir, names, every } => {
+                    let wanted = |n: &OsString| names.contains(n) || (every && !n.as_bytes().starts_with(b"."));
+                    if let Some(name) = name.filter(wanted) {
                         triggers.push(Trigger::Isolation { path: Some(dir.join(name)) });
                     }
                 }
@@ -258,6 +269,27 @@ mod tests {
         assert_eq!(next(&mut rx).await, Some(Trigger::Isolation { path: Some(etc.join("sysconfig")) }));
         std::fs::write(&sysconfig, "IRQBALANCE_BANNED_CPUS=0c\n").unwrap();
         assert_eq!(next(&mut rx).await, Some(Trigger::Isolation { path: Some(sysconfig.clone()) }));
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn every_file_of_a_directory_is_seen_but_dot_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let claims = dir.path().join("run/irqwise/claims");
+        std::fs::create_dir_all(&claims).unwrap();
+        let watch = FileWatch::open(&[WatchTarget { path: claims.clone(), how: WatchHow::EveryFile }]).unwrap();
+        let (tx, mut rx) = mpsc::channel(16);
+        let task = tokio::spawn(watch.run(tx));
+        std::fs::write(claims.join(".web.123"), "cpus=4\n").unwrap();
+        std::fs::rename(claims.join(".web.123"), claims.join("web")).unwrap();
+        assert_eq!(
+            next(&mut rx).await,
+            Some(Trigger::Isolation { path: Some(claims.join("web")) }),
+            "not the temp file"
+        );
+        while tokio::time::timeout(Duration::from_millis(200), rx.recv()).await.is_ok() {}
+        std::fs::remove_file(claims.join("web")).unwrap();
+        assert_eq!(next(&mut rx).await, Some(Trigger::Isolation { path: Some(claims.join("web")) }), "a removal");
         task.abort();
     }
 

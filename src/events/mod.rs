@@ -8,7 +8,8 @@
 //!   drivers allocate their IRQs at link up;
 //! - signals: `SIGHUP` → [`Trigger::Reload`], `SIGTERM`/`SIGINT` → [`Trigger::Stop`];
 //! - a reconcile timer → [`Trigger::Reconcile`] every `reconcile_interval`;
-//! - inotify on the files that isolate CPUs ([`inotify`]) → [`Trigger::Isolation`].
+//! - inotify on the files that isolate CPUs ([`inotify`]) → [`Trigger::Isolation`];
+//! - (driven by the daemon) the exit of a claim's process ([`pidfd`]).
 //!
 //! No event is lost silently: when a netlink socket overflows (ENOBUFS) the source sends one
 //! [`Trigger::Overflow`], which asks for a full rescan, after it has drained the socket (so after
@@ -18,6 +19,7 @@
 
 pub mod debounce;
 pub(crate) mod inotify;
+pub(crate) mod pidfd;
 pub mod rtnetlink;
 pub mod uevent;
 

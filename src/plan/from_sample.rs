@@ -13,6 +13,7 @@ use super::xps_plan::{plan_xps, XpsPlan};
 use super::{build_plan, locate_current, Action, Plan, PlanContext};
 use crate::choices::StrategyName;
 use crate::config::{Config, GuardScope};
+use crate::cpuset::CpuSet;
 use crate::devices::{Device, DeviceClass};
 use crate::policy::{resolve, unmatched_rules, DeviceFacts, Policy};
 use crate::sample::Sample;
@@ -50,9 +51,8 @@ pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
     let first = memory.topology.and_then(|m| m.first_topology(&sample.topology));
     let mut warnings: Vec<String> = sample.warnings.topology.clone();
     warnings.extend(sample.warnings.isolation.iter().cloned());
-    let (topology, merged, void_ban) = with_isolation(sample.topology.clone(), own, &sample.isolation);
-    warnings.extend(void_ban);
-    let banned_imported = matches!(merged, Cow::Owned(_));
+    let (topology, merged, void_bans, bans) = with_isolation(sample.topology.clone(), own, &sample.isolation);
+    warnings.extend(void_bans);
     let config = merged.as_ref();
     // The remembered machines are isolated the same way, so queue homes avoid the same CPUs.
     let home = isolate(home, &sample.isolation);
@@ -78,7 +78,8 @@ pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
         kernel_queues: &kernel_queues,
     };
     let mut plan = build_plan(&ctx, &sample.devices, &policies);
-    let forbidden = forbidden_cpus(own, &topology, &sample.isolation, banned_imported);
+    let forbidden = forbidden_cpus(own, &topology, &sample.isolation, bans);
+    warnings.extend(claimed_nodes(sample, &topology, &forbidden, &policies));
     if !sample.devices.is_empty() && !topology.online.is_empty() && topology.online.is_subset(&forbidden.cpus()) {
         plan.warnings.push(format!(
             "every online CPU ({}) is kept free of device IRQs ({}): no device IRQ is placed, each stays where it is",
@@ -116,24 +117,25 @@ pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
 }
 
 /// The CPUs device interrupts must avoid, by source: the global `banned_cpus`, every isolation
-/// source the configuration applies (irqbalance's banned list when `banned_imported`, the others
-/// with `respect_isolation`), each named by its kind and holding only the CPUs no earlier source
-/// named, then any isolated or nohz_full CPU of `topo` none of them names.
-pub(crate) fn forbidden_cpus(
-    config: &Config,
-    topo: &Topology,
-    isolation: &Isolation,
-    banned_imported: bool,
-) -> Forbidden {
+/// source the configuration applies (irqbalance's banned list and the claims as `bans` says,
+/// the others with `respect_isolation`), each named by its kind (a claim by its owner) and
+/// holding only the CPUs no earlier source named, then any isolated or nohz_full CPU of `topo`
+/// none of them names.
+pub(crate) fn forbidden_cpus(config: &Config, topo: &Topology, isolation: &Isolation, bans: Bans) -> Forbidden {
     let mut sources = vec![("banned".to_string(), config.global.banned_cpus.clone())];
     let mut named = config.global.banned_cpus.clone();
     for s in &isolation.sources {
         let applies = match s.effect() {
             Effect::Isolated => config.global.respect_isolation,
-            Effect::Banned => banned_imported,
+            Effect::Banned => bans.irqbalance,
+            Effect::Claimed => bans.claims,
         };
         if applies {
-            sources.push((s.kind.word().to_string(), s.cpus.difference(&named)));
+            let word = match s.claim_owner() {
+                Some(owner) => format!("{owner}'s claimed"),
+                None => s.kind.word().to_string(),
+            };
+            sources.push((word, s.cpus.difference(&named)));
             named.extend_with(&s.cpus);
         }
     }
@@ -223,36 +225,101 @@ fn isolate(mut topo: Topology, isolation: &Isolation) -> Topology {
     topo
 }
 
+/// Which bans the isolation sources added to the configuration's `banned_cpus`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Bans {
+    /// irqbalance's banned list (`import_irqbalance_banned`, and it leaves an online CPU).
+    pub irqbalance: bool,
+    /// The runtime claims (unless with them every online CPU is kept free).
+    pub claims: bool,
+}
+
 /// What the isolation sources change for planning: every CPU a source isolates joins the
-/// topology's `isolated` (so `respect_isolation` keeps it free as it keeps `isolcpus` CPUs), and
-/// with `import_irqbalance_banned` the banned list joins `banned_cpus`, unless with them every
-/// online CPU would be banned: then the imported list is void, and the warning says so.
+/// topology's `isolated` (so `respect_isolation` keeps it free as it keeps `isolcpus` CPUs); the
+/// claims join `banned_cpus`, then with `import_irqbalance_banned` the banned list does, each
+/// unless with it every online CPU would be banned: then it is void, and a warning says so.
 pub(crate) fn with_isolation<'c>(
     topology: Topology,
     config: &'c Config,
     isolation: &Isolation,
-) -> (Topology, Cow<'c, Config>, Option<String>) {
+) -> (Topology, Cow<'c, Config>, Vec<String>, Bans) {
     let topology = isolate(topology, isolation);
-    let banned = isolation.banned();
-    if !config.global.import_irqbalance_banned || banned.is_subset(&config.global.banned_cpus) {
-        return (topology, Cow::Borrowed(config), None);
+    let mut all = config.global.banned_cpus.clone();
+    let mut warnings = Vec::new();
+    let mut bans = Bans::default();
+    let bans_every_online = |set: &CpuSet| !topology.online.is_empty() && topology.online.is_subset(set);
+    let named = |effect: Effect| -> Vec<String> {
+        let sources = isolation.sources.iter().filter(|s| s.effect() == effect);
+        sources.map(|s| format!("{} in {}", s.setting, s.path)).collect()
+    };
+    let claimed = isolation.cpus_with(Effect::Claimed);
+    if !claimed.is_empty() {
+        let with = all.union(&claimed);
+        if bans_every_online(&with) {
+            warnings.push(format!(
+                "the claims ({}) with banned_cpus keep every online CPU ({}) free: they are not applied",
+                named(Effect::Claimed).join(", "),
+                topology.online
+            ));
+        } else {
+            all = with;
+            bans.claims = true;
+        }
     }
-    let all = banned.union(&config.global.banned_cpus);
-    if !topology.online.is_empty() && topology.online.is_subset(&all) {
-        let from: Vec<String> = isolation
-            .sources
-            .iter()
-            .filter(|s| s.effect() == Effect::Banned)
-            .map(|s| format!("{} in {}", s.setting, s.path))
-            .collect();
-        let warning = format!(
-            "irqbalance's banned list ({}) bans every online CPU ({}): it is not imported",
-            from.join(", "),
-            topology.online
-        );
-        return (topology, Cow::Borrowed(config), Some(warning));
+    let banned = isolation.banned();
+    if config.global.import_irqbalance_banned && !banned.is_subset(&all) {
+        let with = all.union(&banned);
+        if bans_every_online(&with) {
+            warnings.push(format!(
+                "irqbalance's banned list ({}) bans every online CPU ({}): it is not imported",
+                named(Effect::Banned).join(", "),
+                topology.online
+            ));
+        } else {
+            all = with;
+            bans.irqbalance = true;
+        }
+    }
+    if all == config.global.banned_cpus {
+        return (topology, Cow::Borrowed(config), warnings, bans);
     }
     let mut config = config.clone();
     config.global.banned_cpus = all;
-    (topology, Cow::Owned(config), None)
+    (topology, Cow::Owned(config), warnings, bans)
+}
+
+/// A warning per placed device whose node keeps usable CPUs only among claimed ones: its IRQs
+/// spill by its policy, and the warning names the claims that took the node.
+fn claimed_nodes(sample: &Sample, topology: &Topology, forbidden: &Forbidden, policies: &[Policy]) -> Vec<String> {
+    let claims: Vec<&crate::topology::isolation::IsolationSource> =
+        sample.isolation.sources.iter().filter(|s| s.effect() == Effect::Claimed).collect();
+    if claims.is_empty() {
+        return Vec::new();
+    }
+    let claimed = claims.iter().fold(CpuSet::new(), |acc, s| acc.union(&s.cpus));
+    let others = forbidden.cpus().difference(&claimed);
+    let mut out = Vec::new();
+    for (device, policy) in sample.devices.iter().zip(policies) {
+        if policy.strategy == Some(StrategyName::Leave) || device.vectors.is_empty() {
+            continue;
+        }
+        let Some(node) = policy.node.or(device.node) else { continue };
+        let Some(cpus) = topology.nodes.get(&node).map(|n| n.cpus.intersection(&topology.online)) else { continue };
+        let left = cpus.difference(&others);
+        if left.is_empty() || !left.is_subset(&claimed) {
+            continue;
+        }
+        let owners: Vec<String> = claims
+            .iter()
+            .filter(|s| s.cpus.intersects(&left))
+            .map(|s| format!("{} (CPUs {})", s.claim_owner().unwrap_or("?"), s.cpus))
+            .collect();
+        out.push(format!(
+            "{}: every usable CPU of its node {node} ({left}) is claimed by {}: its IRQs spill by its policy (spill = {})",
+            device.bdf,
+            owners.join(", "),
+            policy.spill.as_str()
+        ));
+    }
+    out
 }

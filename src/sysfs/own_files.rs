@@ -124,6 +124,12 @@ impl Root {
         Ok(())
     }
 
+    /// Creates the directory `rel` (and those above it) where missing, through no symlink.
+    pub(crate) fn make_own_dir(&self, rel: &Path) -> Result<(), OwnFileError> {
+        let all = names(rel).map_err(|e| (self.path(rel), e))?;
+        self.own_dir(&all).map(drop).map_err(|e| (self.path(rel), e))
+    }
+
     /// Removes `rel` (through no symlink); a missing file is no error.
     pub(crate) fn remove_own_file(&self, rel: &Path) -> Result<(), OwnFileError> {
         let (dir, name) = self.own_parent(rel)?;

@@ -7,6 +7,7 @@
 //! root without any CPU is an error.
 
 mod caches;
+pub mod claims;
 mod cpu;
 pub mod isolation;
 mod nodes;

@@ -32,6 +32,8 @@ pub enum IsolationKind {
     CmdlineIrqaffinity,
     /// irqbalance's banned list, as tuned (`isolated_cores`) and CRI-O write it.
     IrqbalanceBanned,
+    /// A runtime claim (`irqwise claim`, `/run/irqwise/claims/OWNER`) whose process runs.
+    Claim,
 }
 
 impl IsolationKind {
@@ -40,6 +42,7 @@ impl IsolationKind {
     pub(crate) fn effect(self) -> Effect {
         match self {
             IsolationKind::IrqbalanceBanned => Effect::Banned,
+            IsolationKind::Claim => Effect::Claimed,
             _ => Effect::Isolated,
         }
     }
@@ -54,6 +57,7 @@ impl IsolationKind {
             IsolationKind::CmdlineNohzFull => "nohz_full",
             IsolationKind::CmdlineIrqaffinity => "outside-irqaffinity",
             IsolationKind::IrqbalanceBanned => "irqbalance-banned",
+            IsolationKind::Claim => "claimed",
         }
     }
 
@@ -67,6 +71,7 @@ impl IsolationKind {
             IsolationKind::CmdlineNohzFull => "kernel command line nohz_full=",
             IsolationKind::CmdlineIrqaffinity => "kernel command line irqaffinity=: the CPUs outside it",
             IsolationKind::IrqbalanceBanned => "irqbalance banned list: tuned, CRI-O",
+            IsolationKind::Claim => "runtime claim: irqwise claim",
         }
     }
 }
@@ -80,6 +85,9 @@ pub(crate) enum Effect {
     Isolated,
     /// Like `banned_cpus`: never used (with `import_irqbalance_banned`).
     Banned,
+    /// A runtime claim: never used, whatever the configuration (unless every online CPU is
+    /// claimed or banned: then the claims are void, and a warning says so).
+    Claimed,
 }
 
 /// One owner's word on which CPUs to keep free.
@@ -98,6 +106,11 @@ impl IsolationSource {
     pub(crate) fn effect(&self) -> Effect {
         self.kind.effect()
     }
+
+    /// The owner of a claim (its file's name); `None` for other kinds.
+    pub fn claim_owner(&self) -> Option<&str> {
+        (self.kind == IsolationKind::Claim).then(|| self.path.rsplit('/').next().unwrap_or(&self.path))
+    }
 }
 
 /// Every source found, in reading order. The set of CPUs device IRQs must avoid, with
@@ -105,6 +118,9 @@ impl IsolationSource {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Isolation {
     pub sources: Vec<IsolationSource>,
+    /// Every claim file read, live or ended (the live ones are also `sources`).
+    #[serde(skip)]
+    pub claims: Vec<crate::topology::claims::ClaimRead>,
 }
 
 impl Isolation {
@@ -123,10 +139,10 @@ impl Isolation {
         self.cpus_with(Effect::Banned)
     }
 
-    /// The CPUs device IRQs must avoid: the isolated ones when `respect_isolation`, the banned
-    /// ones when `import_banned`.
+    /// The CPUs device IRQs must avoid: the claimed ones, the isolated ones when
+    /// `respect_isolation`, the banned ones when `import_banned`.
     pub fn avoid(&self, respect_isolation: bool, import_banned: bool) -> CpuSet {
-        let mut out = CpuSet::new();
+        let mut out = self.cpus_with(Effect::Claimed);
         if respect_isolation {
             out.extend_with(&self.isolated());
         }
@@ -603,11 +619,14 @@ mod tests {
                 source(IsolationKind::CgroupPartition, "10-11"),
                 source(IsolationKind::IrqbalanceBanned, "2-3"),
                 source(IsolationKind::CmdlineIsolcpus, "11"),
+                source(IsolationKind::Claim, "6"),
             ],
+            claims: Vec::new(),
         };
-        assert_eq!(iso.avoid(true, true), set("2-3,10-11"));
-        assert_eq!(iso.avoid(false, true), set("2-3"));
-        assert_eq!(iso.avoid(true, false), set("10-11"));
+        assert_eq!(iso.avoid(true, true), set("2-3,6,10-11"));
+        assert_eq!(iso.avoid(false, true), set("2-3,6"));
+        assert_eq!(iso.avoid(false, false), set("6"), "a claim holds whatever the configuration");
+        assert_eq!(iso.avoid(true, false), set("6,10-11"));
         let why: Vec<IsolationKind> = iso.sources_of(11).map(|s| s.kind).collect();
         assert_eq!(why, [IsolationKind::CgroupPartition, IsolationKind::CmdlineIsolcpus]);
     }

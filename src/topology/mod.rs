@@ -2,6 +2,7 @@
 //! shown by [`view`], or built in memory by [`synthetic`]; the CPUs kept free of device IRQs and
 //! who asked for it in [`isolation`]; [`locality`] says how near a CPU is to a set of CPUs.
 
+pub mod claims;
 pub mod discover;
 mod home;
 pub mod isolation;

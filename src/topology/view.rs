@@ -71,6 +71,7 @@ impl Applied {
         match effect {
             Effect::Isolated => self.respect_isolation,
             Effect::Banned => self.import_banned,
+            Effect::Claimed => true,
         }
     }
 }
@@ -111,11 +112,13 @@ pub(crate) fn isolation_table(isolation: &Isolation, applied: Applied) -> String
         let effect = match s.effect() {
             Effect::Isolated => "isolated",
             Effect::Banned => "banned",
+            Effect::Claimed => "claimed",
         };
         let off = match s.effect() {
             _ if applied.applies(s.effect()) => "",
             Effect::Isolated => "; not applied: respect_isolation = false",
             Effect::Banned => "; not applied: import_irqbalance_banned = false",
+            Effect::Claimed => "",
         };
         out.push_str(&format!(
             "  {:<12} {:<8} {}: {} ({}{off})\n",

@@ -1,10 +1,12 @@
 //! Reading every [`Isolation`] source under a [`Root`]: sysfs (as already read into the
 //! topology), the root cgroup's `cpuset.cpus.isolated`, `/proc/cmdline` and irqbalance's
-//! environment files. A source that cannot be read or parsed costs a warning and isolates
+//! environment files, and the runtime claims (`run/irqwise/claims`). A source that cannot be read or parsed costs a warning and isolates
 //! nothing; its absence is normal.
 
+use super::claims::read_claims;
 use super::{cpulist_problem, io_problem, warning, TopologyWarning};
 use crate::sysfs::{parse_cpulist_at, Root};
+use crate::topology::claims::Claim;
 use crate::topology::isolation::{parse_cmdline, parse_irqbalance, Isolation, IsolationKind, IsolationSource};
 use crate::topology::Topology;
 
@@ -17,7 +19,8 @@ pub(crate) const CMDLINE: &str = "proc/cmdline";
 pub(crate) const IRQBALANCE_FILES: [&str; 2] = ["etc/sysconfig/irqbalance", "etc/default/irqbalance"];
 
 /// Every source under `root`, in this order: `cpu/isolated` and `cpu/nohz_full` (from
-/// `topo`, already read), the cgroup partitions, the command line, the irqbalance files.
+/// `topo`, already read), the cgroup partitions, the command line, the irqbalance files, the
+/// claims (every claim read is in `claims`; the live ones are sources too).
 /// Lists are cut to `topo.possible`. Never fails: what cannot be read is a warning.
 pub(crate) fn read_isolation(root: &Root, topo: &Topology) -> (Isolation, Vec<TopologyWarning>) {
     let mut sources = Vec::new();
@@ -46,7 +49,21 @@ pub(crate) fn read_isolation(root: &Root, topo: &Topology) -> (Isolation, Vec<To
             warnings.extend(problems.into_iter().map(|p| warning(root, rel, p.problem, p.instead)));
         }
     }
-    (Isolation { sources }, warnings)
+    let (claims, claim_warnings) = read_claims(root, &topo.possible);
+    warnings.extend(claim_warnings);
+    sources.extend(claims.iter().filter(|c| c.ended.is_none()).map(|c| IsolationSource {
+        kind: IsolationKind::Claim,
+        path: c.path.clone(),
+        setting: claim_setting(&c.claim),
+        cpus: c.claim.cpus.clone(),
+    }));
+    (Isolation { sources, claims }, warnings)
+}
+
+/// How a claim shows as a source's setting: `web: cpus=4-5 pid=123`.
+fn claim_setting(claim: &Claim) -> String {
+    let pid = claim.pid.map(|p| format!(" pid={p}")).unwrap_or_default();
+    format!("{}: cpus={}{pid}", claim.owner, claim.cpus)
 }
 
 /// The cgroup v2 isolated partitions' CPUs, when the kernel shows them and there are any.

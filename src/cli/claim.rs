@@ -1,0 +1,152 @@
+//! `irqwise claim --cpus LIST --owner NAME [--pid PID]` and `irqwise release --owner NAME`:
+//! write or remove a claim file (`ROOT/run/irqwise/claims/NAME`, the format in
+//! [`crate::topology::claims`]), then wait until the running daemon's state file shows the
+//! pass that applied it, like `reload`: when the command returns, the IRQs have left the CPUs
+//! (or come back). Without a running daemon the file is written all the same: the daemon's
+//! first pass takes it.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::{CliError, Outcome};
+use crate::daemon::claims::HeldClaim;
+use crate::daemon::state_view::{read_state, StateView};
+use crate::sysfs::processes::{process_identity, DAEMON_NAME};
+use crate::sysfs::Root;
+use crate::topology::claims::{claim_cpus, owner_problem, render_claim, Claim};
+use crate::topology::discover::claims::{read_claims, CLAIMS_DIR};
+use crate::topology::discover::read_topology;
+
+/// How often the state file is polled while waiting.
+const POLL: Duration = Duration::from_millis(10);
+
+/// `irqwise claim`: exit 0 once the daemon holds the claim (or no daemon runs), 2 for a bad
+/// owner, CPU list or pid, 1 when the claims would leave no online CPU or the daemon did not
+/// take it in time.
+pub fn claim(root: &Root, owner: &str, cpus: &str, pid: Option<u32>, timeout: Duration) -> Result<Outcome, CliError> {
+    if let Some(problem) = owner_problem(owner) {
+        return Err(CliError::Usage(format!("--owner: {problem}")));
+    }
+    let topo = read_topology(root)?;
+    let cpus = claim_cpus(cpus, &topo.possible).map_err(|e| CliError::Usage(format!("--cpus {cpus}: {e}")))?;
+    let pid_start = match pid {
+        None => None,
+        Some(p) => Some(
+            process_identity(p)
+                .ok_or_else(|| CliError::Usage(format!("--pid {p}: no such process (no /proc/{p})")))?
+                .start,
+        ),
+    };
+    let (others, _) = read_claims(root, &topo.possible);
+    let others: Vec<&Claim> =
+        others.iter().filter(|c| c.ended.is_none() && c.claim.owner != owner).map(|c| &c.claim).collect();
+    let all = others.iter().fold(cpus.clone(), |acc, c| acc.union(&c.cpus));
+    if !topo.online.is_empty() && topo.online.is_subset(&all) {
+        let named: Vec<String> = others.iter().map(|c| format!("{} (CPUs {})", c.owner, c.cpus)).collect();
+        return Err(CliError::Failed(format!(
+            "claiming CPUs {cpus} for {owner} would keep every online CPU ({}) free of device IRQs{}; not claimed",
+            topo.online,
+            if named.is_empty() { String::new() } else { format!(" with the other claims: {}", named.join(", ")) }
+        )));
+    }
+    let claim = Claim { owner: owner.to_string(), cpus, pid, pid_start };
+    let daemon = running_daemon(root);
+    let rel = format!("{CLAIMS_DIR}/{owner}");
+    root.replace_own_file(Path::new(&rel), render_claim(&claim).as_bytes(), 0o644, false)
+        .map_err(|(path, e)| CliError::Failed(format!("cannot write {}: {e}", path.display())))?;
+    let life = pid.map_or_else(|| "until released".to_string(), |p| format!("while pid {p} runs"));
+    let said = format!("claimed CPUs {} for {owner} ({life})", claim.cpus);
+    let want = HeldClaim { owner: owner.to_string(), cpus: claim.cpus.to_list_string(), pid };
+    let held = |s: &StateView| s.claims.contains(&want);
+    finish(root, daemon, timeout, &said, owner, held)
+}
+
+/// `irqwise release`: exit 0 once the daemon no longer holds the claim (or no daemon runs), 1
+/// when there is no such claim or the daemon did not release it in time.
+pub fn release(root: &Root, owner: &str, timeout: Duration) -> Result<Outcome, CliError> {
+    if let Some(problem) = owner_problem(owner) {
+        return Err(CliError::Usage(format!("--owner: {problem}")));
+    }
+    let rel = format!("{CLAIMS_DIR}/{owner}");
+    if !root.exists(&rel) {
+        let names = root.list_dir_optional(CLAIMS_DIR).unwrap_or_default();
+        let names: Vec<String> = names.into_iter().filter(|n| !n.starts_with('.')).collect();
+        let known = if names.is_empty() { "there is none".to_string() } else { names.join(", ") };
+        return Err(CliError::Failed(format!(
+            "no claim of {owner} in {} (claims: {known})",
+            root.path(CLAIMS_DIR).display()
+        )));
+    }
+    let daemon = running_daemon(root);
+    root.remove_own_file(Path::new(&rel))
+        .map_err(|(path, e)| CliError::Failed(format!("cannot remove {}: {e}", path.display())))?;
+    let said = format!("released the claim of {owner}");
+    finish(root, daemon, timeout, &said, owner, |s: &StateView| !s.claims.iter().any(|c| c.owner == owner))
+}
+
+/// After the file changed: waits for the daemon's pass that shows it (`done`), and says so.
+fn finish(
+    root: &Root,
+    daemon: Option<StateView>,
+    timeout: Duration,
+    said: &str,
+    owner: &str,
+    done: impl Fn(&StateView) -> bool,
+) -> Result<Outcome, CliError> {
+    let Some(before) = daemon else {
+        return Ok(Outcome::ok(format!("{said}; no irqwise daemon runs here: its first pass takes it\n")));
+    };
+    if timeout.is_zero() {
+        return Ok(Outcome::ok(format!("{said}; irqwise (pid {}) takes it at its next pass\n", before.pid)));
+    }
+    let state = wait_for(root, &before, timeout, done).map_err(|e| CliError::Failed(format!("{said}, but {e}")))?;
+    // The plan's warnings that name the owner (a node left without a usable CPU, a void claim).
+    let stderr: String = state
+        .plan
+        .warnings
+        .iter()
+        .filter(|w| w.contains(owner))
+        .fold(String::new(), |acc, w| acc + "warning: " + w + "\n");
+    Ok(Outcome {
+        text: format!("{said}; irqwise (pid {}) applied it in pass {}: {}\n", state.pid, state.passes, state.status),
+        stderr,
+        exit: 0,
+    })
+}
+
+/// The state of the daemon that runs on `root`, when one does (its process is the one the
+/// state file names).
+pub(super) fn running_daemon(root: &Root) -> Option<StateView> {
+    let (_, view) = read_state(root).ok().flatten()?;
+    let now = process_identity(view.pid)?;
+    let same = view.process.as_ref().map_or(now.comm == DAEMON_NAME, |p| *p == now);
+    same.then_some(view)
+}
+
+/// Polls the state file until a later pass of the same daemon satisfies `done`.
+fn wait_for(
+    root: &Root,
+    before: &StateView,
+    timeout: Duration,
+    done: impl Fn(&StateView) -> bool,
+) -> Result<StateView, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some((_, s)) = read_state(root).ok().flatten() {
+            if s.pid == before.pid && s.passes > before.passes && done(&s) {
+                return Ok(s);
+            }
+        }
+        if process_identity(before.pid).is_none() {
+            return Err(format!("irqwise (pid {}) exited before it took the change", before.pid));
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "irqwise (pid {}) shows no pass that took it after {} s",
+                before.pid,
+                timeout.as_secs()
+            ));
+        }
+        std::thread::sleep(POLL);
+    }
+}

@@ -1,0 +1,187 @@
+//! The runtime claims as the daemon follows them (`irqwise claim`, files under
+//! `/run/irqwise/claims`, see [`crate::topology::claims`]).
+//!
+//! Guarantees:
+//! - every pass reads the claims afresh (they are isolation sources), so a claim written,
+//!   changed or removed is planned by the next pass; the inotify watch on the directory runs
+//!   that pass at once, the reconcile timer at the latest;
+//! - a claim whose process exited is released: its file removed (unless it was rewritten since)
+//!   and said once; the exit itself runs a pass at once, through a pidfd per claimed process
+//!   (at start too: a claim whose process died while no daemon ran is released by the first pass);
+//! - each claim taken, changed or released is logged once; the claims held are in the state
+//!   file, so `irqwise claim` can wait until they are applied.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::cpuset::{CpuSet, MAX_CPUS};
+use crate::events::pidfd;
+use crate::sysfs::processes::process_identity;
+use crate::sysfs::Root;
+use crate::topology::claims::{parse_claim, Claim, ClaimRead};
+use crate::topology::discover::claims::CLAIMS_DIR;
+
+/// A claim the last pass held, as the state file keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct HeldClaim {
+    pub owner: String,
+    /// A kernel CPU list.
+    pub cpus: String,
+    pub pid: Option<u32>,
+}
+
+impl HeldClaim {
+    fn of(claim: &Claim) -> HeldClaim {
+        HeldClaim { owner: claim.owner.clone(), cpus: claim.cpus.to_list_string(), pid: claim.pid }
+    }
+
+    /// `CPUs 4-5 (pid 123)` for the log and `status`.
+    pub fn describe(&self) -> String {
+        match self.pid {
+            Some(pid) => format!("CPUs {} while pid {pid} runs", self.cpus),
+            None => format!("CPUs {} until released", self.cpus),
+        }
+    }
+}
+
+/// What the daemon knows of the claims: those held, and a watch on each claimed process.
+#[derive(Debug, Default)]
+pub(crate) struct Claims {
+    held: BTreeMap<String, HeldClaim>,
+    /// A task per claimed process, sending its pid on `exits` when it exits.
+    watching: BTreeMap<u32, JoinHandle<()>>,
+    exits: Option<mpsc::UnboundedSender<u32>>,
+}
+
+impl Drop for Claims {
+    fn drop(&mut self) {
+        for task in self.watching.values() {
+            task.abort();
+        }
+    }
+}
+
+impl Claims {
+    /// From now on, each claimed process's exit is sent on `exits` (the event loop's; the
+    /// watches are tasks of its runtime).
+    pub fn follow_exits(&mut self, exits: mpsc::UnboundedSender<u32>) {
+        self.exits = Some(exits);
+    }
+
+    /// The claims the last pass held, by owner.
+    pub fn held(&self) -> Vec<HeldClaim> {
+        self.held.values().cloned().collect()
+    }
+
+    /// Takes a pass's reading of the claim files: releases the ended ones, logs what changed,
+    /// watches the processes of the held ones.
+    pub fn observe(&mut self, root: &Root, read: &[ClaimRead]) {
+        let mut now = BTreeMap::new();
+        for c in read {
+            match &c.ended {
+                Some(why) => release_ended(root, c, why),
+                None => {
+                    now.insert(c.claim.owner.clone(), HeldClaim::of(&c.claim));
+                }
+            }
+        }
+        for (owner, claim) in &now {
+            match self.held.get(owner) {
+                None => tracing::info!(
+                    claim = owner.as_str(),
+                    cpus = claim.cpus.as_str(),
+                    "claim {owner}: {} kept free of device IRQs",
+                    claim.describe()
+                ),
+                Some(was) if was != claim => tracing::info!(
+                    claim = owner.as_str(),
+                    cpus = claim.cpus.as_str(),
+                    "claim {owner} changed: {} kept free of device IRQs (was {})",
+                    claim.describe(),
+                    was.describe()
+                ),
+                Some(_) => {}
+            }
+        }
+        let ended = |owner: &str| read.iter().any(|c| c.claim.owner == owner && c.ended.is_some());
+        for (owner, was) in &self.held {
+            if !now.contains_key(owner) && !ended(owner) {
+                tracing::info!(
+                    claim = owner.as_str(),
+                    "claim {owner} released (its file was removed): CPUs {} are free again",
+                    was.cpus
+                );
+            }
+        }
+        self.held = now;
+        self.watch(read);
+    }
+
+    /// Watches the process of every held claim that has one, and no other.
+    fn watch(&mut self, read: &[ClaimRead]) {
+        let Some(exits) = self.exits.clone() else { return };
+        let wanted: BTreeMap<u32, Option<u64>> =
+            read.iter().filter(|c| c.ended.is_none()).filter_map(|c| Some((c.claim.pid?, c.claim.pid_start))).collect();
+        self.watching.retain(|pid, task| {
+            let keep = wanted.contains_key(pid) && !task.is_finished();
+            if !keep {
+                task.abort();
+            }
+            keep
+        });
+        for (&pid, &start) in &wanted {
+            if self.watching.contains_key(&pid) {
+                continue;
+            }
+            let exits = exits.clone();
+            let task = match pidfd::open(pid) {
+                // Opened first, checked second: the pidfd is of the process checked.
+                Ok(fd) if start.is_none_or(|s| process_identity(pid).is_some_and(|p| p.start == s)) => {
+                    tokio::spawn(async move {
+                        if let Err(e) = pidfd::exited(fd).await {
+                            tracing::warn!(
+                                "cannot wait for pid {pid} of a claim ({e}); its exit is seen by the reconcile timer"
+                            );
+                            return;
+                        }
+                        let _ = exits.send(pid);
+                    })
+                }
+                Ok(_) => tokio::spawn(async move {
+                    let _ = exits.send(pid);
+                }),
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => tokio::spawn(async move {
+                    let _ = exits.send(pid);
+                }),
+                Err(e) => {
+                    tracing::warn!(
+                        "cannot watch pid {pid} of a claim (pidfd_open: {e}); its exit is seen by the reconcile timer"
+                    );
+                    tokio::spawn(std::future::pending::<()>())
+                }
+            };
+            self.watching.insert(pid, task);
+        }
+    }
+}
+
+/// Removes the file of a claim whose process exited, unless it now names another process (a
+/// writer replaced it since it was read).
+fn release_ended(root: &Root, c: &ClaimRead, why: &str) {
+    let rel = format!("{CLAIMS_DIR}/{}", c.claim.owner);
+    let any_cpu = CpuSet::first_n(MAX_CPUS);
+    let still =
+        root.read_small_optional(&rel).ok().flatten().and_then(|t| parse_claim(&c.claim.owner, &t, &any_cpu).ok());
+    if still.is_some_and(|now| now.pid != c.claim.pid) {
+        return;
+    }
+    let owner = c.claim.owner.as_str();
+    match root.remove_own_file(Path::new(&rel)) {
+        Ok(()) => tracing::info!(claim = owner, "claim {owner} released ({why}): CPUs {} are free again", c.claim.cpus),
+        Err((path, e)) => tracing::warn!("claim {owner} ended ({why}) but {} cannot be removed: {e}", path.display()),
+    }
+}
