@@ -74,6 +74,7 @@ fn a_claim_holds_while_its_process_runs_and_ends_with_it() {
     let state = s.daemon.state();
     assert_eq!(state["claims"][0]["owner"], "job-1", "{state}");
     assert_eq!(state["claims"][0]["pid"], job.id(), "{state}");
+    assert_eq!((state["counters"]["claims"].as_u64(), state["counters"]["claimed_cpus"].as_u64()), (Some(1), Some(2)));
 
     let listed = irqwise(root, &["claims", "--json"]);
     let doc: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
@@ -88,6 +89,7 @@ fn a_claim_holds_while_its_process_runs_and_ends_with_it() {
     let claim_file = root.join("run/irqwise/claims/job-1");
     let state = s.daemon.wait(passes, "the claim released", || !claim_file.exists());
     assert!(state["claims"].as_array().is_some_and(Vec::is_empty), "{state}");
+    assert_eq!(state["counters"]["claims"], 0, "{state}");
     assert!(used(root, &s.irqs).intersects(&set("4-5")), "back on 4-5: {:?}", affinities(root, &s.irqs));
     let log = s.daemon.log_text();
     assert!(log.contains(&format!("claim job-1 released (pid {pid} exited)")), "{log}");

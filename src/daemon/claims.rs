@@ -77,6 +77,11 @@ impl Claims {
         self.held.values().cloned().collect()
     }
 
+    /// The CPUs the held claims keep free together.
+    pub fn cpus(&self) -> CpuSet {
+        self.held.values().filter_map(|c| CpuSet::parse_list(&c.cpus).ok()).fold(CpuSet::new(), |acc, c| acc.union(&c))
+    }
+
     /// Takes a pass's reading of the claim files: releases the ended ones, logs what changed,
     /// watches the processes of the held ones.
     pub fn observe(&mut self, root: &Root, read: &[ClaimRead]) {

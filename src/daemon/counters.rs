@@ -148,6 +148,11 @@ pub struct Counters {
     /// IRQs someone else keeps rewriting that irqwise stopped restoring.
     #[serde(default)]
     pub fought_irqs: u64,
+    /// Runtime claims the last pass held, and the CPUs they keep free together.
+    #[serde(default)]
+    pub claims: u64,
+    #[serde(default)]
+    pub claimed_cpus: u64,
     /// 1 for the class that blocked every write of the last pass (`readonly`, `permission`).
     #[serde(default)]
     pub writes_blocked: BTreeMap<String, u64>,

@@ -69,6 +69,10 @@ impl Counters {
             "IRQs someone else keeps rewriting that irqwise stopped restoring (until SIGHUP, or the writer it named stops).",
         );
         out.sample("irqwise_fought_irqs", &[], self.fought_irqs as f64);
+        out.metric("irqwise_claims", "gauge", "Runtime claims (irqwise claim) the last pass held.");
+        out.sample("irqwise_claims", &[], self.claims as f64);
+        out.metric("irqwise_claimed_cpus", "gauge", "CPUs the runtime claims of the last pass keep free of device IRQs.");
+        out.sample("irqwise_claimed_cpus", &[], self.claimed_cpus as f64);
         out.metric(
             "irqwise_writes_blocked",
             "gauge",

@@ -81,6 +81,8 @@ impl Daemon {
         let sample = self.reader.read(&self.root, self.config.clone())?;
         self.claims.observe(&self.root, &sample.isolation.claims);
         self.records.claims = self.claims.held();
+        self.records.counters.claims = self.records.claims.len() as u64;
+        self.records.counters.claimed_cpus = self.claims.cpus().len() as u64;
         if self.memory.remember(&sample.topology) {
             self.save_memory();
         }

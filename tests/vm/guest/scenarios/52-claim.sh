@@ -1,6 +1,7 @@
 # claim: a runtime claims CPUs 4-5 for a process (`irqwise claim --cpus 4-5 --owner vm-job --pid
-# PID`). When the command returns, no movable IRQ may sit on 4-5 (checked in /proc/irq: an IRQ
-# still there must be one the plan calls kernel-managed or the kernel refused to move). The
+# PID`). When the command returns, no movable IRQ may sit on 4-5 (checked in /proc/irq: every IRQ
+# with a handler, i.e. a directory of its own below /proc/irq/N; one still there must be one the
+# daemon's last plan (status --json) calls kernel-managed or learned the kernel refuses). The
 # process is killed: the daemon sees the exit through its pidfd (the reconcile timer is an
 # hour here) and the NIC's queues return to their startup CPUs. Times: the command's own
 # duration (it waits for the pass), and kill -> masks back (polled every 10 ms).
@@ -17,15 +18,20 @@ $IRQWISE claim --cpus 4-5 --owner vm-job --pid "$JOB" > /tmp/claim.out 2>&1; RC=
 now; CLAIM_MS=$((NOW - T0))
 measure claim_ms "$CLAIM_MS"
 check claim_rc "irqwise claim exits 0 ($(head -c 160 /tmp/claim.out))" -- [ "$RC" = 0 ]
-# off_claimed: every IRQ whose mask holds CPU 4 or 5 is managed or refused in the plan.
+# off_claimed: every IRQ with a handler whose mask holds CPU 4 or 5 is managed (or refused) in
+# the daemon's last plan.
 off_claimed() {
-  local e i bad="" act moved=0
-  plan_rows || { REPLY="no plan"; return 1; }
+  local e i d bad="" handled
+  $IRQWISE status --json > /tmp/status.json
+  awk -v base=plan. -f /guest/planrows.awk /tmp/status.json > /tmp/status.rows
   all_masks
   for e in $MASKS; do
     i=${e%%=*}; expand "${e#*=}"
     contains "$REPLY" 4 || contains "$REPLY" 5 || continue
-    plan_field "$i" 2 || { bad="$bad $i(not planned:${e#*=})"; continue; }
+    handled=no
+    for d in /proc/irq/$i/*/; do [ -d "$d" ] && handled=yes; done
+    [ $handled = yes ] || continue
+    ROWS=/tmp/status.rows plan_field "$i" 2 || { bad="$bad $i(not planned:${e#*=})"; continue; }
     case $REPLY in managed|skip) ;; *) bad="$bad $i($REPLY:${e#*=})";; esac
   done
   read_masks "$NIC_IRQS"
