@@ -64,6 +64,7 @@ function systemd_tables(   i, k, p) {
   out("| CPU offline to re-placed; online to restored | " msx("events offline_react_ms") "; " msx("events online_react_ms") " |")
   out("| link up to the daemon's pass for it | " msx("events link_seen_ms") " |")
   out("| threaded NAPI on to every NAPI thread on its IRQ's CPUs (2 s reconcile drop-in) | " msx("napi follow_ms") " |")
+  out("| `irqwise claim --cpus 4-5 --pid` beside the unit, until it returned; the process killed to queues back | " msx("claim claim_ms") "; " msx("claim release_ms") " |")
   out("")
 }
 function kernel_tables() {
@@ -73,7 +74,7 @@ function kernel_tables() {
   out("")
   out("| Scenario | Checks passed | Reaction time (TCG, pessimistic) |")
   out("|---|---|---|")
-  split("harness report startup cpu-offline xps napi-threads netdev-survey link-flap nic-hotplug sighup idle storm cli-agree two-nics irqbalance", sc, " ")
+  split("harness report startup cpu-offline xps napi-threads netdev-survey link-flap nic-hotplug sighup claim idle storm cli-agree two-nics irqbalance", sc, " ")
   r["harness"] = "-"
   r["report"] = "-"
   r["startup"] = "daemon start to all NIC queues placed: " ms("startup place_ms")
@@ -84,6 +85,7 @@ function kernel_tables() {
   r["link-flap"] = "link up to placed: " ms("link-flap up_react_ms") (val("link-flap kernel_kept") == "yes" ? " (nothing to restore: the kernel kept the masks across free_irq/request_irq)" : "")
   r["nic-hotplug"] = "link up of the new NIC to placed: " ms("nic-hotplug place_ms") "; device_del to gone: " ms("nic-hotplug remove_ms")
   r["sighup"] = "SIGHUP to re-placed on node 0: " ms("sighup node0_react_ms") "; back: " ms("sighup restore_react_ms")
+  r["claim"] = "`irqwise claim --cpus 4-5 --pid` until it returned (movable IRQs off 4-5): " ms("claim claim_ms") "; claimed process killed to queues back (pidfd, no reconcile): " ms("claim release_ms")
   r["idle"] = "-"
   r["storm"] = "end of the storm to the placement from before: " ms("storm settle_ms")
   r["cli-agree"] = "-"
