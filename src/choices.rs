@@ -73,6 +73,28 @@ impl SpreadOrder {
     }
 }
 
+/// Whether a device's queues are refined by measured load (`balance = ...`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Balance {
+    /// The deterministic plan, exactly.
+    #[default]
+    Off,
+    /// The plan, with a queue moved off a CPU measured hot onto a cool CPU no farther from the
+    /// device (see `plan::refine`).
+    Load,
+}
+
+impl Balance {
+    /// The config spelling (`off`, `load`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Balance::Off => "off",
+            Balance::Load => "load",
+        }
+    }
+}
+
 /// What irqwise does with the NAPI threads of a NIC running threaded NAPI (`napi_threads = ...`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

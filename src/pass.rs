@@ -2,11 +2,12 @@
 //! the same two steps on the parts it keeps between passes (`daemon::pass`), so a daemon pass and
 //! a one-shot `plan` or `apply` on the same machine always agree.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::config::Config;
-use crate::plan::from_sample::{plan_sample, PassMemory, PlannedPass};
+use crate::plan::from_sample::{plan_sample_refined, PassMemory, PlannedPass};
+use crate::plan::refine::Moved;
 use crate::sample::reader::{read_sample, ReadError};
 use crate::sysfs::Root;
 use crate::topology::{memory_file, TopologyMemory};
@@ -15,6 +16,17 @@ use crate::topology::{memory_file, TopologyMemory};
 /// topology memory of this boot when there is one ([`memory_file`]), so the plan is the
 /// daemon's while CPUs are offline; `known_managed` are IRQs a write found kernel-managed.
 pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) -> Result<PlannedPass, ReadError> {
+    plan_pass_refined(root, config, known_managed, &BTreeMap::new())
+}
+
+/// [`plan_pass`] with the queues the running daemon's load refinement keeps away from home
+/// (`moved`, from its state file), so the command's plan is the daemon's.
+pub fn plan_pass_refined(
+    root: &Root,
+    config: &Config,
+    known_managed: &BTreeSet<u32>,
+    moved: &BTreeMap<u32, Moved>,
+) -> Result<PlannedPass, ReadError> {
     let mut sample = read_sample(root, Arc::new(config.clone()))?;
     let mut memory = match memory_file::load(root) {
         Ok(m) => m.unwrap_or_default(),
@@ -25,5 +37,5 @@ pub fn plan_pass(root: &Root, config: &Config, known_managed: &BTreeSet<u32>) ->
         }
     };
     memory.remember(&sample.topology);
-    Ok(plan_sample(&sample, PassMemory { topology: Some(&memory), known_managed }))
+    Ok(plan_sample_refined(&sample, PassMemory { topology: Some(&memory), known_managed }, moved))
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::choices::{NapiThreads, Spill, SpreadOrder, StrategyName};
+use crate::choices::{Balance, NapiThreads, Spill, SpreadOrder, StrategyName};
 use crate::config::{Config, Match, Rule, RuleRef};
 use crate::cpuset::CpuSet;
 use crate::devices::{Device, DeviceClass, QueuePattern};
@@ -76,6 +76,8 @@ pub struct Policy {
     /// What happens to the device's NAPI threads: the last matching rule's `napi_threads`, else
     /// the global one.
     pub napi_threads: NapiThreads,
+    /// Load refinement: the last matching rule's `balance`, else the global one.
+    pub balance: Balance,
     /// A rule's `guard = false`: the guard leaves this device's IRQs alone.
     pub guard_exempt: bool,
     /// Isolated and nohz_full CPUs named in `cpus` are used.
@@ -127,6 +129,7 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
     let mut exclude: Option<&CpuSet> = None;
     let mut spill = None;
     let mut napi_threads = None;
+    let mut balance = None;
     let (mut guard, mut allow_isolated) = (None, None);
     for rule in config.rules.iter().filter(|r| matches(&r.matcher, facts)) {
         let s = &rule.settings;
@@ -138,6 +141,7 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
         overwrite(&mut policy.queues_per_cpu, s.queues_per_cpu);
         spill = s.spill.or(spill);
         napi_threads = s.napi_threads.or(napi_threads);
+        balance = s.balance.or(balance);
         guard = s.guard.or(guard);
         allow_isolated = s.allow_isolated.or(allow_isolated);
         overwrite(&mut policy.queue_pattern, s.queue_pattern.clone().map(|p| (p, rule.source.clone())));
@@ -158,6 +162,7 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
     }
     policy.spill = spill.unwrap_or(config.global.spill);
     policy.napi_threads = napi_threads.unwrap_or(config.global.napi_threads);
+    policy.balance = balance.unwrap_or(config.global.balance);
     policy.guard_exempt = guard == Some(false);
     policy.allow_isolated = allow_isolated.unwrap_or(false);
     policy.exclude_cpus =

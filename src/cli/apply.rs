@@ -8,7 +8,7 @@ use crate::apply::threads::{apply_threads, HostThreads, ThreadOutcome};
 use crate::apply::{apply_plan, apply_xps, ProcIrq, WriteOutcome, XpsOutcome};
 use crate::config::{load_config, ConfigPaths};
 use crate::cpuset::CpuSet;
-use crate::pass::plan_pass;
+use crate::pass::plan_pass_refined;
 use crate::sysfs::Root;
 
 /// Exit status of `apply` when not one IRQ could be written, all for one cause of the machine or
@@ -29,7 +29,7 @@ struct ApplyOutput<'a> {
 /// write failed for one cause of the machine (said in one line, not one per IRQ).
 pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Result<Outcome, CliError> {
     let config = load_config(root, paths)?;
-    let pass = plan_pass(root, &config, &BTreeSet::new())?;
+    let pass = plan_pass_refined(root, &config, &BTreeSet::new(), &super::daemon_moves(root))?;
     if dry_run {
         let mut text = String::new();
         for (d, p) in pass.plan.writes() {

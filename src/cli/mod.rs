@@ -62,6 +62,12 @@ impl Outcome {
     }
 }
 
+/// The queues the running daemon's load refinement keeps away from home (none without a
+/// running daemon), so a command plans what the daemon planned.
+pub(crate) fn daemon_moves(root: &crate::sysfs::Root) -> std::collections::BTreeMap<u32, crate::plan::refine::Moved> {
+    claim::running_daemon(root).map(|s| s.away_from_home.into_iter().map(|m| (m.irq, m)).collect()).unwrap_or_default()
+}
+
 /// `--config DIR` or the system's directories.
 pub fn config_paths(config_dir: Option<&Path>) -> ConfigPaths {
     config_dir.map_or_else(ConfigPaths::system, ConfigPaths::under)

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use super::{to_json_text, CliError, Outcome};
 use crate::config::{load_config, ConfigPaths};
-use crate::pass::plan_pass;
+use crate::pass::plan_pass_refined;
 use crate::sysfs::Root;
 
 /// Exit code of `plan --exit-code` when applying the plan would write something.
@@ -23,7 +23,7 @@ pub struct PlanView {
 /// `irqwise plan [--json] [--changed] [--exit-code]`.
 pub fn plan(root: &Root, paths: &ConfigPaths, view: PlanView) -> Result<Outcome, CliError> {
     let config = load_config(root, paths)?;
-    let pass = plan_pass(root, &config, &BTreeSet::new())?;
+    let pass = plan_pass_refined(root, &config, &BTreeSet::new(), &super::daemon_moves(root))?;
     let plan = &pass.plan;
     let text = match (view.json, view.changed) {
         (true, true) => to_json_text(&plan.only_changes()),

@@ -11,7 +11,7 @@ use crate::config::load_config;
 use crate::config::ConfigPaths;
 use crate::devices::discover::napi_threads::read_napi_threads;
 use crate::devices::napi::{parse_thread_name, NapiThread};
-use crate::pass::plan_pass;
+use crate::pass::plan_pass_refined;
 use crate::plan::from_sample::PlannedPass;
 use crate::report::read::{read_counts, read_effective, read_net_rx};
 use crate::report::softirqs::net_rx_shares;
@@ -103,7 +103,7 @@ pub fn report(root: &Root, paths: &ConfigPaths, req: &ReportRequest) -> Result<O
         }
         return watch(root, &config, req.interval);
     }
-    let pass = plan_pass(root, &config, &BTreeSet::new())?;
+    let pass = plan_pass_refined(root, &config, &BTreeSet::new(), &super::daemon_moves(root))?;
     let first = first_read(root)?;
     let elapsed = if let Some(cmd) = &req.between_samples {
         run_between(cmd)?;
@@ -126,7 +126,7 @@ fn watch(root: &Root, config: &crate::config::Config, interval: Duration) -> Res
     let mut taken = Instant::now();
     loop {
         std::thread::sleep(interval);
-        let pass = plan_pass(root, config, &BTreeSet::new())?;
+        let pass = plan_pass_refined(root, config, &BTreeSet::new(), &super::daemon_moves(root))?;
         let elapsed = taken.elapsed();
         let mut landing = measure(root, &pass, &previous, elapsed)?;
         landing.warnings.clear();

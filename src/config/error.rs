@@ -96,6 +96,8 @@ pub enum ConfigError {
     MetricsFile { at: Location, value: String },
     #[error("{at}: node = {node}: no kernel has a node {node}; expected a node id from 0 to {}", max - 1)]
     NodeBeyondKernel { at: Location, node: u32, max: u32 },
+    #[error("{at}: {key} = {value}: expected {expected}")]
+    OutOfRange { at: Location, key: &'static str, value: String, expected: &'static str },
     #[error("{at}: queues_per_cpu = 0; expected an integer of at least 1")]
     ZeroQueuesPerCpu { at: Location },
     #[error(
@@ -118,6 +120,7 @@ impl ConfigError {
             | ConfigError::EmptyAllowedSet { at, .. }
             | ConfigError::AdminCpusExcluded { at, .. }
             | ConfigError::ZeroQueuesPerCpu { at }
+            | ConfigError::OutOfRange { at, .. }
             | ConfigError::MetricsFile { at, .. }
             | ConfigError::NodeBeyondKernel { at, .. }
             | ConfigError::QueuePattern { at, .. }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::error::{ConfigError, ConfigWarning};
 use super::validate::{validate_file, FileLayer, GlobalLayer};
-use super::{Config, Global, MachineShape};
+use super::{BalanceKnobs, Config, Global, MachineShape};
 
 /// A drop-in hidden by one of the same name in a higher-precedence directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +102,12 @@ fn finish_global(layer: GlobalLayer) -> Global {
         metrics_file: layer.metrics_file.unwrap_or(d.metrics_file),
         spill: layer.spill.unwrap_or(d.spill),
         napi_threads: layer.napi_threads.unwrap_or(d.napi_threads),
+        balance: layer.balance.unwrap_or(d.balance),
+        balance_knobs: BalanceKnobs {
+            interval: layer.balance_interval.unwrap_or(d.balance_knobs.interval),
+            hold: layer.balance_hold.unwrap_or(d.balance_knobs.hold),
+            moves_per_minute: layer.balance_moves_per_minute.unwrap_or(d.balance_knobs.moves_per_minute),
+        },
         guard: layer.guard.unwrap_or(d.guard),
     }
 }

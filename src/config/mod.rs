@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::choices::{NapiThreads, Spill, SpreadOrder, StrategyName};
+use crate::choices::{Balance, NapiThreads, Spill, SpreadOrder, StrategyName};
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, QueuePattern};
 
@@ -85,6 +85,10 @@ pub struct Global {
     pub napi_threads: NapiThreads,
     /// Which IRQs are kept off banned and isolated CPUs (default `all`).
     pub guard: GuardScope,
+    /// Refine queue placement by measured load (default `off`; a rule's `balance` overrides it
+    /// per device), with its knobs.
+    pub balance: Balance,
+    pub balance_knobs: BalanceKnobs,
     /// Where the daemon writes its Prometheus metrics (default: node_exporter's textfile
     /// directory when it exists).
     pub metrics_file: MetricsFile,
@@ -120,7 +124,27 @@ impl Default for Global {
             spill: Spill::Kernel,
             napi_threads: NapiThreads::Follow,
             guard: GuardScope::All,
+            balance: Balance::Off,
+            balance_knobs: BalanceKnobs::default(),
         }
+    }
+}
+
+/// How `balance = "load"` measures and moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BalanceKnobs {
+    /// How often interrupt rates are sampled: each sample is the rate over this window
+    /// (default 10 s, like irqbalance's interval).
+    pub interval: Duration,
+    /// How long a moved queue stays before it may return home or move again (default 5 min).
+    pub hold: Duration,
+    /// Moves (and returns) at most per minute, machine-wide (default 4).
+    pub moves_per_minute: u32,
+}
+
+impl Default for BalanceKnobs {
+    fn default() -> Self {
+        BalanceKnobs { interval: Duration::from_secs(10), hold: Duration::from_secs(300), moves_per_minute: 4 }
     }
 }
 
@@ -180,6 +204,8 @@ pub struct Settings {
     pub spill: Option<Spill>,
     /// NIC: what happens to its NAPI threads (overrides the global `napi_threads`).
     pub napi_threads: Option<NapiThreads>,
+    /// Load refinement for the devices matched (overrides the global `balance`).
+    pub balance: Option<Balance>,
     /// `false`: the guard leaves this device's IRQs alone even on banned CPUs.
     pub guard: Option<bool>,
     /// `true`: isolated and nohz_full CPUs named in `cpus` are used (without it they are left out,

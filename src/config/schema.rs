@@ -12,7 +12,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::{GuardScope, LogFormat, OnDrift};
-use crate::choices::{NapiThreads, Spill, SpreadOrder, StrategyName};
+use crate::choices::{Balance, NapiThreads, Spill, SpreadOrder, StrategyName};
 use crate::devices::DeviceClass;
 
 /// One config file (main file or drop-in).
@@ -38,6 +38,10 @@ pub(crate) struct RawGlobal {
     pub spill: Option<Spill>,
     pub guard: Option<GuardScope>,
     pub napi_threads: Option<NapiThreads>,
+    pub balance: Option<Balance>,
+    pub balance_interval: Option<Spanned<String>>,
+    pub balance_hold: Option<Spanned<String>>,
+    pub balance_moves_per_minute: Option<Spanned<u32>>,
 }
 
 /// One `[[device]]` table.
@@ -57,6 +61,7 @@ pub(crate) struct RawRule {
     pub guard: Option<bool>,
     pub allow_isolated: Option<bool>,
     pub napi_threads: Option<NapiThreads>,
+    pub balance: Option<Balance>,
     /// Some key of this rule had the wrong type or name (already an error).
     pub refused_key: bool,
 }
@@ -96,6 +101,10 @@ const GLOBAL: &[&str] = &[
     "guard",
     "metrics_file",
     "napi_threads",
+    "balance",
+    "balance_interval",
+    "balance_hold",
+    "balance_moves_per_minute",
 ];
 pub(crate) const RULE: &[&str] = &[
     "match",
@@ -112,6 +121,7 @@ pub(crate) const RULE: &[&str] = &[
     "guard",
     "allow_isolated",
     "napi_threads",
+    "balance",
 ];
 const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "nvme_serial", "property"];
 
@@ -202,6 +212,10 @@ impl Reader {
                 "spill" => g.spill = self.value(v),
                 "guard" => g.guard = self.value(v),
                 "napi_threads" => g.napi_threads = self.value(v),
+                "balance" => g.balance = self.value(v),
+                "balance_interval" => g.balance_interval = self.value(v),
+                "balance_hold" => g.balance_hold = self.value(v),
+                "balance_moves_per_minute" => g.balance_moves_per_minute = self.value(v),
                 other => self.unknown(&key, other, GLOBAL),
             }
         }
@@ -230,6 +244,7 @@ impl Reader {
                 "guard" => r.guard = self.value(v),
                 "allow_isolated" => r.allow_isolated = self.value(v),
                 "napi_threads" => r.napi_threads = self.value(v),
+                "balance" => r.balance = self.value(v),
                 other => self.unknown(&key, other, RULE),
             }
         }

@@ -15,7 +15,7 @@ use super::error::{ConfigError, ConfigWarning, LineIndex, Location};
 use super::glob::Glob;
 use super::schema::{read, RawGlobal, RawMatch, RawRule};
 use super::{GuardScope, LogFormat, MachineShape, Match, MetricsFile, OnDrift, Rule, RuleRef, Settings};
-use crate::choices::{NapiThreads, Spill, StrategyName};
+use crate::choices::{Balance, NapiThreads, Spill, StrategyName};
 use crate::devices::{DeviceClass, QueuePattern};
 use crate::topology::MAX_NUMNODES;
 
@@ -36,6 +36,10 @@ pub(super) struct GlobalLayer {
     pub spill: Option<Spill>,
     pub napi_threads: Option<NapiThreads>,
     pub guard: Option<GuardScope>,
+    pub balance: Option<Balance>,
+    pub balance_interval: Option<Duration>,
+    pub balance_hold: Option<Duration>,
+    pub balance_moves_per_minute: Option<u32>,
 }
 
 impl GlobalLayer {
@@ -59,6 +63,10 @@ impl GlobalLayer {
         take(&mut self.spill, later.spill);
         take(&mut self.napi_threads, later.napi_threads);
         take(&mut self.guard, later.guard);
+        take(&mut self.balance, later.balance);
+        take(&mut self.balance_interval, later.balance_interval);
+        take(&mut self.balance_hold, later.balance_hold);
+        take(&mut self.balance_moves_per_minute, later.balance_moves_per_minute);
     }
 }
 
@@ -103,6 +111,21 @@ const DEBOUNCE: DurationRange = DurationRange {
     min: Duration::ZERO,
     max: Duration::from_secs(10),
     expected: "a duration from \"0ms\" to \"10s\" (a whole number followed by ms, s, m or h)",
+};
+
+/// `balance_interval`: a sample is a rate over this window; below a second the counts of a
+/// moderately busy queue are noise, beyond ten minutes the load it measures is gone.
+const BALANCE_INTERVAL: DurationRange = DurationRange {
+    min: Duration::from_secs(1),
+    max: Duration::from_secs(600),
+    expected: "a duration from \"1s\" to \"10m\" (a whole number followed by ms, s, m or h)",
+};
+
+/// `balance_hold`: how long a moved queue stays; up to a day.
+const BALANCE_HOLD: DurationRange = DurationRange {
+    min: Duration::ZERO,
+    max: Duration::from_secs(86_400),
+    expected: "a duration from \"0s\" to \"24h\" (a whole number followed by ms, s, m or h)",
 };
 
 /// Validation context of one file: its path and text (for locations) and the machine's CPUs.
@@ -184,6 +207,23 @@ impl FileCtx<'_> {
             spill: g.spill,
             napi_threads: g.napi_threads,
             guard: g.guard,
+            balance: g.balance,
+            balance_interval: g.balance_interval.and_then(|v| self.duration("balance_interval", &v, &BALANCE_INTERVAL)),
+            balance_hold: g.balance_hold.and_then(|v| self.duration("balance_hold", &v, &BALANCE_HOLD)),
+            balance_moves_per_minute: g.balance_moves_per_minute.and_then(|v| {
+                let n = *v.get_ref();
+                if (1..=600).contains(&n) {
+                    return Some(n);
+                }
+                let at = self.loc(v.span().start);
+                self.errors.push(ConfigError::OutOfRange {
+                    at,
+                    key: "balance_moves_per_minute",
+                    value: n.to_string(),
+                    expected: "an integer from 1 to 600",
+                });
+                None
+            }),
         }
     }
 
@@ -418,6 +458,7 @@ impl FileCtx<'_> {
             guard: r.guard,
             allow_isolated: r.allow_isolated,
             napi_threads: r.napi_threads,
+            balance: r.balance,
             voided,
         };
         self.rule_warnings(&rule_at, &settings, matcher.class, &r);

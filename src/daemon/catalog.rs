@@ -43,8 +43,11 @@ pub const WRITES_BLOCKED: &str = "4d1be03b516e4be1bab6bb969edf47b5";
 /// (WARNING).
 pub const FIGHT_DETECTED: &str = "9c0e5a7f3b2d4d1e8f6a0b3c5d7e9f12";
 
+/// A queue IRQ moved off a hot CPU, or back home, by load refinement (INFO).
+pub const LOAD_MOVED: &str = "c02e9727d8b544f295ddf6123025047e";
+
 /// Every id with its name, in catalog order.
-pub const ALL: [(&str, &str); 16] = [
+pub const ALL: [(&str, &str); 17] = [
     ("MAPPING_APPLIED", MAPPING_APPLIED),
     ("WRITE_FAILED", WRITE_FAILED),
     ("IRQ_MANAGED", IRQ_MANAGED),
@@ -61,6 +64,7 @@ pub const ALL: [(&str, &str); 16] = [
     ("NAPI_THREAD_APPLIED", NAPI_THREAD_APPLIED),
     ("WRITES_BLOCKED", WRITES_BLOCKED),
     ("FIGHT_DETECTED", FIGHT_DETECTED),
+    ("LOAD_MOVED", LOAD_MOVED),
 ];
 
 #[cfg(test)]

@@ -153,6 +153,14 @@ pub struct Counters {
     pub claims: u64,
     #[serde(default)]
     pub claimed_cpus: u64,
+    /// Queues moved off a hot CPU, and moved back home, by load refinement since start.
+    #[serde(default)]
+    pub load_moves: u64,
+    #[serde(default)]
+    pub load_returns: u64,
+    /// Queue IRQs load refinement keeps away from home now.
+    #[serde(default)]
+    pub away_from_home: u64,
     /// 1 for the class that blocked every write of the last pass (`readonly`, `permission`).
     #[serde(default)]
     pub writes_blocked: BTreeMap<String, u64>,

@@ -69,9 +69,27 @@ impl Counters {
             "IRQs someone else keeps rewriting that irqwise stopped restoring (until SIGHUP, or the writer it named stops).",
         );
         out.sample("irqwise_fought_irqs", &[], self.fought_irqs as f64);
+        out.metric(
+            "irqwise_load_moves_total",
+            "counter",
+            "Queue IRQs moved off a hot CPU by load refinement (balance = \"load\").",
+        );
+        out.sample("irqwise_load_moves_total", &[], self.load_moves as f64);
+        out.metric("irqwise_load_returns_total", "counter", "Queue IRQs load refinement moved back home.");
+        out.sample("irqwise_load_returns_total", &[], self.load_returns as f64);
+        out.metric(
+            "irqwise_queues_away_from_home",
+            "gauge",
+            "Queue IRQs load refinement keeps off their planned CPU now.",
+        );
+        out.sample("irqwise_queues_away_from_home", &[], self.away_from_home as f64);
         out.metric("irqwise_claims", "gauge", "Runtime claims (irqwise claim) the last pass held.");
         out.sample("irqwise_claims", &[], self.claims as f64);
-        out.metric("irqwise_claimed_cpus", "gauge", "CPUs the runtime claims of the last pass keep free of device IRQs.");
+        out.metric(
+            "irqwise_claimed_cpus",
+            "gauge",
+            "CPUs the runtime claims of the last pass keep free of device IRQs.",
+        );
         out.sample("irqwise_claimed_cpus", &[], self.claimed_cpus as f64);
         out.metric(
             "irqwise_writes_blocked",

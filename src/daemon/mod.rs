@@ -28,6 +28,7 @@
 //!   the state file and, at most once per second, to `metrics_file` ([`metrics_file`]).
 
 mod backoff;
+mod balance;
 pub mod catalog;
 pub(crate) mod claims;
 pub mod counters;
@@ -98,6 +99,8 @@ pub struct Daemon {
     known_managed: BTreeSet<u32>,
     /// IRQs left to other owners (`on_drift = "respect"`).
     respected: Respected,
+    /// Load refinement (`balance = "load"`): its samples and the queues away from home.
+    balancer: balance::Balancer,
     /// The runtime claims held, and a watch on each claimed process.
     claims: claims::Claims,
     /// IRQs someone else keeps rewriting (`on_drift = "restore"`): restored a few times, then left.
@@ -166,6 +169,7 @@ impl Daemon {
             respected: Respected::default(),
             fights: fights::Fights::default(),
             claims: claims::Claims::default(),
+            balancer: balance::Balancer::default(),
             started_at: std::time::Instant::now(),
             originals: Originals::default(),
             originals_failed: SaidOnce::default(),
@@ -286,6 +290,7 @@ impl Daemon {
             retry.after_pass(self.degraded().is_some(), self.config.global.reconcile_interval);
             let metrics_due = self.records.metrics_due();
             let recheck_due = self.recheck_due();
+            let balance_due = self.balancer.due(&self.config.global.balance_knobs);
             tokio::select! {
                 batch = batches.recv() => match batch {
                     Some(batch) if !batch.stop => self.handle(batch),
@@ -303,6 +308,12 @@ impl Daemon {
                 () = deadline(recheck_due) => {
                     self.pass(vec!["recheck".into()]);
                     self.notifier.status(&self.status_text());
+                }
+                () = deadline(balance_due) => {
+                    if self.balancer.sample(&self.root, &self.config.global.balance_knobs) {
+                        self.run_pass(vec!["balance".into()]);
+                        self.notifier.status(&self.status_text());
+                    }
                 }
                 () = deadline(metrics_due) => self.records.publish_metrics(&self.root, &self.config),
             }

@@ -21,7 +21,7 @@ use crate::apply::{apply_plan, apply_xps, ProcIrq};
 use crate::config::OnDrift;
 use crate::cpuset::CpuSet;
 use crate::devices::QueueRole;
-use crate::plan::from_sample::{plan_sample, PassMemory, PlannedPass};
+use crate::plan::from_sample::{plan_sample_refined, PassMemory, PlannedPass};
 use crate::sample::reader::ReadError;
 use crate::sample::Sample;
 use crate::topology::memory_file;
@@ -87,7 +87,12 @@ impl Daemon {
             self.save_memory();
         }
         let memory = PassMemory { topology: Some(&self.memory), known_managed: &self.known_managed };
-        let mut planned = plan_sample(&sample, memory);
+        let mut planned = plan_sample_refined(&sample, memory, self.balancer.moved());
+        self.balancer.take_candidates(std::mem::take(&mut planned.load_candidates));
+        self.records.away = self.balancer.moved().values().cloned().collect();
+        self.records.counters.load_moves = self.balancer.moves;
+        self.records.counters.load_returns = self.balancer.returns;
+        self.records.counters.away_from_home = self.records.away.len() as u64;
         // Drift from what this daemon placed, read once for the three rules that judge it.
         let drift = self.records.ledger.drift(&planned.plan);
         self.note_kernel_rewrites(&planned, &drift);

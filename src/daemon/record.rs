@@ -64,6 +64,8 @@ pub(crate) struct Records {
     napi: NapiNews,
     /// IRQs of this pass whose drift the kernel or a driver made (not logged as drift).
     pub kernel_rewrites: BTreeSet<u32>,
+    /// The queues load refinement keeps away from home (for the state file).
+    pub away: Vec<crate::plan::refine::Moved>,
     /// The runtime claims this pass held (for the state file).
     pub claims: Vec<super::claims::HeldClaim>,
     /// Not one IRQ could be written, for one cause of the machine (said once, by class).
@@ -93,6 +95,7 @@ impl Records {
             napi: NapiNews::default(),
             kernel_rewrites: BTreeSet::new(),
             claims: Vec::new(),
+            away: Vec::new(),
             blocked: SaidOnce::default(),
             blocked_now: None,
             state: StateWriter::default(),
@@ -198,6 +201,7 @@ impl Records {
             counters: &self.counters,
             recent_changes: self.recent.as_slices().0,
             claims: &self.claims,
+            away: &self.away,
         };
         self.state.write(root, inputs);
         self.publish_metrics(root, config);

@@ -14,6 +14,7 @@ use super::counters::{Counters, RecentChange};
 use super::once::SaidOnce;
 use crate::apply::ApplyReport;
 use crate::cpuset::CpuSet;
+use crate::plan::refine::Moved;
 use crate::plan::{DevicePlan, Plan, Summary};
 use crate::sysfs::processes::ProcessIdentity;
 use crate::sysfs::Root;
@@ -69,6 +70,8 @@ pub(crate) struct StateRecord<'a> {
     pub recent_changes: &'a [RecentChange],
     /// The runtime claims the last pass held (`irqwise claims`).
     pub claims: &'a [HeldClaim],
+    /// The queues load refinement keeps away from home (`balance = "load"`).
+    pub away_from_home: &'a [Moved],
 }
 
 /// The plan as the state keeps it: every IRQ's action and CPUs, as list strings. The devices
@@ -243,6 +246,7 @@ pub(crate) struct StateInputs<'a> {
     pub counters: &'a Counters,
     pub recent_changes: &'a [RecentChange],
     pub claims: &'a [HeldClaim],
+    pub away: &'a [Moved],
 }
 
 /// Writes the state file after every pass, keeping its buffer and its devices' encodings
@@ -293,6 +297,7 @@ impl StateWriter {
                     counters: inputs.counters,
                     recent_changes: inputs.recent_changes,
                     claims: inputs.claims,
+                    away_from_home: inputs.away,
                 };
                 write_state(root, &record, &mut self.buf)
             });

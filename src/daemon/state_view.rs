@@ -45,6 +45,9 @@ pub(crate) struct StateView {
     /// Absent in state files of versions without claims.
     #[serde(default)]
     pub claims: Vec<HeldClaim>,
+    /// Absent in state files of versions without load refinement.
+    #[serde(default)]
+    pub away_from_home: Vec<crate::plan::refine::Moved>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -120,6 +123,9 @@ pub(crate) fn render_status(s: &StateView, now: u64, alive: bool) -> String {
     }
     for c in &s.claims {
         out.push_str(&format!("claim {}: {} kept free of device IRQs\n", c.owner, c.describe()));
+    }
+    for m in &s.away_from_home {
+        out.push_str(&format!("away from home by load: irq {} of {}: home {}, {}\n", m.irq, m.device, m.home, m.why));
     }
     for r in &s.repeated {
         let name = r.name.as_deref().unwrap_or("-");

@@ -5,13 +5,14 @@
 //! sample and memory always give the same plan. The command line and the daemon plan through it.
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::guard::{guard, Forbidden, GuardInput};
 use super::napi_threads::{identity_notice, kernel_queues, plan_napi_threads};
+use super::refine::{apply_moves, candidates, Candidate, Moved};
 use super::xps_plan::{plan_xps, XpsPlan};
 use super::{build_plan, locate_current, Action, Plan, PlanContext};
-use crate::choices::StrategyName;
+use crate::choices::{Balance, StrategyName};
 use crate::config::{Config, GuardScope};
 use crate::cpuset::CpuSet;
 use crate::devices::{Device, DeviceClass};
@@ -40,12 +41,20 @@ pub struct PlannedPass {
     pub plan: Plan,
     /// The CPUs device IRQs are kept off, by source (banned, isolated, nohz_full, ...).
     pub forbidden: Forbidden,
+    /// The queue IRQs load refinement may move (devices with `balance = "load"`), at home.
+    pub load_candidates: Vec<Candidate>,
 }
 
 /// Plans `sample` with what earlier passes learned. The plan's warnings: the sample's topology
 /// and isolation warnings, a void imported ban, the plan's own, the kernel release's, the
 /// devices', and one per rule that matches no device.
 pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
+    plan_sample_refined(sample, memory, &BTreeMap::new())
+}
+
+/// [`plan_sample`], with the queues load refinement moved away from home (`moved`, by IRQ) put
+/// where they went, wherever that is still near their home and usable.
+pub fn plan_sample_refined(sample: &Sample, memory: PassMemory, moved: &BTreeMap<u32, Moved>) -> PlannedPass {
     let own = sample.config.as_ref();
     let home = home_topology(&sample.topology, memory.topology);
     let first = memory.topology.and_then(|m| m.first_topology(&sample.topology));
@@ -102,6 +111,9 @@ pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
         guard(&mut plan, &sample.loose, &input);
     }
     leave_shared_irqs(&mut plan, sample);
+    // Load refinement works on the plan's homes; what it moved joins before anything follows.
+    let load_candidates = load_candidates(&plan, sample, &policies, &topology, &forbidden);
+    apply_moves(&mut plan, moved, &load_candidates);
     // Relative to the desired masks, so after the guard has changed them.
     locate_current(&mut plan, &topology);
     // Transmit steering and NAPI threads follow the IRQs as finally planned, the guard's
@@ -113,7 +125,42 @@ pub fn plan_sample(sample: &Sample, memory: PassMemory) -> PlannedPass {
     plan.warnings.extend(sample.warnings.kernel.iter().cloned());
     plan.warnings.extend(sample.warnings.devices.iter().cloned());
     plan.warnings.extend(unmatched_rules(config, &facts).into_iter().map(|r| format!("rule at {r} matches no device")));
-    PlannedPass { topology, plan, forbidden }
+    PlannedPass { topology, plan, forbidden, load_candidates }
+}
+
+/// The queue IRQs of the devices with `balance = "load"` that refinement may move, each with the
+/// CPUs near its home it may use: its policy's allowed CPUs, online, not forbidden.
+fn load_candidates(
+    plan: &Plan,
+    sample: &Sample,
+    policies: &[Policy],
+    topology: &Topology,
+    forbidden: &Forbidden,
+) -> Vec<Candidate> {
+    let enabled: BTreeSet<String> = sample
+        .devices
+        .iter()
+        .zip(policies)
+        .filter(|(_, p)| p.balance == Balance::Load)
+        .map(|(d, _)| d.bdf.clone())
+        .collect();
+    if enabled.is_empty() {
+        return Vec::new();
+    }
+    let open = topology.online.difference(&forbidden.cpus());
+    let usable: BTreeMap<String, CpuSet> = sample
+        .devices
+        .iter()
+        .zip(policies)
+        .filter(|(d, _)| enabled.contains(&d.bdf))
+        .map(|(d, p)| (d.bdf.clone(), p.allowed_cpus(&open)))
+        .collect();
+    let llc = |c: u32| topology.cpus.get(&c).and_then(|cpu| cpu.llc.clone()).unwrap_or_default();
+    let node = |c: u32| {
+        let n = topology.cpus.get(&c).and_then(|cpu| cpu.node);
+        n.and_then(|n| topology.nodes.get(&n)).map(|n| n.cpus.clone()).unwrap_or_default()
+    };
+    candidates(plan, &enabled, &usable, &llc, &node)
 }
 
 /// The CPUs device interrupts must avoid, by source: the global `banned_cpus`, every isolation

@@ -18,6 +18,7 @@ pub mod build;
 pub mod from_sample;
 pub mod guard;
 pub mod napi_threads;
+pub mod refine;
 mod table;
 pub(crate) mod xps_plan;
 

@@ -74,7 +74,7 @@ function kernel_tables() {
   out("")
   out("| Scenario | Checks passed | Reaction time (TCG, pessimistic) |")
   out("|---|---|---|")
-  split("harness report startup cpu-offline xps napi-threads netdev-survey link-flap nic-hotplug sighup claim idle storm cli-agree two-nics irqbalance", sc, " ")
+  split("harness report startup cpu-offline xps napi-threads netdev-survey link-flap nic-hotplug sighup claim balance idle storm cli-agree two-nics irqbalance", sc, " ")
   r["harness"] = "-"
   r["report"] = "-"
   r["startup"] = "daemon start to all NIC queues placed: " ms("startup place_ms")
@@ -86,6 +86,7 @@ function kernel_tables() {
   r["nic-hotplug"] = "link up of the new NIC to placed: " ms("nic-hotplug place_ms") "; device_del to gone: " ms("nic-hotplug remove_ms")
   r["sighup"] = "SIGHUP to re-placed on node 0: " ms("sighup node0_react_ms") "; back: " ms("sighup restore_react_ms")
   r["claim"] = "`irqwise claim --cpus 4-5 --pid` until it returned (movable IRQs off 4-5): " ms("claim claim_ms") "; claimed process killed to queues back (pidfd, no reconcile): " ms("claim release_ms")
+  r["balance"] = "two busy queues on one CPU to split (balance = \"load\", 2 s samples): " ms("balance split_ms") "; load stopped to back home (10 s hold): " ms("balance return_ms")
   r["idle"] = "-"
   r["storm"] = "end of the storm to the placement from before: " ms("storm settle_ms")
   r["cli-agree"] = "-"
@@ -115,6 +116,12 @@ function kernel_tables() {
   out("| masks after it (irqbalance: 12 s later, past its interval) | " val("storm final_masks") " | " val("irqbalance storm_final") " |")
   out("| final placement = initial | " val("storm final_equal") " | " val("irqbalance storm_final_equal") " |")
   out("| RSS after the storm | " val("storm rss_kb") " kB | - |")
+  out("")
+  out("| Load: two pinned pings busy on queues 0 and 1, which share a CPU (queues_per_cpu = 2), 40 s | irqwise, balance = \"load\" | irqbalance 1.9 |")
+  out("|---|---|---|")
+  out("| queue IRQ moves in the 40 s | " val("balance moves") " | " val("irqbalance balance_moves") " |")
+  out("| where queues 0 and 1 end | " val("balance end_masks") " | " val("irqbalance balance_end_masks") " |")
+  out("| load to split; load stopped to back home | " ms("balance split_ms") "; " ms("balance return_ms") " | - |")
   out("")
   out("| Two vmxnet3 NICs on node 1 (16 queue IRQs, 8 CPUs) | irqwise | irqbalance 1.9 |")
   out("|---|---|---|")

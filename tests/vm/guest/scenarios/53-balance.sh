@@ -1,0 +1,61 @@
+# balance: `balance = "load"` on a real kernel. eth0's 8 queues go two per CPU on node 1
+# (queues_per_cpu = 2); queues 0 and 1 share a CPU. Two adaptive pings to QEMU's gateway, pinned
+# to CPUs 0 and 1 whose transmit steering (written here, the rule's xps = false) sends on tx-0 and
+# tx-1, make exactly those two queues busy. With balance_interval 2 s and balance_hold 10 s:
+# queue 1 must leave queue 0's CPU for another CPU of node 1 within a few samples (time from the
+# load's start), and come back home once the load stops. Counted: the moves in the 40 s of load
+# (journal lines), where the two queues end; the same load under irqbalance is in 70-irqbalance.sh.
+SCEN=balance
+B_GW=10.0.2.2
+ip addr add 10.0.2.15/24 dev eth0 2>/dev/null
+write_config '[global]
+balance = "load"
+balance_interval = "2s"
+balance_hold = "10s"
+
+[[device]]
+match = { interface = "eth0" }
+queues_per_cpu = 2
+xps = false'
+kill -HUP "$DAEMON_PID"
+sleep 2
+set -- $NIC_IRQS; B_Q0=$1; B_Q1=$2
+read -r B_H0 < /proc/irq/$B_Q0/smp_affinity_list; read -r B_H1 < /proc/irq/$B_Q1/smp_affinity_list
+check paired "queues_per_cpu = 2: queues 0 and 1 share CPU $B_H0 (queue 1 on $B_H1)" -- [ "$B_H0" = "$B_H1" ]
+# balance_load SECONDS: the two pinned pings for that long (in the background; B_PIDS).
+balance_load() {
+  local q
+  for q in 0 1 2 3 4 5 6 7; do echo 0 > /sys/class/net/eth0/queues/tx-$q/xps_cpus 2>/dev/null; done
+  echo 1 > /sys/class/net/eth0/queues/tx-0/xps_cpus
+  echo 2 > /sys/class/net/eth0/queues/tx-1/xps_cpus
+  B_PIDS=""
+  busybox taskset -c 0 ping -A -q -w "$1" $B_GW > /dev/null 2>&1 & B_PIDS="$B_PIDS $!"
+  busybox taskset -c 1 ping -A -q -w "$1" $B_GW > /dev/null 2>&1 & B_PIDS="$B_PIDS $!"
+}
+log_mark
+now; T0=$NOW
+balance_load 40
+split() { read -r m0 < /proc/irq/$B_Q0/smp_affinity_list; read -r m1 < /proc/irq/$B_Q1/smp_affinity_list; [ "$m0" != "$m1" ]; }
+B_SPLIT=-1
+while [ $((NOW - T0)) -lt 40000 ]; do
+  if [ $B_SPLIT -lt 0 ] && split; then B_SPLIT=$((NOW - T0)); fi
+  usleep 100000; now
+done
+wait $B_PIDS
+measure split_ms "$B_SPLIT"
+read -r m0 < /proc/irq/$B_Q0/smp_affinity_list; read -r m1 < /proc/irq/$B_Q1/smp_affinity_list
+measure end_masks "q0=$m0 q1=$m1"
+B_MOVES=$(log_since_mark | grep -c 'by load:')
+measure moves "$B_MOVES"
+on_node() { local n; eval "n=\$NODE_$1"; [ "$n" = "$NIC_NODE" ]; }
+split_near() { REPLY="queue 0 on $m0, queue 1 on $m1 (home $B_H0), $B_MOVES move(s)"; [ "$m0" != "$m1" ] && on_node "$m1" && [ "$m0" = "$B_H0" ]; }
+check split "two busy queues on CPU $B_H0: queue 1 moved to another CPU of node $NIC_NODE (${B_SPLIT} ms after the load began)" -- split_near
+said() { REPLY=$(log_since_mark | grep -m1 'by load:' | sed 's/.*INFO //'); [ -n "$REPLY" ]; }
+check logged "the move is logged with its rates" -- said
+now; T0=$NOW
+settle "$B_Q1" "[ \"\$MASKS\" = \"$B_Q1=$B_H0\" ]" 40000
+measure return_ms "$SETTLE_MS"
+check returned "load stopped: queue 1 back home on CPU $B_H0 (${SETTLE_MS} ms, hold 10 s)" -- [ "$SETTLE_MS" -ge 0 ]
+write_config ''
+kill -HUP "$DAEMON_PID"
+sleep 2
