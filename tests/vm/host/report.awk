@@ -122,6 +122,8 @@ function kernel_tables() {
   out("| queue IRQ moves in the 40 s | " val("balance moves") " | " val("irqbalance balance_moves") " |")
   out("| where queues 0 and 1 end | " val("balance end_masks") " | " val("irqbalance balance_end_masks") " |")
   out("| load to split; load stopped to back home | " ms("balance split_ms") "; " ms("balance return_ms") " | - |")
+  out("| 60 s of load alternating every 10 s between queues 0+1 and 2+3: IRQ moves | " val("balance alternating_moves") " | " val("irqbalance alternating_moves") " |")
+  out("| queue masks after it, queue 0..7 | " val("balance alternating_end") " | " val("irqbalance alternating_end") " |")
   out("")
   out("| Two vmxnet3 NICs on node 1 (16 queue IRQs, 8 CPUs) | irqwise | irqbalance 1.9 |")
   out("|---|---|---|")

@@ -22,12 +22,13 @@ sleep 2
 set -- $NIC_IRQS; B_Q0=$1; B_Q1=$2
 read -r B_H0 < /proc/irq/$B_Q0/smp_affinity_list; read -r B_H1 < /proc/irq/$B_Q1/smp_affinity_list
 check paired "queues_per_cpu = 2: queues 0 and 1 share CPU $B_H0 (queue 1 on $B_H1)" -- [ "$B_H0" = "$B_H1" ]
-# balance_load SECONDS: the two pinned pings for that long (in the background; B_PIDS).
+# balance_load SECONDS [PAIR]: two pings pinned to CPUs 0 and 1 for that long (in the background;
+# B_PIDS), sending on tx queues 2*PAIR and 2*PAIR+1 (default pair 0: queues 0 and 1).
 balance_load() {
-  local q
+  local q p=${2:-0}
   for q in 0 1 2 3 4 5 6 7; do echo 0 > /sys/class/net/eth0/queues/tx-$q/xps_cpus 2>/dev/null; done
-  echo 1 > /sys/class/net/eth0/queues/tx-0/xps_cpus
-  echo 2 > /sys/class/net/eth0/queues/tx-1/xps_cpus
+  echo 1 > /sys/class/net/eth0/queues/tx-$((2 * p))/xps_cpus
+  echo 2 > /sys/class/net/eth0/queues/tx-$((2 * p + 1))/xps_cpus
   B_PIDS=""
   busybox taskset -c 0 ping -A -q -w "$1" $B_GW > /dev/null 2>&1 & B_PIDS="$B_PIDS $!"
   busybox taskset -c 1 ping -A -q -w "$1" $B_GW > /dev/null 2>&1 & B_PIDS="$B_PIDS $!"
@@ -45,17 +46,32 @@ wait $B_PIDS
 measure split_ms "$B_SPLIT"
 read -r m0 < /proc/irq/$B_Q0/smp_affinity_list; read -r m1 < /proc/irq/$B_Q1/smp_affinity_list
 measure end_masks "q0=$m0 q1=$m1"
-B_MOVES=$(log_since_mark | grep -c 'by load:')
+B_MOVES=$(log_since_mark | grep -c 'load_move="moved"')
 measure moves "$B_MOVES"
 on_node() { local n; eval "n=\$NODE_$1"; [ "$n" = "$NIC_NODE" ]; }
 split_near() { REPLY="queue 0 on $m0, queue 1 on $m1 (home $B_H0), $B_MOVES move(s)"; [ "$m0" != "$m1" ] && on_node "$m1" && [ "$m0" = "$B_H0" ]; }
 check split "two busy queues on CPU $B_H0: queue 1 moved to another CPU of node $NIC_NODE (${B_SPLIT} ms after the load began)" -- split_near
-said() { REPLY=$(log_since_mark | grep -m1 'by load:' | sed 's/.*INFO //'); [ -n "$REPLY" ]; }
+said() { REPLY=$(log_since_mark | grep -m1 'load_move="moved"' | sed 's/.*INFO //'); [ -n "$REPLY" ]; }
 check logged "the move is logged with its rates" -- said
 now; T0=$NOW
 settle "$B_Q1" "[ \"\$MASKS\" = \"$B_Q1=$B_H0\" ]" 40000
 measure return_ms "$SETTLE_MS"
 check returned "load stopped: queue 1 back home on CPU $B_H0 (${SETTLE_MS} ms, hold 10 s)" -- [ "$SETTLE_MS" -ge 0 ]
+# balance_alternating SECONDS: every 10 s the busy pair changes: queues 0 and 1, then 2 and 3.
+balance_alternating() {
+  local t=0 p=0
+  while [ $t -lt "$1" ]; do
+    balance_load 10 $p; wait $B_PIDS
+    p=$((1 - p)); t=$((t + 10))
+  done
+}
+log_mark
+balance_alternating 60
+B_ALT=$(log_since_mark | grep -cE 'load_move="(moved|returned)"')
+measure alternating_moves "$B_ALT"
+read_masks "$NIC_IRQS"; mask_lists; measure alternating_end "$REPLY"
+budget() { REPLY="$B_ALT moves and returns in 60 s of load alternating every 10 s"; [ "$B_ALT" -le 4 ]; }
+check alternating "alternating load: within balance_moves_per_minute (4)" -- budget
 write_config ''
 kill -HUP "$DAEMON_PID"
 sleep 2

@@ -69,6 +69,17 @@ else
     measure balance_moves "$changes"
     read -r m0 < /proc/irq/$IB_Q0/smp_affinity_list; read -r m1 < /proc/irq/$IB_Q1/smp_affinity_list
     measure balance_end_masks "q0=$m0 q1=$m1"
+    # The alternating load: the busy pair changes every 10 s for 60 s.
+    read_masks "$NIC_IRQS"; last=$MASKS; changes=0
+    balance_alternating 60 &
+    ALT_PID=$!
+    while kill -0 $ALT_PID 2>/dev/null; do
+      usleep 200000
+      read_masks "$NIC_IRQS"
+      if [ "$MASKS" != "$last" ]; then same_masks "$last" "$MASKS" ""; changes=$((changes + $(count "$REPLY") / 4)); last=$MASKS; fi
+    done
+    measure alternating_moves "$changes"
+    mask_lists; measure alternating_end "$REPLY"
   fi
   kill $IB_PID 2>/dev/null; wait $IB_PID 2>/dev/null
   echo "@@IRQBALANCE_LOG_BEGIN"; tail -40 /tmp/irqbalance.log; echo "@@IRQBALANCE_LOG_END"
