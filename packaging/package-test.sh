@@ -71,7 +71,8 @@ installed=(/usr/sbin/irqwise "$unit" /etc/irqwise/irqwise.toml /usr/share/man/ma
 	/usr/share/fish/vendor_completions.d/irqwise.fish
 	/usr/share/doc/irqwise/examples/50-latency.toml.example
 	/usr/share/doc/irqwise/examples/oci-hook-irqwise-claim
-	/usr/share/doc/irqwise/examples/oci-hook-irqwise-claim.json)
+	/usr/share/doc/irqwise/examples/oci-hook-irqwise-claim.json
+	/usr/share/irqwise/prometheus/irqwise-rules.yml /usr/share/irqwise/grafana/irqwise-dashboard.json)
 
 # --- .deb: install, verify, purge ---------------------------------------------------------------
 if [ "$(id -u)" != 0 ]; then
@@ -132,7 +133,8 @@ if [ -f "$rpmfile" ] && command -v rpm >/dev/null 2>&1; then
 		/usr/share/man/man8/irqwise.8.gz /usr/share/bash-completion/completions/irqwise \
 		/usr/share/zsh/site-functions/_irqwise /usr/share/fish/vendor_completions.d/irqwise.fish \
 		/usr/share/doc/irqwise/examples/50-latency.toml.example /usr/lib/systemd/catalog/irqwise.catalog \
-		/usr/share/doc/irqwise/examples/oci-hook-irqwise-claim; do
+		/usr/share/doc/irqwise/examples/oci-hook-irqwise-claim /usr/share/irqwise/prometheus/irqwise-rules.yml \
+		/usr/share/irqwise/grafana/irqwise-dashboard.json; do
 		check "rpm lists $f" grep -qxF "$f" <<<"$list"
 	done
 	check "rpm: /etc/irqwise/irqwise.toml is %config(noreplace)" \

@@ -23,6 +23,7 @@ pub mod config;
 pub mod cpuset;
 pub mod daemon;
 pub mod devices;
+pub mod diff;
 pub mod events;
 pub mod import_irqbalance;
 pub mod kernel;

@@ -51,6 +51,7 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
         }
         Command::Release { owner, timeout } => cli::release(&root, &owner, std::time::Duration::from_secs(timeout)),
         Command::Claims { json } => cli::claims(&root, json),
+        Command::Diff { a, b, json } => cli::diff_roots(&root, &paths, &a, &b, json),
         Command::Reload { pid, timeout } => cli::reload(&root, &paths, pid, std::time::Duration::from_secs(timeout)),
     }
 }

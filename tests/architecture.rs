@@ -31,14 +31,14 @@ const FLOORS: [&[&str]; 15] = [
     &["strategy"],
     &["sample"],
     &["plan"],
-    &["apply", "report", "import_irqbalance", "snapshot", "advise"],
+    &["apply", "report", "import_irqbalance", "snapshot", "advise", "diff"],
     &["pass"],
     &["daemon"],
     &["cli"],
 ];
 
 /// Files and directories (every `.rs` below) of the pure core.
-const PURE_CORE: [&str; 31] = [
+const PURE_CORE: [&str; 32] = [
     "src/cpuset",
     "src/text.rs",
     "src/choices.rs",
@@ -70,6 +70,7 @@ const PURE_CORE: [&str; 31] = [
     "src/plan",
     "src/import_irqbalance.rs",
     "src/advise.rs",
+    "src/diff.rs",
 ];
 
 /// The report's pure files (its reader is `src/report/read.rs`).

@@ -150,6 +150,16 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Compare two machines in what decides placement (kernel, topology, isolation, devices)
+    /// and in the plans that result, most decisive first; A and B are snapshots (irqwise
+    /// snapshot) or - for this host. Exit 0 same, 1 different, 2 error.
+    Diff {
+        a: PathBuf,
+        b: PathBuf,
+        /// Print JSON instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print irqbalance's settings (IRQBALANCE_BANNED_CPUS/_CPULIST, IRQBALANCE_ARGS) as an
     /// irqwise drop-in, with a comment for each setting irqwise has no equivalent for (exit 3
     /// then). FILE defaults to ROOT/etc/default/irqbalance or ROOT/etc/sysconfig/irqbalance.
