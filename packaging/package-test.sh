@@ -72,7 +72,8 @@ installed=(/usr/sbin/irqwise "$unit" /etc/irqwise/irqwise.toml /usr/share/man/ma
 	/usr/share/doc/irqwise/examples/50-latency.toml.example
 	/usr/share/doc/irqwise/examples/oci-hook-irqwise-claim
 	/usr/share/doc/irqwise/examples/oci-hook-irqwise-claim.json
-	/usr/share/irqwise/prometheus/irqwise-rules.yml /usr/share/irqwise/grafana/irqwise-dashboard.json)
+	/usr/share/irqwise/prometheus/irqwise-rules.yml /usr/share/irqwise/grafana/irqwise-dashboard.json
+	/usr/share/irqwise/schemas/plan.schema.json /usr/share/irqwise/schemas/status.schema.json)
 
 # --- .deb: install, verify, purge ---------------------------------------------------------------
 if [ "$(id -u)" != 0 ]; then
@@ -134,7 +135,7 @@ if [ -f "$rpmfile" ] && command -v rpm >/dev/null 2>&1; then
 		/usr/share/zsh/site-functions/_irqwise /usr/share/fish/vendor_completions.d/irqwise.fish \
 		/usr/share/doc/irqwise/examples/50-latency.toml.example /usr/lib/systemd/catalog/irqwise.catalog \
 		/usr/share/doc/irqwise/examples/oci-hook-irqwise-claim /usr/share/irqwise/prometheus/irqwise-rules.yml \
-		/usr/share/irqwise/grafana/irqwise-dashboard.json; do
+		/usr/share/irqwise/grafana/irqwise-dashboard.json /usr/share/irqwise/schemas/plan.schema.json; do
 		check "rpm lists $f" grep -qxF "$f" <<<"$list"
 	done
 	check "rpm: /etc/irqwise/irqwise.toml is %config(noreplace)" \

@@ -12,6 +12,8 @@
 
 #[path = "common/acceptance.rs"]
 mod acceptance;
+#[path = "common/schema_check.rs"]
+mod schema_check;
 
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -232,6 +234,13 @@ fn mutated_roots_never_crash_hang_or_write_outside() {
                         if let Err(e) = valid_json(&stdout) {
                             panic!("seed {seed} case {case} ({done:?}): {args:?} printed invalid JSON ({e}): {stdout}");
                         }
+                        let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_default();
+                        let v = schema_check::violations(&schema_check::schema(args[0]), &doc);
+                        assert!(
+                            v.is_empty(),
+                            "seed {seed} case {case} ({done:?}): {args:?} against its schema:\n{}",
+                            v.join("\n")
+                        );
                     }
                 }
                 Err(e) => panic!("seed {seed} case {case} ({done:?}): {e}"),
