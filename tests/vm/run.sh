@@ -24,7 +24,7 @@
 #                           (either way the suite must then fail: shows that it can)
 #      IRQWISE_VM_WORK=DIR  work dir (default: $CARGO_TARGET_DIR/vm or target/vm): DIR/kernel,
 #                           DIR/systemd per tier, DIR/cache kept between runs (the Debian root)
-#      IRQWISE_VM_TIMEOUT=S limit for each guest run (default 540)
+#      IRQWISE_VM_TIMEOUT=S limit for each guest run (default 720)
 #      IRQWISE_VM_ACCEL=tcg force TCG even where KVM is usable
 #      IRQWISE_VM_SCENARIOS="10 70"  run only the scenario files with these number prefixes
 #                           (in each tier; later scenarios may rely on state an earlier one set)
@@ -46,7 +46,7 @@ VM_DIR=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$VM_DIR/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$REPO/target}
 WORK=${IRQWISE_VM_WORK:-$TARGET/vm}
-TIMEOUT=${IRQWISE_VM_TIMEOUT:-540}
+TIMEOUT=${IRQWISE_VM_TIMEOUT:-720}
 TIERS=${IRQWISE_VM_TIERS:-kernel oracle systemd}
 . "$VM_DIR/host/deps.sh"
 . "$VM_DIR/host/initramfs.sh"

@@ -3,7 +3,7 @@
 # to CPUs 0 and 1 whose transmit steering (written here, the rule's xps = false) sends on tx-0 and
 # tx-1, make exactly those two queues busy. With balance_interval 2 s and balance_hold 10 s:
 # queue 1 must leave queue 0's CPU for another CPU of node 1 within a few samples (time from the
-# load's start), and come back home once the load stops. Counted: the moves in the 40 s of load
+# load's start), and come back home once the load stops. Counted: the moves in the 30 s of load
 # (journal lines), where the two queues end; the same load under irqbalance is in 70-irqbalance.sh.
 SCEN=balance
 B_GW=10.0.2.2
@@ -35,10 +35,10 @@ balance_load() {
 }
 log_mark
 now; T0=$NOW
-balance_load 40
+balance_load 30
 split() { read -r m0 < /proc/irq/$B_Q0/smp_affinity_list; read -r m1 < /proc/irq/$B_Q1/smp_affinity_list; [ "$m0" != "$m1" ]; }
 B_SPLIT=-1
-while [ $((NOW - T0)) -lt 40000 ]; do
+while [ $((NOW - T0)) -lt 30000 ]; do
   if [ $B_SPLIT -lt 0 ] && split; then B_SPLIT=$((NOW - T0)); fi
   usleep 100000; now
 done
@@ -66,11 +66,11 @@ balance_alternating() {
   done
 }
 log_mark
-balance_alternating 60
+balance_alternating 40
 B_ALT=$(log_since_mark | grep -cE 'load_move="(moved|returned)"')
 measure alternating_moves "$B_ALT"
 read_masks "$NIC_IRQS"; mask_lists; measure alternating_end "$REPLY"
-budget() { REPLY="$B_ALT moves and returns in 60 s of load alternating every 10 s"; [ "$B_ALT" -le 4 ]; }
+budget() { REPLY="$B_ALT moves and returns in 40 s of load alternating every 10 s"; [ "$B_ALT" -le 4 ]; }
 check alternating "alternating load: within balance_moves_per_minute (4)" -- budget
 write_config ''
 kill -HUP "$DAEMON_PID"

@@ -54,13 +54,13 @@ else
   if [ -z "$REPLY" ]; then measure storm_final_equal yes; else measure storm_final_equal "no ($(($(count "$REPLY") / 4)) of 8 differ)"; fi
   note "after the storm: $MASKS (before: $STORM_BEFORE)"
   # The load of 53-balance.sh (two pinned pings busy on queues 0 and 1) under irqbalance: how
-  # often it moved eth0's queue IRQs in the 40 s, and where queues 0 and 1 end.
+  # often it moved eth0's queue IRQs in the 30 s, and where queues 0 and 1 end.
   if command -v balance_load >/dev/null 2>&1; then
     set -- $NIC_IRQS; IB_Q0=$1; IB_Q1=$2
     read_masks "$NIC_IRQS"; last=$MASKS; changes=0
     now; T0=$NOW
-    balance_load 40
-    while [ $((NOW - T0)) -lt 40000 ]; do
+    balance_load 30
+    while [ $((NOW - T0)) -lt 30000 ]; do
       usleep 200000; now
       read_masks "$NIC_IRQS"
       if [ "$MASKS" != "$last" ]; then same_masks "$last" "$MASKS" ""; changes=$((changes + $(count "$REPLY") / 4)); last=$MASKS; fi
@@ -69,9 +69,9 @@ else
     measure balance_moves "$changes"
     read -r m0 < /proc/irq/$IB_Q0/smp_affinity_list; read -r m1 < /proc/irq/$IB_Q1/smp_affinity_list
     measure balance_end_masks "q0=$m0 q1=$m1"
-    # The alternating load: the busy pair changes every 10 s for 60 s.
+    # The alternating load: the busy pair changes every 10 s for 40 s.
     read_masks "$NIC_IRQS"; last=$MASKS; changes=0
-    balance_alternating 60 &
+    balance_alternating 40 &
     ALT_PID=$!
     while kill -0 $ALT_PID 2>/dev/null; do
       usleep 200000
