@@ -4,9 +4,10 @@
 //! the rules record.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::process::Command;
 
+#[path = "common/apt.rs"]
+mod apt;
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
@@ -14,40 +15,9 @@ mod fixture;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/packaging");
 
-fn on_path(tool: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
-}
-
-/// `promtool`, installed with apt-get (no recommends, no service started) when missing and root.
+/// `promtool`, installed with apt-get when missing and root.
 fn promtool() -> bool {
-    if on_path("promtool") {
-        return true;
-    }
-    if std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) != 0 {
-        return false;
-    }
-    let policy = Path::new("/usr/sbin/policy-rc.d");
-    let own_policy = !policy.exists();
-    if own_policy {
-        std::fs::write(policy, "#!/bin/sh\nexit 101\n").unwrap();
-        std::fs::set_permissions(policy, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    }
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "-qq", "--no-install-recommends", "prometheus"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    let installed = install() || {
-        let _ = Command::new("apt-get").args(["update", "-qq"]).status();
-        install()
-    };
-    if own_policy {
-        let _ = std::fs::remove_file(policy);
-    }
-    assert!(installed, "apt-get install prometheus failed");
-    on_path("promtool")
+    apt::ensure(&["promtool"], &["prometheus"])
 }
 
 fn promtool_says(args: &[&str]) -> (bool, String) {

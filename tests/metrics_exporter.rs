@@ -10,6 +10,8 @@
 //! (its `smp_affinity_list` is a symlink, which irqwise never writes through) fills the failure
 //! series.
 
+#[path = "common/apt.rs"]
+mod apt;
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
@@ -31,50 +33,10 @@ const PATIENCE: Duration = Duration::from_secs(20);
 const ODD: &str = "0000:82:00.0";
 const ODD_NAME: &str = "we\"ird\\1";
 
-fn is_root() -> bool {
-    std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0
-}
-
-fn on_path(tool: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
-}
-
 /// `promtool` and `prometheus-node-exporter`, installed with apt-get (no recommends) when
 /// missing and root; `false` when they are missing and cannot be installed here.
 fn tools_present() -> bool {
-    let have = || on_path("promtool") && on_path("prometheus-node-exporter");
-    if have() {
-        return true;
-    }
-    if !is_root() {
-        return false;
-    }
-    // The packages' maintainer scripts would start prometheus and node_exporter on their default
-    // ports where nothing stops them (no systemd): Debian's policy layer (exit 101 = "do not start
-    // services") is put in place for the install when the host has none.
-    let policy = Path::new("/usr/sbin/policy-rc.d");
-    let own_policy = !policy.exists();
-    if own_policy {
-        std::fs::write(policy, "#!/bin/sh\n# irqwise tests: no service starts while packages install\nexit 101\n")
-            .unwrap();
-        std::fs::set_permissions(policy, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    }
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "-qq", "--no-install-recommends", "prometheus", "prometheus-node-exporter"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    let installed = install() || {
-        let _ = Command::new("apt-get").args(["update", "-qq"]).status();
-        install()
-    };
-    if own_policy {
-        let _ = std::fs::remove_file(policy);
-    }
-    assert!(installed, "apt-get install prometheus prometheus-node-exporter failed");
-    have()
+    apt::ensure(&["promtool", "prometheus-node-exporter"], &["prometheus", "prometheus-node-exporter"])
 }
 
 /// A child process killed when the test ends, however it ends.
