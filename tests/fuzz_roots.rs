@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use acceptance::fixture::{FixtureRoot, NamingScheme};
 use acceptance::*;
 
 /// xorshift64*: a small deterministic generator, so a failing case replays from its seed.
@@ -44,17 +43,9 @@ impl Rng {
     }
 }
 
-/// The template machine: 2 nodes × 4 cores × 2 threads (6.12, read-only managed masks), an ice
-/// NIC, an mlx5 NIC, a virtio NIC, a managed NVMe and an NVMe of another driver.
+/// The template machine ([`five_device_machine`]).
 fn template() -> tempfile::TempDir {
-    let dir = cpu_root(2, 4, 2, "6.12.0");
-    FixtureRoot::at(dir.path())
-        .nic("0000:81:00.0", "ice", "eth0", Some(1), 4, NamingScheme::IceTxRx)
-        .nic("0000:41:00.0", "mlx5_core", "ens1", Some(0), 6, NamingScheme::Mlx5)
-        .virtio_nic("0000:00:03.0", 0, "eth1", None, 2)
-        .nvme("0000:82:00.0", "nvme0", Some(0), 3, true, true)
-        .msi_device("0000:83:00.0", 0x010802, "nvme_vendor", Some(1), &["nvme1q0", "nvme1q1", "nvme1q2"]);
-    dir
+    five_device_machine()
 }
 
 /// Every regular file below `root`, links not followed, sorted.

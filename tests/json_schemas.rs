@@ -12,32 +12,11 @@ mod schema_check;
 use std::path::Path;
 use std::process::Command;
 
-use acceptance::fixture::{FixtureRoot, NamingScheme};
 use acceptance::*;
 use schema_check::{schema, violations};
 
-/// 2 nodes × 4 cores × 2 threads, an ice NIC, an mlx5 NIC, a virtio NIC, a managed NVMe and an
-/// NVMe of another driver (the fuzz roots' template).
-fn machine() -> tempfile::TempDir {
-    let dir = cpu_root(2, 4, 2, "6.12.0");
-    FixtureRoot::at(dir.path())
-        .nic("0000:81:00.0", "ice", "eth0", Some(1), 4, NamingScheme::IceTxRx)
-        .nic("0000:41:00.0", "mlx5_core", "ens1", Some(0), 6, NamingScheme::Mlx5)
-        .virtio_nic("0000:00:03.0", 0, "eth1", None, 2)
-        .nvme("0000:82:00.0", "nvme0", Some(0), 3, true, true)
-        .msi_device("0000:83:00.0", 0x010802, "nvme_vendor", Some(1), &["nvme1q0", "nvme1q1", "nvme1q2"]);
-    dir
-}
-
 fn run(root: &Path, cfg: &Path, args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-        .arg("--root")
-        .arg(root)
-        .arg("--config")
-        .arg(cfg)
-        .args(args)
-        .output()
-        .unwrap();
+    let out = irqwise(root, cfg).args(args).output().unwrap();
     (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
@@ -52,7 +31,7 @@ fn validates(root: &Path, cfg: &Path, name: &str, args: &[&str], exit: i32) {
 
 #[test]
 fn every_json_document_validates_against_its_schema() {
-    let root = machine();
+    let root = five_device_machine();
     let r = root.path();
     let cfg = empty_config();
     let c = cfg.path();

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use super::{CliError, Outcome};
 use crate::daemon::claims::HeldClaim;
-use crate::daemon::state_view::{read_state, StateView};
-use crate::sysfs::processes::{process_identity, DAEMON_NAME};
+use crate::daemon::state_view::{is_writer, read_state, StateView};
+use crate::sysfs::processes::process_identity;
 use crate::sysfs::Root;
 use crate::topology::claims::{claim_cpus, owner_problem, render_claim, Claim};
 use crate::topology::discover::claims::{read_claims, CLAIMS_DIR};
@@ -119,8 +119,7 @@ fn finish(
 pub(super) fn running_daemon(root: &Root) -> Option<StateView> {
     let (_, view) = read_state(root).ok().flatten()?;
     let now = process_identity(view.pid)?;
-    let same = view.process.as_ref().map_or(now.comm == DAEMON_NAME, |p| *p == now);
-    same.then_some(view)
+    is_writer(&view, &now).then_some(view)
 }
 
 /// Polls the state file until a later pass of the same daemon satisfies `done`.

@@ -2,9 +2,9 @@
 
 use super::{CliError, Outcome};
 use crate::daemon::state::STATE_FILE;
-use crate::daemon::state_view::{read_state, render_status};
+use crate::daemon::state_view::{is_writer, read_state, render_status};
 use crate::daemon::unix_now;
-use crate::sysfs::processes::{process_identity, ProcessIdentity, DAEMON_NAME};
+use crate::sysfs::processes::{process_identity, ProcessIdentity};
 use crate::sysfs::Root;
 
 /// `irqwise status [--json]`, with `systemctl status`'s exit codes: 0 when the daemon that wrote
@@ -23,7 +23,7 @@ pub fn status(root: &Root, json: bool) -> Result<Outcome, CliError> {
     // copied from another machine) is not the daemon: the process must be the one the state
     // file names (its name and start time), or, in a file that names none, be irqwise.
     let alive = match process_identity(view.pid) {
-        Some(now) if view.process.as_ref().map_or(now.comm == DAEMON_NAME, |p| *p == now) => true,
+        Some(now) if is_writer(&view, &now) => true,
         Some(ProcessIdentity { comm: other, .. }) => {
             stderr = format!(
                 "process {} named in {} is not the daemon that wrote it (it runs {other:?}): that daemon is gone\n",

@@ -84,6 +84,12 @@ pub(crate) struct PlacementView {
     pub current: Option<String>,
 }
 
+/// Whether `now`, the process running under the state file's pid, is the daemon that wrote it:
+/// the process the file names (name and start time), or in a file that names none, irqwise.
+pub(crate) fn is_writer(view: &StateView, now: &ProcessIdentity) -> bool {
+    view.process.as_ref().map_or(now.comm == crate::sysfs::processes::DAEMON_NAME, |p| p == now)
+}
+
 /// Reads the state file as raw text (`status --json`) and parsed (`status`). `Ok(None)` when it
 /// does not exist: the daemon is not running.
 pub(crate) fn read_state(root: &Root) -> Result<Option<(String, StateView)>, StateError> {

@@ -65,6 +65,20 @@ pub fn config_with(text: &str) -> tempfile::TempDir {
     dir
 }
 
+/// 2 nodes × 4 cores × 2 threads (6.12, read-only managed masks), an ice NIC, an mlx5 NIC, a
+/// virtio NIC, a managed NVMe and an NVMe of another driver: the fuzz roots' template.
+pub fn five_device_machine() -> tempfile::TempDir {
+    use fixture::{FixtureRoot, NamingScheme};
+    let dir = cpu_root(2, 4, 2, "6.12.0");
+    FixtureRoot::at(dir.path())
+        .nic("0000:81:00.0", "ice", "eth0", Some(1), 4, NamingScheme::IceTxRx)
+        .nic("0000:41:00.0", "mlx5_core", "ens1", Some(0), 6, NamingScheme::Mlx5)
+        .virtio_nic("0000:00:03.0", 0, "eth1", None, 2)
+        .nvme("0000:82:00.0", "nvme0", Some(0), 3, true, true)
+        .msi_device("0000:83:00.0", 0x010802, "nvme_vendor", Some(1), &["nvme1q0", "nvme1q1", "nvme1q2"]);
+    dir
+}
+
 /// The real binary with `--root root --config config`.
 pub fn irqwise(root: &Path, config: &Path) -> Command {
     let mut cmd = Command::cargo_bin("irqwise").expect("binary");
