@@ -31,6 +31,8 @@
 //! ext4 starts the write-back of the replaced state file and of each rewritten affinity file
 //! inside the pass; `TMPDIR=/dev/shm` puts it in memory, as `/run`, sysfs and procfs are). The README's "Measured" section has the figures.
 
+#[path = "../tests/common/big_machine.rs"]
+mod big_machine;
 #[path = "../tests/common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "../tests/common/fixture.rs"]
@@ -40,10 +42,7 @@ mod sysfs_tree;
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 use std::fs;
-use std::io::{BufWriter, Write};
-use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
 use std::sync::LazyLock;
 
@@ -60,7 +59,6 @@ use irqwise::sample::kernel_release::group_rules;
 use irqwise::sample::reader::read_sample;
 use irqwise::sysfs::Root;
 use irqwise::topology::discover::read_topology;
-use irqwise::topology::synthetic::SyntheticMachine;
 use irqwise::topology::{Topology, TopologyMemory};
 
 fn main() {
@@ -85,51 +83,21 @@ struct Machine {
 
 static MACHINE: LazyLock<Machine> = LazyLock::new(write_machine);
 
-/// Writes the whole root: topology, PCI devices, legacy IRQs, `proc/irq/N/*`,
-/// `sys/kernel/irq/N/*` and one `proc/interrupts` (header, one line per IRQ, architecture lines).
+/// Writes the whole root (see `big_machine`) and the same root without `sys/kernel/irq`.
 fn write_machine() -> Machine {
-    let mut topo = SyntheticMachine { cores_per_cluster: 4, ..SyntheticMachine::new(NODES, 64, 2) }.build();
-    topo.kernel = Some("7.0.0".into());
     let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path();
-    sysfs_tree::write_topology(root, &topo);
-    let all = topo.online.clone();
-    let mut irqs = IrqWriter::new(root, &all);
-    for irq in 0..16 {
-        let name = LEGACY.iter().find(|(n, _)| *n == irq).map_or("", |(_, name)| name);
-        irqs.write(irq, "IO-APIC", irq, "edge", name, false);
-    }
-    let mut irq = 24;
-    for i in 0..NICS {
-        let bdf = format!("0000:{:02x}:00.0", 0x10 + i);
-        let ifname = format!("eth{i}");
-        let node = i % NODES;
-        let dev = pci_device(root, &bdf, 0x020000, "ice", node, &topo);
-        fs::create_dir_all(dev.join("net").join(&ifname)).expect("net");
-        // ice: the misc vector `ice-<bdf>:misc`, then `ice-<if>-TxRx-N` (ice_vsi_req_irq_msix).
-        let mut names = vec![format!("ice-{bdf}:misc")];
-        names.extend((0..NIC_QUEUES).map(|q| format!("ice-{ifname}-TxRx-{q}")));
-        for (hw, name) in names.iter().enumerate() {
-            fs::write(dev.join(format!("msi_irqs/{irq}")), "msix\n").expect("msi");
-            irqs.write(irq, &format!("IR-PCI-MSIX-{bdf}"), hw as u32, "edge", name, false);
-            irq += 1;
-        }
-    }
-    for j in 0..NVMES {
-        let bdf = format!("0000:{:02x}:00.0", 0x80 + j);
-        let dev = pci_device(root, &bdf, 0x010802, "nvme", j % NODES, &topo);
-        let ctrl = dev.join(format!("nvme/nvme{j}"));
-        fs::create_dir_all(&ctrl).expect("nvme");
-        fs::write(ctrl.join("model"), "Bench NVMe\n").expect("model");
-        fs::write(ctrl.join("serial"), format!("BENCH{j}\n")).expect("serial");
-        for q in 0..=NVME_QUEUES {
-            fs::write(dev.join(format!("msi_irqs/{irq}")), "msix\n").expect("msi");
-            irqs.write(irq, &format!("IR-PCI-MSIX-{bdf}"), q, "edge", &format!("nvme{j}q{q}"), q > 0);
-            irq += 1;
-        }
-    }
-    irqs.finish();
-    let partial = write_root_without_sys_kernel_irq(root);
+    let shape = big_machine::BigMachine {
+        nodes: NODES,
+        cores_per_node: 64,
+        cores_per_cluster: 4,
+        nics: NICS,
+        nic_queues: NIC_QUEUES,
+        nvmes: NVMES,
+        nvme_queues: NVME_QUEUES,
+        interrupts: true,
+    };
+    shape.write(dir.path());
+    let partial = write_root_without_sys_kernel_irq(dir.path());
     settle();
     Machine { dir, partial }
 }
@@ -141,10 +109,6 @@ fn settle() {
     let status = std::process::Command::new("sync").status().expect("sync");
     assert!(status.success(), "sync: {status}");
 }
-
-/// The legacy lines a PC has handlers on; the other IO-APIC pins show no action.
-const LEGACY: [(u32, &str); 6] =
-    [(0, "timer"), (1, "i8042"), (8, "rtc0"), (9, "acpi"), (12, "i8042"), (14, "ata_piix")];
 
 /// A second root with the first's `sys/bus`, `sys/devices` and `proc` (hard-linked copies:
 /// reads never follow a symlink out of the root) but without `sys/kernel/irq`: what a kernel
@@ -163,100 +127,6 @@ fn write_root_without_sys_kernel_irq(full: &Path) -> tempfile::TempDir {
         assert!(status.success(), "cp -a --link {rel}: {status}");
     }
     dir
-}
-
-/// Writes each IRQ's `proc/irq/N/`, `sys/kernel/irq/N/` and `proc/interrupts` line.
-struct IrqWriter<'a> {
-    root: &'a Path,
-    cpus: &'a CpuSet,
-    interrupts: BufWriter<fs::File>,
-    /// The per-CPU count columns of one line: every count is 0.
-    zeros: String,
-    /// `sys/kernel/irq/N/per_cpu_count`: one 0 per possible CPU.
-    per_cpu_count: String,
-}
-
-impl<'a> IrqWriter<'a> {
-    fn new(root: &'a Path, cpus: &'a CpuSet) -> IrqWriter<'a> {
-        let mut interrupts = BufWriter::new(fs::File::create(mkparent(root, "proc/interrupts")).expect("interrupts"));
-        let mut header = String::from("     ");
-        for c in cpus {
-            let _ = write!(header, "{:>11}", format!("CPU{c}"));
-        }
-        writeln!(interrupts, "{header}").expect("write");
-        let zeros = "          0".repeat(cpus.len());
-        let per_cpu_count = vec!["0"; cpus.len()].join(",");
-        IrqWriter { root, cpus, interrupts, zeros, per_cpu_count }
-    }
-
-    fn write(&mut self, irq: u32, chip: &str, hwirq: u32, trigger: &str, action: &str, read_only: bool) {
-        let Self { root, cpus, .. } = *self;
-        writeln!(self.interrupts, "{irq:>4}:{}  {chip} {hwirq:>3}-{trigger:<8}  {action}", self.zeros).expect("write");
-        let d = root.join(format!("proc/irq/{irq}"));
-        fs::create_dir_all(&d).expect("irq dir");
-        fs::write(d.join("smp_affinity"), format!("{}\n", cpus.to_mask_string())).expect("mask");
-        fs::write(d.join("smp_affinity_list"), format!("{}\n", cpus.to_list_string())).expect("list");
-        fs::write(d.join("effective_affinity"), "1\n").expect("effective");
-        fs::write(d.join("effective_affinity_list"), "0\n").expect("effective");
-        fs::write(d.join("affinity_hint"), "0\n").expect("hint");
-        fs::write(d.join("node"), "0\n").expect("node");
-        if read_only {
-            for f in ["smp_affinity", "smp_affinity_list"] {
-                fs::set_permissions(d.join(f), fs::Permissions::from_mode(0o444)).expect("chmod");
-            }
-        }
-        let k = root.join(format!("sys/kernel/irq/{irq}"));
-        fs::create_dir_all(&k).expect("sys/kernel/irq dir");
-        // The kernel's actions_show(): names joined by ",", a newline only after some name.
-        let actions = if action.is_empty() { String::new() } else { format!("{action}\n") };
-        for (file, text) in [
-            ("actions", actions),
-            ("chip_name", format!("{chip}\n")),
-            ("hwirq", format!("{hwirq}\n")),
-            ("name", format!("{trigger}\n")),
-            ("per_cpu_count", format!("{}\n", self.per_cpu_count)),
-            ("type", format!("{trigger}\n")),
-            ("wakeup", "disabled\n".to_string()),
-        ] {
-            fs::write(k.join(file), text).expect("sys/kernel/irq file");
-        }
-    }
-
-    /// The architecture lines after the numbered ones, then flush.
-    fn finish(mut self) {
-        for (label, what) in [
-            ("NMI", "Non-maskable interrupts"),
-            ("LOC", "Local timer interrupts"),
-            ("RES", "Rescheduling interrupts"),
-            ("CAL", "Function call interrupts"),
-            ("TLB", "TLB shootdowns"),
-        ] {
-            writeln!(self.interrupts, "{label}:{}   {what}", self.zeros).expect("write");
-        }
-        writeln!(self.interrupts, "ERR:          0\nMIS:          0").expect("write");
-        self.interrupts.flush().expect("flush");
-    }
-}
-
-fn mkparent(root: &Path, rel: &str) -> std::path::PathBuf {
-    let p = root.join(rel);
-    fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-    p
-}
-
-fn pci_device(root: &Path, bdf: &str, class: u32, driver: &str, node: u32, topo: &Topology) -> std::path::PathBuf {
-    let host = format!("pci{}", &bdf[..7]);
-    let dev = root.join("sys/devices").join(&host).join(bdf);
-    fs::create_dir_all(dev.join("msi_irqs")).expect("dev");
-    fs::write(dev.join("class"), format!("{class:#08x}\n")).expect("class");
-    fs::write(dev.join("numa_node"), format!("{node}\n")).expect("numa_node");
-    fs::write(dev.join("local_cpulist"), format!("{}\n", topo.nodes[&node].cpus.to_list_string())).expect("local");
-    fs::write(dev.join("irq"), "0\n").expect("irq");
-    let _ = symlink(format!("../../../bus/pci/drivers/{driver}"), dev.join("driver"));
-    let bus = root.join("sys/bus/pci/devices");
-    fs::create_dir_all(&bus).expect("bus");
-    let _ = symlink(format!("../../../devices/{host}/{bdf}"), bus.join(bdf));
-    dev
 }
 
 #[divan::bench(sample_count = 10, sample_size = 1)]

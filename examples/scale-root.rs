@@ -1,11 +1,12 @@
-//! Writes a synthetic root of NODES nodes × CORES cores × 2 threads (topology only) to DIR, for
-//! measuring how memory and time grow with CPUs: `cargo run --release --example scale-root --
-//! NODES CORES DIR`.
+//! Writes the scale-measurement root to DIR: NODES nodes (one package each) × CORES cores × 2
+//! threads, a 32-queue `ice` NIC and a 32-queue NVMe controller per node (at 32 nodes × 128
+//! cores: 8,192 CPUs and 2,112 IRQs), without `proc/interrupts`. `cargo run --release --example
+//! scale-root -- NODES CORES DIR`; `make bench` measures `plan` on it at 1k to 8k CPUs.
 
+#[path = "../tests/common/big_machine.rs"]
+mod big_machine;
 #[path = "../tests/common/sysfs_tree.rs"]
 mod sysfs_tree;
-
-use irqwise::topology::synthetic::SyntheticMachine;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -15,7 +16,15 @@ fn main() {
         eprintln!("usage: scale-root NODES CORES_PER_NODE DIR");
         std::process::exit(2);
     };
-    let mut topo = SyntheticMachine::new(nodes, cores, 2).build();
-    topo.kernel = Some("6.12.0".into());
-    sysfs_tree::write_topology(std::path::Path::new(dir), &topo);
+    let shape = big_machine::BigMachine {
+        nodes,
+        cores_per_node: cores,
+        cores_per_cluster: 1,
+        nics: nodes,
+        nic_queues: 32,
+        nvmes: nodes,
+        nvme_queues: 32,
+        interrupts: false,
+    };
+    shape.write(std::path::Path::new(dir));
 }

@@ -156,7 +156,9 @@ fn build_fixture(root: &Path) {
 }
 
 /// The files discovery reads in that fixture, listed by hand from what each reader reads: the
-/// global CPU lists (`nohz_full` is skipped: unreadable), the possible nodes, each CPU's topology and last-level cache files, the node's `cpulist` and
+/// global CPU lists (`nohz_full` is skipped: unreadable; no CPU's own `online`, as the global
+/// list decides), the possible nodes, each CPU's topology and last-level cache files (each CPU
+/// its own: the fixture's CPUs share no core or cache), the node's `cpulist` and
 /// `distance` (not `cpumap`: `cpulist` is there), each device's identity files and IRQ entries,
 /// the NVMe identity and the blk-mq map of the first namespace with one (from its `cpuN`
 /// entries, so not `cpu_list`), each IRQ's files and its action names, the kernel release, and
@@ -164,7 +166,6 @@ fn build_fixture(root: &Path) {
 fn expected_files() -> BTreeSet<String> {
     let mut f: Vec<String> =
         ["possible", "present", "online", "isolated"].iter().map(|n| format!("{CPU}/{n}")).collect();
-    f.push(format!("{CPU}/cpu1/online"));
     for cpu in 0..2 {
         let d = format!("{CPU}/cpu{cpu}");
         f.push(format!("{d}/topology/core_cpus_list"));

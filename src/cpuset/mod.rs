@@ -199,8 +199,22 @@ impl CpuSet {
     }
 
     pub fn is_subset(&self, other: &CpuSet) -> bool {
-        let theirs = other.words();
-        self.words().iter().enumerate().all(|(i, a)| a & !theirs.get(i).copied().unwrap_or(0) == 0)
+        if self.shares_words(other) {
+            return true;
+        }
+        let (mine, theirs) = (self.words(), other.words());
+        // The last word is never zero: a longer set holds a CPU beyond `other`'s last.
+        mine.len() <= theirs.len() && mine.iter().zip(theirs).all(|(a, b)| a & !b == 0)
+    }
+
+    /// Whether the two are clones of one set (same words, not just equal ones): a constant-time
+    /// test that lets a walk over many CPUs' shared masks skip the ones it has seen.
+    pub(crate) fn shares_words(&self, other: &CpuSet) -> bool {
+        match (&self.words, &other.words) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
     }
 
     pub fn intersects(&self, other: &CpuSet) -> bool {

@@ -178,7 +178,11 @@ pub(crate) fn spread_blocks_within(
 /// `block` ordered by (thread rank among the core's siblings in `within`, CPU id).
 fn cores_first_within(topo: &Topology, block: &CpuSet, within: &CpuSet) -> Vec<u32> {
     let rank = |c: u32| {
-        topo.sibling_mask(c).iter().filter(|&s| s < c && topo.online.contains(s) && within.contains(s)).count()
+        topo.sibling_mask(c)
+            .iter()
+            .take_while(|&s| s < c)
+            .filter(|&s| topo.online.contains(s) && within.contains(s))
+            .count()
     };
     let mut ranked: Vec<(usize, u32)> = block.iter().map(|c| (rank(c), c)).collect();
     ranked.sort_unstable();
@@ -202,7 +206,7 @@ fn order_blocks(topo: &Topology, node: u32, order: SpreadOrder) -> Vec<CpuSet> {
 /// `block` ordered by (thread rank within its core, CPU id): the rank is the CPU's position in
 /// its online SMT siblings, so one thread of every core comes before any core's second thread.
 fn cores_first(topo: &Topology, block: &CpuSet) -> Vec<u32> {
-    let rank = |c: u32| topo.sibling_mask(c).iter().filter(|&s| s < c && topo.online.contains(s)).count();
+    let rank = |c: u32| topo.sibling_mask(c).iter().take_while(|&s| s < c).filter(|&s| topo.online.contains(s)).count();
     let mut ranked: Vec<(usize, u32)> = block.iter().map(|c| (rank(c), c)).collect();
     ranked.sort_unstable();
     ranked.into_iter().map(|(_, c)| c).collect()

@@ -9,6 +9,7 @@
 mod caches;
 pub mod claims;
 mod cpu;
+mod groups;
 pub mod isolation;
 mod nodes;
 
@@ -19,6 +20,7 @@ pub(crate) use super::MAX_NUMNODES;
 use super::{round_robin_node, Cpu, NodeSource, NumaNode, OfflineMasks, Topology};
 use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::sysfs::{parse_cpulist_at, read_in_parallel, Root, SysfsError};
+use groups::GroupSets;
 
 /// Topology discovery failed: the root shows no CPU at all.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +52,11 @@ impl TopologyWarning {
         TopologyWarning { transient: e.kernel_refused(), ..self }
     }
 }
+
+/// CPUs read in parallel at a time in a full read: a chunk's CPUs take the group masks of the
+/// chunks before it (see [`groups`]); smaller chunks skip more files, each costs a round of
+/// reader threads.
+const SHARING_CHUNK: usize = 64;
 
 /// The distance the kernel assumes between two nodes it has no table for (`REMOTE_DISTANCE`), and
 /// from a node to itself (`LOCAL_DISTANCE`), include/linux/topology.h.
@@ -177,7 +184,14 @@ fn stale_cpus(before: &TopologyReads, changed: &CpuSet, present: &CpuSet, online
 /// `update_siblings_masks()`/`clear_cpu_topology()`): a CPU that is not online leaves every
 /// mask; one that is joins the masks of the CPUs its own masks name, level by level (sharing a
 /// core, cluster, die, package or cache is mutual).
-fn edit_neighbours(reads: &mut BTreeMap<u32, (Cpu, Vec<TopologyWarning>)>, stale: &CpuSet, online: &CpuSet) {
+///
+/// The CPUs that shared a set before still share the edited one (`groups` interns it).
+fn edit_neighbours(
+    reads: &mut BTreeMap<u32, (Cpu, Vec<TopologyWarning>)>,
+    stale: &CpuSet,
+    online: &CpuSet,
+    groups: &mut GroupSets,
+) {
     let gone = stale.difference(online);
     let joined: Vec<(u32, [Option<CpuSet>; 5])> = stale
         .intersection(online)
@@ -190,13 +204,18 @@ fn edit_neighbours(reads: &mut BTreeMap<u32, (Cpu, Vec<TopologyWarning>)>, stale
         }
         for (level, mask) in levels_mut(cpu).into_iter().enumerate() {
             let Some(mask) = mask else { continue };
+            let mut edited = false;
             if mask.intersects(&gone) {
                 *mask = mask.difference(&gone);
+                edited = true;
             }
             for (new, theirs) in &joined {
                 if theirs[level].as_ref().is_some_and(|t| t.contains(*id)) {
-                    mask.insert(*new);
+                    edited |= mask.insert(*new);
                 }
+            }
+            if edited {
+                *mask = groups.intern(std::mem::take(mask));
             }
         }
     }
@@ -252,12 +271,21 @@ fn discover(
         }
         _ => possible.iter().collect(),
     };
-    for (id, read) in fresh.iter().zip(read_in_parallel(&fresh, |&id| cpu::read_cpu(root, id, &node_dirs))) {
-        reads.insert(*id, read);
+    // A full read shares each group's masks (read once, by its lowest CPU): CPUs are read in
+    // chunks, each chunk in parallel with what the chunks before it learnt. A re-read after
+    // events reads each CPU it names in full.
+    let mut groups = if stale.is_some() { GroupSets::reading_every_cpu() } else { GroupSets::sharing() };
+    let own_online = global_online.is_none();
+    for chunk in fresh.chunks(SHARING_CHUNK) {
+        let read = read_in_parallel(chunk, |&id| cpu::read_cpu(root, id, &node_dirs, &groups, own_online));
+        for (id, (mut cpu, cpu_warnings)) in chunk.iter().zip(read) {
+            groups.learn(&mut cpu);
+            reads.insert(*id, (cpu, cpu_warnings));
+        }
     }
     if let Some(stale) = &stale {
         // The others' masks as the kernel edits them, instead of reading every neighbour again.
-        edit_neighbours(&mut reads, stale, &online_now);
+        edit_neighbours(&mut reads, stale, &online_now, &mut groups);
     }
     let kept_reads = TopologyReads {
         possible: possible.clone(),

@@ -81,11 +81,14 @@ impl Nearness {
         };
         let mut rings: [CpuSet; 5] = std::array::from_fn(|_| desired.clone());
         let mut nodes = std::collections::BTreeSet::new();
+        // The mask last added to each ring: CPUs of one group share theirs, added once.
+        let mut last: [Option<&CpuSet>; 4] = [None; 4];
         for d in desired {
             if let Some(cpu) = topo.cpus.get(&d) {
                 for (ring, mask) in [(1, &cpu.core), (2, &cpu.cluster), (3, &cpu.llc)] {
-                    if let Some(mask) = mask {
+                    if let Some(mask) = mask.as_ref().filter(|m| !last[ring].is_some_and(|l| l.shares_words(m))) {
                         rings[ring].extend_with(mask);
+                        last[ring] = Some(mask);
                     }
                 }
             }

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use super::groups::{GroupSets, Level};
 use super::nodes::NodeDir;
 use super::{caches, cpulist_problem, io_problem, is_numbered, numbered_entries, warning, TopologyWarning};
 use super::{CPU_DIR, MAX_NUMNODES, NODE_DIR};
@@ -10,11 +11,19 @@ use crate::sysfs::{parse_cpulist_at, Root, SysfsError};
 use crate::topology::Cpu;
 
 /// Reads CPU `id`, never failing: what cannot be read stays unknown, with a warning. `present` is
-/// left false (the caller owns the global lists); `online` is the CPU's own `online` file, or
-/// true when the directory exists without one (x86 cpu0) or with an empty one, or false when
-/// there is no directory at all (possible but never brought up). The caller overrides `online`
-/// with the global `online` list when there is one.
-pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> (Cpu, Vec<TopologyWarning>) {
+/// left false (the caller owns the global lists); with `own_online`, `online` is the CPU's own
+/// `online` file, or true when the directory exists without one (x86 cpu0) or with an empty one,
+/// or false when there is no directory at all (possible but never brought up). Without it (the
+/// caller has the global `online` list, which decides) the file is not read and `online` is
+/// whether the directory exists. A level `groups` covers takes that set instead of the CPU's
+/// own file (see [`GroupSets`]).
+pub(super) fn read_cpu(
+    root: &Root,
+    id: u32,
+    nodes: &BTreeMap<u32, NodeDir>,
+    groups: &GroupSets,
+    own_online: bool,
+) -> (Cpu, Vec<TopologyWarning>) {
     let dir = format!("{CPU_DIR}/cpu{id}");
     let mut w = Vec::new();
     let mut cpu = Cpu::bare(id);
@@ -28,7 +37,8 @@ pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> 
         }
     };
     let online_rel = format!("{dir}/online");
-    cpu.online = match root.read_small_optional(&online_rel) {
+    let own = if own_online { root.read_small_optional(&online_rel) } else { Ok(None) };
+    cpu.online = match own {
         // An empty file is how captured trees record one they could not read: it says nothing.
         Ok(Some(text)) if !text.trim().is_empty() => match text.trim() {
             "1" => true,
@@ -52,18 +62,24 @@ pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> 
     if entries.iter().any(|e| e == "topology") {
         // Only the masks: the ids (`core_id`, `physical_package_id`, `cluster_id`) are not read,
         // as irqwise has no use for them (three reads a CPU, a sixth of a full pass's topology).
-        let mut mask = |lists: &[&str], masks: &[&str]| match read_mask(root, &topo, lists, masks) {
-            Ok(m) => m,
-            Err((rel, e)) => {
-                w.push(warning(root, &rel, cpulist_problem(&e), "that level is taken as unknown").marked_by(&e));
-                None
+        let mut mask = |level: Level, lists: &[&str], masks: &[&str]| {
+            if let Some(shared) = groups.covering(level, id) {
+                return Some(shared.clone());
+            }
+            match read_mask(root, &topo, lists, masks) {
+                Ok(m) => m,
+                Err((rel, e)) => {
+                    w.push(warning(root, &rel, cpulist_problem(&e), "that level is taken as unknown").marked_by(&e));
+                    None
+                }
             }
         };
-        cpu.package = mask(&["package_cpus_list", "core_siblings_list"], &["package_cpus", "core_siblings"]);
+        cpu.package =
+            mask(Level::Package, &["package_cpus_list", "core_siblings_list"], &["package_cpus", "core_siblings"]);
         // The kernel's die mask is the package where it has no dies.
-        cpu.die = mask(&["die_cpus_list"], &["die_cpus"]).or_else(|| cpu.package.clone());
-        cpu.cluster = mask(&["cluster_cpus_list"], &["cluster_cpus"]);
-        cpu.core = mask(&["core_cpus_list", "thread_siblings_list"], &["core_cpus", "thread_siblings"]);
+        cpu.die = mask(Level::Die, &["die_cpus_list"], &["die_cpus"]).or_else(|| cpu.package.clone());
+        cpu.cluster = mask(Level::Cluster, &["cluster_cpus_list"], &["cluster_cpus"]);
+        cpu.core = mask(Level::Core, &["core_cpus_list", "thread_siblings_list"], &["core_cpus", "thread_siblings"]);
         // The kernel's sibling and cluster masks always hold the CPU itself.
         for (level, file) in [(&mut cpu.core, "core_cpus_list"), (&mut cpu.cluster, "cluster_cpus_list")] {
             if let Some(m) = level.as_mut().filter(|m| !m.is_empty() && !m.contains(id)) {
@@ -73,7 +89,11 @@ pub(super) fn read_cpu(root: &Root, id: u32, nodes: &BTreeMap<u32, NodeDir>) -> 
             }
         }
     }
-    cpu.llc = match caches::last_level_cache(root, &format!("{dir}/cache")) {
+    let llc = match groups.covering(Level::Llc, id) {
+        Some(shared) => Ok(Some(shared.clone())),
+        None => caches::last_level_cache(root, &format!("{dir}/cache")),
+    };
+    cpu.llc = match llc {
         Ok(llc) => llc,
         Err(e) => {
             let instead = "the last-level cache is taken as unknown";
