@@ -39,6 +39,7 @@ bench: deps
 	$(CARGO) bench --bench spreading
 	$(CARGO) bench --bench plan
 	$(CARGO) bench --bench daemon
+	$(CARGO) bench --bench scale
 
 fmt:
 	$(CARGO) fmt --all

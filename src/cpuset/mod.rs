@@ -209,7 +209,7 @@ impl CpuSet {
 
     /// Whether the two are clones of one set (same words, not just equal ones): a constant-time
     /// test that lets a walk over many CPUs' shared masks skip the ones it has seen.
-    pub(crate) fn shares_words(&self, other: &CpuSet) -> bool {
+    pub fn shares_words(&self, other: &CpuSet) -> bool {
         match (&self.words, &other.words) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b),
             (None, None) => true,

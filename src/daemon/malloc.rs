@@ -19,3 +19,17 @@ pub fn one_arena() {
         let _ = unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
     }
 }
+
+/// Gives back to the system what the pass just ended freed: glibc keeps freed heap pages for
+/// reuse, so without this the daemon's resident size between passes is its largest pass's peak
+/// (on an 8,192-CPU machine the peak is the sample and plan being built, several times what it
+/// keeps). Costs one walk of the free lists after each pass (tens of microseconds).
+pub fn give_back() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: malloc_trim takes an integer and only releases free heap memory; it is safe to
+        // call at any time from any thread.
+        #[allow(unsafe_code)]
+        let _ = unsafe { libc::malloc_trim(0) };
+    }
+}

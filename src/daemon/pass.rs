@@ -44,6 +44,7 @@ impl Daemon {
         let hotplugged = self.reader.hotplugged().clone();
         let outcome = PassOutcome { number, why, took: began.elapsed(), result, hotplugged };
         self.records.record(outcome, &self.root, &self.config);
+        super::malloc::give_back();
         self.passes.send_replace(number);
     }
 

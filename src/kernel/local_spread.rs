@@ -154,11 +154,25 @@ pub fn spread_order(topo: &Topology, node: Option<u32>, order: SpreadOrder) -> V
 /// dropped. For `CoresFirst` a CPU's thread rank counts only siblings in `within`, so one thread
 /// of every core that has one in `within` comes before any second thread (a banned first thread
 /// does not push its sibling back). Every other order is [`spread_order`] filtered to `within`.
+#[cfg(test)]
 pub(crate) fn spread_blocks_within(
     topo: &Topology,
     node: Option<u32>,
     order: SpreadOrder,
     within: &CpuSet,
+) -> Vec<Vec<u32>> {
+    let ranks = if order == SpreadOrder::CoresFirst { core_ranks(topo, within) } else { Vec::new() };
+    spread_blocks_ranked(topo, node, order, within, &ranks)
+}
+
+/// [`spread_blocks_within`] with the thread ranks of [`core_ranks`]`(topo, within)` given, so a
+/// caller planning many nodes' orders on one machine computes them once.
+pub(crate) fn spread_blocks_ranked(
+    topo: &Topology,
+    node: Option<u32>,
+    order: SpreadOrder,
+    within: &CpuSet,
+    ranks: &[u32],
 ) -> Vec<Vec<u32>> {
     let blocks = match node {
         Some(node) if !topo.nodes.is_empty() => order_blocks(topo, node, order),
@@ -169,24 +183,32 @@ pub(crate) fn spread_blocks_within(
         .map(|b| b.intersection(within))
         .filter(|b| !b.is_empty())
         .map(|b| match order {
-            SpreadOrder::CoresFirst => cores_first_within(topo, &b, within),
+            SpreadOrder::CoresFirst => {
+                let rank = |c: u32| ranks.get(c as usize).copied().unwrap_or(0);
+                let mut ranked: Vec<(u32, u32)> = b.iter().map(|c| (rank(c), c)).collect();
+                ranked.sort_unstable();
+                ranked.into_iter().map(|(_, c)| c).collect()
+            }
             _ => b.iter().collect(),
         })
         .collect()
 }
 
-/// `block` ordered by (thread rank among the core's siblings in `within`, CPU id).
-fn cores_first_within(topo: &Topology, block: &CpuSet, within: &CpuSet) -> Vec<u32> {
-    let rank = |c: u32| {
-        topo.sibling_mask(c)
+/// Each CPU of `within`'s thread rank for the cores-first order, indexed by CPU id: how many of
+/// its SMT siblings below it are online and in `within` (so a banned first thread does not push
+/// its sibling back). 0 for CPUs outside `within`.
+pub(crate) fn core_ranks(topo: &Topology, within: &CpuSet) -> Vec<u32> {
+    let mut ranks = vec![0; within.last().map_or(0, |l| l as usize + 1)];
+    for c in within {
+        let below = topo
+            .sibling_mask(c)
             .iter()
             .take_while(|&s| s < c)
             .filter(|&s| topo.online.contains(s) && within.contains(s))
-            .count()
-    };
-    let mut ranked: Vec<(usize, u32)> = block.iter().map(|c| (rank(c), c)).collect();
-    ranked.sort_unstable();
-    ranked.into_iter().map(|(_, c)| c).collect()
+            .count();
+        ranks[c as usize] = below as u32;
+    }
+    ranks
 }
 
 /// The blocks (hops or legacy halves) whose ascending concatenation is `order` from `node`.

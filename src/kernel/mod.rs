@@ -12,8 +12,10 @@ pub mod local_spread;
 
 pub use group_cpus::Grouping;
 pub use group_cpus::{group_cpus_evenly, GroupAlgorithm, GroupRules};
+#[cfg(test)]
 pub(crate) use local_spread::spread_blocks_within;
 pub use local_spread::spread_order;
+pub(crate) use local_spread::{core_ranks, spread_blocks_ranked};
 
 /// A kernel release as far as spreading rules care: `major.minor`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -80,6 +80,9 @@ pub(crate) fn nvme_irq_sets(nrirqs: u32, write_queues: u32) -> Vec<u32> {
 pub struct GroupingCache {
     groups: std::cell::RefCell<std::collections::HashMap<(usize, usize, GroupRules), Groups>>,
     orders: std::cell::RefCell<std::collections::HashMap<OrderKey, Blocks>>,
+    /// `core_ranks(topo, within)` by (topology address, within): every node's order on one
+    /// machine ranks the same CPUs.
+    ranks: std::cell::RefCell<std::collections::HashMap<(usize, CpuSet), std::rc::Rc<Vec<u32>>>>,
 }
 
 /// One shared grouping.
@@ -103,7 +106,18 @@ impl GroupingCache {
         if let Some(b) = self.orders.borrow().get(&key) {
             return b.clone();
         }
-        let b = Blocks::new(crate::kernel::spread_blocks_within(topo, node, order, within));
+        let ranks = if order == crate::choices::SpreadOrder::CoresFirst {
+            let rank_key = (std::ptr::from_ref(topo) as usize, within.clone());
+            let cached = self.ranks.borrow().get(&rank_key).cloned();
+            cached.unwrap_or_else(|| {
+                let r = std::rc::Rc::new(crate::kernel::core_ranks(topo, within));
+                self.ranks.borrow_mut().insert(rank_key, r.clone());
+                r
+            })
+        } else {
+            std::rc::Rc::default()
+        };
+        let b = Blocks::new(crate::kernel::spread_blocks_ranked(topo, node, order, within, &ranks));
         self.orders.borrow_mut().insert(key, b.clone());
         b
     }

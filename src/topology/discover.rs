@@ -56,7 +56,7 @@ impl TopologyWarning {
 /// CPUs read in parallel at a time in a full read: a chunk's CPUs take the group masks of the
 /// chunks before it (see [`groups`]); smaller chunks skip more files, each costs a round of
 /// reader threads.
-const SHARING_CHUNK: usize = 64;
+const SHARING_CHUNK: usize = 32;
 
 /// The distance the kernel assumes between two nodes it has no table for (`REMOTE_DISTANCE`), and
 /// from a node to itself (`LOCAL_DISTANCE`), include/linux/topology.h.

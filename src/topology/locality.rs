@@ -153,7 +153,27 @@ pub(crate) fn classify_mask(
     if !mask.is_empty() && desired.is_some_and(|d| mask.is_subset(d)) {
         return Some(Locality::ALL[0]);
     }
+    // A mask reaching beyond every ring is remote: its ends tell that for the masks of a fresh
+    // boot (every CPU) without building rings as wide as the machine for each IRQ.
+    if let Some(d) = desired.filter(|d| !d.is_empty() && !topo.nodes.is_empty()) {
+        if [mask.first(), mask.last()].into_iter().flatten().any(|x| beyond_rings(topo, x, d)) {
+            return Some(Locality::Remote);
+        }
+    }
     Nearness::new(topo, desired, device_node)?.of_mask(mask)
+}
+
+/// Whether CPU `x` is in none of the rings [`Nearness::new`] builds for `desired` (non-empty,
+/// on a machine with nodes): not desired, not in a desired CPU's core, cluster or LLC mask, not
+/// on a desired CPU's node. One membership test per desired CPU and level, no set built.
+fn beyond_rings(topo: &Topology, x: u32, desired: &CpuSet) -> bool {
+    !desired.iter().any(|d| {
+        let near = topo
+            .cpus
+            .get(&d)
+            .is_some_and(|c| [&c.core, &c.cluster, &c.llc].into_iter().flatten().any(|m| m.contains(x)));
+        near || d == x || node_of(topo, d).and_then(|n| topo.nodes.get(&n)).is_some_and(|n| n.cpus.contains(x))
+    })
 }
 
 #[cfg(test)]

@@ -4,12 +4,13 @@
 //! Valid for one boot only: the file carries `proc/sys/kernel/random/boot_id` and a copy of
 //! another boot is ignored (CPUs may have been replaced).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use super::{Cpu, FirstSight, NodeSource, TopologyMemory};
-use crate::cpuset::CpuSet;
+use crate::cpuset::{self, CpuSet};
 use crate::sysfs::Root;
 
 /// Where the memory is kept, below the root.
@@ -125,10 +126,22 @@ pub fn load(root: &Root) -> Result<Option<TopologyMemory>, MemoryFileError> {
     if file.boot_id != boot_id(root) {
         return Ok(None);
     }
+    // Each distinct list parsed once and shared by every CPU naming it: CPUs of one group keep
+    // one set, as discovery gives them (a file of 8,192 CPUs names each package 256 times).
+    let mut parsed: HashMap<String, CpuSet> = HashMap::new();
+    let mut shared = |m: &Option<String>| -> Result<Option<CpuSet>, cpuset::CpuSetError> {
+        let Some(text) = m else { return Ok(None) };
+        if let Some(set) = parsed.get(text) {
+            return Ok(Some(set.clone()));
+        }
+        let set = CpuSet::parse_list(text)?;
+        parsed.insert(text.clone(), set.clone());
+        Ok(Some(set))
+    };
     let mut cpus = Vec::with_capacity(file.cpus.len());
     for r in file.cpus {
-        let parse = |m: &Option<String>| -> Result<Option<CpuSet>, MemoryFileError> {
-            m.as_deref().map(CpuSet::parse_list).transpose().map_err(|e| unreadable(format!("CPU {}: {e}", r.id)))
+        let mut parse = |m: &Option<String>| -> Result<Option<CpuSet>, MemoryFileError> {
+            shared(m).map_err(|e| unreadable(format!("CPU {}: {e}", r.id)))
         };
         let mut cpu = Cpu::bare(r.id);
         (cpu.present, cpu.online, cpu.node, cpu.node_source) = (true, true, r.node, r.node_source);
@@ -142,8 +155,8 @@ pub fn load(root: &Root) -> Result<Option<TopologyMemory>, MemoryFileError> {
     let first = match file.first {
         None => None,
         Some(f) => {
-            let list = |what: &str, m: &Option<String>| -> Result<Option<CpuSet>, MemoryFileError> {
-                m.as_deref().map(CpuSet::parse_list).transpose().map_err(|e| unreadable(format!("{what}: {e}")))
+            let mut list = |what: &str, m: &Option<String>| -> Result<Option<CpuSet>, MemoryFileError> {
+                shared(m).map_err(|e| unreadable(format!("{what}: {e}")))
             };
             let present = CpuSet::parse_list(&f.present).map_err(|e| unreadable(format!("first present: {e}")))?;
             let mut sight = FirstSight { present, cpus: std::collections::BTreeMap::new() };
