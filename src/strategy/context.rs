@@ -82,11 +82,13 @@ pub struct GroupingCache {
     orders: std::cell::RefCell<std::collections::HashMap<OrderKey, Blocks>>,
     /// `core_ranks(topo, within)` by (topology address, within): every node's order on one
     /// machine ranks the same CPUs.
-    ranks: std::cell::RefCell<std::collections::HashMap<(usize, CpuSet), std::rc::Rc<Vec<u32>>>>,
+    ranks: std::cell::RefCell<std::collections::HashMap<(usize, CpuSet), Ranks>>,
 }
 
 /// One shared grouping.
 type Groups = std::rc::Rc<Vec<CpuSet>>;
+/// One shared set of cores-first thread ranks, by CPU id.
+type Ranks = std::rc::Rc<Vec<u32>>;
 /// One shared NUMA-hop order, block per hop.
 type Blocks = std::rc::Rc<Vec<Vec<u32>>>;
 /// A NUMA-hop order's inputs: the topology's address, the node, the order, the CPUs within.
