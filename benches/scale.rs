@@ -8,7 +8,8 @@
 //! then `irqwise run --root` (the daemon) from start to its first state file, and its VmRSS a
 //! second later (steady: nothing changes in the root).
 //!
-//! `cargo bench --bench scale`; `SCALE_SIZES=1024,8192` for some sizes only.
+//! `cargo bench --bench scale`; `SCALE_SIZES=1024,8192` for some sizes only; `SCALE_BIN=PATH`
+//! measures another build of the binary (an earlier version, side by side).
 
 #[path = "../tests/common/big_machine.rs"]
 mod big_machine;
@@ -102,7 +103,9 @@ fn main() {
     }
     let only: Option<Vec<u32>> =
         std::env::var("SCALE_SIZES").ok().map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect());
-    let bin = Path::new(env!("CARGO_BIN_EXE_irqwise"));
+    let bin =
+        std::env::var_os("SCALE_BIN").map_or_else(|| env!("CARGO_BIN_EXE_irqwise").into(), std::path::PathBuf::from);
+    let bin = bin.as_path();
     println!("| CPUs | IRQs | `plan`, best of 5 | `plan` peak RSS | daemon: start to first pass done | daemon RSS after it |");
     println!("|---|---|---|---|---|---|");
     for (cpus, nodes, cores) in SIZES {

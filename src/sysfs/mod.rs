@@ -94,8 +94,24 @@ pub struct Root {
     base: PathBuf,
     /// The base directory, opened once (`None`: it cannot be opened).
     dir: Arc<OnceLock<Option<OwnedFd>>>,
+    /// Whether `ROOT/sys` is a sysfs and `ROOT/proc` a procfs mount, asked once.
+    kernel_fs: Arc<OnceLock<KernelFs>>,
     log: Option<AccessLog>,
 }
+
+/// Which of the root's two kernel trees are the kernel's own file systems (`fstatfs` magic):
+/// their files are attributes, never FIFOs, devices or sockets, so a read there needs no
+/// `fstat` to refuse those (a quarter of the system calls of a full read), unless the caller
+/// wants the file's mode. A fixture or snapshot directory is neither: every read is checked.
+#[derive(Debug, Clone, Copy, Default)]
+struct KernelFs {
+    sys: bool,
+    proc: bool,
+}
+
+/// `SYSFS_MAGIC` and `PROC_SUPER_MAGIC` (include/uapi/linux/magic.h).
+const SYSFS_MAGIC: u64 = 0x6265_6572;
+const PROC_SUPER_MAGIC: u64 = 0x9fa0;
 
 impl PartialEq for Root {
     fn eq(&self, other: &Root) -> bool {
@@ -113,12 +129,17 @@ impl Default for Root {
 
 impl Root {
     pub fn new(base: impl Into<PathBuf>) -> Root {
-        Root { base: base.into(), dir: Arc::default(), log: None }
+        Root { base: base.into(), dir: Arc::default(), kernel_fs: Arc::default(), log: None }
     }
 
     /// The same root, remembering every path used through it (and its clones) from now on.
     pub(crate) fn recording(&self) -> Root {
-        Root { base: self.base.clone(), dir: self.dir.clone(), log: Some(Arc::default()) }
+        Root {
+            base: self.base.clone(),
+            dir: self.dir.clone(),
+            kernel_fs: self.kernel_fs.clone(),
+            log: Some(Arc::default()),
+        }
     }
 
     /// The paths used through a recording root with their strongest use, sorted; empty for a
@@ -217,17 +238,48 @@ impl Root {
     /// A regular file's bytes, at most `limit` of them. The one read of the readers: inside the
     /// root, never blocking, never a FIFO or device.
     fn read_capped(&self, rel: &Path, limit: u64, first_read: usize) -> Result<Vec<u8>, SysfsError> {
-        self.read_capped_with_mode(rel, limit, first_read).map(|(bytes, _)| bytes)
+        self.read_checked(rel, limit, first_read, false).map(|(bytes, _)| bytes)
     }
 
     /// [`Root::read_capped`], with the file's permission bits (from the same `fstat`).
     fn read_capped_with_mode(&self, rel: &Path, limit: u64, first_read: usize) -> Result<(Vec<u8>, u32), SysfsError> {
+        self.read_checked(rel, limit, first_read, true)
+    }
+
+    /// The read itself: the file is `fstat`ed (refused unless regular, its mode returned) unless
+    /// it lies in a kernel file system of the root and `with_mode` is false (mode 0 then).
+    fn read_checked(
+        &self,
+        rel: &Path,
+        limit: u64,
+        first_read: usize,
+        with_mode: bool,
+    ) -> Result<(Vec<u8>, u32), SysfsError> {
         self.note(rel, Access::Read);
-        let read = self.open(rel, OFlags::RDONLY | OFlags::NONBLOCK).and_then(open::regular_file).and_then(|r| {
+        let trusted = !with_mode && self.in_kernel_fs(rel);
+        let read = self.open(rel, OFlags::RDONLY | OFlags::NONBLOCK).and_then(|fd| {
+            let r = if trusted { open::unchecked(fd) } else { open::regular_file(fd)? };
             let mode = r.mode;
             open::read_capped(r, limit, first_read).map(|bytes| (bytes, mode))
         });
         read.map_err(|source| SysfsError::Read { path: self.path(rel), source })
+    }
+
+    /// Whether `rel` is below `ROOT/sys` on a sysfs or `ROOT/proc` on a procfs.
+    fn in_kernel_fs(&self, rel: &Path) -> bool {
+        let fs = *self.kernel_fs.get_or_init(|| {
+            let magic = |top: &str| {
+                self.open(Path::new(top), OFlags::PATH | OFlags::DIRECTORY)
+                    .and_then(|fd| Ok(rustix::fs::fstatfs(&fd)?))
+                    .map_or(0, |st| st.f_type as u64)
+            };
+            KernelFs { sys: magic("sys") == SYSFS_MAGIC, proc: magic("proc") == PROC_SUPER_MAGIC }
+        });
+        match relative(rel).components().next() {
+            Some(std::path::Component::Normal(top)) if top == "sys" => fs.sys,
+            Some(std::path::Component::Normal(top)) if top == "proc" => fs.proc,
+            _ => false,
+        }
     }
 
     /// A whole file's bytes, at most [`LARGE_FILE_LIMIT`]; a missing file is `None`. For the few
@@ -449,6 +501,32 @@ pub(crate) fn parse_number_at<T: FromStr>(path: &Path, text: &str, expected: &'s
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether /proc/mounts shows a mount of type `fstype` at `at`.
+    fn mounted(at: &str, fstype: &str) -> bool {
+        std::fs::read_to_string("/proc/mounts").unwrap_or_default().lines().any(|l| {
+            let mut f = l.split_whitespace();
+            (f.nth(1), f.next()) == (Some(at), Some(fstype))
+        })
+    }
+
+    #[test]
+    fn only_the_kernels_own_file_systems_are_read_without_fstat() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("sys/devices")).unwrap();
+        std::fs::create_dir_all(dir.path().join("proc/irq")).unwrap();
+        let fixture = Root::new(dir.path());
+        assert!(!fixture.in_kernel_fs(Path::new("sys/devices/x")), "a directory tree is checked file by file");
+        assert!(!fixture.in_kernel_fs(Path::new("proc/irq/1/smp_affinity_list")));
+        let host = Root::new("/");
+        assert_eq!(host.in_kernel_fs(Path::new("sys/devices/system/cpu/online")), mounted("/sys", "sysfs"));
+        assert_eq!(host.in_kernel_fs(Path::new("/proc/irq/0/smp_affinity_list")), mounted("/proc", "proc"));
+        assert!(!host.in_kernel_fs(Path::new("run/irqwise/state.json")), "only below sys and proc");
+        if mounted("/sys", "sysfs") {
+            // Read without fstat, still the file's content.
+            assert!(!host.read_string("sys/devices/system/cpu/possible").unwrap().is_empty());
+        }
+    }
 
     #[test]
     fn errors_name_the_file_and_content() {

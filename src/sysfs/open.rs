@@ -108,6 +108,12 @@ pub(super) fn regular_file(fd: OwnedFd) -> io::Result<Regular> {
     Ok(Regular { file: File::from(fd), size, mode: stat.st_mode & 0o7777 })
 }
 
+/// The file behind `fd` without asking what it is: only for files of the kernel's own sysfs and
+/// procfs (see `Root::in_kernel_fs`), which are all attributes. Size and mode unknown (0).
+pub(super) fn unchecked(fd: OwnedFd) -> Regular {
+    Regular { file: File::from(fd), size: 0, mode: 0 }
+}
+
 /// The file behind `fd`, if it is a regular file (see [`regular_file`]).
 pub(super) fn regular(fd: OwnedFd) -> io::Result<File> {
     regular_file(fd).map(|r| r.file)
