@@ -22,9 +22,9 @@
 //!
 //! What a full read costs is system calls: ~8300 IRQs × 4 files (`sys/kernel/irq/N/actions` and
 //! three `proc/irq/N` lists, the mode of `smp_affinity_list` from the same `fstat`; 3 for the
-//! 4096 kernel-managed NVMe IRQs, whose `affinity_hint` is not read) and ~1024 CPUs × 14 files
-//! and 2 directory listings (`strace -c` of `irqwise plan` on the fixture: 43,900 `openat2`),
-//! each `openat2`, `fstat`, one `read` and `close`, on up to
+//! 4096 kernel-managed NVMe IRQs, whose `affinity_hint` is not read) and the CPUs' files, each
+//! topology group's read once (`strace -c` of `irqwise plan` on the same layout: 35,121
+//! `openat2`), each `openat2`, `fstat` (none under a real sysfs/procfs), `read` and `close`, on up to
 //! `sysfs::MAX_READERS` threads. A pass after one CPU event reads the CPU lists, one CPU's
 //! directory and the files of the few dozen IRQs on that CPU; the rest of it is planning and
 //! the state file. The fixture is written under `TMPDIR` (`/tmp` by default, a disk here, where
