@@ -111,3 +111,20 @@ fn a_reread_after_hotplug_keeps_the_groups_shared_and_equal_to_a_full_read() {
         assert!(llc(c).shares_words(&llc(0)), "CPU {c}'s edited LLC is CPU 0's edited set");
     }
 }
+
+#[test]
+fn an_offline_cpu_reads_its_own_files_whatever_a_mask_says_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    machine(dir.path());
+    // CPU 40 (CPU 8's sibling) offline as x86 shows it, but still in the masks of the others (a
+    // kernel that forgot to clear them): it keeps no masks of its own.
+    fs::write(dir.path().join(format!("{CPU}/online")), "0-39,41-63\n").unwrap();
+    fs::write(dir.path().join(format!("{CPU}/cpu40/online")), "0\n").unwrap();
+    fs::remove_dir_all(dir.path().join(format!("{CPU}/cpu40/topology"))).unwrap();
+    fs::remove_dir_all(dir.path().join(format!("{CPU}/cpu40/cache"))).unwrap();
+    let topo = irqwise::topology::discover::read_topology(&Root::new(dir.path())).unwrap();
+    let c40 = &topo.cpus[&40];
+    assert!(!c40.online);
+    assert_eq!((&c40.core, &c40.package, &c40.llc), (&None, &None, &None), "not CPU 8's sets");
+    assert_eq!(topo.sibling_mask(40), CpuSet::new(), "x86: an offline CPU's sibling mask is empty");
+}

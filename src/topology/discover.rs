@@ -271,10 +271,13 @@ fn discover(
         }
         _ => possible.iter().collect(),
     };
-    // A full read shares each group's masks (read once, by its lowest CPU): CPUs are read in
-    // chunks, each chunk in parallel with what the chunks before it learnt. A re-read after
-    // events reads each CPU it names in full.
-    let mut groups = if stale.is_some() { GroupSets::reading_every_cpu() } else { GroupSets::sharing() };
+    // A full read shares each group's masks (read once, by its lowest CPU) among the online
+    // CPUs: CPUs are read in chunks, each chunk in parallel with what the chunks before it
+    // learnt. A re-read after events reads each CPU it names in full.
+    let mut groups = match (&stale, &global_online) {
+        (None, Some(online)) => GroupSets::sharing(online.clone()),
+        _ => GroupSets::reading_every_cpu(),
+    };
     let own_online = global_online.is_none();
     for chunk in fresh.chunks(SHARING_CHUNK) {
         let read = read_in_parallel(chunk, |&id| cpu::read_cpu(root, id, &node_dirs, &groups, own_online));

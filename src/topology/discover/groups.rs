@@ -10,6 +10,10 @@
 //! skips most of the package, die and cache reads and half the core reads (x86 SMT siblings are
 //! N and N + cores).
 //!
+//! Only online CPUs (the global `online` list) are covered: the kernel's masks hold online CPUs
+//! only, and an offline CPU's own files (absent on x86, the CPU alone on arm64) say what the
+//! kernel keeps for it, whatever a mask claims.
+//!
 //! A CPU takes the set of the *lowest* CPU whose mask holds it (the one a scan in id order
 //! meets first), so what discovery returns does not depend on the order the reader threads ran
 //! in. Sets are interned: equal sets share one allocation, which keeps memory linear in the
@@ -57,14 +61,16 @@ pub(super) struct GroupSets {
     covering: [Vec<Option<CpuSet>>; 5],
     /// Every distinct set learnt, at any level.
     interned: HashSet<CpuSet>,
-    /// False: nothing is covered (re-reads after CPU events read every CPU they name in full).
-    share: bool,
+    /// The CPUs a set may cover: the online ones (the kernel's masks hold online CPUs only; an
+    /// offline CPU reads its own files, whatever another CPU's mask says of it). Empty: nothing
+    /// is covered (re-reads after CPU events, or no global `online` list).
+    coverable: CpuSet,
 }
 
 impl GroupSets {
-    /// Sets that cover CPUs below `MAX_CPUS`.
-    pub(super) fn sharing() -> GroupSets {
-        GroupSets { share: true, ..GroupSets::default() }
+    /// Sets that cover the CPUs of `online` (the global `online` list).
+    pub(super) fn sharing(online: CpuSet) -> GroupSets {
+        GroupSets { coverable: online, ..GroupSets::default() }
     }
 
     /// Sets that never cover a CPU: each CPU reads its own files (still interned).
@@ -88,7 +94,7 @@ impl GroupSets {
             } else {
                 self.interned.insert(mask.clone());
             }
-            if !self.share {
+            if self.coverable.is_empty() {
                 continue;
             }
             let covering = &mut self.covering[level.index()];
@@ -97,7 +103,7 @@ impl GroupSets {
             if !mask.contains(id) || covering.get(id as usize).is_some_and(Option::is_some) {
                 continue;
             }
-            for member in mask.iter() {
+            for member in mask.iter().filter(|&m| self.coverable.contains(m)) {
                 let i = member as usize;
                 if covering.len() <= i {
                     covering.resize(i + 1, None);
