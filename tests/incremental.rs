@@ -329,7 +329,7 @@ proptest! {
         sysfs_tree::write_topology(dir.path(), &topo);
         let root = Root::new(dir.path());
         let mut hotplug = Hotplug::new(dir.path());
-        let (_, _, mut reads) = read_topology_keeping(&root).unwrap();
+        let (mut topology, _, mut reads) = read_topology_keeping(&root).unwrap();
         let mut offline = BTreeSet::new();
         for step in steps {
             let named: CpuSet = match step {
@@ -343,11 +343,12 @@ proptest! {
                     std::mem::take(&mut offline).into_iter().collect()
                 }
             };
-            let (again, again_warnings, next) = reread_topology(&root, reads, &named).unwrap();
+            let (again, again_warnings, next) = reread_topology(&root, &topology, reads, &named).unwrap();
             let (full, full_warnings) = read_topology_with_warnings(&root).unwrap();
             prop_assert_eq!(&again, &full, "after {:?}", step);
             prop_assert_eq!(again_warnings, full_warnings);
             reads = next;
+            topology = again;
         }
     }
 }

@@ -84,7 +84,7 @@ fn a_reread_after_hotplug_keeps_the_groups_shared_and_equal_to_a_full_read() {
     let dir = tempfile::tempdir().unwrap();
     machine(dir.path());
     let root = Root::new(dir.path());
-    let (_, _, reads) = read_topology_keeping(&root).unwrap();
+    let (before, _, reads) = read_topology_keeping(&root).unwrap();
     // CPU 3 goes offline as x86 shows it: out of the online list and every other CPU's masks,
     // its own topology and cache directories gone.
     let mut offline = shape();
@@ -101,7 +101,7 @@ fn a_reread_after_hotplug_keeps_the_groups_shared_and_equal_to_a_full_read() {
     let again = tempfile::tempdir().unwrap();
     sysfs_tree::write_topology(again.path(), &offline);
     let root = Root::new(again.path());
-    let (reread, warnings, _) = reread_topology(&root, reads, &CpuSet::single(3)).unwrap();
+    let (reread, warnings, _) = reread_topology(&root, &before, reads, &CpuSet::single(3)).unwrap();
     let (full, full_warnings) = read_topology_with_warnings(&root).unwrap();
     assert_eq!(reread, full, "the edited neighbours are what a full read gives");
     assert_eq!(warnings, full_warnings);

@@ -184,9 +184,9 @@ impl SampleReader {
     fn read_stale(&mut self, root: &Root, on_last: &mut bool) -> Result<(Topology, Vec<String>, Discovery), ReadError> {
         let stale = &self.stale;
         let reread = match &mut self.topology {
-            Some((_, _, reads)) if !stale.everything && !stale.cpus.is_empty() => {
+            Some((topology, _, reads)) if !stale.everything && !stale.cpus.is_empty() => {
                 // Taken, not copied: a failure reads everything next time anyway.
-                Some(reread_topology(root, std::mem::take(reads), &stale.cpus))
+                Some(reread_topology(root, topology, std::mem::take(reads), &stale.cpus))
             }
             Some(_) if !stale.everything => None,
             _ => Some(read_topology_keeping(root)),

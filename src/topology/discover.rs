@@ -80,7 +80,8 @@ pub fn read_topology_keeping(root: &Root) -> Result<(Topology, Vec<TopologyWarni
     discover(root, None)
 }
 
-/// The topology after CPU events naming `changed` (hotplug of those CPUs), reading again the
+/// The topology after CPU events naming `changed` (hotplug of those CPUs), given the
+/// `topology` and `before` that the last discovery returned, reading again the
 /// global lists, the nodes and the directories of only the CPUs the events can have changed:
 /// `changed` and those whose online or present state differs from `before`'s. The other
 /// CPUs' masks are edited as the kernel edits them when a CPU comes or goes (it leaves, or
@@ -90,10 +91,11 @@ pub fn read_topology_keeping(root: &Root) -> Result<(Topology, Vec<TopologyWarni
 /// timer's full pass re-reads every CPU.)
 pub fn reread_topology(
     root: &Root,
+    topology: &Topology,
     before: TopologyReads,
     changed: &CpuSet,
 ) -> Result<(Topology, Vec<TopologyWarning>, TopologyReads), TopologyError> {
-    discover(root, Some((before, changed)))
+    discover(root, Some((before, topology, changed)))
 }
 
 /// Just the NUMA node ids under `root` (below [`MAX_NUMNODES`]), without reading the nodes;
@@ -157,15 +159,29 @@ fn possible(root: &Root, warnings: &mut Vec<TopologyWarning>) -> Result<CpuSet, 
     Ok(cpus)
 }
 
-/// What a discovery read, kept for [`reread_topology`]: each possible CPU's directory as
-/// read (before the global lists and node rules are applied), with its warnings.
+/// What a discovery read, kept for [`reread_topology`] beside the topology it returned: the
+/// global lists, the nodes, and the warnings of each CPU's directory (by CPU, only those with
+/// some). Each CPU's directory as read is the topology's CPU before the global lists and node
+/// rules were applied ([`as_read`]), so it is not kept twice.
 #[derive(Debug, Clone, Default)]
 pub struct TopologyReads {
     possible: CpuSet,
     present: CpuSet,
     online: CpuSet,
     nodes: BTreeMap<u32, nodes::NodeDir>,
-    cpus: BTreeMap<u32, (Cpu, Vec<TopologyWarning>)>,
+    warnings: BTreeMap<u32, Vec<TopologyWarning>>,
+}
+
+/// A discovered CPU as its directory was read: no node but the one sysfs gave, not present (the
+/// caller owns the global lists, which decide `present` and `online` again).
+fn as_read(cpu: &Cpu) -> Cpu {
+    let mut read = cpu.clone();
+    read.present = false;
+    if read.node_source != NodeSource::Sysfs {
+        read.node = None;
+    }
+    read.node_source = NodeSource::default();
+    read
 }
 
 /// The CPUs whose directory must be read again after events naming `changed`: those, and the
@@ -232,7 +248,7 @@ fn levels_mut(cpu: &mut Cpu) -> [Option<&mut CpuSet>; 5] {
 
 fn discover(
     root: &Root,
-    again: Option<(TopologyReads, &CpuSet)>,
+    again: Option<(TopologyReads, &Topology, &CpuSet)>,
 ) -> Result<(Topology, Vec<TopologyWarning>, TopologyReads), TopologyError> {
     let mut w = Vec::new();
     let possible = possible(root, &mut w)?;
@@ -254,19 +270,20 @@ fn discover(
     let online_now = global_online.clone().unwrap_or_default();
     // After CPU events, only the directories they can have changed; the rest as kept (a change
     // of the possible CPUs, of the nodes or a missing global online list: everything).
-    let kept =
-        again.filter(|(before, _)| before.possible == possible && before.nodes == node_dirs && global_online.is_some());
-    let stale = kept.as_ref().map(|(before, changed)| stale_cpus(before, changed, &present, &online_now));
+    let kept = again
+        .filter(|(before, _, _)| before.possible == possible && before.nodes == node_dirs && global_online.is_some());
+    let stale = kept.as_ref().map(|(before, _, changed)| stale_cpus(before, changed, &present, &online_now));
     // Each CPU's directory is read on its own (in parallel: ~17 files per CPU); warnings are
     // kept in CPU order, as in a sequential scan.
     let mut reads: BTreeMap<u32, (Cpu, Vec<TopologyWarning>)> = BTreeMap::new();
     let fresh: Vec<u32> = match (kept, &stale) {
-        (Some((before, _)), Some(stale)) => {
-            for (id, read) in before.cpus {
-                if !stale.contains(id) {
-                    reads.insert(id, read);
-                }
-            }
+        (Some((mut before, topology, _)), Some(stale)) => {
+            reads = topology
+                .cpus
+                .values()
+                .filter(|c| !stale.contains(c.id))
+                .map(|c| (c.id, (as_read(c), before.warnings.remove(&c.id).unwrap_or_default())))
+                .collect();
             possible.iter().filter(|id| !reads.contains_key(id)).collect()
         }
         _ => possible.iter().collect(),
@@ -279,12 +296,20 @@ fn discover(
         _ => GroupSets::reading_every_cpu(),
     };
     let own_online = global_online.is_none();
+    let mut read_now = Vec::with_capacity(fresh.len());
     for chunk in fresh.chunks(SHARING_CHUNK) {
         let read = read_in_parallel(chunk, |&id| cpu::read_cpu(root, id, &node_dirs, &groups, own_online));
         for (id, (mut cpu, cpu_warnings)) in chunk.iter().zip(read) {
             groups.learn(&mut cpu);
-            reads.insert(*id, (cpu, cpu_warnings));
+            read_now.push((*id, (cpu, cpu_warnings)));
         }
+    }
+    // Maps are built from sorted runs where they can be: full leaves, half the memory of
+    // inserting one CPU after another (which leaves every node half full).
+    if reads.is_empty() {
+        reads = read_now.into_iter().collect();
+    } else {
+        reads.extend(read_now);
     }
     if let Some(stale) = &stale {
         // The others' masks as the kernel edits them, instead of reading every neighbour again.
@@ -295,9 +320,9 @@ fn discover(
         present: present.clone(),
         online: online_now,
         nodes: node_dirs.clone(),
-        cpus: reads.clone(),
+        warnings: reads.iter().filter(|(_, (_, w))| !w.is_empty()).map(|(&id, (_, w))| (id, w.clone())).collect(),
     };
-    let mut cpus = BTreeMap::new();
+    let mut sorted = Vec::with_capacity(reads.len());
     for (id, (mut c, cpu_warnings)) in reads {
         w.extend(cpu_warnings);
         c.present = present.contains(id);
@@ -305,8 +330,9 @@ fn discover(
             Some(list) => list.contains(id),
             None => c.online && c.present,
         };
-        cpus.insert(id, c);
+        sorted.push((id, c));
     }
+    let mut cpus: BTreeMap<u32, Cpu> = sorted.into_iter().collect();
     w.extend(nodes::cpus_in_several_nodes(root, &node_dirs, &cpus));
     let online: CpuSet = cpus.values().filter(|c| c.online).map(|c| c.id).collect();
     let kernel = read_trimmed(root, "proc/sys/kernel/osrelease", &mut w);

@@ -90,6 +90,7 @@ impl TopologyMemory {
         let mut changed = self.first.is_none();
         self.first.get_or_insert_with(|| FirstSight::of(topo));
         let offline = topo.possible.difference(&topo.online);
+        let mut records = Vec::with_capacity(topo.online.len());
         for c in &topo.online {
             let Some(cpu) = topo.cpus.get(&c) else { continue };
             let mut record = cpu.clone();
@@ -106,7 +107,13 @@ impl TopologyMemory {
                 keep(&mut record.die, &old.die);
             }
             changed |= self.seen.get(&c) != Some(&record);
-            self.seen.insert(c, record);
+            records.push((c, record));
+        }
+        if changed {
+            // Rebuilt from one sorted run (full nodes) rather than inserted CPU by CPU.
+            let mut seen = std::mem::take(&mut self.seen);
+            seen.extend(records);
+            self.seen = seen.into_iter().collect();
         }
         changed || self.seen.len() != before_len
     }
