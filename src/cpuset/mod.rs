@@ -1,13 +1,15 @@
 //! `CpuSet`: a set of CPU ids below [`MAX_CPUS`]; its two kernel text forms are in [`text`].
 //!
-//! Invariants: every member is `< MAX_CPUS`; the words never end in a zero word (the empty set
-//! has none), so two sets with the same members are equal (`==`, `Hash`) whatever operations
-//! built them. Iteration is always in ascending CPU id, which is the order every kernel
-//! algorithm walks.
+//! Invariants: every member is `< MAX_CPUS`; the stored words run from the first word holding a
+//! member to the last one (neither is zero; the empty set stores none), with the index of the
+//! first kept beside them, so two sets with the same members are equal (`==`, `Hash`) whatever
+//! operations built them. Iteration is always in ascending CPU id, which is the order every
+//! kernel algorithm walks.
 //!
 //! A set is a value whose words are shared: a clone costs a reference count, not a copy (a pass
 //! on a 1,024-CPU machine clones tens of thousands of sets: topology, current masks, placements),
-//! and a change copies the words only while another clone still shares them.
+//! and a change copies the words only while another clone still shares them. A set costs the
+//! span of its members, not the machine: CPU 8,000 alone is one word, not 126.
 
 mod text;
 
@@ -24,7 +26,8 @@ const WORD_BITS: u32 = 64;
 /// A set of CPU ids (`0..MAX_CPUS`), ordered ascending.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct CpuSet {
-    /// `None` for the empty set, else words whose last one is not zero.
+    /// `None` for the empty set, else `[first, w0, w1, ...]`: `first` the index of the word `w0`
+    /// stands for, `w0` and the last word not zero.
     words: Option<Arc<[u64]>>,
 }
 
@@ -66,17 +69,19 @@ impl CpuSet {
         s
     }
 
-    /// Adds `cpu`; returns whether it was new.
+    /// Adds `cpu`; returns whether it was absent.
     ///
     /// # Panics
-    /// When `cpu >= MAX_CPUS`: callers validate external input through the parsers first.
+    /// When `cpu >= MAX_CPUS` (a programming error: parsers reject such ids first).
     pub fn insert(&mut self, cpu: u32) -> bool {
         assert!(cpu < MAX_CPUS, "CPU {cpu} beyond MAX_CPUS");
         if self.contains(cpu) {
             return false;
         }
         let (w, b) = ((cpu / WORD_BITS) as usize, cpu % WORD_BITS);
-        self.edit(w + 1, |words| words[w] |= 1 << b);
+        let (first, end) =
+            if self.is_empty() { (w, w + 1) } else { (self.first_word().min(w), self.end_word().max(w + 1)) };
+        self.edit(first, end, |words| words[w - first] |= 1 << b);
         true
     }
 
@@ -86,86 +91,107 @@ impl CpuSet {
             return false;
         }
         let (w, b) = ((cpu / WORD_BITS) as usize, cpu % WORD_BITS);
-        self.edit(0, |words| words[w] &= !(1 << b));
+        let first = self.first_word();
+        self.edit(first, self.end_word(), |words| words[w - first] &= !(1 << b));
         true
     }
 
     pub fn contains(&self, cpu: u32) -> bool {
         let (w, b) = ((cpu / WORD_BITS) as usize, cpu % WORD_BITS);
-        self.words().get(w).is_some_and(|word| word & (1 << b) != 0)
+        self.word(w) & (1 << b) != 0
     }
 
     pub fn len(&self) -> usize {
-        self.words().iter().map(|w| w.count_ones() as usize).sum()
+        self.stored().iter().map(|w| w.count_ones() as usize).sum()
     }
 
     pub fn is_empty(&self) -> bool {
         self.words.is_none()
     }
 
-    /// The words, lowest CPUs first.
-    fn words(&self) -> &[u64] {
-        self.words.as_deref().unwrap_or(&[])
+    /// The stored words (see the field).
+    fn stored(&self) -> &[u64] {
+        self.words.as_deref().map_or(&[], |w| &w[1..])
     }
 
-    /// Changes the words in place with `f`, given at least `len` of them: where no other clone
-    /// shares them and they are long enough, without copying; else on a copy. Trims after.
-    fn edit(&mut self, len: usize, f: impl FnOnce(&mut [u64])) {
-        if let Some(words) = self.words.as_mut().and_then(Arc::get_mut).filter(|w| w.len() >= len) {
+    /// The index of the first stored word (0 for the empty set).
+    fn first_word(&self) -> usize {
+        self.words.as_deref().map_or(0, |w| w[0] as usize)
+    }
+
+    /// One past the index of the last stored word (0 for the empty set).
+    fn end_word(&self) -> usize {
+        self.first_word() + self.stored().len()
+    }
+
+    /// Word `i` of the whole bitmap (0 outside the stored ones).
+    fn word(&self, i: usize) -> u64 {
+        i.checked_sub(self.first_word()).and_then(|j| self.stored().get(j)).copied().unwrap_or(0)
+    }
+
+    /// Words `first..end` of the whole bitmap.
+    fn span(&self, first: usize, end: usize) -> Vec<u64> {
+        (first..end).map(|i| self.word(i)).collect()
+    }
+
+    /// Applies `f` to words `first..end` (a span holding every stored word): in place when this
+    /// set alone holds its words and they are that span, else on a copy.
+    fn edit(&mut self, first: usize, end: usize, f: impl FnOnce(&mut [u64])) {
+        let same_span = first == self.first_word() && end == self.end_word();
+        if let Some(words) = self.words.as_mut().and_then(Arc::get_mut).filter(|_| same_span) {
+            let words = &mut words[1..];
             f(words);
-            if words.last() != Some(&0) {
+            if words.first() != Some(&0) && words.last() != Some(&0) {
                 return;
             }
         } else {
-            let mut words = self.words().to_vec();
-            if words.len() < len {
-                words.resize(len, 0);
-            }
+            let mut words = self.span(first, end);
             f(&mut words);
-            *self = CpuSet::from_words(words);
+            *self = CpuSet::from_span(first, words);
             return;
         }
-        // A trailing word was cleared: the shorter words are a copy.
-        let words = self.words().to_vec();
-        *self = CpuSet::from_words(words);
+        // An end word was cleared: the shorter words are a copy.
+        let words = self.stored().to_vec();
+        *self = CpuSet::from_span(self.first_word(), words);
     }
 
-    /// Lowest member.
+    /// The lowest CPU, `None` if empty.
     pub fn first(&self) -> Option<u32> {
-        self.iter().next()
+        let word = *self.stored().first()?;
+        Some(self.first_word() as u32 * WORD_BITS + word.trailing_zeros())
     }
 
-    /// Highest member.
+    /// The highest CPU, `None` if empty.
     pub fn last(&self) -> Option<u32> {
-        let words = self.words();
-        let w = words.len().checked_sub(1)?;
-        let word = words[w];
-        Some(w as u32 * WORD_BITS + (WORD_BITS - 1 - word.leading_zeros()))
+        let word = *self.stored().last()?;
+        Some((self.end_word() - 1) as u32 * WORD_BITS + (WORD_BITS - 1 - word.leading_zeros()))
     }
 
-    /// The `n`-th member in ascending order (0-based), like the kernel's `cpumask_nth()`.
+    /// The `n`-th CPU in ascending order (0-based).
     pub fn nth(&self, n: usize) -> Option<u32> {
         let mut left = n;
-        for (w, &word) in self.words().iter().enumerate() {
+        let first = self.first_word();
+        for (w, &word) in self.stored().iter().enumerate() {
             let ones = word.count_ones() as usize;
             if left < ones {
                 let mut x = word;
                 for _ in 0..left {
                     x &= x - 1;
                 }
-                return Some(w as u32 * WORD_BITS + x.trailing_zeros());
+                return Some((first + w) as u32 * WORD_BITS + x.trailing_zeros());
             }
             left -= ones;
         }
         None
     }
 
-    /// Members in ascending order.
+    /// Ascending iteration.
     pub fn iter(&self) -> Iter<'_> {
-        let words = self.words();
-        Iter { words, word: 0, bits: words.first().copied().unwrap_or(0) }
+        let words = self.stored();
+        Iter { words, first: self.first_word(), word: 0, bits: words.first().copied().unwrap_or(0) }
     }
 
+    /// `self ∪ other`.
     pub fn union(&self, other: &CpuSet) -> CpuSet {
         if other.is_subset(self) {
             return self.clone();
@@ -173,38 +199,48 @@ impl CpuSet {
         if self.is_subset(other) {
             return other.clone();
         }
-        let (long, short) = if self.words().len() >= other.words().len() { (self, other) } else { (other, self) };
-        let mut words = long.words().to_vec();
-        for (a, b) in words.iter_mut().zip(short.words()) {
-            *a |= b;
-        }
-        CpuSet::from_words(words)
+        let first = self.first_word().min(other.first_word());
+        let end = self.end_word().max(other.end_word());
+        CpuSet::from_span(first, (first..end).map(|i| self.word(i) | other.word(i)).collect())
     }
 
+    /// `self ∩ other`.
     pub fn intersection(&self, other: &CpuSet) -> CpuSet {
         if self.is_subset(other) {
             return self.clone();
         }
-        let words = self.words().iter().zip(other.words()).map(|(a, b)| a & b).collect();
-        CpuSet::from_words(words)
+        let first = self.first_word().max(other.first_word());
+        let end = self.end_word().min(other.end_word());
+        if first >= end {
+            return CpuSet::new();
+        }
+        CpuSet::from_span(first, (first..end).map(|i| self.word(i) & other.word(i)).collect())
     }
 
+    /// `self \ other`.
     pub fn difference(&self, other: &CpuSet) -> CpuSet {
         if !self.intersects(other) {
             return self.clone();
         }
-        let theirs = other.words();
-        let words = self.words().iter().enumerate().map(|(i, a)| a & !theirs.get(i).copied().unwrap_or(0)).collect();
-        CpuSet::from_words(words)
+        let (first, end) = (self.first_word(), self.end_word());
+        CpuSet::from_span(first, (first..end).map(|i| self.word(i) & !other.word(i)).collect())
     }
 
+    /// `self ⊆ other`.
     pub fn is_subset(&self, other: &CpuSet) -> bool {
         if self.shares_words(other) {
             return true;
         }
-        let (mine, theirs) = (self.words(), other.words());
-        // The last word is never zero: a longer set holds a CPU beyond `other`'s last.
-        mine.len() <= theirs.len() && mine.iter().zip(theirs).all(|(a, b)| a & !b == 0)
+        if self.is_empty() {
+            return true;
+        }
+        // Both spans are trimmed: a subset's span lies within the other's.
+        let (first, end) = (self.first_word(), self.end_word());
+        if first < other.first_word() || end > other.end_word() {
+            return false;
+        }
+        let theirs = &other.stored()[first - other.first_word()..end - other.first_word()];
+        self.stored().iter().zip(theirs).all(|(a, b)| a & !b == 0)
     }
 
     /// Whether the two are clones of one set (same words, not just equal ones): a constant-time
@@ -217,11 +253,14 @@ impl CpuSet {
         }
     }
 
+    /// `self ∩ other ≠ ∅`.
     pub fn intersects(&self, other: &CpuSet) -> bool {
-        self.words().iter().zip(other.words()).any(|(a, b)| a & b != 0)
+        let first = self.first_word().max(other.first_word());
+        let end = self.end_word().min(other.end_word());
+        (first..end).any(|i| self.word(i) & other.word(i) != 0)
     }
 
-    /// In-place union.
+    /// `self ∪= other`.
     pub(crate) fn extend_with(&mut self, other: &CpuSet) {
         if other.is_subset(self) {
             return;
@@ -230,39 +269,54 @@ impl CpuSet {
             *self = other.clone();
             return;
         }
-        let theirs = other.words();
-        self.edit(theirs.len(), |words| {
-            for (a, b) in words.iter_mut().zip(theirs) {
-                *a |= b;
+        let first = self.first_word().min(other.first_word());
+        let end = self.end_word().max(other.end_word());
+        self.edit(first, end, |words| {
+            for (j, w) in words.iter_mut().enumerate() {
+                *w |= other.word(first + j);
             }
         });
     }
 
-    /// In-place difference.
+    /// `self \= other`.
     pub fn remove_all(&mut self, other: &CpuSet) {
         if !self.intersects(other) {
             return;
         }
-        let theirs = other.words();
-        self.edit(0, |words| {
-            for (a, b) in words.iter_mut().zip(theirs) {
-                *a &= !b;
+        let first = self.first_word();
+        self.edit(first, self.end_word(), |words| {
+            for (j, w) in words.iter_mut().enumerate() {
+                *w &= !other.word(first + j);
             }
         });
     }
 
-    /// The set of `words`, trimmed (the one way words become a set).
-    fn from_words(mut words: Vec<u64>) -> CpuSet {
+    /// The set whose whole bitmap is `words` (word 0 first).
+    fn from_words(words: Vec<u64>) -> CpuSet {
+        CpuSet::from_span(0, words)
+    }
+
+    /// The set whose words `first..first + words.len()` are `words` (the others zero), trimmed.
+    fn from_span(first: usize, mut words: Vec<u64>) -> CpuSet {
         while words.last() == Some(&0) {
             words.pop();
         }
-        CpuSet { words: (!words.is_empty()).then(|| Arc::from(words)) }
+        let lead = words.iter().take_while(|&&w| w == 0).count();
+        if lead == words.len() {
+            return CpuSet { words: None };
+        }
+        let mut stored = Vec::with_capacity(words.len() - lead + 1);
+        stored.push((first + lead) as u64);
+        stored.extend_from_slice(&words[lead..]);
+        CpuSet { words: Some(Arc::from(stored)) }
     }
 }
 
 /// Ascending iterator over a [`CpuSet`].
 pub struct Iter<'a> {
     words: &'a [u64],
+    /// The index of `words[0]` in the whole bitmap.
+    first: usize,
     word: usize,
     bits: u64,
 }
@@ -274,7 +328,7 @@ impl Iterator for Iter<'_> {
             if self.bits != 0 {
                 let b = self.bits.trailing_zeros();
                 self.bits &= self.bits - 1;
-                return Some(self.word as u32 * WORD_BITS + b);
+                return Some((self.first + self.word) as u32 * WORD_BITS + b);
             }
             self.word += 1;
             self.bits = *self.words.get(self.word)?;
@@ -346,7 +400,56 @@ mod tests {
         prop::collection::vec(0u32..MAX_CPUS, 0..64).prop_map(|v| v.into_iter().collect())
     }
 
+    /// A set of CPUs within 200 of a random base: narrow spans anywhere, overlapping or not.
+    fn arb_near() -> impl Strategy<Value = CpuSet> {
+        (0u32..MAX_CPUS - 200, prop::collection::vec(0u32..200, 0..24))
+            .prop_map(|(base, v)| v.into_iter().map(|c| base + c).collect())
+    }
+
+    #[test]
+    fn a_set_stores_the_span_of_its_members() {
+        let high = list("8000");
+        assert_eq!(high.stored().len(), 1, "one word, not 126");
+        assert_eq!((high.first(), high.last(), high.len()), (Some(8000), Some(8000), 1));
+        let mut s = list("4100-4101,4200");
+        assert_eq!(s.stored().len(), 2);
+        s.remove(4200);
+        assert_eq!(s, list("4100-4101"));
+        assert_eq!(s.stored().len(), 1, "trimmed at the end");
+        s.insert(5);
+        s.remove(4100);
+        s.remove(4101);
+        assert_eq!(s, list("5"));
+        assert_eq!((s.first_word(), s.stored().len()), (0, 1), "trimmed at the start");
+    }
+
     proptest! {
+        #[test]
+        fn narrow_sets_anywhere_behave_as_sets(a in arb_near(), b in arb_near(), c in arb_set()) {
+            use std::collections::BTreeSet;
+            for (a, b) in [(&a, &b), (&a, &c), (&c, &a)] {
+                let (x, y): (BTreeSet<u32>, BTreeSet<u32>) = (a.iter().collect(), b.iter().collect());
+                prop_assert_eq!((a | b).iter().collect::<BTreeSet<_>>(), &x | &y);
+                prop_assert_eq!((a & b).iter().collect::<BTreeSet<_>>(), &x & &y);
+                prop_assert_eq!((a - b).iter().collect::<BTreeSet<_>>(), &x - &y);
+                prop_assert_eq!(a.is_subset(b), x.is_subset(&y));
+                prop_assert_eq!(a.intersects(b), !x.is_disjoint(&y));
+                let mut e = a.clone();
+                e.extend_with(b);
+                prop_assert_eq!(&e, &(a | b));
+                let mut r = a.clone();
+                r.remove_all(b);
+                prop_assert_eq!(&r, &(a - b));
+                prop_assert_eq!(a.first(), x.first().copied());
+                prop_assert_eq!(a.last(), x.last().copied());
+                prop_assert_eq!(a.nth(x.len() / 2), x.iter().nth(x.len() / 2).copied());
+                prop_assert_eq!(CpuSet::parse_list(&a.to_list_string()).unwrap(), a.clone());
+                prop_assert_eq!(CpuSet::parse_mask(&a.to_mask_string()).unwrap(), a.clone());
+                let rebuilt: CpuSet = x.iter().copied().collect();
+                prop_assert_eq!(&rebuilt, a, "equal members, equal sets");
+            }
+        }
+
         #[test]
         fn algebra_matches_btreeset(a in arb_set(), b in arb_set()) {
             use std::collections::BTreeSet;

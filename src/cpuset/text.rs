@@ -132,7 +132,7 @@ impl CpuSet {
         let mut from = 0;
         std::iter::from_fn(move || {
             let lo = self.next_with(from, false)?;
-            let end = self.next_with(lo, true).unwrap_or(self.words().len() as u32 * 64);
+            let end = self.next_with(lo, true).unwrap_or(self.end_word() as u32 * 64);
             from = end;
             Some((lo, end - 1))
         })
@@ -142,15 +142,21 @@ impl CpuSet {
     /// stored words; `None` when there is none there.
     fn next_with(&self, from: u32, absent: bool) -> Option<u32> {
         let flip = if absent { !0u64 } else { 0 };
+        let end = self.end_word();
         let mut w = (from / 64) as usize;
-        let mut word = (self.words().get(w)? ^ flip) & (!0u64 << (from % 64));
-        loop {
+        let mut mask = !0u64 << (from % 64);
+        if !absent && w < self.first_word() {
+            // The words before the stored ones hold nothing.
+            (w, mask) = (self.first_word(), !0);
+        }
+        while w < end {
+            let word = (self.word(w) ^ flip) & mask;
             if word != 0 {
                 return Some(w as u32 * 64 + word.trailing_zeros());
             }
-            w += 1;
-            word = self.words().get(w)? ^ flip;
+            (w, mask) = (w + 1, !0);
         }
+        None
     }
 
     /// Kernel hex mask format: 32-bit groups, most significant first, first group unpadded;
@@ -159,7 +165,7 @@ impl CpuSet {
         let Some(last) = self.last() else { return "0".into() };
         let ngroups = last / 32 + 1;
         let group = |g: u32| -> u32 {
-            let word = self.words().get((g / 2) as usize).copied().unwrap_or(0);
+            let word = self.word((g / 2) as usize);
             (word >> ((g % 2) * 32)) as u32
         };
         let mut out = format!("{:x}", group(ngroups - 1));
