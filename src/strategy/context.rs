@@ -85,6 +85,21 @@ pub struct GroupingCache {
     ranks: std::cell::RefCell<std::collections::HashMap<(usize, CpuSet), Ranks>>,
 }
 
+/// `map[key]`, made by `make` the first time (no borrow is held while `make` runs, so it may
+/// use the other caches).
+fn cached<K: Eq + std::hash::Hash, V: Clone>(
+    map: &std::cell::RefCell<std::collections::HashMap<K, V>>,
+    key: K,
+    make: impl FnOnce() -> V,
+) -> V {
+    if let Some(v) = map.borrow().get(&key) {
+        return v.clone();
+    }
+    let v = make();
+    map.borrow_mut().insert(key, v.clone());
+    v
+}
+
 /// One shared grouping.
 type Groups = std::rc::Rc<Vec<CpuSet>>;
 /// One shared set of cores-first thread ranks, by CPU id.
@@ -104,35 +119,21 @@ impl GroupingCache {
         order: crate::choices::SpreadOrder,
         within: &CpuSet,
     ) -> Blocks {
-        let key = (std::ptr::from_ref(topo) as usize, node, order, within.clone());
-        if let Some(b) = self.orders.borrow().get(&key) {
-            return b.clone();
-        }
-        let ranks = if order == crate::choices::SpreadOrder::CoresFirst {
-            let rank_key = (std::ptr::from_ref(topo) as usize, within.clone());
-            let cached = self.ranks.borrow().get(&rank_key).cloned();
-            cached.unwrap_or_else(|| {
-                let r = std::rc::Rc::new(crate::kernel::core_ranks(topo, within));
-                self.ranks.borrow_mut().insert(rank_key, r.clone());
-                r
-            })
-        } else {
-            std::rc::Rc::default()
-        };
-        let b = Blocks::new(crate::kernel::spread_blocks_ranked(topo, node, order, within, &ranks));
-        self.orders.borrow_mut().insert(key, b.clone());
-        b
+        let at = std::ptr::from_ref(topo) as usize;
+        cached(&self.orders, (at, node, order, within.clone()), || {
+            let ranks = if order == crate::choices::SpreadOrder::CoresFirst {
+                cached(&self.ranks, (at, within.clone()), || Ranks::new(crate::kernel::core_ranks(topo, within)))
+            } else {
+                Ranks::default()
+            };
+            Blocks::new(crate::kernel::spread_blocks_ranked(topo, node, order, within, &ranks))
+        })
     }
 
     /// `group_cpus_evenly(topo, n, rules).groups`, computed once per (topology, n, rules).
     pub fn groups(&self, topo: &Topology, n: usize, rules: GroupRules) -> Groups {
         let key = (std::ptr::from_ref(topo) as usize, n, rules);
-        if let Some(g) = self.groups.borrow().get(&key) {
-            return g.clone();
-        }
-        let g = Groups::new(group_cpus_evenly(topo, n, rules).groups);
-        self.groups.borrow_mut().insert(key, g.clone());
-        g
+        cached(&self.groups, key, || Groups::new(group_cpus_evenly(topo, n, rules).groups))
     }
 }
 
