@@ -14,7 +14,7 @@
 mod text;
 
 use std::ops::{BitAnd, BitOr, Sub};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 pub use text::CpuSetError;
 
@@ -24,11 +24,21 @@ pub const MAX_CPUS: u32 = 8192;
 const WORD_BITS: u32 = 64;
 
 /// A set of CPU ids (`0..MAX_CPUS`), ordered ascending.
-#[derive(Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct CpuSet {
-    /// `None` for the empty set, else `[first, w0, w1, ...]`: `first` the index of the word `w0`
-    /// stands for, `w0` and the last word not zero.
-    words: Option<Arc<[u64]>>,
+    /// Nothing for the empty set, else `[first, w0, w1, ...]`: `first` the index of the word `w0`
+    /// stands for, `w0` and the last word not zero. Never null, so an `Option<CpuSet>` (a
+    /// topology file that may be absent: five per CPU) costs no more than the set.
+    words: Arc<[u64]>,
+}
+
+/// The words of every empty set: one allocation, shared (a clone costs a reference count).
+static EMPTY: LazyLock<Arc<[u64]>> = LazyLock::new(|| Arc::from(Vec::new()));
+
+impl Default for CpuSet {
+    fn default() -> Self {
+        CpuSet { words: Arc::clone(&EMPTY) }
+    }
 }
 
 /// Words being built: grown as bits are set, trimmed once by [`CpuSet::from_words`].
@@ -106,17 +116,17 @@ impl CpuSet {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.words.is_none()
+        self.words.is_empty()
     }
 
     /// The stored words (see the field).
     fn stored(&self) -> &[u64] {
-        self.words.as_deref().map_or(&[], |w| &w[1..])
+        self.words.get(1..).unwrap_or(&[])
     }
 
     /// The index of the first stored word (0 for the empty set).
     fn first_word(&self) -> usize {
-        self.words.as_deref().map_or(0, |w| w[0] as usize)
+        self.words.first().map_or(0, |&w| w as usize)
     }
 
     /// One past the index of the last stored word (0 for the empty set).
@@ -138,7 +148,8 @@ impl CpuSet {
     /// set alone holds its words and they are that span, else on a copy.
     fn edit(&mut self, first: usize, end: usize, f: impl FnOnce(&mut [u64])) {
         let same_span = first == self.first_word() && end == self.end_word();
-        if let Some(words) = self.words.as_mut().and_then(Arc::get_mut).filter(|_| same_span) {
+        let editable = same_span && !self.is_empty();
+        if let Some(words) = Arc::get_mut(&mut self.words).filter(|_| editable) {
             let words = &mut words[1..];
             f(words);
             if words.first() != Some(&0) && words.last() != Some(&0) {
@@ -246,11 +257,7 @@ impl CpuSet {
     /// Whether the two are clones of one set (same words, not just equal ones): a constant-time
     /// test that lets a walk over many CPUs' shared masks skip the ones it has seen.
     pub fn shares_words(&self, other: &CpuSet) -> bool {
-        match (&self.words, &other.words) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        }
+        Arc::ptr_eq(&self.words, &other.words) || (self.is_empty() && other.is_empty())
     }
 
     /// `self ∩ other ≠ ∅`.
@@ -303,12 +310,12 @@ impl CpuSet {
         }
         let lead = words.iter().take_while(|&&w| w == 0).count();
         if lead == words.len() {
-            return CpuSet { words: None };
+            return CpuSet::new();
         }
         let mut stored = Vec::with_capacity(words.len() - lead + 1);
         stored.push((first + lead) as u64);
         stored.extend_from_slice(&words[lead..]);
-        CpuSet { words: Some(Arc::from(stored)) }
+        CpuSet { words: Arc::from(stored) }
     }
 }
 
@@ -421,6 +428,18 @@ mod tests {
         s.remove(4101);
         assert_eq!(s, list("5"));
         assert_eq!((s.first_word(), s.stored().len()), (0, 1), "trimmed at the start");
+    }
+
+    #[test]
+    fn an_absent_set_costs_no_more_than_a_set() {
+        // Topology keeps five `Option<CpuSet>` per CPU: the niche of the never-null words.
+        assert_eq!(std::mem::size_of::<Option<CpuSet>>(), std::mem::size_of::<CpuSet>());
+        let (a, b) = (CpuSet::new(), list("3").difference(&list("3")));
+        assert!(a.is_empty() && b.is_empty() && a == b && a.shares_words(&b));
+        assert_eq!((a.first(), a.last(), a.len(), a.iter().count()), (None, None, 0, 0));
+        let mut c = CpuSet::new();
+        assert!(c.insert(7) && !c.is_empty() && a.is_empty(), "the shared empty words are not edited");
+        assert!(c.remove(7) && c.is_empty() && c == a);
     }
 
     proptest! {

@@ -61,6 +61,16 @@ impl FirstSight {
             })
     }
 
+    /// Makes this sight's masks that equal `topo`'s clones of them: a sight read back from its
+    /// file holds copies of its own (at 8,192 CPUs, two megabytes of SMT masks).
+    fn share_sets(&mut self, topo: &Topology) {
+        for k in self.cpus.values_mut() {
+            let Some(c) = topo.cpus.get(&k.id) else { continue };
+            adopt(&mut k.core, c.core.as_ref());
+            adopt(&mut k.cluster, c.cluster.as_ref());
+        }
+    }
+
     /// `now` as it was at this sight: its present CPUs and every CPU's node, online state and SMT
     /// and cluster masks from then, the nodes' CPU sets recomputed; everything else from `now`.
     pub fn topology(&self, now: &Topology) -> Topology {
@@ -78,6 +88,29 @@ impl FirstSight {
         }
         t
     }
+}
+
+/// `mine` becomes a clone of `theirs` when the two are equal sets held apart.
+fn adopt(mine: &mut Option<CpuSet>, theirs: Option<&CpuSet>) {
+    if let (Some(m), Some(t)) = (mine.as_ref(), theirs) {
+        if !m.shares_words(t) && m == t {
+            *mine = Some(t.clone());
+        }
+    }
+}
+
+/// Whether every mask of `a` is a clone of the same mask of `b` (or both are absent).
+fn shares_sets(a: &Cpu, b: &Cpu) -> bool {
+    let same = |x: &Option<CpuSet>, y: &Option<CpuSet>| match (x, y) {
+        (Some(x), Some(y)) => x.shares_words(y),
+        (None, None) => true,
+        _ => false,
+    };
+    same(&a.core, &b.core)
+        && same(&a.cluster, &b.cluster)
+        && same(&a.llc, &b.llc)
+        && same(&a.package, &b.package)
+        && same(&a.die, &b.die)
 }
 
 impl TopologyMemory {
@@ -106,14 +139,21 @@ impl TopologyMemory {
                 keep(&mut record.package, &old.package);
                 keep(&mut record.die, &old.die);
             }
-            changed |= self.seen.get(&c) != Some(&record);
-            records.push((c, record));
+            let same = self.seen.get(&c) == Some(&record);
+            changed |= !same;
+            // An equal record is kept only when it already shares the topology's sets.
+            if !same || !self.seen.get(&c).is_some_and(|old| shares_sets(old, &record)) {
+                records.push((c, record));
+            }
         }
-        if changed {
+        if !records.is_empty() {
             // Rebuilt from one sorted run (full nodes) rather than inserted CPU by CPU.
             let mut seen = std::mem::take(&mut self.seen);
             seen.extend(records);
             self.seen = seen.into_iter().collect();
+        }
+        if let Some(first) = self.first.as_mut() {
+            first.share_sets(topo);
         }
         changed || self.seen.len() != before_len
     }
@@ -220,6 +260,43 @@ mod tests {
         assert_eq!(home_topology(&down, Some(&memory)), home_topology(&topo, Some(&memory)));
         assert_eq!(home_topology(&down, Some(&memory)).sibling_mask(3), [3, 9].into_iter().collect());
         assert_eq!(home_topology(&topo, None), topo, "all online: home is the machine itself");
+    }
+
+    #[test]
+    fn a_memory_read_back_shares_the_sets_of_the_machine_it_remembers() {
+        let topo = SyntheticMachine::new(2, 3, 2).build();
+        let mut memory = TopologyMemory::default();
+        memory.remember(&topo);
+        // As read back from its file: equal sets, none of them the topology's.
+        let copy = |m: &Option<CpuSet>| m.as_ref().map(|s| s.iter().collect::<CpuSet>());
+        let mut read_back = TopologyMemory::from_cpus(memory.cpus().map(|c| Cpu {
+            core: copy(&c.core),
+            cluster: copy(&c.cluster),
+            llc: copy(&c.llc),
+            package: copy(&c.package),
+            die: copy(&c.die),
+            ..c.clone()
+        }))
+        .with_first_sight(memory.first_sight().map(|f| {
+            FirstSight {
+                present: f.present.clone(),
+                cpus: f
+                    .cpus
+                    .iter()
+                    .map(|(&id, c)| (id, Cpu { core: copy(&c.core), cluster: copy(&c.cluster), ..c.clone() }))
+                    .collect(),
+            }
+        }));
+        let now = |m: &TopologyMemory, id: u32| m.seen.get(&id).cloned().expect("remembered");
+        assert!(!now(&read_back, 3).core.unwrap().shares_words(topo.cpus[&3].core.as_ref().unwrap()));
+        assert!(!read_back.remember(&topo), "nothing new was seen");
+        for c in topo.cpus.values() {
+            assert!(shares_sets(&now(&read_back, c.id), c), "CPU {}: {:?}", c.id, now(&read_back, c.id));
+            let first = &read_back.first_sight().expect("first sight").cpus[&c.id];
+            assert!(first.core.as_ref().unwrap().shares_words(c.core.as_ref().unwrap()), "first sight of CPU {}", c.id);
+            assert!(first.cluster.as_ref().unwrap().shares_words(c.cluster.as_ref().unwrap()));
+        }
+        assert_eq!(read_back, memory, "sharing changes no value");
     }
 
     #[test]

@@ -159,15 +159,16 @@ pub fn load(root: &Root) -> Result<Option<TopologyMemory>, MemoryFileError> {
                 shared(m).map_err(|e| unreadable(format!("{what}: {e}")))
             };
             let present = CpuSet::parse_list(&f.present).map_err(|e| unreadable(format!("first present: {e}")))?;
-            let mut sight = FirstSight { present, cpus: std::collections::BTreeMap::new() };
+            let mut cpus = Vec::with_capacity(f.cpus.len());
             for c in f.cpus {
                 let mut cpu = Cpu::bare(c.id);
                 (cpu.present, cpu.online, cpu.node, cpu.node_source) = (c.present, c.online, c.node, c.node_source);
                 cpu.core = list(&format!("first CPU {}", c.id), &c.core)?;
                 cpu.cluster = list(&format!("first CPU {}", c.id), &c.cluster)?;
-                sight.cpus.insert(c.id, cpu);
+                cpus.push((c.id, cpu));
             }
-            Some(sight)
+            // Collected (one sorted bulk build), not inserted one by one (half-full nodes).
+            Some(FirstSight { present, cpus: cpus.into_iter().collect() })
         }
     };
     Ok(Some(TopologyMemory::from_cpus(cpus).with_first_sight(first)))
