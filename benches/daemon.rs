@@ -7,7 +7,10 @@
 //! 4. a burst of 1,000 triggers (CPU, device and link events mixed), sent at once and spread
 //!    over 100 ms, with the default `debounce` → passes run, and the time from the last trigger
 //!    to the end of the last pass;
-//! 5. idle cost of the real binary over IDLE_SECS (default 30) with nothing changing:
+//! 5. what a reconcile pass costs beside a full pass (in-process daemon, after it placed the
+//!    machine): files opened and CPU time of this process (user + system), medians, on the fixtures
+//!    and on the plan bench's 1,024-CPU, 8,288-IRQ machine;
+//! 6. idle cost of the real binary over IDLE_SECS (default 30) with nothing changing:
 //!    voluntary context switches (wake-ups) and VmRSS (anonymous and file-backed) from
 //!    /proc/PID/status; with IRQWISE_BEFORE=PATH, of that binary too, measured just before.
 //!
@@ -17,6 +20,10 @@
 mod daemon_fixture;
 #[path = "../tests/common/fixture.rs"]
 mod fixture;
+#[path = "../tests/common/big_machine.rs"]
+mod big_machine;
+#[path = "../tests/common/sysfs_tree.rs"]
+mod sysfs_tree;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -28,7 +35,7 @@ use irqwise::apply::ProcIrq;
 use irqwise::config::{Config, ConfigPaths};
 use irqwise::cpuset::CpuSet;
 use irqwise::daemon::Daemon;
-use irqwise::events::{Trigger, UeventAction};
+use irqwise::events::{Batch, Trigger, UeventAction};
 use irqwise::pass::plan_pass;
 use irqwise::sysfs::Root;
 
@@ -188,6 +195,43 @@ fn full_pass(dir: &Path, rounds: usize) -> (Duration, Duration) {
     percentiles(times)
 }
 
+/// User + system CPU time of this process so far (finished reader threads included).
+fn cpu_time() -> Duration {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let u = getrusage(UsageWho::RUSAGE_SELF).unwrap();
+    let tv = |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000);
+    tv(u.user_time()) + tv(u.system_time())
+}
+
+/// Per pass of an in-process daemon on `dir` once it has placed the machine: (files opened, CPU
+/// time) of a quiet reconcile and of a full pass (lost events: everything read), medians of
+/// `rounds` each, alternating.
+fn reconcile_cost(dir: &Path, rounds: usize) -> [(u64, Duration); 2] {
+    let mut daemon = Daemon::new(Root::new(dir), ConfigPaths::under(dir.join("no-config")), Config::default());
+    daemon.pass(vec!["start".into()]);
+    let reconcile = || Batch { reconcile: true, triggers: 1, ..Batch::default() };
+    daemon.handle(reconcile()); // reads back what the first pass wrote
+    let mut cost = |batch: Batch| {
+        let (files, cpu) = (irqwise::sysfs::files_opened(), cpu_time());
+        daemon.handle(batch);
+        (irqwise::sysfs::files_opened() - files, cpu_time() - cpu)
+    };
+    let (mut quiet, mut full) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        quiet.push(cost(reconcile()));
+        full.push(cost(Batch { overflow: true, triggers: 1, ..Batch::default() }));
+    }
+    assert_eq!(daemon.last_error(), None);
+    let median = |mut v: Vec<(u64, Duration)>| {
+        let mid = v.len() / 2;
+        v.sort_by_key(|(f, _)| *f);
+        let files = v[mid].0;
+        v.sort_by_key(|(_, t)| *t);
+        (files, v[mid].1)
+    };
+    [median(quiet), median(full)]
+}
+
 fn status_field(pid: u32, key: &str) -> u64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     text.lines()
@@ -275,6 +319,31 @@ fn main() {
     for (what, spread) in [("sent at once", Duration::ZERO), ("spread over 100 ms", Duration::from_millis(100))] {
         let (passes, tail) = burst(small.path(), spread);
         println!("| {what} | {passes} | {} |", ms(tail));
+    }
+
+    println!();
+    println!("| per pass, daemon after placing (median) | quiet reconcile: files | CPU | full pass: files | CPU |");
+    println!("|---|---|---|---|---|");
+    let bench_root = tempfile::tempdir().unwrap();
+    let shape = big_machine::BigMachine {
+        nodes: 8,
+        cores_per_node: 64,
+        cores_per_cluster: 4,
+        nics: 64,
+        nic_queues: 64,
+        nvmes: 32,
+        nvme_queues: 128,
+        interrupts: false,
+    };
+    shape.write(bench_root.path());
+    let machines = [
+        ("16 CPUs, 1 NIC × 8 queues".to_string(), small.path(), 40),
+        (format!("64 CPUs, {} IRQs", big_irqs.len()), big.path(), 40),
+        ("1,024 CPUs, 8,288 IRQs (the plan bench's machine)".to_string(), bench_root.path(), 5),
+    ];
+    for (name, dir, rounds) in machines {
+        let [(qf, qt), (ff, ft)] = reconcile_cost(dir, rounds);
+        println!("| {name} | {qf} | {} | {ff} | {} |", ms(qt), ms(ft));
     }
 
     let secs: u64 = std::env::var("IDLE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(30);

@@ -271,5 +271,7 @@ fn promtool_and_node_exporter_read_the_metrics_file() {
     assert_eq!(get(&m, "irqwise_managed_mismatched_irqs", &odd_labels), Some(0.0));
     assert_eq!(get(&m, "irqwise_last_pass_success", &[]), Some(1.0));
     assert!(get(&m, "irqwise_last_pass_duration_seconds", &[]).is_some_and(|d| d >= 0.0));
+    // The pass read the machine: at least its CPU lists and every IRQ's mask.
+    assert!(get(&m, "irqwise_last_pass_files_opened", &[]).is_some_and(|n| n >= (eth1.len() + odd.len()) as f64));
     let _ = NIC;
 }

@@ -65,13 +65,13 @@ fn allow(root: &Path, content: &str) {
     fs::write(&path, content).unwrap();
 }
 
-/// The machine, its daemon after a first clean pass, and a reconcile pass that met the refusal
-/// and held it back; the refused file's content, to restore.
+/// The machine, its daemon after a first clean pass, and a pass after lost events (it reads
+/// everything) that met the refusal and held it back; the refused file's content, to restore.
 fn held_refusal() -> (tempfile::TempDir, Daemon, String) {
     let dir = machine();
     let mut daemon = daemon(dir.path());
     let content = refuse(dir.path());
-    daemon.handle(reconcile());
+    daemon.handle(Batch { overflow: true, triggers: 1, ..Batch::default() });
     assert!(!reported(&daemon), "held at the first read: {:?}", daemon.last_plan().warnings);
     assert!(daemon.recheck_due().is_some(), "a recheck is scheduled");
     (dir, daemon, content)
@@ -95,7 +95,8 @@ fn a_refusal_is_reported_when_the_recheck_gives_it_again() {
     daemon.pass(vec!["recheck".into()]);
     assert!(reported(&daemon), "the second read confirms it: {:?}", daemon.last_plan().warnings);
     assert!(daemon.recheck_due().is_none(), "a confirmed refusal schedules no more rechecks");
-    // Still refused at the next pass: still reported, no recheck.
+    // Still refused at the next pass (a reconcile: the topology it keeps holds the warning):
+    // still reported, no recheck.
     daemon.handle(reconcile());
     assert!(reported(&daemon) && daemon.recheck_due().is_none());
 }

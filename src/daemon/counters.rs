@@ -114,6 +114,9 @@ pub struct LastPass {
     pub timestamp: f64,
     pub duration_seconds: f64,
     pub ok: bool,
+    /// Files and directories the pass opened (absent in states written before it was kept).
+    #[serde(default)]
+    pub files_opened: u64,
 }
 
 /// Counts since the daemon started, and the state of the last pass.
@@ -242,7 +245,9 @@ impl Counters {
     }
 
     /// One pass triggered by `why` ended at `timestamp` (Unix seconds) after `duration`.
-    pub(crate) fn record_pass(&mut self, why: &[String], ok: bool, duration: Duration, timestamp: f64) {
+    /// One pass: why it ran, whether it worked, how long it took and how many files it opened.
+    pub(crate) fn record_pass(&mut self, why: &[String], ok: bool, cost: (Duration, u64), timestamp: f64) {
+        let (duration, files_opened) = cost;
         let kinds: BTreeSet<&str> = why.iter().map(|w| trigger_kind(w)).collect();
         for kind in kinds {
             *self.passes.entry(kind.to_string()).or_default() += 1;
@@ -250,7 +255,7 @@ impl Counters {
         if !ok {
             self.pass_failures += 1;
         }
-        self.last_pass = Some(LastPass { timestamp, duration_seconds: duration.as_secs_f64(), ok });
+        self.last_pass = Some(LastPass { timestamp, duration_seconds: duration.as_secs_f64(), ok, files_opened });
     }
 
     /// Every write of `report`, by result and failure class.
@@ -460,8 +465,13 @@ mod tests {
     #[test]
     fn the_exposition_names_labels_and_counts_every_series() {
         let mut c = Counters::new(1_700_000_000);
-        c.record_pass(&["start".into()], true, Duration::from_millis(2500), 1_700_000_000.5);
-        c.record_pass(&["cpu".into(), "link eth0 up".into(), "link eth1 down".into()], false, Duration::ZERO, 1.0);
+        c.record_pass(&["start".into()], true, (Duration::from_millis(2500), 700), 1_700_000_000.5);
+        c.record_pass(
+            &["cpu".into(), "link eth0 up".into(), "link eth1 down".into()],
+            false,
+            (Duration::ZERO, 41),
+            1.0,
+        );
         c.record_writes(&report());
         c.record_drift(DeviceLabels::of(&plan("eth0").devices[0]));
         c.record_drift(DeviceLabels::of(&plan("eth0").devices[0]));
@@ -490,6 +500,7 @@ mod tests {
             "irqwise_last_pass_timestamp_seconds 1",
             "irqwise_last_pass_duration_seconds 0",
             "irqwise_last_pass_success 0",
+            "irqwise_last_pass_files_opened 41",
             "irqwise_irqs{device=\"eth0\",driver=\"ixgbe\",class=\"nic\",state=\"placed\"} 1",
             "irqwise_irqs{device=\"eth0\",driver=\"ixgbe\",class=\"nic\",state=\"failed\"} 1",
             "irqwise_managed_mismatched_irqs{device=\"eth0\",driver=\"ixgbe\",class=\"nic\"} 1",

@@ -122,6 +122,12 @@ impl Counters {
             out.sample("irqwise_last_pass_timestamp_seconds", &[], last.timestamp);
             out.metric("irqwise_last_pass_duration_seconds", "gauge", "How long the last pass took.");
             out.sample("irqwise_last_pass_duration_seconds", &[], last.duration_seconds);
+            out.metric(
+                "irqwise_last_pass_files_opened",
+                "gauge",
+                "Files and directories the last pass opened (a reconcile reads what can drift).",
+            );
+            out.sample("irqwise_last_pass_files_opened", &[], last.files_opened as f64);
             out.metric("irqwise_last_pass_success", "gauge", "1 when the last pass succeeded, 0 when it failed.");
             out.sample("irqwise_last_pass_success", &[], if last.ok { 1.0 } else { 0.0 });
         }

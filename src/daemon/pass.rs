@@ -35,6 +35,7 @@ impl Daemon {
             self.start_up();
         }
         let began = Instant::now();
+        let opened_before = crate::sysfs::files_opened();
         // At the start and on a reload, writing is probed when the pass writes nothing.
         let probing = why.iter().any(|w| matches!(w.as_str(), "start" | "once" | "reload"));
         let result = match self.read_and_plan() {
@@ -42,7 +43,8 @@ impl Daemon {
             Err(e) => Err(e.to_string()),
         };
         let hotplugged = self.reader.hotplugged().clone();
-        let outcome = PassOutcome { number, why, took: began.elapsed(), result, hotplugged };
+        let opened = crate::sysfs::files_opened() - opened_before;
+        let outcome = PassOutcome { number, why, took: began.elapsed(), opened, result, hotplugged };
         self.records.record(outcome, &self.root, &self.config);
         super::malloc::give_back();
         self.passes.send_replace(number);

@@ -29,6 +29,8 @@ pub(crate) struct PassOutcome {
     /// Why it ran (`start`, `cpu`, `link eth0 up`, ...).
     pub why: Vec<String>,
     pub took: Duration,
+    /// Files and directories it opened, reading and writing.
+    pub opened: u64,
     /// The plan applied and what the writes did, or why the pass failed (nothing was written).
     pub result: Result<Applied, String>,
     /// The CPUs that came or went before the pass read the machine: drift of IRQs placed on
@@ -149,7 +151,7 @@ impl Records {
 
     /// Records one pass: its news in the journal, its counts, the state and metrics files.
     pub fn record(&mut self, outcome: PassOutcome, root: &Root, config: &Config) {
-        let PassOutcome { number, why, took, result, hotplugged } = outcome;
+        let PassOutcome { number, why, took, opened, result, hotplugged } = outcome;
         let was_degraded = self.degraded().is_some();
         let ok = result.is_ok();
         match result {
@@ -172,7 +174,7 @@ impl Records {
                 self.applied(number, &why, applied, &hotplugged);
             }
         }
-        self.counters.record_pass(&why, ok, took, unix_now_f64());
+        self.counters.record_pass(&why, ok, (took, opened), unix_now_f64());
         if let (false, Some(why)) = (was_degraded, self.degraded()) {
             if self.last_error().is_none() {
                 tracing::error!(

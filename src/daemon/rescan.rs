@@ -1,7 +1,8 @@
 //! What a batch of events makes stale in the sample the daemon keeps ([`SampleReader`]):
-//! everything after a reconcile, an overflow, a reload, an isolation change or a stop; after CPU
-//! events, the CPUs they name; after device and link events, the devices they name (a virtual
-//! interface's link names none).
+//! everything after an overflow, a reload, an isolation change or a stop, and on every
+//! [`FULL_EVERY`]-th reconcile; what can drift without an event after the other reconciles
+//! ([`SampleReader::stale_drift`]); after CPU events, the CPUs they name; after device and link
+//! events, the devices they name (a virtual interface's link names none).
 
 use std::collections::BTreeSet;
 
@@ -9,12 +10,19 @@ use crate::events::Batch;
 use crate::sample::reader::SampleReader;
 use crate::sysfs::Root;
 
+/// Every this many reconciles, one reads the whole machine again: what no drift check covers (a
+/// device's attributes, an IRQ renamed under the same number) is then at most this many
+/// reconcile intervals old (ten minutes with the default interval).
+pub(crate) const FULL_EVERY: u64 = 10;
+
 /// Turns event batches into what the reader must read again.
 #[derive(Debug, Default)]
 pub(crate) struct Rescan {
     /// Interface indexes whose link is no PCI device's (a veth, a bridge): their events read
     /// nothing.
     virtual_links: BTreeSet<u32>,
+    /// Reconciles so far.
+    reconciles: u64,
 }
 
 /// Whose network interface a link event is about.
@@ -51,8 +59,16 @@ impl Rescan {
         if batch.may_change_topology() && !batch.cpus_changed {
             reader.stale_everything();
         }
-        if batch.reload || batch.stop || batch.overflow || batch.reconcile || batch.isolation {
+        if batch.reload || batch.stop || batch.overflow || batch.isolation {
             reader.stale_everything();
+        }
+        if batch.reconcile {
+            self.reconciles += 1;
+            if self.reconciles.is_multiple_of(FULL_EVERY) {
+                reader.stale_everything();
+            } else {
+                reader.stale_drift();
+            }
         }
         for devpath in &batch.devpaths {
             match pci_address(devpath) {
@@ -126,8 +142,14 @@ mod tests {
         r.note(&root, &Batch { cpus_changed: true, cpus: CpuSet::single(3), ..Batch::default() }, &mut reader);
         let (everything, cpus, _, _) = reader.stale_summary();
         assert!(!everything && cpus.contains(3));
-        r.note(&root, &Batch { reconcile: true, ..Batch::default() }, &mut reader);
-        assert!(reader.stale_summary().0);
+        reader.forget_stale();
+        for n in 1..=FULL_EVERY {
+            r.note(&root, &Batch { reconcile: true, ..Batch::default() }, &mut reader);
+            let full = n == FULL_EVERY;
+            assert_eq!(reader.stale_summary().0, full, "reconcile {n}: everything only at the {FULL_EVERY}th");
+            assert_eq!(reader.drift_pending(), !full, "reconcile {n}: a drift check otherwise");
+            reader.forget_stale();
+        }
     }
 
     #[test]

@@ -198,7 +198,11 @@ pub(crate) fn render_status_section(c: &Counters, recent: &[RecentChange], now: 
     ));
     out.push_str(&format!("  reloads: {}{}\n", sum(&c.reloads), nonzero(&c.reloads)));
     if let Some(last) = &c.last_pass {
-        out.push_str(&format!("  last pass took {:.1} ms\n", last.duration_seconds * 1000.0));
+        out.push_str(&format!(
+            "  last pass took {:.1} ms and opened {} files\n",
+            last.duration_seconds * 1000.0,
+            last.files_opened
+        ));
     }
     if recent.is_empty() {
         out.push_str("last changes: none\n");

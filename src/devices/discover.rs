@@ -12,7 +12,7 @@ mod nvme;
 mod pci;
 mod udev;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io;
 use std::path::PathBuf;
 
@@ -135,6 +135,12 @@ pub(crate) struct DeviceScope {
     pub irqs: BTreeSet<u32>,
     /// CPUs that came or went: vectors whose mask or effective mask holds one are read again.
     pub cpus: CpuSet,
+    /// A reconcile: what can change without an event is checked. The `proc/irq` listing (an IRQ
+    /// requested or freed with its event lost: every device is then read whole) and the mask of
+    /// every IRQ userspace may move (read whole again when it differs from the kept one). A
+    /// kernel-managed IRQ's mask changes only with a CPU or device event, and a driver's hint
+    /// or an effective mask only with its mask or such an event.
+    pub drift: bool,
 }
 
 impl DeviceScope {
@@ -153,6 +159,8 @@ pub(crate) struct DeviceReads {
     devices: BTreeMap<String, DeviceRead>,
     /// The IRQs of no device, each with its warnings.
     loose: Vec<(LooseIrq, Vec<String>)>,
+    /// The numbered entries of `proc/irq` at the last read that listed them (`None`: not listed).
+    listed: Option<HashSet<u32>>,
 }
 
 impl DeviceReads {
@@ -235,11 +243,12 @@ impl DeviceRead {
         self.warnings.iter().chain(vectors.filter_map(|v| self.vector_warnings.get(&v.irq)).flatten())
     }
 
-    /// Reads again the affinity files of the vectors `scope` names.
+    /// Reads again the affinity files of the vectors `scope` names, and of those whose mask
+    /// drifted when it asks for a drift check.
     fn refresh(&mut self, root: &Root, scope: &DeviceScope) {
         let Some(dev) = self.device.as_mut() else { return };
         for v in &mut dev.vectors {
-            if scope.touches(v) {
+            if scope.touches(v) || (scope.drift && mask_drifted(root, v)) {
                 let texts = reread_affinity(root, &dev.bdf, v);
                 if texts.is_empty() {
                     self.vector_warnings.remove(&v.irq);
@@ -268,6 +277,18 @@ fn discover(
     let bdfs = distinct_devices(root, bdfs, &mut out.warnings);
     let names = irq::IrqNames::read(root, &mut out.warnings);
     let again = again.filter(|(before, _)| before.sysfs_names && !before.lent() && names.sysfs_only());
+    // A drift check lists `proc/irq` first: an IRQ requested or freed since makes it a full read.
+    let listed_now = match &again {
+        Some((before, scope)) if scope.drift => {
+            let listed = irq::Requested::read(root, &mut Vec::new()).listed().cloned();
+            if listed.is_none() || listed != before.listed {
+                return discover(root, topo, None);
+            }
+            listed
+        }
+        Some((before, _)) => before.listed.clone(),
+        None => None,
+    };
     // CPU events alone neither request nor free IRQs: the kept devices' IRQs and the IRQs of no
     // device stand, only their masks are read again.
     let cpus_only = again.as_ref().is_some_and(|(before, scope)| {
@@ -282,11 +303,13 @@ fn discover(
                 read.refresh(root, scope);
             }
             let mut loose = before.loose;
-            for (irq, warnings) in loose.iter_mut().filter(|(irq, _)| scope.touches(&irq.vector)) {
-                *warnings = reread_affinity(root, NO_DEVICE, &mut irq.vector);
+            for (irq, warnings) in &mut loose {
+                if scope.touches(&irq.vector) || (scope.drift && mask_drifted(root, &irq.vector)) {
+                    *warnings = reread_affinity(root, NO_DEVICE, &mut irq.vector);
+                }
             }
             assemble(&mut out, &mut reads, &loose);
-            return Ok((out, DeviceReads { sysfs_names: true, devices: reads, loose }));
+            return Ok((out, DeviceReads { sysfs_names: true, devices: reads, loose, listed: listed_now }));
         }
         again => again,
     };
@@ -316,7 +339,8 @@ fn discover(
     assemble(&mut out, &mut reads, &loose);
     let sysfs_names = names.sysfs_only();
     out.warnings.extend(names.take_warnings());
-    Ok((out, DeviceReads { sysfs_names, devices: reads, loose }))
+    let listed = requested.listed().cloned();
+    Ok((out, DeviceReads { sysfs_names, devices: reads, loose, listed }))
 }
 
 /// The bus entries that are distinct devices, in bus order: an entry that resolves to the same
@@ -364,6 +388,19 @@ fn assemble(out: &mut Discovery, reads: &mut BTreeMap<String, DeviceRead>, loose
     }
     out.warnings.extend(loose.iter().flat_map(|(_, w)| w.iter().cloned().map(DeviceError::Kept)));
     out.loose = loose.iter().map(|(l, _)| l.clone()).collect();
+}
+
+/// Whether the mask of `v` may have been moved since it was read: userspace may move it (not
+/// kernel-managed) and `smp_affinity_list` now says something else (or cannot be read: the full
+/// read says why). One file, where a full read of the vector is three.
+fn mask_drifted(root: &Root, v: &crate::devices::IrqVector) -> bool {
+    if v.managed {
+        return false;
+    }
+    match root.read_cpulist_optional(format!("proc/irq/{}/smp_affinity_list", v.irq)) {
+        Ok(now) => now != v.current,
+        Err(_) => true,
+    }
 }
 
 /// Reads the affinity files of `v` (of device `bdf`) again; the warnings of that read.

@@ -61,9 +61,10 @@ impl Batch {
         }
     }
 
-    /// Whether the CPU topology may have changed since the last pass: anything but device and
-    /// link events may have (CPU hotplug, lost events, a reload, the reconcile timer, a file
-    /// that isolates CPUs); a device or link event cannot add, remove or move a CPU.
+    /// Whether the CPU topology may have changed since the last pass and is read again whole:
+    /// anything but device and link events and the reconcile timer may have (CPU hotplug, lost
+    /// events, a reload, a file that isolates CPUs); a device or link event cannot add, remove or
+    /// move a CPU, and a reconcile checks the CPU lists instead (see `SampleReader::stale_drift`).
     pub(crate) fn may_change_topology(&self) -> bool {
         // Destructured so that a new kind of trigger has to be placed on one side or the other.
         let Batch {
@@ -79,9 +80,9 @@ impl Batch {
             isolation,
             triggers: _,
         } = self;
-        let only_devices_and_links = (*devices_changed || !links.is_empty())
-            && !(*cpus_changed || *reload || *stop || *overflow || *reconcile || *isolation);
-        !only_devices_and_links
+        let only_devices_links_reconcile = (*devices_changed || !links.is_empty() || *reconcile)
+            && !(*cpus_changed || *reload || *stop || *overflow || *isolation);
+        !only_devices_links_reconcile
     }
 
     /// Whether no trigger was absorbed.
@@ -235,14 +236,9 @@ mod tests {
         };
         assert!(!batch(vec![device.clone()]).may_change_topology());
         assert!(!batch(vec![link(2, true), device.clone(), link(3, false)]).may_change_topology());
-        for other in [
-            cpu(1),
-            Trigger::Overflow,
-            Trigger::Reload,
-            Trigger::Reconcile,
-            Trigger::Isolation { path: None },
-            Trigger::Stop,
-        ] {
+        assert!(!batch(vec![Trigger::Reconcile]).may_change_topology(), "a reconcile checks the CPU lists");
+        assert!(!batch(vec![device.clone(), Trigger::Reconcile]).may_change_topology());
+        for other in [cpu(1), Trigger::Overflow, Trigger::Reload, Trigger::Isolation { path: None }, Trigger::Stop] {
             assert!(batch(vec![device.clone(), other.clone()]).may_change_topology(), "{other:?}");
             assert!(batch(vec![other.clone()]).may_change_topology(), "{other:?}");
         }

@@ -83,6 +83,8 @@ struct Stale {
     all_devices: bool,
     /// IRQs whose masks to read again (the last pass wrote them, or tried to).
     irqs: BTreeSet<u32>,
+    /// A reconcile: what can change without an event is checked (see [`SampleReader::stale_drift`]).
+    drift: bool,
 }
 
 impl SampleReader {
@@ -108,6 +110,16 @@ impl SampleReader {
     /// The next read reads everything.
     pub(crate) fn stale_everything(&mut self) {
         self.stale.everything = true;
+    }
+
+    /// A reconcile, the safety net for lost events: the next read checks what can change without
+    /// an event reaching the daemon, and reads again what a change there covers. The global
+    /// `online` and `present` CPU lists (a CPU that differs from the kept topology is read again,
+    /// as after its event), the PCI bus and `proc/irq` listings (a device or IRQ that came or went:
+    /// see [`DeviceScope::drift`]) and the mask of every IRQ userspace may move. The isolation
+    /// sources, transmit queues and interfaces are read by every pass anyway.
+    pub(crate) fn stale_drift(&mut self) {
+        self.stale.drift = true;
     }
 
     /// CPUs `cpus` came or went: their directories (and their neighbours') are read again, and
@@ -168,6 +180,9 @@ impl SampleReader {
             return Err(ReadError::RootGone(root.path(ROOT_TOPS[i])));
         }
         self.tops_seen = tops;
+        if self.stale.drift && !self.stale.everything {
+            self.check_cpu_lists(root);
+        }
         self.hotplugged = self.stale.cpus.clone();
         let mut on_last = false;
         let result = self.read_stale(root, &mut on_last);
@@ -178,6 +193,26 @@ impl SampleReader {
         }
         let (topology, topology_warnings, discovery) = result?;
         Ok(read_every_pass(root, config, topology, topology_warnings, discovery))
+    }
+
+    /// A drift check of the global CPU lists against the kept topology: the CPUs that differ are
+    /// stale (as their events would have made them); a list that cannot be read makes everything
+    /// stale.
+    fn check_cpu_lists(&mut self, root: &Root) {
+        let Some((topology, _, _)) = &self.topology else { return };
+        let read = |name: &str| root.read_cpulist_optional(format!("{CPU_DIR}/{name}")).ok().flatten();
+        match (read("online"), read("present")) {
+            (Some(online), Some(present)) => {
+                let mut changed = online.difference(&topology.online);
+                changed.extend_with(&topology.online.difference(&online));
+                changed.extend_with(&present.difference(&topology.present));
+                changed.extend_with(&topology.present.difference(&present));
+                if !changed.is_empty() {
+                    self.stale_cpus(&changed);
+                }
+            }
+            _ => self.stale.everything = true,
+        }
     }
 
     /// The topology and devices, read again where stale.
@@ -222,6 +257,7 @@ impl SampleReader {
                     devices: (!stale.all_devices).then(|| stale.devices.clone()),
                     irqs: stale.irqs.clone(),
                     cpus: stale.cpus.clone(),
+                    drift: stale.drift,
                 };
                 rediscover_devices(root, topology, before, &scope)
             }
@@ -319,6 +355,11 @@ impl SampleReader {
     /// Nothing stale, as after a successful read.
     pub(crate) fn forget_stale(&mut self) {
         self.stale = Stale::default();
+    }
+
+    /// Whether a drift check is pending.
+    pub(crate) fn drift_pending(&self) -> bool {
+        self.stale.drift
     }
 
     /// What is stale: everything, the CPUs, the devices, every device.

@@ -489,6 +489,12 @@ fn trim_end(mut text: String) -> String {
 }
 
 /// Parses CPU list text read from `path`, naming the file on error.
+/// Files and directories this process has opened (or tried to) under any root: the difference
+/// across a pass is what the pass cost in opens.
+pub fn files_opened() -> u64 {
+    open::opened()
+}
+
 pub(crate) fn parse_cpulist_at(path: &Path, text: &str) -> Result<CpuSet, SysfsError> {
     CpuSet::parse_list(text).map_err(|source| SysfsError::CpuList { path: path.to_path_buf(), source })
 }

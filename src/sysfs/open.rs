@@ -12,6 +12,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 
@@ -28,6 +29,15 @@ pub(super) fn open_in(dir: &OwnedFd, rel: &Path, flags: OFlags) -> io::Result<Ow
     }
 }
 
+/// Files and directories opened (or tried) under any root since the process started: read
+/// before and after a pass, what the pass cost in opens (the reconcile pass is judged by it).
+static OPENED: AtomicU64 = AtomicU64::new(0);
+
+/// See [`OPENED`].
+pub(super) fn opened() -> u64 {
+    OPENED.load(Ordering::Relaxed)
+}
+
 /// How often an `openat2` that lost a race with a rename or mount elsewhere is tried again.
 const RACE_RETRIES: usize = 64;
 
@@ -35,6 +45,7 @@ const RACE_RETRIES: usize = 64;
 /// or `RESOLVE_BENEATH` lookup that a concurrent rename or mount anywhere on the system may have
 /// raced with, and asks the caller to retry (openat2(2)).
 fn openat2_retrying(dir: &OwnedFd, rel: &Path, flags: OFlags, resolve: ResolveFlags) -> rustix::io::Result<OwnedFd> {
+    OPENED.fetch_add(1, Ordering::Relaxed);
     let mut tries = 0;
     loop {
         match rustix::fs::openat2(dir, rel, flags, Mode::empty(), resolve) {

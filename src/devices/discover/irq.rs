@@ -140,6 +140,14 @@ impl Requested {
         }
     }
 
+    /// The listing, when `proc/irq` could be listed.
+    pub(super) fn listed(&self) -> Option<&HashSet<u32>> {
+        match self {
+            Requested::Listed(irqs) => Some(irqs),
+            Requested::All | Requested::PerIrq => None,
+        }
+    }
+
     /// Whether `irq` is in use: `proc/irq/N` exists (or the root has no `proc/irq`).
     pub(super) fn contains(&self, root: &Root, irq: u32) -> bool {
         match self {
