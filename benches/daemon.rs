@@ -16,12 +16,12 @@
 //!
 //! `cargo bench --bench daemon`; `IDLE_SECS=5 cargo bench --bench daemon` for a quick run.
 
+#[path = "../tests/common/big_machine.rs"]
+mod big_machine;
 #[path = "../tests/common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "../tests/common/fixture.rs"]
 mod fixture;
-#[path = "../tests/common/big_machine.rs"]
-mod big_machine;
 #[path = "../tests/common/sysfs_tree.rs"]
 mod sysfs_tree;
 

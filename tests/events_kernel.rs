@@ -69,6 +69,7 @@ fn sources(uevents: bool, rtnetlink: bool, recv_buffer_bytes: usize, capacity: u
         rtnetlink,
         signals: false,
         reconcile_interval: None,
+        kernel_timer: false,
         recv_buffer_bytes,
         channel_capacity: capacity,
         watch_files: Vec::new(),

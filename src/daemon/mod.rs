@@ -252,6 +252,7 @@ impl Daemon {
         }
         let events = EventConfig {
             reconcile_interval: Some(self.config.global.reconcile_interval),
+            kernel_timer: true,
             watch_files: sources::isolation_files(&self.root),
             ..EventConfig::default()
         };

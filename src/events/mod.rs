@@ -21,6 +21,7 @@ pub mod debounce;
 pub(crate) mod inotify;
 pub(crate) mod pidfd;
 pub mod rtnetlink;
+mod ticks;
 pub mod uevent;
 
 use std::io;
@@ -121,6 +122,9 @@ pub struct EventConfig {
     pub signals: bool,
     /// Period of [`Trigger::Reconcile`]; `None` disables the timer.
     pub reconcile_interval: Option<Duration>,
+    /// Whether the reconcile timer is the kernel's (a `timerfd`: one wake-up per tick, the
+    /// daemon's choice) rather than tokio's (which tests with a paused clock need).
+    pub kernel_timer: bool,
     /// Receive buffer requested for the netlink sockets, in bytes (the kernel doubles it).
     pub recv_buffer_bytes: usize,
     /// Capacity of the trigger channel; a full channel makes the sources wait, so the kernel
@@ -137,6 +141,7 @@ impl Default for EventConfig {
             rtnetlink: true,
             signals: true,
             reconcile_interval: Some(Duration::from_secs(60)),
+            kernel_timer: false,
             recv_buffer_bytes: 16 * 1024 * 1024,
             channel_capacity: 4096,
             watch_files: Vec::new(),
@@ -192,7 +197,7 @@ impl EventSources {
         }
         if let Some(initial) = config.reconcile_interval {
             let period = period.unwrap_or_else(|| watch::channel(initial).1);
-            tasks.push(tokio::spawn(reconcile_timer(period, tx.clone())));
+            tasks.push(tokio::spawn(reconcile_timer(period, config.kernel_timer, tx.clone())));
         }
         if !config.watch_files.is_empty() {
             let watch = inotify::FileWatch::open(&config.watch_files)?;
@@ -244,16 +249,52 @@ async fn forward_signal(mut sig: Signal, trigger: Trigger, tx: mpsc::Sender<Trig
     }
 }
 
+/// A periodic tick: the kernel's timer when asked for and available, else tokio's.
+enum Rhythm {
+    /// The kernel's timer, and its period (for the fallback).
+    Kernel(ticks::KernelTicks, Duration),
+    Tokio(tokio::time::Interval),
+}
+
+impl Rhythm {
+    /// The first tick one `every` from now.
+    fn every(every: Duration, kernel: bool) -> Rhythm {
+        if kernel {
+            match ticks::KernelTicks::every(every) {
+                Ok(t) => return Rhythm::Kernel(t, every),
+                Err(e) => tracing::debug!("no kernel timer for the reconcile rhythm ({e}); using the runtime's"),
+            }
+        }
+        let mut timer = interval_at(Instant::now() + every, every);
+        timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        Rhythm::Tokio(timer)
+    }
+
+    /// The next tick; a kernel timer that fails falls back to the runtime's for good.
+    async fn tick(&mut self) {
+        match self {
+            Rhythm::Kernel(t, every) => {
+                if let Err(e) = t.tick().await {
+                    tracing::warn!("the kernel timer of the reconcile rhythm failed ({e}); using the runtime's");
+                    *self = Rhythm::every(*every, false);
+                }
+            }
+            Rhythm::Tokio(t) => {
+                t.tick().await;
+            }
+        }
+    }
+}
+
 /// Sends `Reconcile` every `period`, first one `period` after start; ticks missed while the
 /// receiver was busy are not replayed (one late tick, then the regular rhythm again). A new
 /// period restarts the rhythm from the moment it arrives; once the sender is gone the last
 /// period holds.
-async fn reconcile_timer(mut period: watch::Receiver<Duration>, tx: mpsc::Sender<Trigger>) {
+async fn reconcile_timer(mut period: watch::Receiver<Duration>, kernel: bool, tx: mpsc::Sender<Trigger>) {
     let mut adjustable = true;
     loop {
         let every = (*period.borrow_and_update()).max(Duration::from_millis(1));
-        let mut timer = interval_at(Instant::now() + every, every);
-        timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut timer = Rhythm::every(every, kernel);
         loop {
             let changed = async {
                 if adjustable {
@@ -263,7 +304,7 @@ async fn reconcile_timer(mut period: watch::Receiver<Duration>, tx: mpsc::Sender
                 }
             };
             tokio::select! {
-                _ = timer.tick() => {
+                () = timer.tick() => {
                     if tx.send(Trigger::Reconcile).await.is_err() {
                         return;
                     }

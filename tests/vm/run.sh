@@ -28,7 +28,8 @@
 #      IRQWISE_VM_ACCEL=tcg force TCG even where KVM is usable
 #      IRQWISE_VM_SCENARIOS="10 70"  run only the scenario files with these number prefixes
 #                           (in each tier; later scenarios may rely on state an earlier one set)
-#      IRQWISE_VM_IDLE_S=S  kernel tier: the idle-cost window in the guest, seconds (default 30)
+#      IRQWISE_VM_IDLE_S=S  kernel tier: the idle-cost window in the guest, seconds (default 60: one
+#                           reconcile of irqwise, six scans of irqbalance)
 #      IRQWISE_VM_STORM_CYCLES=N  kernel tier: CPU offline/online cycles of the storm scenarios
 #                           (57-storm.sh, 70-irqbalance.sh; default 200: 40-80 s each under TCG)
 #      IRQWISE_VM_BOOT_TIMEOUT=S  a guest not at /init after S s (default 180) is stopped and

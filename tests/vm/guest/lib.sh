@@ -8,7 +8,7 @@ IRQWISE=/usr/bin/irqwise
 CFG=/cfg                       # --config root: /cfg/etc/irqwise/irqwise.toml
 DLOG=/tmp/irqwise.log          # the daemon's stderr
 QUIET_MS=1500                  # masks must stay unchanged this long to count as settled
-IDLE_S=30                      # the idle-cost window (the host may override: /etc/vm-idle-s)
+IDLE_S=60                      # the idle-cost window (the host may override: /etc/vm-idle-s)
 [ -r /etc/vm-idle-s ] && read -r IDLE_S < /etc/vm-idle-s
 STORM_CYCLES=200               # CPU offline/online cycles of the storm (host: /etc/vm-storm-cycles)
 [ -r /etc/vm-storm-cycles ] && read -r STORM_CYCLES < /etc/vm-storm-cycles

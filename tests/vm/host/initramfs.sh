@@ -88,7 +88,7 @@ build_initramfs() {
   [ -n "$irqbalance" ] && copy_in "$root" "$irqbalance" /usr/sbin/irqbalance
   install_modules "$root" $GUEST_MODULES || return 1
   echo "$GUEST_MODULES" > "$root/etc/modules-load"
-  echo "${IRQWISE_VM_IDLE_S:-30}" > "$root/etc/vm-idle-s"   # idle-cost window, seconds
+  echo "${IRQWISE_VM_IDLE_S:-60}" > "$root/etc/vm-idle-s"   # idle-cost window, seconds
   echo "${IRQWISE_VM_STORM_CYCLES:-200}" > "$root/etc/vm-storm-cycles"   # CPU storm cycles
   pack_cpio "$root" "$out"
 }
