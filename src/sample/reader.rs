@@ -24,8 +24,8 @@ use crate::devices::napi::{InterfaceState, NetdevView};
 use crate::devices::{Device, DeviceClass};
 use crate::sysfs::Root;
 use crate::topology::discover::isolation::read_isolation;
-use crate::topology::discover::read_topology_keeping;
 use crate::topology::discover::reread_topology;
+use crate::topology::discover::{read_present_online, read_topology_keeping};
 use crate::topology::discover::{TopologyError, TopologyReads, CPU_DIR};
 use crate::topology::Topology;
 
@@ -200,9 +200,8 @@ impl SampleReader {
     /// stale.
     fn check_cpu_lists(&mut self, root: &Root) {
         let Some((topology, _, _)) = &self.topology else { return };
-        let read = |name: &str| root.read_cpulist_optional(format!("{CPU_DIR}/{name}")).ok().flatten();
-        match (read("online"), read("present")) {
-            (Some(online), Some(present)) => {
+        match read_present_online(root) {
+            Some((present, online)) => {
                 let mut changed = online.difference(&topology.online);
                 changed.extend_with(&topology.online.difference(&online));
                 changed.extend_with(&present.difference(&topology.present));

@@ -112,6 +112,19 @@ pub(crate) fn read_possible_cpus(root: &Root) -> Result<CpuSet, TopologyError> {
     possible(root, &mut Vec::new())
 }
 
+/// Just the global `present` and `online` lists, applied as [`read_topology`] applies them
+/// (present within possible, online within present), for comparing with a topology read before;
+/// `None` when either list is absent, unreadable or (online) empty: only a full read decides then.
+pub(crate) fn read_present_online(root: &Root) -> Option<(CpuSet, CpuSet)> {
+    let mut w = Vec::new();
+    let possible = possible(root, &mut w).ok()?;
+    let present = read_cpu_list(root, "present", &mut w, "").ok()??;
+    let present = within(root, "present", present, "possible", &possible, &mut w);
+    let online = read_cpu_list(root, "online", &mut w, "").ok()?.filter(|l| !l.is_empty())?;
+    let online = within(root, "online", online, "present", &present, &mut w);
+    Some((present, online))
+}
+
 /// `ROOT/sys/devices/system/cpu`.
 pub(crate) const CPU_DIR: &str = "sys/devices/system/cpu";
 /// `ROOT/sys/devices/system/node`.

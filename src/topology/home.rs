@@ -61,13 +61,12 @@ impl FirstSight {
             })
     }
 
-    /// Makes this sight's masks that equal `topo`'s clones of them: a sight read back from its
-    /// file holds copies of its own (at 8,192 CPUs, two megabytes of SMT masks).
+    /// Makes this sight's masks that equal `topo`'s clones of them (see `remember`).
     fn share_sets(&mut self, topo: &Topology) {
         for k in self.cpus.values_mut() {
-            let Some(c) = topo.cpus.get(&k.id) else { continue };
-            adopt(&mut k.core, c.core.as_ref());
-            adopt(&mut k.cluster, c.cluster.as_ref());
+            if let Some(c) = topo.cpus.get(&k.id) {
+                adopt_all(k, c);
+            }
         }
     }
 
@@ -99,18 +98,13 @@ fn adopt(mine: &mut Option<CpuSet>, theirs: Option<&CpuSet>) {
     }
 }
 
-/// Whether every mask of `a` is a clone of the same mask of `b` (or both are absent).
-fn shares_sets(a: &Cpu, b: &Cpu) -> bool {
-    let same = |x: &Option<CpuSet>, y: &Option<CpuSet>| match (x, y) {
-        (Some(x), Some(y)) => x.shares_words(y),
-        (None, None) => true,
-        _ => false,
-    };
-    same(&a.core, &b.core)
-        && same(&a.cluster, &b.cluster)
-        && same(&a.llc, &b.llc)
-        && same(&a.package, &b.package)
-        && same(&a.die, &b.die)
+/// Each mask of `mine` that equals the same mask of `theirs` becomes a clone of it.
+fn adopt_all(mine: &mut Cpu, theirs: &Cpu) {
+    adopt(&mut mine.core, theirs.core.as_ref());
+    adopt(&mut mine.cluster, theirs.cluster.as_ref());
+    adopt(&mut mine.llc, theirs.llc.as_ref());
+    adopt(&mut mine.package, theirs.package.as_ref());
+    adopt(&mut mine.die, theirs.die.as_ref());
 }
 
 impl TopologyMemory {
@@ -139,10 +133,8 @@ impl TopologyMemory {
                 keep(&mut record.package, &old.package);
                 keep(&mut record.die, &old.die);
             }
-            let same = self.seen.get(&c) == Some(&record);
-            changed |= !same;
-            // An equal record is kept only when it already shares the topology's sets.
-            if !same || !self.seen.get(&c).is_some_and(|old| shares_sets(old, &record)) {
+            if self.seen.get(&c) != Some(&record) {
+                changed = true;
                 records.push((c, record));
             }
         }
@@ -151,6 +143,13 @@ impl TopologyMemory {
             let mut seen = std::mem::take(&mut self.seen);
             seen.extend(records);
             self.seen = seen.into_iter().collect();
+        }
+        // A memory read back from its file holds copies of its own: equal sets become the
+        // topology's (at 8,192 CPUs, megabytes of SMT masks).
+        for old in self.seen.values_mut() {
+            if let Some(c) = topo.cpus.get(&old.id) {
+                adopt_all(old, c);
+            }
         }
         if let Some(first) = self.first.as_mut() {
             first.share_sets(topo);
@@ -260,6 +259,20 @@ mod tests {
         assert_eq!(home_topology(&down, Some(&memory)), home_topology(&topo, Some(&memory)));
         assert_eq!(home_topology(&down, Some(&memory)).sibling_mask(3), [3, 9].into_iter().collect());
         assert_eq!(home_topology(&topo, None), topo, "all online: home is the machine itself");
+    }
+
+    /// Whether every mask of `a` is a clone of the same mask of `b` (or both are absent).
+    fn shares_sets(a: &Cpu, b: &Cpu) -> bool {
+        let same = |x: &Option<CpuSet>, y: &Option<CpuSet>| match (x, y) {
+            (Some(x), Some(y)) => x.shares_words(y),
+            (None, None) => true,
+            _ => false,
+        };
+        same(&a.core, &b.core)
+            && same(&a.cluster, &b.cluster)
+            && same(&a.llc, &b.llc)
+            && same(&a.package, &b.package)
+            && same(&a.die, &b.die)
     }
 
     #[test]
