@@ -67,7 +67,6 @@ fn ice_nic_with_16_queues_on_node_1() {
     for v in &nic.vectors {
         assert!(!v.managed);
         assert_eq!(v.current, Some(list("0-31")));
-        assert_eq!(v.effective, Some(list("0")));
         assert_eq!(v.hint, None);
     }
     let json = serde_json::to_value(&d).unwrap();
@@ -292,7 +291,7 @@ fn plain_directory_device_and_sysfs_action_names() {
     assert_eq!(roles(n), [(QueueRole::Admin, None), (QueueRole::Io, Some(0))]);
     assert_eq!(n.vectors[1].name.as_deref(), Some("nvme3q1"));
     assert_eq!(n.vectors[1].current, Some(list("4-5")));
-    assert_eq!((n.vectors[1].effective.as_ref(), n.vectors[1].hint.as_ref()), (None, None));
+    assert_eq!(n.vectors[1].hint.as_ref(), None);
 }
 
 #[test]

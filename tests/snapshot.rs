@@ -186,8 +186,7 @@ fn expected_files() -> BTreeSet<String> {
     );
     f.extend(["proc/interrupts", "proc/cmdline"].map(String::from));
     for irq in [24, 27] {
-        let names = ["smp_affinity_list", "effective_affinity_list"];
-        f.extend(names.iter().map(|n| format!("proc/irq/{irq}/{n}")));
+        f.push(format!("proc/irq/{irq}/smp_affinity_list"));
         f.push(format!("sys/kernel/irq/{irq}/actions"));
     }
     // 27 is kernel-managed (its mask read-only): its hint is not read.

@@ -113,8 +113,8 @@ pub(crate) fn discover_devices_keeping(root: &Root, topo: &Topology) -> Result<(
 
 /// The devices after events `scope` describes, reading again only: the bus listing, the
 /// devices `scope` names, appeared, failed to read last time or lost an IRQ, whole; the
-/// affinity files of the vectors `scope` names (by IRQ, or by a CPU in their mask or effective
-/// mask); and the IRQs of no device. The rest is `before`'s. Guarantees the discovery
+/// affinity files of the vectors `scope` names (by IRQ, or by a CPU in their mask) or whose mask
+/// could not be read; and the IRQs of no device. The rest is `before`'s. Guarantees the discovery
 /// [`discover_devices`] would make when nothing else changed; without `sys/kernel/irq` (names
 /// only in the whole `proc/interrupts`) it is that full discovery.
 pub(crate) fn rediscover_devices(
@@ -133,21 +133,22 @@ pub(crate) struct DeviceScope {
     pub devices: Option<BTreeSet<String>>,
     /// IRQs whose affinity files to read again (those irqwise wrote, for one).
     pub irqs: BTreeSet<u32>,
-    /// CPUs that came or went: vectors whose mask or effective mask holds one are read again.
+    /// CPUs that came or went: vectors whose mask holds one are read again (the CPU the kernel
+    /// picked is always one of the mask's).
     pub cpus: CpuSet,
     /// A reconcile: what can change without an event is checked. The `proc/irq` listing (an IRQ
     /// requested or freed with its event lost: every device is then read whole) and the mask of
     /// every IRQ userspace may move (read whole again when it differs from the kept one). A
     /// kernel-managed IRQ's mask changes only with a CPU or device event, and a driver's hint
-    /// or an effective mask only with its mask or such an event.
+    /// only with such an event.
     pub drift: bool,
 }
 
 impl DeviceScope {
-    /// Whether the affinity files of `v` are to be read again.
+    /// Whether the affinity files of `v` are to be read again: named, its mask holds a CPU that
+    /// came or went, or its mask could not be read last time (its warning is then read afresh).
     fn touches(&self, v: &crate::devices::IrqVector) -> bool {
-        let holds = |m: &Option<CpuSet>| m.as_ref().is_some_and(|m| m.intersects(&self.cpus));
-        self.irqs.contains(&v.irq) || holds(&v.current) || holds(&v.effective)
+        self.irqs.contains(&v.irq) || v.current.as_ref().is_none_or(|m| m.intersects(&self.cpus))
     }
 }
 

@@ -162,8 +162,6 @@ pub struct IrqVector {
     pub managed: bool,
     /// `proc/irq/N/smp_affinity_list`; `None` when missing or unreadable (a warning says why).
     pub current: Option<CpuSet>,
-    /// `proc/irq/N/effective_affinity_list` where the kernel has it.
-    pub effective: Option<CpuSet>,
     /// `proc/irq/N/affinity_hint`, `None` when absent or all-zero.
     pub hint: Option<CpuSet>,
 }

@@ -233,7 +233,6 @@ mod tests {
             recognised: Recognition::UnknownDriver { driver: None },
             managed: false,
             current: Some(cpus(current)),
-            effective: None,
             hint: None,
         };
         let loose = [LooseIrq { vector: vector(9, "2"), node: None }, LooseIrq { vector: vector(10, "0"), node: None }];

@@ -15,7 +15,6 @@ pub fn vector(irq: u32, role: QueueRole, queue: Option<u32>, current: &CpuSet) -
         recognised: Recognition::Table { driver: "test", pattern: "v{q}" },
         managed: false,
         current: Some(current.clone()),
-        effective: None,
         hint: None,
     }
 }
