@@ -8,6 +8,9 @@
 #            and guest shape (host/oracle.sh), irqwise's prediction against /proc/irq and blk-mq;
 #            by default the whole matrix (10 boots, two at a time), three boots
 #            (ORACLE_CI_RUNS) with IRQWISE_VM_ORACLE=ci;
+#   arm64    Debian's arm64 kernels (6.1 in five shapes, 6.12 in one) under qemu-system-aarch64:
+#            clusters from the device tree; the guest's copy of what a plan reads is planned on
+#            the host (`plan --root`, `topology --root`) against the kernel's masks (host/arm64.sh);
 #   systemd  the package (`make deb`) installed with dpkg in a debootstrapped Debian 12 root,
 #            booted with systemd as PID 1: the unit's start, reload, watchdog, restarts, stop,
 #            sandbox, journal fields and exposure, irqbalance's conflict and the install warning.
@@ -16,8 +19,8 @@
 # a guest line "HOST <command>" is relayed to QEMU's monitor), then prints one line per check,
 # the tables, "N passed, M failed" per tier and for the whole suite.
 # Exit status: 0 when every check passed, 1 when one failed, 2 when the suite could not run.
-# env: IRQWISE_VM_TIERS="kernel kernel-6.12 oracle systemd"  the tiers to run (default:
-#                           kernel oracle systemd)
+# env: IRQWISE_VM_TIERS="kernel kernel-6.12 oracle arm64 systemd"  the tiers to run (default:
+#                           kernel oracle arm64 systemd)
 #      IRQWISE_VM_BROKEN=1  kernel tier: irqwise replaced by a stub that places nothing
 #      IRQWISE_VM_BROKEN_UNIT=kill-reload|no-netlink|restart-loop  systemd tier: the installed
 #                           unit broken on purpose (tests/vm/host/debroot.sh)
@@ -40,6 +43,11 @@
 #                           every shape (10 boots; RESULTS.md's matrix is updated only by it)
 #      IRQWISE_VM_ORACLE_KERNELS="6.1 6.12", IRQWISE_VM_ORACLE_SHAPES="maxcpus nosmt"  oracle tier:
 #                           these kernels x shapes of the matrix (host/oracle.sh lists the shapes)
+#      IRQWISE_VM_ARM64_KERNELS="6.1 6.12", IRQWISE_VM_ARM64_SHAPES="c4x2-2n uneven"  arm64 tier:
+#                           these kernels x shapes (host/arm64.sh lists the shapes) instead of
+#                           the default runs (every shape on 6.1, c4x2-2n on 6.12)
+#      IRQWISE_VM_ARM64_FLIP=1  arm64 tier: plan the snapshots as if their kernel were 7.0
+#                           (cluster-aware grouping): a wrong kernel-version rule; must fail
 #      IRQWISE_VM_ORACLE_SNAPSHOTS=1  oracle tier: `irqwise snapshot` of the guest after every
 #                           check, in WORK/oracle/KERNEL-SHAPE/snapshot-STAGE.tar.gz (test fixtures)
 set -euo pipefail
@@ -48,12 +56,13 @@ REPO=$(cd "$VM_DIR/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$REPO/target}
 WORK=${IRQWISE_VM_WORK:-$TARGET/vm}
 TIMEOUT=${IRQWISE_VM_TIMEOUT:-720}
-TIERS=${IRQWISE_VM_TIERS:-kernel oracle systemd}
+TIERS=${IRQWISE_VM_TIERS:-kernel oracle arm64 systemd}
 . "$VM_DIR/host/deps.sh"
 . "$VM_DIR/host/initramfs.sh"
 . "$VM_DIR/host/qemu.sh"
 . "$VM_DIR/host/debroot.sh"
 . "$VM_DIR/host/oracle.sh"
+. "$VM_DIR/host/arm64.sh"
 
 secs() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(secs)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -245,6 +254,54 @@ tier_oracle() {
   return $rc
 }
 
+# The arm64 tier (host/arm64.sh): one light boot per kernel and shape, two at a time; each
+# guest's copy of what a plan reads is planned on the host and compared with its kernel.
+tier_arm64() {
+  local w=$WORK/arm64 bin t run runs version versions shape d rc=0 running=0 jobs=${IRQWISE_VM_ARM64_JOBS:-2}
+  if [ -n "${IRQWISE_VM_ARM64_KERNELS:-}${IRQWISE_VM_ARM64_SHAPES:-}" ]; then
+    runs=$(for version in ${IRQWISE_VM_ARM64_KERNELS:-6.1}; do for shape in ${IRQWISE_VM_ARM64_SHAPES:-$ARM64_SHAPES}; do echo "$version:$shape"; done; done)
+  else
+    runs=$ARM64_RUNS_DEFAULT
+  fi
+  versions=$(for run in $runs; do echo "${run%%:*}"; done | sort -u)
+  mkdir -p "$w"
+  t=$(secs); (cd "$REPO" && cargo build --release --quiet) || return 2; local t_build; t_build=$(since "$t")
+  bin=$TARGET/release/irqwise
+  : > "$w/guest.out"; : > "$w/expected"; : > "$w/boots"
+  t=$(secs)
+  for version in $versions; do
+    arm64_packages "$WORK/cache" "$version" || return 2
+    arm64_initramfs "$w/root-$version" "$w/initramfs-$version.cpio.gz" || return 2
+  done
+  local t_pkg; t_pkg=$(since "$t")
+  t=$(secs)
+  for run in $runs; do
+    version=${run%%:*} shape=${run#*:}
+    arm64_packages "$WORK/cache" "$version" || return 2
+    d=$w/$version-$shape; rm -rf "$d"; mkdir -p "$d"; echo "$A64_KVER" > "$d/kver"
+    echo "test-vm: arm64 tier: $A64_KVER, shape $shape, log in $d" >&2
+    arm64_boot "$version" "$shape" "$d" "$w/initramfs-$version.cpio.gz" &
+    running=$((running + 1))
+    if [ $running -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+  done
+  wait || true
+  local t_guests; t_guests=$(since "$t")
+  for run in $runs; do
+    version=${run%%:*} shape=${run#*:} d=$w/${run%%:*}-${run#*:}
+    printf '%s\t%s\t%s\t%s\t%s\n' "$version" "$(cat "$d/kver")" "$shape" "$(cat "$d/boot-time" 2>/dev/null || echo '?')" "$(cat "$d/shape-desc" 2>/dev/null)" >> "$w/boots"
+    for q in q1 q3 q5 q7 qcpu; do echo "$version/$shape $q@boot"; done >> "$w/expected"
+    printf '%s\n' "$version/$shape topology" "$version/$shape nic" >> "$w/expected"
+    arm64_check "$d" "$bin" | sed -e "s|^RESULT arm64 |RESULT $version/$shape |" -e "s|^MEASURE arm64 |MEASURE $version/$shape |" >> "$w/guest.out"
+  done
+  awk -v md="$w/RESULTS.md" -v boots="$w/boots" -v tier=arm64 -f "$VM_DIR/host/oracle.awk" "$w/expected" "$w/guest.out" || rc=1
+  {
+    echo
+    echo "Timings on this host: cargo build ${t_build} s, packages and initramfs ${t_pkg} s, $(echo $runs | wc -w) guest runs ($jobs at a time) ${t_guests} s in all."
+  } | tee -a "$w/RESULTS.md"
+  [ -z "${IRQWISE_VM_ARM64_KERNELS:-}${IRQWISE_VM_ARM64_SHAPES:-}" ] && [ "${IRQWISE_VM_ARM64_FLIP:-0}" != 1 ] && COMPLETE="$COMPLETE arm64"
+  return $rc
+}
+
 # The systemd tier: the Debian root (cached), the .deb, the disk image, a boot with systemd.
 tier_systemd() {
   local w=$WORK/systemd t deb base=$WORK/cache/debroot-$DEBROOT_SUITE
@@ -296,7 +353,7 @@ update_results() {
 
 RC=0 COMPLETE="" TOTAL_PASS=0 TOTAL_FAIL=0 TOTAL_SKIP=0
 for tier in $TIERS; do
-  case $tier in kernel|kernel-6.12|oracle|systemd) ;; *) echo "test-vm: unknown tier $tier (kernel, kernel-6.12, oracle, systemd)" >&2; exit 2;; esac
+  case $tier in kernel|kernel-6.12|oracle|arm64|systemd) ;; *) echo "test-vm: unknown tier $tier (kernel, kernel-6.12, oracle, arm64, systemd)" >&2; exit 2;; esac
   echo "=== test-vm: $tier tier ==="
   trc=0; "tier_$tier" || trc=$?
   [ $trc = 2 ] && { echo "test-vm: the $tier tier could not run" >&2; exit 2; }

@@ -8,6 +8,8 @@
 # "plan"); -v get=KEY prints only the value at KEY ("passes", "pid"), or nothing when absent;
 # -v cols=irq,desired,mismatch,uncertain prints those fields of each IRQ instead ("-" when
 # absent; desired/current as comma-separated CPUs), so a field with spaces goes last.
+# -v dump=1 prints every scalar as "PATH VALUE" (PATH dotted, array indexes as numbers), for
+# readers of other documents (`irqwise topology --json`, the plan's xps; tests/vm/host/arm64.sh).
 function ws() { while (pos <= n && index(" \t\r\n", substr(buf, pos, 1)) > 0) pos++ }
 function str(   s, c) {
   pos++; s = ""
@@ -52,6 +54,7 @@ function field(k) { return (k in val && val[k] != "null" && val[k] != "") ? val[
 END {
   n = length(buf); pos = 1; value("")
   if (get != "") { if (get in val) print val[get]; exit }
+  if (dump) { for (k in val) print k, val[k]; exit }
   for (d = 0; (base "devices." d ".bdf") in val; d++) {
     p = base "devices." d
     for (i = 0; (p ".irqs." i ".irq") in val; i++) {

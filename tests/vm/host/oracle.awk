@@ -1,5 +1,6 @@
 # oracle.awk: the oracle tier's results and its matrix (kernel x shape x queue count).
-# usage: awk -v md=SECTION.md -v boots=BOOTS -f oracle.awk EXPECTED GUEST_OUT
+# usage: awk -v md=SECTION.md -v boots=BOOTS [-v tier=arm64] -f oracle.awk EXPECTED GUEST_OUT
+# (tier=arm64: the arm64 tier's heading and introduction, host/arm64.sh; the same matrix)
 # EXPECTED: "KERNEL/SHAPE CHECK" pairs the host expects (one per controller and check stage, and
 # daemon_memory where a shape starts the daemon); one the guest never reported counts as failed.
 # GUEST_OUT: every boot's guest output with RESULT/MEASURE lines tagged KERNEL/SHAPE; a MEASURE
@@ -37,13 +38,25 @@ END {
     preds += f[1]; exact += f[2]; unc += f[3]; mis += f[4]
     split(p[2], qs, "@"); stage_seen[p[1] " " qs[2]] = 1
   }
-  print "## The kernel as oracle: managed NVMe queues predicted by irqwise, checked on real kernels" > md
-  print "" > md
-  out("Each guest boots with five NVMe controllers on one node (1, 3, 5 and 7 I/O queue pairs, and")
-  out("64: one queue per possible CPU) and compares, for every I/O queue, `irqwise plan --json` with")
-  out("the kernel's `/proc/irq/N/smp_affinity_list` and blk-mq's `/sys/block/<ns>/mq/<q>/cpu_list`:")
-  out("exact (all three agree), uncertain (irqwise says it cannot know, the part it knows agrees),")
-  out("mismatch (anything else). QEMU TCG, busybox init; one boot per kernel and shape.")
+  if (tier == "arm64") {
+    print "## arm64: clusters from the device tree, managed NVMe queues predicted from a snapshot" > md
+    print "" > md
+    out("Debian's arm64 kernels under qemu-system-aarch64 (TCG, `-M virt,gic-version=3 -cpu max`, the")
+    out("topology from the device tree QEMU generates), busybox init, five NVMe controllers (1, 3, 5 and 7")
+    out("I/O queue pairs, and one per possible CPU) and a 4-queue virtio-net NIC. The guest copies what a")
+    out("plan reads to a disk; the host's `irqwise plan --root` and `irqwise topology --root` of that copy")
+    out("are compared with the guest's kernel: every I/O queue's mask and blk-mq map (exact, uncertain,")
+    out("mismatch, as the oracle tier), the topology (every CPU's cluster, core, package and node, every")
+    out("distance) and the NIC (queues in cores-first order, each CPU's transmit queue the nearest).")
+  } else {
+    print "## The kernel as oracle: managed NVMe queues predicted by irqwise, checked on real kernels" > md
+    print "" > md
+    out("Each guest boots with five NVMe controllers on one node (1, 3, 5 and 7 I/O queue pairs, and")
+    out("64: one queue per possible CPU) and compares, for every I/O queue, `irqwise plan --json` with")
+    out("the kernel's `/proc/irq/N/smp_affinity_list` and blk-mq's `/sys/block/<ns>/mq/<q>/cpu_list`:")
+    out("exact (all three agree), uncertain (irqwise says it cannot know, the part it knows agrees),")
+    out("mismatch (anything else). QEMU TCG, busybox init; one boot per kernel and shape.")
+  }
   out("")
   out("| Shape | QEMU guest |")
   out("|---|---|")
@@ -54,8 +67,8 @@ END {
     boot[b[1] "/" b[3]] = b[4]
   }
   out("")
-  out("| Kernel | Shape | When | 1 queue | 3 queues | 5 queues | 7 queues | one per CPU |")
-  out("|---|---|---|---|---|---|---|---|")
+  out("| Kernel | Shape | When | 1 queue | 3 queues | 5 queues | 7 queues | one per CPU | guest run |")
+  out("|---|---|---|---|---|---|---|---|---|")
   for (v = 1; v <= n_versions; v++) for (s = 1; s <= n_shapes; s++) {
     tag = versions[v] "/" shapes[s]
     n_st = 0
@@ -66,7 +79,7 @@ END {
     }
     for (j = 1; j <= n_st; j++) {
       st = stages[j]
-      out("| " release[versions[v]] " | " shapes[s] " | " st " | " cell(tag " q1@" st) " | " cell(tag " q3@" st) " | " cell(tag " q5@" st) " | " cell(tag " q7@" st) " | " cell(tag " qcpu@" st) " |")
+      out("| " release[versions[v]] " | " shapes[s] " | " st " | " cell(tag " q1@" st) " | " cell(tag " q3@" st) " | " cell(tag " q5@" st) " | " cell(tag " q7@" st) " | " cell(tag " qcpu@" st) " | " boot[tag] " s |")
     }
   }
   out("")
