@@ -94,6 +94,7 @@ fn match_pci_glob_and_strategy_leave() {
         let dev = device(&plan, bdf);
         assert_eq!(dev["strategy"], "leave");
         assert_eq!(dev["rules"], serde_json::json!([format!("{path}:1")]));
+        assert!(!irqs(dev).is_empty(), "{dev}");
         assert!(irqs(dev).iter().all(|p| p["action"] == "skip" && p["desired"].is_null()), "{dev}");
     }
     for bdf in [NIC_B, NVME_B, NVME_C, OTHER] {
@@ -152,6 +153,7 @@ fn match_class_and_strategy_pin() {
     let (plan, _) =
         plan_with(dir.path(), "[[device]]\nmatch = { class = \"nic\" }\nstrategy = \"pin\"\ncpus = \"4-5\"\n");
     for bdf in [NIC_A, NIC_B] {
+        assert!(!irqs(device(&plan, bdf)).is_empty(), "{bdf}");
         assert!(irqs(device(&plan, bdf)).iter().all(|p| set_of(&p["desired"]) == cpus("4-5")));
     }
 }
@@ -228,6 +230,7 @@ fn pin_honours_admin_cpus_for_non_queue_irqs() {
     );
     let nvme = device(&plan, NVME_C);
     assert_eq!(role_desired(nvme, "admin"), [cpus("0")]);
+    assert!(!role_desired(nvme, "io").is_empty());
     assert!(role_desired(nvme, "io").iter().all(|s| *s == cpus("2-3")));
 }
 

@@ -11,6 +11,8 @@
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
 mod fixture;
+#[path = "common/skip.rs"]
+mod skip;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -45,7 +47,10 @@ exit $RC
 #[test]
 fn two_changed_irqs_make_two_journal_entries_with_every_field() {
     if std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) != 0 {
-        eprintln!("skipped: starting journald in a private mount namespace needs root (CI runs as root)");
+        skip::skip(
+            "two_changed_irqs_make_two_journal_entries_with_every_field",
+            "starting journald in a private mount namespace needs root (CI runs as root)",
+        );
         return;
     }
     let (root, cfg, logdir) =
@@ -158,7 +163,10 @@ journalctl -D "$LOGDIR/journal" -x --no-pager MESSAGE_ID="$EXPLAIN" > "$LOGDIR/e
 fn every_kind_of_entry_has_its_message_id_and_the_fields_of_its_irq() {
     use irqwise::daemon::catalog;
     if std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) != 0 {
-        eprintln!("skipped: starting journald in a private mount namespace needs root (CI runs as root)");
+        skip::skip(
+            "every_kind_of_entry_has_its_message_id_and_the_fields_of_its_irq",
+            "starting journald in a private mount namespace needs root (CI runs as root)",
+        );
         return;
     }
     let (root, cfg, logdir) =

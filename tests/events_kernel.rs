@@ -1,6 +1,9 @@
 //! The event sources against the real kernel: a veth pair created with `ip` must show up as
 //! uevents and rtnetlink link messages. Needs root (CI runs as root); skipped otherwise.
 
+#[path = "common/skip.rs"]
+mod skip;
+
 use std::fs;
 use std::process::Command;
 use std::time::Duration;
@@ -17,7 +20,7 @@ fn skip_unless_root(test: &str) -> bool {
     let euid = status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|ids| ids.split_whitespace().nth(1));
     let root = euid == Some("0");
     if !root {
-        eprintln!("{test}: skipped, needs root to open kernel netlink sources and create veth links");
+        skip::skip(test, "needs root to open kernel netlink sources and create veth links");
     }
     !root
 }

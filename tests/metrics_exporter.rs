@@ -16,6 +16,8 @@ mod apt;
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
 mod fixture;
+#[path = "common/skip.rs"]
+mod skip;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -191,7 +193,10 @@ fn machine(root: &Path) -> (Vec<u32>, Vec<u32>) {
 #[test]
 fn promtool_and_node_exporter_read_the_metrics_file() {
     if !tools_present() {
-        eprintln!("skipped: promtool and prometheus-node-exporter are missing and installing them needs root (CI runs as root)");
+        skip::skip(
+            "promtool_and_node_exporter_read_the_metrics_file",
+            "promtool and prometheus-node-exporter are missing and installing them needs root (CI runs as root)",
+        );
         return;
     }
     let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());

@@ -3,6 +3,11 @@
 //! and completions against the clap definition, and the package metadata against the tree.
 //! (Installing the .deb is `make package-test`.)
 
+#[path = "common/apt.rs"]
+mod apt;
+#[path = "common/skip.rs"]
+mod skip;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,8 +46,9 @@ fn one<'a>(s: &'a BTreeMap<String, Vec<String>>, key: &str) -> &'a str {
     }
 }
 
-fn has_tool(name: &str) -> bool {
-    Command::new(name).arg("--version").output().is_ok_and(|o| o.status.success())
+/// Whether `name` runs here, after installing its Debian `package` when it is missing (root).
+fn has_tool(name: &str, package: &str) -> bool {
+    apt::ensure(&[name], &[package]) && Command::new(name).arg("--version").output().is_ok_and(|o| o.status.success())
 }
 
 #[test]
@@ -113,8 +119,8 @@ fn unit_copy_with_existing_binary(dir: &Path) -> PathBuf {
 
 #[test]
 fn systemd_analyze_verify_prints_nothing_on_stderr() {
-    if !has_tool("systemd-analyze") {
-        eprintln!("systemd-analyze not installed: skipped");
+    if !has_tool("systemd-analyze", "systemd") {
+        skip::skip("systemd_analyze_verify_prints_nothing_on_stderr", "systemd-analyze is not installed");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -127,8 +133,8 @@ fn systemd_analyze_verify_prints_nothing_on_stderr() {
 
 #[test]
 fn systemd_analyze_security_exposure_is_at_most_2() {
-    if !has_tool("systemd-analyze") {
-        eprintln!("systemd-analyze not installed: skipped");
+    if !has_tool("systemd-analyze", "systemd") {
+        skip::skip("systemd_analyze_security_exposure_is_at_most_2", "systemd-analyze is not installed");
         return;
     }
     let out = Command::new("systemd-analyze")
@@ -204,8 +210,11 @@ fn man_page_documents_every_command_and_renders_cleanly() {
         let header = format!(".SS \"{}\"", path.replace('-', "\\-"));
         assert!(page.contains(&header), "no subsection {header}");
     }
-    if !has_tool("man") {
-        eprintln!("man not installed: rendering skipped");
+    if !has_tool("man", "man-db") {
+        skip::skip(
+            "man_page_documents_every_command_and_renders_cleanly",
+            "man is not installed: the page is checked, its rendering is not",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -298,8 +307,8 @@ fn both_packages_ship_the_same_files_from_sources_that_exist() {
 /// `irqwise::daemon::catalog` with its subject.
 #[test]
 fn journalctl_compiles_the_catalog_and_lists_every_message_id() {
-    if !has_tool("journalctl") {
-        eprintln!("journalctl not installed: skipped");
+    if !has_tool("journalctl", "systemd") {
+        skip::skip("journalctl_compiles_the_catalog_and_lists_every_message_id", "journalctl is not installed");
         return;
     }
     let root = tempfile::tempdir().unwrap();

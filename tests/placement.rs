@@ -252,11 +252,15 @@ fn nvme_read_queues_are_predicted_as_their_own_irq_set() {
     }
     write_file(root, "sys/module/nvme/parameters/write_queues", "2\n");
     let plan = plan_json(root, empty_config().path());
-    for p in queue_irqs(device(&plan, "0000:02:00.0"), None) {
+    let queues = queue_irqs(device(&plan, "0000:02:00.0"), None);
+    assert_eq!(queues.len(), 4, "the four I/O queues are in the plan");
+    for p in queues {
         assert_eq!((p["action"].as_str(), &p["mismatch"]), (Some("managed"), &Value::Bool(false)), "{p}");
     }
     // The same device without write_queues is one set of 4: every queue now disagrees.
     write_file(root, "sys/module/nvme/parameters/write_queues", "0\n");
     let plan = plan_json(root, empty_config().path());
-    assert!(queue_irqs(device(&plan, "0000:02:00.0"), None).iter().all(|p| p["mismatch"] == true));
+    let queues = queue_irqs(device(&plan, "0000:02:00.0"), None);
+    assert_eq!(queues.len(), 4);
+    assert!(queues.iter().all(|p| p["mismatch"] == true));
 }

@@ -249,4 +249,55 @@ mod tests {
         assert_eq!(l.irqs.len(), 1, "only the loose IRQ on a forbidden CPU is listed");
         assert_eq!(l.irqs[0].desired, Some(cpus("0-1,4-5")));
     }
+
+    /// An IRQ the kernel refused to move (EIO/EPERM) stays where it is even on forbidden CPUs,
+    /// a device's as well as one of no device, while the same IRQs not refused are moved.
+    #[test]
+    fn refused_irqs_on_forbidden_cpus_are_left_where_the_kernel_keeps_them() {
+        let nodes: BTreeMap<u32, CpuSet> = [(0, cpus("0-3"))].into_iter().collect();
+        let vector = |irq| IrqVector {
+            irq,
+            name: Some("acpi".into()),
+            role: QueueRole::Misc,
+            queue: None,
+            recognised: Recognition::UnknownDriver { driver: None },
+            managed: false,
+            current: Some(cpus("2-3")),
+            hint: None,
+        };
+        let run = |refused: &BTreeSet<u32>| {
+            let input = GuardInput {
+                forbidden: Forbidden { sources: vec![("isolated".into(), cpus("2-3"))] },
+                allowed: cpus("0-1"),
+                nodes: &nodes,
+                exempt: &BTreeSet::new(),
+                refused,
+            };
+            let dev = DevicePlan {
+                bdf: "0000:01:00.0".into(),
+                class: DeviceClass::Storage,
+                driver: None,
+                name: None,
+                node: Some(0),
+                strategy: StrategyName::Leave,
+                rules: vec![],
+                xps: None,
+                napi_threads: Vec::new(),
+                irqs: vec![placement(40, "2-3", Action::Skip)],
+            };
+            let mut plan = Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() };
+            guard(&mut plan, &[LooseIrq { vector: vector(9), node: None }], &input);
+            let [device, loose] = [&plan.devices[0].irqs[0], &plan.devices[1].irqs[0]].map(Clone::clone);
+            (device, loose)
+        };
+        let (device, loose) = run(&[40, 9].into_iter().collect());
+        assert_eq!((device.action, device.desired.clone()), (Action::Skip, None), "{}", device.reason);
+        assert_eq!(device.reason, "left alone", "the device IRQ's reason is its strategy's");
+        assert_eq!((loose.action, loose.desired.clone()), (Action::Skip, Some(cpus("2-3"))));
+        assert_eq!(loose.reason, "the kernel refuses to move it (a write failed)");
+        // The same IRQs, not refused: both are moved off the isolated CPUs.
+        let (device, loose) = run(&BTreeSet::new());
+        assert_eq!((device.action, device.desired), (Action::Set, Some(cpus("0-1"))));
+        assert_eq!((loose.action, loose.desired), (Action::Set, Some(cpus("0-1"))));
+    }
 }
