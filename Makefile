@@ -2,7 +2,7 @@
 CARGO ?= cargo
 BIN := target/release/irqwise
 
-.PHONY: run test deps build bench fmt clippy assets deb rpm install uninstall package-test fuzz
+.PHONY: run test deps build bench fmt clippy assets deb rpm install uninstall package-test fuzz mutants
 
 build: deps
 	$(CARGO) build --release
@@ -40,6 +40,11 @@ bench: deps
 	$(CARGO) bench --bench plan
 	$(CARGO) bench --bench daemon
 	$(CARGO) bench --bench scale
+
+# Mutation testing of the pure core (scripts/mutants.sh; cargo-mutants installed when missing).
+# Hours for the whole core on 2 CPUs; MUTANTS_FILES="src/plan/guard.rs" for one file.
+mutants: deps
+	scripts/mutants.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -197,6 +197,37 @@ mod tests {
         }
     }
 
+    /// An ACPI IRQ of no device, movable, on `current`.
+    fn loose_irq(irq: u32, current: &str) -> LooseIrq {
+        let vector = IrqVector {
+            irq,
+            name: Some("acpi".into()),
+            role: QueueRole::Misc,
+            queue: None,
+            recognised: Recognition::UnknownDriver { driver: None },
+            managed: false,
+            current: Some(cpus(current)),
+            hint: None,
+        };
+        LooseIrq { vector, node: None }
+    }
+
+    /// A left-alone storage device at 0000:01:00.0 on `node` with `irqs`.
+    fn storage_device(node: Option<u32>, irqs: Vec<Placement>) -> DevicePlan {
+        DevicePlan {
+            bdf: "0000:01:00.0".into(),
+            class: DeviceClass::Storage,
+            driver: None,
+            name: None,
+            node,
+            strategy: StrategyName::Leave,
+            rules: vec![],
+            xps: None,
+            napi_threads: Vec::new(),
+            irqs,
+        }
+    }
+
     #[test]
     fn left_alone_and_loose_irqs_lose_forbidden_cpus_managed_ones_are_only_noted() {
         let nodes: BTreeMap<u32, CpuSet> = [(0, cpus("0-3")), (1, cpus("4-7"))].into_iter().collect();
@@ -207,35 +238,17 @@ mod tests {
             exempt: &BTreeSet::new(),
             refused: &BTreeSet::new(),
         };
-        let dev = DevicePlan {
-            bdf: "0000:01:00.0".into(),
-            class: DeviceClass::Storage,
-            driver: None,
-            name: None,
-            node: Some(1),
-            strategy: StrategyName::Leave,
-            rules: vec![],
-            xps: None,
-            napi_threads: Vec::new(),
-            irqs: vec![
+        let dev = storage_device(
+            Some(1),
+            vec![
                 placement(30, "0-7", Action::Skip),
                 placement(31, "6-7", Action::Skip),
                 placement(32, "6", Action::Managed),
                 placement(33, "0-1", Action::Skip),
             ],
-        };
+        );
         let mut plan = Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() };
-        let vector = |irq, current: &str| IrqVector {
-            irq,
-            name: Some("acpi".into()),
-            role: QueueRole::Misc,
-            queue: None,
-            recognised: Recognition::UnknownDriver { driver: None },
-            managed: false,
-            current: Some(cpus(current)),
-            hint: None,
-        };
-        let loose = [LooseIrq { vector: vector(9, "2"), node: None }, LooseIrq { vector: vector(10, "0"), node: None }];
+        let loose = [loose_irq(9, "2"), loose_irq(10, "0")];
         guard(&mut plan, &loose, &input);
         let d = &plan.devices[0].irqs;
         assert_eq!((d[0].action, d[0].desired.clone()), (Action::Set, Some(cpus("0-1,4-5"))));
@@ -255,16 +268,6 @@ mod tests {
     #[test]
     fn refused_irqs_on_forbidden_cpus_are_left_where_the_kernel_keeps_them() {
         let nodes: BTreeMap<u32, CpuSet> = [(0, cpus("0-3"))].into_iter().collect();
-        let vector = |irq| IrqVector {
-            irq,
-            name: Some("acpi".into()),
-            role: QueueRole::Misc,
-            queue: None,
-            recognised: Recognition::UnknownDriver { driver: None },
-            managed: false,
-            current: Some(cpus("2-3")),
-            hint: None,
-        };
         let run = |refused: &BTreeSet<u32>| {
             let input = GuardInput {
                 forbidden: Forbidden { sources: vec![("isolated".into(), cpus("2-3"))] },
@@ -273,20 +276,9 @@ mod tests {
                 exempt: &BTreeSet::new(),
                 refused,
             };
-            let dev = DevicePlan {
-                bdf: "0000:01:00.0".into(),
-                class: DeviceClass::Storage,
-                driver: None,
-                name: None,
-                node: Some(0),
-                strategy: StrategyName::Leave,
-                rules: vec![],
-                xps: None,
-                napi_threads: Vec::new(),
-                irqs: vec![placement(40, "2-3", Action::Skip)],
-            };
+            let dev = storage_device(Some(0), vec![placement(40, "2-3", Action::Skip)]);
             let mut plan = Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() };
-            guard(&mut plan, &[LooseIrq { vector: vector(9), node: None }], &input);
+            guard(&mut plan, &[loose_irq(9, "2-3")], &input);
             let [device, loose] = [&plan.devices[0].irqs[0], &plan.devices[1].irqs[0]].map(Clone::clone);
             (device, loose)
         };

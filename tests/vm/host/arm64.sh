@@ -18,7 +18,7 @@ ARM64_MODULES="nvme virtio_pci virtio_net virtio_mmio virtio_blk"
 # architecture added to dpkg first) and unpacked below CACHE, never installed. Sets A64_KVER,
 # A64_KIMG, A64_MODBASE (holding lib/modules/A64_KVER with depmod's modules.dep) and A64_BUSYBOX.
 arm64_packages() {
-  local cache=$1 version=$2 meta pkg dir deb
+  local cache=$1 version=$2 meta pkg dir
   case $version in 6.1) meta=linux-image-arm64;; 6.12) meta=linux-image-6.12-arm64;;
     *) echo "test-vm: no arm64 kernel $version (6.1, 6.12)" >&2; return 1;; esac
   if [ "$(id -u)" = 0 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
@@ -33,14 +33,7 @@ arm64_packages() {
   dir=$cache/arm64-$version
   A64_KVER=${pkg#linux-image-} A64_MODBASE=$dir/root
   A64_KIMG=$dir/root/boot/vmlinuz-$A64_KVER
-  if [ ! -r "$A64_KIMG" ] || [ ! -e "$A64_MODBASE/lib/modules/$A64_KVER/modules.dep" ]; then
-    rm -rf "$dir"; mkdir -p "$dir"
-    (cd "$dir" && apt-get download "$pkg:arm64" >/dev/null 2>&1) || { echo "test-vm: apt-get download $pkg:arm64 failed" >&2; return 1; }
-    deb=$(ls "$dir"/linux-image-*.deb | head -1)
-    dpkg-deb -x "$deb" "$dir/root" && rm -f "$deb"
-    depmod -b "$A64_MODBASE" "$A64_KVER" || { echo "test-vm: depmod -b $A64_MODBASE $A64_KVER failed" >&2; return 1; }
-  fi
-  [ -r "$A64_KIMG" ] || { echo "test-vm: $pkg has no /boot/vmlinuz-$A64_KVER" >&2; return 1; }
+  unpacked_kernel "$dir" "$pkg:arm64" "$A64_KVER" || return 1
   A64_BUSYBOX=$cache/arm64-busybox/root/bin/busybox
   if [ ! -x "$A64_BUSYBOX" ]; then
     rm -rf "$cache/arm64-busybox"; mkdir -p "$cache/arm64-busybox"

@@ -48,7 +48,7 @@ KERNEL_612_META=linux-image-6.12-amd64
 # Sets KVER, KIMG (its vmlinuz) and MODBASE (DIR/root, holding lib/modules/KVER with the
 # modules.dep depmod wrote). Fails naming what is missing.
 second_kernel() {
-  local dir=$1 pkg deb
+  local dir=$1 pkg
   pkg=$(apt-cache depends "$KERNEL_612_META" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-6\.12/ { print $2; exit }')
   if [ -z "$pkg" ]; then
     [ "$(id -u)" = 0 ] && apt-get update -qq >&2
@@ -56,14 +56,22 @@ second_kernel() {
   fi
   [ -n "$pkg" ] || { echo "test-vm: apt-cache knows no $KERNEL_612_META (Debian 12 archive or bookworm-backports)" >&2; return 1; }
   KVER=${pkg#linux-image-} MODBASE=$dir/root KIMG=$dir/root/boot/vmlinuz-${pkg#linux-image-}
-  if [ ! -r "$KIMG" ] || [ ! -e "$MODBASE/lib/modules/$KVER/modules.dep" ]; then
+  unpacked_kernel "$dir" "$pkg" "$KVER"
+}
+
+# unpacked_kernel DIR PKG KVER: the kernel package PKG (apt-get download's name, with :ARCH for a
+# foreign one) unpacked below DIR/root with depmod's modules.dep for KVER; reused when already
+# there. Fails naming what is missing.
+unpacked_kernel() {
+  local dir=$1 pkg=$2 kver=$3 deb
+  if [ ! -r "$dir/root/boot/vmlinuz-$kver" ] || [ ! -e "$dir/root/lib/modules/$kver/modules.dep" ]; then
     rm -rf "$dir"; mkdir -p "$dir"
     (cd "$dir" && apt-get download "$pkg" >/dev/null 2>&1) || { echo "test-vm: apt-get download $pkg failed" >&2; return 1; }
     deb=$(ls "$dir"/linux-image-*.deb | head -1)
     dpkg-deb -x "$deb" "$dir/root" && rm -f "$deb"
-    depmod -b "$MODBASE" "$KVER" || { echo "test-vm: depmod -b $MODBASE $KVER failed" >&2; return 1; }
+    depmod -b "$dir/root" "$kver" || { echo "test-vm: depmod -b $dir/root $kver failed" >&2; return 1; }
   fi
-  [ -r "$KIMG" ] || { echo "test-vm: $pkg has no /boot/vmlinuz-$KVER" >&2; return 1; }
+  [ -r "$dir/root/boot/vmlinuz-$kver" ] || { echo "test-vm: $pkg has no /boot/vmlinuz-$kver" >&2; return 1; }
 }
 
 # pvh_image KIMG CACHE: sets KIMG to the kernel's uncompressed vmlinux with a PVH entry (cached
