@@ -272,12 +272,13 @@ tier_arm64() {
   for version in $versions; do
     arm64_packages "$WORK/cache" "$version" || return 2
     arm64_initramfs "$w/root-$version" "$w/initramfs-$version.cpio.gz" || return 2
+    printf '%s %s\n' "$A64_KVER" "$A64_KIMG" > "$w/kernel-$version"
   done
   local t_pkg; t_pkg=$(since "$t")
   t=$(secs)
   for run in $runs; do
     version=${run%%:*} shape=${run#*:}
-    arm64_packages "$WORK/cache" "$version" || return 2
+    read -r A64_KVER A64_KIMG < "$w/kernel-$version"   # fetched above, once per kernel
     d=$w/$version-$shape; rm -rf "$d"; mkdir -p "$d"; echo "$A64_KVER" > "$d/kver"
     echo "test-vm: arm64 tier: $A64_KVER, shape $shape, log in $d" >&2
     arm64_boot "$version" "$shape" "$d" "$w/initramfs-$version.cpio.gz" &

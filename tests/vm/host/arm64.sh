@@ -139,7 +139,6 @@ arm64_check() {
   echo "MEASURE arm64 kernel $(cat "$s/proc/sys/kernel/osrelease")"
   [ "${IRQWISE_VM_ARM64_FLIP:-0}" = 1 ] && echo "7.0.0-flipped" > "$s/proc/sys/kernel/osrelease"
   "$irqwise" plan --root "$s" --json > "$d/plan.json" 2> "$d/plan.err"
-  "$irqwise" plan --root "$s" > "$d/plan.txt" 2>&1
   "$irqwise" topology --root "$s" --json > "$d/topology.json" 2> "$d/topology.err"
   awk -v cols=irq,desired,mismatch,uncertain -f "$VM_DIR/guest/planrows.awk" "$d/plan.json" > "$d/rows"
   canon() { awk -v l="$(echo "$1" | tr -d ' ')" 'BEGIN { n = split(l, p, ","); s = ""
