@@ -285,3 +285,18 @@ fn write_corpus_root() {
     let all = corpus();
     write_devices(dir, &all.iter().collect::<Vec<_>>());
 }
+
+#[test]
+fn pin_needs_no_names_every_irq_of_an_unknown_driver_goes_to_the_cpus() {
+    // pin places by device, not by queue: a vector whose name says nothing is pinned like the
+    // others (without admin_cpus there is no separate place for non-queue vectors).
+    let (dir, irqs) = made_up_nic();
+    let config = config_with("[[device]]\nmatch = { driver = \"foonic\" }\nstrategy = \"pin\"\ncpus = \"2-3\"\n");
+    let plan = plan_json(dir.path(), config.path());
+    let ps = acceptance::irqs(device(&plan, MADE_UP));
+    assert_eq!(ps.len(), irqs.len());
+    for p in ps {
+        assert_eq!(p["action"], "set", "{p}");
+        assert_eq!(set_of(&p["desired"]), cpus("2-3"), "{p}");
+    }
+}
