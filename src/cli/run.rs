@@ -44,6 +44,7 @@ pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormat>, once: bo
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .on_thread_park(crate::daemon::resident::on_park)
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the tokio runtime: {e}")))?;
     runtime.block_on(daemon.run()).map_err(cli_error)?;

@@ -48,6 +48,7 @@ pub(crate) mod peers;
 mod record;
 mod reload;
 mod rescan;
+pub mod resident;
 mod respect;
 mod sources;
 pub mod state;

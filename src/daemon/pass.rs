@@ -38,6 +38,8 @@ impl Daemon {
         let opened_before = crate::sysfs::files_opened();
         // At the start and on a reload, writing is probed when the pass writes nothing.
         let probing = why.iter().any(|w| matches!(w.as_str(), "start" | "once" | "reload"));
+        // After a pass that read everything the daemon idles: its code need not stay mapped.
+        let idles_after = probing || why.iter().any(|w| w == "reconcile");
         let result = match self.read_and_plan() {
             Ok(planned) => Ok(self.apply(planned, probing)),
             Err(e) => Err(e.to_string()),
@@ -47,6 +49,9 @@ impl Daemon {
         let outcome = PassOutcome { number, why, took: began.elapsed(), opened, result, hotplugged };
         self.records.record(outcome, &self.root, &self.config);
         super::malloc::give_back();
+        if idles_after {
+            super::resident::give_back_when_idle();
+        }
         self.passes.send_replace(number);
     }
 
