@@ -13,9 +13,6 @@ use std::path::Path;
 use acceptance::fixture::{write_cpu_topology, FixtureRoot, NamingScheme};
 use acceptance::*;
 use irqwise::cpuset::CpuSet;
-use irqwise::kernel::group_cpus::{group_cpus_evenly, GroupRules};
-use irqwise::kernel::KernelVersion;
-use irqwise::topology::synthetic::SyntheticMachine;
 use serde_json::Value;
 
 const NIC_A: &str = "0000:81:00.0"; // ice, eth0, node 1, 8 queues
@@ -193,10 +190,20 @@ fn strategy_numa_hop_and_cluster_group_override_the_class_defaults() {
     assert!(chosen.iter().all(|&c| node_cpus(root, 1).contains(c)));
     assert_eq!(distinct_cores(root, &chosen), 4);
     changed(&plan, &baseline, NVME_C);
-    // A NIC under cluster-group: queue i → group i of group_cpus_evenly(8) for kernel 6.11.
+    // A NIC under cluster-group: queue i → group i of the kernel's 8 groups. On 2 nodes of 8
+    // two-thread cores without clusters, group_cpus_evenly(8) gives each node 4 groups of 4
+    // CPUs: its cores two by two in order of their first CPU, node 1's groups first (the
+    // kernel's heapsort of two equal nodes puts the second first: golden vector t02, two equal
+    // sockets, 4 and 8 groups); read here from the fixture's own files.
     let (plan, _) = plan_with(root, "[[device]]\nmatch = { driver = \"ice\" }\nstrategy = \"cluster-group\"\n");
-    let topo = SyntheticMachine::new(2, 8, 2).build();
-    let groups = group_cpus_evenly(&topo, 8, GroupRules::for_kernel(KernelVersion { major: 6, minor: 11 })).groups;
+    let mut groups = Vec::new();
+    for node in [1, 0] {
+        let mut cores: Vec<CpuSet> = node_cpus(root, node).iter().map(|c| core_of(root, c)).collect();
+        cores.sort_by_key(CpuSet::first);
+        cores.dedup();
+        assert_eq!(cores.len(), 8);
+        groups.extend(cores.chunks(2).map(|two| two[0].union(&two[1])));
+    }
     assert_eq!(desired_per_queue(device(&plan, NIC_A)), groups);
 }
 

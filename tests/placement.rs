@@ -5,8 +5,9 @@
 //! are predicted as their own IRQ set.
 //!
 //! The machine: 2 nodes × 6 cores × 2 threads (x86 numbering: siblings N / N+12), node 0 =
-//! 0-5,12-17, node 1 = 6-11,18-23. Expectations come from the fixture's files and from
-//! `group_cpus_evenly()` on an independently built topology, never from the planner.
+//! 0-5,12-17, node 1 = 6-11,18-23. Expectations come from the fixture's files and the kernel's
+//! rules worked out on them (checked against the golden vectors), never from the planner or its
+//! algorithms.
 
 #[path = "common/acceptance.rs"]
 mod acceptance;
@@ -18,9 +19,6 @@ use std::path::Path;
 use acceptance::fixture::{FixtureRoot, NamingScheme};
 use acceptance::*;
 use irqwise::cpuset::CpuSet;
-use irqwise::kernel::group_cpus::{group_cpus_evenly, GroupRules};
-use irqwise::kernel::KernelVersion;
-use irqwise::topology::synthetic::SyntheticMachine;
 use serde_json::Value;
 
 const ENS5: &str = "0000:81:00.0";
@@ -164,10 +162,20 @@ fn passthrough_and_unbound_devices_are_left_alone() {
     assert_eq!(device(&plan, "0000:82:00.1")["strategy"], "numa-hop");
 }
 
-/// The kernel's groups for `n` vectors on the fixture machine, from an independent topology.
-fn kernel_groups(n: usize) -> Vec<CpuSet> {
-    let topo = SyntheticMachine::new(2, 6, 2).build();
-    group_cpus_evenly(&topo, n, GroupRules::for_kernel(KernelVersion { major: 6, minor: 1 })).groups
+/// The kernel's 6 groups on [`machine`] (2 nodes of 6 two-thread cores, no clusters), from the
+/// fixture's own files: group_cpus_evenly(6) gives each node 3 groups of 4 CPUs, its cores two by
+/// two in order of their first CPU, node 1's groups first (the kernel's heapsort of two equal
+/// nodes puts the second first, as golden vector t02's two equal sockets show).
+fn kernel_groups_of_six(root: &Path) -> Vec<CpuSet> {
+    let mut groups = Vec::new();
+    for node in [1, 0] {
+        let mut cores: Vec<CpuSet> = node_cpus(root, node).iter().map(|c| core_of(root, c)).collect();
+        cores.sort_by_key(CpuSet::first);
+        cores.dedup();
+        assert_eq!(cores.len(), 6);
+        groups.extend(cores.chunks(2).map(|two| two[0].union(&two[1])));
+    }
+    groups
 }
 
 /// Makes IRQ `irq`'s mask files read-only, as kernels ≥ 6.12 show a managed IRQ.
@@ -188,7 +196,7 @@ fn storage_hbas_report_managed_irqs_never_write_them_and_claim_no_false_match() 
     let megasas: Vec<String> = (0..7).map(|i| format!("megasas0-msix{i}")).collect();
     let names: Vec<&str> = megasas.iter().map(String::as_str).collect();
     f.msi_device("0000:03:00.0", 0x010400, "megaraid_sas", Some(0), &names);
-    let groups = kernel_groups(6);
+    let groups = kernel_groups_of_six(root);
     let mega = f.irqs_of("0000:03:00.0").to_vec();
     for (i, &irq) in mega.iter().enumerate().skip(1) {
         let mask = if i == 3 { cpus("0") } else { groups[i - 1].clone() };

@@ -1,11 +1,13 @@
 //! Acceptance: the plan the real binary prints for fixture machines. Expectations come
-//! from the sysfs files the fixture wrote (core and node lists) and from `group_cpus_evenly()`
-//! computed on an independently built topology, never from the planner itself.
+//! from the sysfs files the fixture wrote (core and node lists) and from the kernel's own groups
+//! in the golden vectors (`tests/data/vectors/`), never from the planner or its algorithms.
 
 #[path = "common/acceptance.rs"]
 mod acceptance;
 #[path = "common/sysfs_tree.rs"]
 mod sysfs_tree;
+#[path = "common/vectors.rs"]
+mod vectors;
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -14,17 +16,9 @@ use std::path::Path;
 use acceptance::fixture::{FixtureRoot, NamingScheme};
 use acceptance::*;
 use irqwise::cpuset::CpuSet;
-use irqwise::kernel::group_cpus::{group_cpus_evenly, GroupAlgorithm, GroupRules};
-use irqwise::kernel::KernelVersion;
-use irqwise::topology::synthetic::SyntheticMachine;
-use irqwise::topology::Topology;
 
 const NIC: &str = "0000:81:00.0";
 const NVME: &str = "0000:82:00.0";
-
-fn kernel(v: &str) -> GroupRules {
-    GroupRules::for_kernel(KernelVersion::parse(v).unwrap())
-}
 
 /// The single CPU of each queue IRQ, in queue order (asserting one CPU each).
 fn one_cpu_per_queue(dev: &serde_json::Value) -> Vec<u32> {
@@ -103,16 +97,6 @@ fn more_queues_than_cpus_wrap_and_none_is_empty() {
     assert_eq!(chosen[..4].iter().copied().collect::<CpuSet>(), cpus("0-3"));
 }
 
-/// 2 nodes × 8 cores × 2 threads with clusters of 4 cores: mainline and cluster-aware grouping
-/// differ there. Returns the topology as built (with `kernel` set) and the root written from it.
-fn clustered_root(kernel_release: &str) -> (Topology, tempfile::TempDir) {
-    let mut topo = SyntheticMachine { cores_per_cluster: 4, ..SyntheticMachine::new(2, 8, 2) }.build();
-    topo.kernel = Some(kernel_release.into());
-    let dir = tempfile::tempdir().unwrap();
-    sysfs_tree::write_topology(dir.path(), &topo);
-    (topo, dir)
-}
-
 /// An NVMe-class controller whose driver is not `nvme` (so its I/O vectors are ordinary,
 /// movable IRQs): admin queue `nvme0q0` and `io` I/O queues `nvme0q1..`.
 fn unmanaged_nvme(root: &Path, io: u32, node: u32) {
@@ -121,38 +105,74 @@ fn unmanaged_nvme(root: &Path, io: u32, node: u32) {
     FixtureRoot::at(root).msi_device(NVME, 0x010802, "nvme_vendor", Some(node), &refs);
 }
 
+/// The I/O queues of an unmanaged NVMe controller with `n` I/O queues on the golden machine t13
+/// ([`golden_cluster_machine`]) planned with kernel `release`, for each `n` of `counts`: queue
+/// i's desired set beside the kernel's group i. The expected groups are the kernel's, not the
+/// planner's code.
+fn golden_cluster_plans(release: &str, algorithm: &str, counts: &[usize]) -> Vec<(Vec<CpuSet>, Vec<CpuSet>)> {
+    let mut out = Vec::new();
+    for &n in counts {
+        let (dir, want) = golden_cluster_machine(release, algorithm, n);
+        unmanaged_nvme(dir.path(), n as u32, 0);
+        let plan = plan_json(dir.path(), empty_config().path());
+        let nvme = device(&plan, NVME);
+        assert_eq!(nvme["strategy"], "cluster-group", "{release}");
+        let queues = queue_irqs(nvme, Some("io"));
+        assert_eq!(queues.len(), n, "{release}");
+        for (i, p) in queues.iter().enumerate() {
+            assert_eq!(
+                (p["queue"].as_u64(), &p["managed"], &p["action"]),
+                (Some(i as u64), &false.into(), &"set".into())
+            );
+        }
+        let admin: Vec<_> = irqs(nvme).iter().filter(|p| p["role"] == "admin").collect();
+        assert_eq!(set_of(&admin[0]["desired"]), node_cpus(dir.path(), 0), "the admin queue: the node's CPUs");
+        out.push((desired_per_queue(nvme), want));
+    }
+    out
+}
+
+/// The golden machine t13 (1 node, 8 clusters of 2 cores × 2 threads) written as sysfs with
+/// kernel `release`, and the kernel's `n` groups on it under `algorithm` (heapsort of 6.11), as
+/// its vector file records them.
+fn golden_cluster_machine(release: &str, algorithm: &str, n: usize) -> (tempfile::TempDir, Vec<CpuSet>) {
+    let (mut topo, cases) = vectors::load_topology_and_cases("t13_1node_cluster_with_smt.json");
+    topo.kernel = Some(release.into());
+    topo.arch = Some("x86_64".into());
+    let groups = cases
+        .iter()
+        .find_map(|c| match c {
+            vectors::Case::Groups(g) if g.numgrps == n => Some(g),
+            _ => None,
+        })
+        .and_then(|g| g.results.iter().find(|r| r.algorithm == algorithm && r.sort == "heapsort-v6.11"))
+        .unwrap_or_else(|| panic!("t13 has no {algorithm} case for {n} groups"))
+        .groups
+        .clone();
+    let dir = tempfile::tempdir().unwrap();
+    sysfs_tree::write_topology(dir.path(), &topo);
+    (dir, groups)
+}
+
 #[test]
 fn unmanaged_nvme_io_queues_get_the_cluster_aware_groups_in_order() {
-    let (topo, dir) = clustered_root("7.0.0");
-    let root = dir.path();
-    let io = 6;
-    unmanaged_nvme(root, io, 1);
-    let expected = group_cpus_evenly(&topo, io as usize, kernel("7.0"));
-    assert_eq!(kernel("7.0").algorithm, GroupAlgorithm::ClusterAware);
-    let mainline = group_cpus_evenly(&topo, io as usize, kernel("6.11"));
-    assert_ne!(expected.groups, mainline.groups, "the fixture must tell the two algorithms apart");
-    let plan = plan_json(root, empty_config().path());
-    let nvme = device(&plan, NVME);
-    assert_eq!(nvme["strategy"], "cluster-group");
-    let queues = queue_irqs(nvme, Some("io"));
-    assert_eq!(queues.len(), io as usize);
-    for (i, p) in queues.iter().enumerate() {
-        assert_eq!(p["queue"].as_u64(), Some(i as u64));
-        assert_eq!(p["managed"], false, "{p}");
-        assert_eq!(p["action"], "set", "{p}");
-        assert_eq!(set_of(&p["desired"]), expected.groups[i], "queue {i} → group {i}");
+    let counts = [6, 8, 10, 12];
+    for (got, want) in golden_cluster_plans("7.0.0", "cluster_aware", &counts) {
+        assert_eq!(got, want, "queue i → the kernel's group i ({} queues)", want.len());
     }
-    let admin: Vec<_> = irqs(nvme).iter().filter(|p| p["role"] == "admin").collect();
-    assert_eq!(set_of(&admin[0]["desired"]), node_cpus(root, 1), "the admin queue: node 1's CPUs");
 }
 
 #[test]
 fn the_same_controller_on_an_older_kernel_gets_mainline_groups() {
-    let (topo, dir) = clustered_root("6.11.0");
-    unmanaged_nvme(dir.path(), 6, 0);
-    let expected = group_cpus_evenly(&topo, 6, kernel("6.11"));
-    let plan = plan_json(dir.path(), empty_config().path());
-    assert_eq!(desired_per_queue(device(&plan, NVME)), expected.groups);
+    let counts = [6, 8, 10, 12];
+    let mainline = golden_cluster_plans("6.11.0", "mainline", &counts);
+    for (got, want) in &mainline {
+        assert_eq!(got, want, "{} queues", want.len());
+    }
+    // The machine tells the two algorithms apart: 8, 10 and 12 queues differ between them.
+    let aware = golden_cluster_plans("7.0.0", "cluster_aware", &counts);
+    let differ = mainline.iter().zip(&aware).filter(|(m, a)| m.1 != a.1).count();
+    assert_eq!(differ, 3);
 }
 
 /// Rewrites the namespace's blk-mq map (`mq/<i>/cpuN` entries and `cpu_list`) to `groups`.
@@ -172,11 +192,10 @@ fn write_blk_mq(root: &Path, groups: &[CpuSet]) {
 
 #[test]
 fn managed_nvme_is_predicted_and_a_mismatch_is_flagged() {
-    let (topo, dir) = clustered_root("7.0.0");
+    let (dir, expected) = golden_cluster_machine("7.0.0", "cluster_aware", 4);
     let root = dir.path();
     let mut fx = FixtureRoot::at(root);
     fx.nvme(NVME, "nvme0", Some(0), 4, true, false);
-    let expected = group_cpus_evenly(&topo, 4, kernel("7.0")).groups;
     // The kernel shows its groups on every I/O IRQ and in blk-mq, except I/O queue 2's IRQ,
     // deliberately put on CPU 5.
     let io_irqs = fx.irqs_of(NVME)[1..].to_vec();
