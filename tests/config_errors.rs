@@ -5,7 +5,7 @@
 mod config_text;
 
 use config_text::*;
-use irqwise::config::{load, parse_files, ConfigError, ConfigPaths, ConfigWarning, SourceFile};
+use irqwise::config::{load, parse_files, ConfigError, ConfigPaths, ConfigWarning, MetricsFile, SourceFile};
 
 // ---------------------------------------------------------------- every error
 
@@ -238,4 +238,33 @@ fn warnings_for_rules_that_cannot_act() {
     assert!(w[1].starts_with("w.toml:6:18: warning: queues_per_cpu"), "{}", w[1]);
     assert!(w[2].starts_with("w.toml:10:12: warning: strategy"), "{}", w[2]);
     assert!(r.config.is_some(), "warnings do not make the config unusable");
+}
+
+#[test]
+fn metrics_file_must_be_an_absolute_plain_path_of_a_prom_file() {
+    for bad in ["relative/m.prom", "/var/lib/m.txt", "/var/lib/.prom", "/var/./lib/m.prom", "/var/lib/../m.prom"] {
+        assert_one_error(&format!("[global]\nmetrics_file = \"{bad}\"\n"), 2, 16, &["metrics_file", bad]);
+    }
+    let at = |text: &str| parse_ok(&format!("[global]\nmetrics_file = \"{text}\"\n")).global.metrics_file;
+    assert_eq!(
+        at("/var/lib/node-exporter/irqwise.prom"),
+        MetricsFile::At("/var/lib/node-exporter/irqwise.prom".into())
+    );
+    assert_eq!(at("/x.prom"), MetricsFile::At("/x.prom".into()), "one character before .prom is a name");
+    assert_eq!(at(""), MetricsFile::Off);
+}
+
+#[test]
+fn strategy_leave_warns_only_when_other_settings_are_set() {
+    let warnings = |settings: &str| {
+        let text = format!("[[device]]\nmatch = {{ driver = \"ice\" }}\nstrategy = \"leave\"\n{settings}");
+        let r = parse_files(&[SourceFile { path: "l.toml".into(), text }], &possible());
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        r.warnings.iter().map(std::string::ToString::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(warnings(""), Vec::<String>::new(), "leave alone is what it says");
+    assert_eq!(warnings("guard = false\n"), Vec::<String>::new(), "the guard still acts on a left device");
+    let w = warnings("cpus = \"1\"\n");
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].starts_with("l.toml:3:12: warning: strategy"), "{}", w[0]);
 }

@@ -123,3 +123,30 @@ fn metrics_file_must_be_an_absolute_prom_path_or_empty() {
         }
     }
 }
+
+#[test]
+fn changed_leaves_out_the_kept_irqs_of_a_device_with_one_to_write() {
+    let dir = two_node_root("6.11.0");
+    let root = dir.path();
+    let mut fx = FixtureRoot::at(root);
+    fx.nic(NIC, "ice", "eth0", Some(1), 4, NamingScheme::IceTxRx);
+    let config = empty_config();
+    let cfg = config.path();
+    let out = irqwise(root, cfg).arg("apply").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Someone moves one queue IRQ: only it is to be written again; the NIC's other IRQs are kept.
+    let moved = fx.irqs_of(NIC)[2];
+    fx.irq_affinity(moved, &irqwise::cpuset::CpuSet::parse_list("0-31").unwrap());
+    let (code, json) = plan(root, cfg, &["--json", "--changed", "--exit-code"]);
+    assert_eq!(code, Some(4));
+    let changed: Value = serde_json::from_str(&json).unwrap();
+    let devices = changed["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 1, "{changed}");
+    let irqs: Vec<(u64, &str)> = devices[0]["irqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["irq"].as_u64().unwrap(), p["action"].as_str().unwrap()))
+        .collect();
+    assert_eq!(irqs, [(u64::from(moved), "set")]);
+}

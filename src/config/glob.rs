@@ -197,6 +197,16 @@ mod tests {
         assert!(m("[a-]", "-"));
         assert!(m("0000:[89]?:*", "0000:81:00.0"));
         assert!(!m("0000:[89]?:*", "0000:41:00.0"));
+        // The negation mark is not a member: `[!a]` takes `!` (and `[`), not `a`.
+        assert!(m("[!a]", "!") && m("[!a]", "[") && !m("[!a]", "a"));
+        // A one-character range is a range, not a reversed one.
+        assert!(m("[a-a]", "a") && !m("[a-a]", "b"));
+    }
+
+    #[test]
+    fn a_glob_shows_its_pattern_as_written() {
+        let g = Glob::new("mlx5_*").unwrap();
+        assert_eq!((g.as_str(), g.to_string().as_str()), ("mlx5_*", "mlx5_*"));
     }
 
     #[test]

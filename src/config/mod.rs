@@ -299,13 +299,3 @@ pub enum OnDrift {
     /// configuration is reloaded.
     Respect,
 }
-
-impl OnDrift {
-    /// The config spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OnDrift::Restore => "restore",
-            OnDrift::Respect => "respect",
-        }
-    }
-}

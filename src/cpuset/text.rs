@@ -228,6 +228,19 @@ mod tests {
     }
 
     #[test]
+    fn debug_shows_the_list() {
+        assert_eq!(format!("{:?}", list("0-3,8")), "CpuSet(0-3,8)");
+    }
+
+    #[test]
+    fn json_arrays_below_max_cpus_are_sets_and_one_at_max_cpus_is_refused() {
+        let set: CpuSet = serde_json::from_str("[3,1,8191]").expect("valid");
+        assert_eq!(set.iter().collect::<Vec<_>>(), [1, 3, 8191]);
+        let err = serde_json::from_str::<CpuSet>("[0,8192]").expect_err("8192 is MAX_CPUS");
+        assert!(err.to_string().contains("CPU 8192 is not below 8192"), "{err}");
+    }
+
+    #[test]
     fn parses_kernel_lists() {
         assert_eq!(list("0-3,8,10-11\n").iter().collect::<Vec<_>>(), vec![0, 1, 2, 3, 8, 10, 11]);
         assert!(list("").is_empty());

@@ -229,6 +229,22 @@ ERR:          0
     }
 
     #[test]
+    fn each_kind_of_bad_line_is_said_with_its_own_line_number() {
+        let text = "CPU0\n 24:  1  PCI-MSI 1-edge  a\nno colon here\n 24:  1  PCI-MSI 1-edge  b\n 99999999999:  1  PCI-MSI 1-edge  c\n";
+        let (names, bad) = parse_proc_interrupts(text);
+        assert_eq!(names.get(&24).cloned().unwrap_or_default(), ["a"], "the first line of IRQ 24 is used");
+        let said: Vec<(usize, &str)> = bad.iter().map(|b| (b.line_no, b.problem)).collect();
+        assert_eq!(
+            said,
+            [
+                (3, "expected \"IRQ: counts...\""),
+                (4, "IRQ listed twice (its first line is used)"),
+                (5, "IRQ number out of range")
+            ]
+        );
+    }
+
+    #[test]
     fn proc_interrupts_bad_header_is_reported() {
         let (names, bad) = parse_proc_interrupts(" 24: 1 2 chip 0-edge x\n");
         assert!(names.is_empty());

@@ -300,6 +300,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn each_action_is_named_as_its_json_says() {
+        for a in [Action::Keep, Action::Set, Action::Managed, Action::Skip] {
+            let json = serde_json::to_value(a).unwrap();
+            assert_eq!(json.as_str(), Some(a.as_str()), "{a:?}");
+        }
+    }
+
+    #[test]
     fn status_line_has_the_documented_shape() {
         let c = Summary { devices: 5, irqs: 42, kept: 27, written: 3, managed: 12, ..Summary::default() };
         assert_eq!(c.status_line(), "42 IRQs on 5 devices: 30 placed, 12 kernel-managed, 0 failed");
