@@ -299,6 +299,50 @@ impl Plan {
 mod tests {
     use super::*;
 
+    /// NAPI thread `pid` of eth0 with `action`.
+    fn thread(pid: u32, action: Action) -> ThreadPlacement {
+        ThreadPlacement {
+            pid,
+            name: format!("napi/eth0-{pid}"),
+            napi_id: pid,
+            irq: Some(pid),
+            by: Some("netlink"),
+            current: Some(CpuSet::single(0)),
+            desired: Some(CpuSet::single(1)),
+            action,
+            reason: String::new(),
+            last_cpu: None,
+        }
+    }
+
+    #[test]
+    fn only_changes_keeps_the_threads_to_move_and_drops_the_others_and_quiet_devices() {
+        let nic = |bdf: &str, threads: Vec<ThreadPlacement>| DevicePlan {
+            bdf: bdf.into(),
+            class: DeviceClass::Nic,
+            driver: Some("ice".into()),
+            name: Some("eth0".into()),
+            node: Some(0),
+            strategy: StrategyName::NumaHop,
+            rules: Vec::new(),
+            irqs: Vec::new(),
+            xps: None,
+            napi_threads: threads,
+        };
+        let plan = Plan {
+            devices: vec![
+                nic("0000:01:00.0", vec![thread(10, Action::Keep), thread(11, Action::Set), thread(12, Action::Skip)]),
+                nic("0000:02:00.0", vec![thread(20, Action::Keep)]),
+            ],
+            ..Plan::default()
+        };
+        assert!(plan.has_pending_writes());
+        let changes = plan.only_changes();
+        assert_eq!(changes.devices.len(), 1, "a device with nothing to do is left out");
+        let pids: Vec<u32> = changes.devices[0].napi_threads.iter().map(|t| t.pid).collect();
+        assert_eq!((changes.devices[0].bdf.as_str(), pids), ("0000:01:00.0", vec![11]));
+    }
+
     #[test]
     fn each_action_is_named_as_its_json_says() {
         for a in [Action::Keep, Action::Set, Action::Managed, Action::Skip] {
