@@ -143,7 +143,7 @@ mod tests {
     use std::cell::RefCell;
 
     use super::*;
-    use crate::plan::{DevicePlan, ThreadPlacement};
+    use crate::plan::ThreadPlacement;
 
     struct Fake {
         names: Vec<(u32, &'static str)>,
@@ -180,19 +180,7 @@ mod tests {
     }
 
     fn plan(threads: Vec<ThreadPlacement>) -> Plan {
-        let dev = DevicePlan {
-            bdf: "0000:81:00.0".into(),
-            class: crate::devices::DeviceClass::Nic,
-            driver: None,
-            name: None,
-            node: None,
-            strategy: crate::choices::StrategyName::NumaHop,
-            rules: vec![],
-            irqs: vec![],
-            xps: None,
-            napi_threads: threads,
-        };
-        Plan { devices: vec![dev], ..Plan::default() }
+        Plan { devices: vec![crate::plan::test_nic_plan("0000:81:00.0", vec![], threads)], ..Plan::default() }
     }
 
     #[test]

@@ -328,8 +328,7 @@ pub(crate) fn write_state(root: &Root, record: &StateRecord, buf: &mut Vec<u8>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::choices::StrategyName;
-    use crate::devices::{DeviceClass, QueueRole, Recognition};
+    use crate::devices::{QueueRole, Recognition};
     use crate::plan::{Action, Placement};
 
     fn placement(irq: u32, current: &str, desired: &str) -> Placement {
@@ -355,18 +354,7 @@ mod tests {
     }
 
     fn device(bdf: &str, irqs: Vec<Placement>) -> DevicePlan {
-        DevicePlan {
-            bdf: bdf.into(),
-            class: DeviceClass::Nic,
-            driver: Some("ice".into()),
-            name: Some("eth0".into()),
-            node: Some(0),
-            strategy: StrategyName::NumaHop,
-            rules: vec![],
-            irqs,
-            xps: None,
-            napi_threads: Vec::new(),
-        }
+        crate::plan::test_nic_plan(bdf, irqs, Vec::new())
     }
 
     fn plan(devices: Vec<DevicePlan>) -> Plan {

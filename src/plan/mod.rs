@@ -295,6 +295,24 @@ impl Plan {
     }
 }
 
+/// A plan of NIC `bdf` (ice, eth0, node 0, numa-hop) with these IRQs and NAPI threads: the one
+/// device builder of the tests of what reads plans.
+#[cfg(test)]
+pub(crate) fn test_nic_plan(bdf: &str, irqs: Vec<Placement>, napi_threads: Vec<ThreadPlacement>) -> DevicePlan {
+    DevicePlan {
+        bdf: bdf.into(),
+        class: DeviceClass::Nic,
+        driver: Some("ice".into()),
+        name: Some("eth0".into()),
+        node: Some(0),
+        strategy: StrategyName::NumaHop,
+        rules: Vec::new(),
+        irqs,
+        xps: None,
+        napi_threads,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,18 +335,7 @@ mod tests {
 
     #[test]
     fn only_changes_keeps_the_threads_to_move_and_drops_the_others_and_quiet_devices() {
-        let nic = |bdf: &str, threads: Vec<ThreadPlacement>| DevicePlan {
-            bdf: bdf.into(),
-            class: DeviceClass::Nic,
-            driver: Some("ice".into()),
-            name: Some("eth0".into()),
-            node: Some(0),
-            strategy: StrategyName::NumaHop,
-            rules: Vec::new(),
-            irqs: Vec::new(),
-            xps: None,
-            napi_threads: threads,
-        };
+        let nic = |bdf: &str, threads| test_nic_plan(bdf, Vec::new(), threads);
         let plan = Plan {
             devices: vec![
                 nic("0000:01:00.0", vec![thread(10, Action::Keep), thread(11, Action::Set), thread(12, Action::Skip)]),
