@@ -56,6 +56,23 @@ impl Builder {
         self.words[w] |= 1 << b;
     }
 
+    /// Adds every CPU of `lo..=hi` (`lo <= hi`), a word at a time: a list file's `0-1023` is
+    /// 16 word writes, not 1,024 bit sets.
+    fn insert_range(&mut self, lo: u32, hi: u32) {
+        let (first, last) = ((lo / WORD_BITS) as usize, (hi / WORD_BITS) as usize);
+        if self.words.len() <= last {
+            self.words.resize(last + 1, 0);
+        }
+        for (w, word) in self.words[first..=last].iter_mut().enumerate() {
+            let w = (first + w) as u32;
+            // The bits of this word inside the range: from `lo`'s bit in the first word, up to
+            // `hi`'s bit in the last, whole words between.
+            let from = if w == lo / WORD_BITS { lo % WORD_BITS } else { 0 };
+            let to = if w == hi / WORD_BITS { hi % WORD_BITS } else { WORD_BITS - 1 };
+            *word |= (u64::MAX >> (WORD_BITS - 1 - to)) & (u64::MAX << from);
+        }
+    }
+
     fn finish(self) -> CpuSet {
         CpuSet::from_words(self.words)
     }

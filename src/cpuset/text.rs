@@ -56,9 +56,7 @@ impl CpuSet {
             if lo > hi {
                 return Err(CpuSetError::ReversedRange { text: text.into(), token: token.into(), pos });
             }
-            for cpu in lo..=hi {
-                set.insert(cpu);
-            }
+            set.insert_range(lo, hi);
         }
         Ok(set.finish())
     }
@@ -247,6 +245,8 @@ mod tests {
         assert!(list("\n").is_empty());
         assert_eq!(list("4, 5, 6, 7").iter().collect::<Vec<_>>(), vec![4, 5, 6, 7]);
         assert_eq!(list(" 2 - 3 ").iter().collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(list("62-65,127-128,8191").iter().collect::<Vec<_>>(), vec![62, 63, 64, 65, 127, 128, 8191]);
+        assert_eq!(list("0-63").iter().count(), 64);
     }
 
     #[test]
@@ -293,6 +293,17 @@ mod tests {
         #[test]
         fn mask_round_trip(s in arb_set()) {
             prop_assert_eq!(CpuSet::parse_mask(&s.to_mask_string()).unwrap(), s);
+        }
+
+        #[test]
+        fn a_listed_range_is_each_of_its_cpus(
+            ranges in prop::collection::vec((0u32..MAX_CPUS, 0u32..300), 1..5),
+        ) {
+            // Ranges in any order, overlapping, inside one word, across words, up to MAX_CPUS - 1.
+            let ranges: Vec<(u32, u32)> = ranges.iter().map(|&(lo, n)| (lo, (lo + n).min(MAX_CPUS - 1))).collect();
+            let text = ranges.iter().map(|(lo, hi)| format!("{lo}-{hi}")).collect::<Vec<_>>().join(",");
+            let each: CpuSet = ranges.iter().flat_map(|&(lo, hi)| lo..=hi).collect();
+            prop_assert_eq!(CpuSet::parse_list(&text).unwrap(), each);
         }
 
         #[test]
