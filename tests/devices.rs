@@ -129,6 +129,26 @@ fn virtio_nic_interface_under_child_and_hints() {
 }
 
 #[test]
+fn a_device_without_numa_node_takes_the_node_its_local_cpus_lie_in() {
+    // Firmware that leaves numa_node at -1 while local_cpulist names one socket's CPUs: the
+    // node is the topology's node holding them, whether devices are read after the topology
+    // (discover_devices) or while it is read (a sample's full read).
+    let dir = two_node_root();
+    let mut fx = FixtureRoot::at(dir.path());
+    fx.nic("0000:3b:00.0", "ice", "eth0", Some(1), 2, NamingScheme::TxRx);
+    let dev = dir.path().join("sys/devices/pci0000:3b/0000:3b:00.0");
+    assert_eq!(fs::read_to_string(dev.join("local_cpulist")).unwrap().trim(), "8-15,24-31");
+    fs::write(dev.join("numa_node"), "-1\n").unwrap();
+    assert_eq!(device(&discover(dir.path()), "0000:3b:00.0").node, Some(1));
+    let sample = irqwise::sample::reader::read_sample(&Root::new(dir.path()), Default::default()).unwrap();
+    let nic = sample.devices.iter().find(|d| d.bdf == "0000:3b:00.0").expect("the NIC is read");
+    assert_eq!(nic.node, Some(1));
+    // local_cpulist across both nodes: no node.
+    fs::write(dev.join("local_cpulist"), "0-31\n").unwrap();
+    assert_eq!(device(&discover(dir.path()), "0000:3b:00.0").node, None);
+}
+
+#[test]
 fn nvme_managed_read_only_and_writable() {
     let dir = two_node_root();
     let mut fx = FixtureRoot::at(dir.path());

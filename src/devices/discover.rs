@@ -102,13 +102,31 @@ pub(crate) const PCI_DEVICES: &str = "sys/bus/pci/devices";
 /// [`read_in_parallel`]); the result is the same as one thread's: warnings about
 /// `proc/interrupts` first, then each device's in PCI address order.
 pub fn discover_devices(root: &Root, topo: &Topology) -> Result<Discovery, DevicesError> {
-    discover(root, topo, None).map(|(d, _)| d)
+    discover_devices_keeping(root, topo).map(|(d, _)| d)
 }
 
 /// [`discover_devices`], keeping what was read so that [`rediscover_devices`] can re-read only
 /// what events changed.
 pub(crate) fn discover_devices_keeping(root: &Root, topo: &Topology) -> Result<(Discovery, DeviceReads), DevicesError> {
-    discover(root, topo, None)
+    let mut found = discover_devices_nodeless(root)?;
+    resolve_nodes(&mut found.0, topo);
+    Ok(found)
+}
+
+/// [`discover_devices_keeping`] without the topology: a device without a `numa_node` of its own
+/// (-1) has no node until [`resolve_nodes`] gives it one. So that the devices can be read while
+/// the topology is.
+pub(crate) fn discover_devices_nodeless(root: &Root) -> Result<(Discovery, DeviceReads), DevicesError> {
+    discover(root, None)
+}
+
+/// Gives each device without a node of its own the topology node holding every CPU of its
+/// `local_cpulist` (the kernel's `dev_to_node()` is -1 on machines whose firmware does not say,
+/// while `local_cpulist` still names the socket's CPUs). Devices with a node keep it.
+pub(crate) fn resolve_nodes(discovery: &mut Discovery, topo: &Topology) {
+    for device in discovery.devices.iter_mut().filter(|d| d.node.is_none()) {
+        device.node = pci::node_of_local_cpus(device.local_cpus.as_ref(), topo);
+    }
 }
 
 /// The devices after events `scope` describes, reading again only: the bus listing, the
@@ -123,7 +141,9 @@ pub(crate) fn rediscover_devices(
     before: DeviceReads,
     scope: &DeviceScope,
 ) -> Result<(Discovery, DeviceReads), DevicesError> {
-    discover(root, topo, Some((before, scope)))
+    let mut found = discover(root, Some((before, scope)))?;
+    resolve_nodes(&mut found.0, topo);
+    Ok(found)
 }
 
 /// What to read again after events (see [`rediscover_devices`]).
@@ -261,11 +281,7 @@ impl DeviceRead {
     }
 }
 
-fn discover(
-    root: &Root,
-    topo: &Topology,
-    again: Option<(DeviceReads, &DeviceScope)>,
-) -> Result<(Discovery, DeviceReads), DevicesError> {
+fn discover(root: &Root, again: Option<(DeviceReads, &DeviceScope)>) -> Result<(Discovery, DeviceReads), DevicesError> {
     let mut out = Discovery::default();
     let bdfs = match root.list_dir(PCI_DEVICES) {
         Ok(bdfs) => bdfs,
@@ -283,7 +299,7 @@ fn discover(
         Some((before, scope)) if scope.drift => {
             let listed = irq::Requested::read(root, &mut Vec::new()).listed().cloned();
             if listed.is_none() || listed != before.listed {
-                return discover(root, topo, None);
+                return discover(root, None);
             }
             listed
         }
@@ -331,7 +347,7 @@ fn discover(
     let whole: Vec<&String> = bdfs.iter().filter(|b| !reads.contains_key(*b)).collect();
     let found = read_in_parallel(&whole, |bdf| {
         let mut warnings = Vec::new();
-        let device = pci::read_device(root, topo, bdf, &names, &requested, &mut warnings);
+        let device = pci::read_device(root, bdf, &names, &requested, &mut warnings);
         DeviceRead::of(device, warnings)
     });
     reads.extend(whole.into_iter().cloned().zip(found));

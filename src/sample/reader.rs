@@ -18,7 +18,8 @@ use crate::devices::discover::napi_threads::{read_interface, read_napi_threads};
 use crate::devices::discover::net_queues::read_net_queues;
 use crate::devices::discover::netdev_netlink::{read_captured_netdev, read_netdev};
 use crate::devices::discover::{
-    discover_devices_keeping, rediscover_devices, udev_properties, DeviceReads, DeviceScope, DevicesError, Discovery,
+    discover_devices_keeping, discover_devices_nodeless, rediscover_devices, resolve_nodes, udev_properties,
+    DeviceReads, DeviceScope, DevicesError, Discovery,
 };
 use crate::devices::napi::{InterfaceState, NetdevView};
 use crate::devices::{Device, DeviceClass};
@@ -217,14 +218,31 @@ impl SampleReader {
     /// The topology and devices, read again where stale.
     fn read_stale(&mut self, root: &Root, on_last: &mut bool) -> Result<(Topology, Vec<String>, Discovery), ReadError> {
         let stale = &self.stale;
-        let reread = match &mut self.topology {
-            Some((topology, _, reads)) if !stale.everything && !stale.cpus.is_empty() => {
-                // Taken, not copied: a failure reads everything next time anyway.
-                Some(reread_topology(root, topology, std::mem::take(reads), &stale.cpus))
-            }
-            Some(_) if !stale.everything => None,
-            _ => Some(read_topology_keeping(root)),
-        };
+        // Devices read whole are read while the topology is (their nodes resolved after): the
+        // two are a full pass's reading, each leaving a reader thread idle at times.
+        let whole_devices = self.devices.is_none() || stale.everything;
+        let (reread, early_devices) = std::thread::scope(|scope| {
+            let devices = whole_devices.then(|| {
+                std::thread::Builder::new()
+                    .name("irqwise-read".into())
+                    .spawn_scoped(scope, || discover_devices_nodeless(root))
+            });
+            let reread = match &mut self.topology {
+                Some((topology, _, reads)) if !stale.everything && !stale.cpus.is_empty() => {
+                    // Taken, not copied: a failure reads everything next time anyway.
+                    Some(reread_topology(root, topology, std::mem::take(reads), &stale.cpus))
+                }
+                Some(_) if !stale.everything => None,
+                _ => Some(read_topology_keeping(root)),
+            };
+            let devices = devices.map(|spawned| match spawned {
+                // A reader only panics on a bug: pass that panic on unchanged.
+                Ok(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                // No thread to be had: read them here, after the topology.
+                Err(_) => discover_devices_nodeless(root),
+            });
+            (reread, devices)
+        });
         let mut last_warning = None;
         match reread {
             Some(Ok((topology, warnings, reads))) => {
@@ -250,8 +268,12 @@ impl SampleReader {
             Some(w) => vec![w],
             None => kept_warnings.clone(),
         };
-        let devices = match (self.devices.take(), stale.everything || *on_last) {
-            (Some(before), false) => {
+        let devices = match (early_devices, self.devices.take(), stale.everything || *on_last) {
+            (Some(read), _, _) => read.map(|(mut discovery, reads)| {
+                resolve_nodes(&mut discovery, topology);
+                (discovery, reads)
+            }),
+            (None, Some(before), false) => {
                 let scope = DeviceScope {
                     devices: (!stale.all_devices).then(|| stale.devices.clone()),
                     irqs: stale.irqs.clone(),
@@ -260,7 +282,7 @@ impl SampleReader {
                 };
                 rediscover_devices(root, topology, before, &scope)
             }
-            _ => discover_devices_keeping(root, topology),
+            (None, _, _) => discover_devices_keeping(root, topology),
         };
         let (mut discovery, reads) = devices?;
         self.devices = Some(reads);

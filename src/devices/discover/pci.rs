@@ -15,7 +15,6 @@ use crate::topology::MAX_NUMNODES;
 /// list) is missing or malformed, or the device vanished.
 pub(super) fn read_device(
     root: &Root,
-    topo: &Topology,
     bdf: &str,
     names: &IrqNames,
     requested: &Requested,
@@ -76,7 +75,9 @@ pub(super) fn read_device(
         instead: "the node is taken from local_cpulist instead",
     });
     let numa_node = numa_node.filter(|&n| n < i64::from(MAX_NUMNODES));
-    let node = device_node(numa_node, local_cpus.as_ref(), topo);
+    // -1 (no node) is resolved from `local_cpulist` against the topology afterwards
+    // (`resolve_nodes`): devices are read while the topology is.
+    let node = numa_node.and_then(|n| u32::try_from(n).ok());
     let interfaces = interfaces(root, &dir).unwrap_or_else(|e| {
         soft(e);
         Vec::new()
@@ -150,12 +151,9 @@ fn read_irqs(root: &Root, dir: &str) -> Result<(Vec<u32>, bool), SysfsError> {
     }
 }
 
-/// The device's node: `numa_node` when ≥ 0; else the single topology node that contains every
-/// CPU of `local_cpus`; else `None`.
-fn device_node(numa_node: Option<i64>, local_cpus: Option<&CpuSet>, topo: &Topology) -> Option<u32> {
-    if let Some(n) = numa_node.and_then(|n| u32::try_from(n).ok()) {
-        return Some(n);
-    }
+/// The node of a device without one of its own (`numa_node` -1 or absent): the first topology
+/// node that contains every CPU of its `local_cpulist`; else `None`.
+pub(super) fn node_of_local_cpus(local_cpus: Option<&CpuSet>, topo: &Topology) -> Option<u32> {
     let local = local_cpus.filter(|s| !s.is_empty())?;
     topo.nodes.values().find(|node| local.is_subset(&node.cpus)).map(|node| node.id)
 }
