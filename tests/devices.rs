@@ -140,7 +140,11 @@ fn a_device_without_numa_node_takes_the_node_its_local_cpus_lie_in() {
     assert_eq!(fs::read_to_string(dev.join("local_cpulist")).unwrap().trim(), "8-15,24-31");
     fs::write(dev.join("numa_node"), "-1\n").unwrap();
     assert_eq!(device(&discover(dir.path()), "0000:3b:00.0").node, Some(1));
-    let sample = irqwise::sample::reader::read_sample(&Root::new(dir.path()), Default::default()).unwrap();
+    let sample = irqwise::sample::reader::read_sample(
+        &Root::new(dir.path()),
+        std::sync::Arc::new(irqwise::config::Config::default()),
+    )
+    .unwrap();
     let nic = sample.devices.iter().find(|d| d.bdf == "0000:3b:00.0").expect("the NIC is read");
     assert_eq!(nic.node, Some(1));
     // local_cpulist across both nodes: no node.
