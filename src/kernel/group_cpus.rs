@@ -226,4 +226,21 @@ mod tests {
         assert_eq!(g.groups, expect);
         assert_eq!((g.nummasks, g.pass_groups), (3, [3, 2]));
     }
+
+    #[test]
+    fn the_absent_cpus_pass_starts_at_its_own_group_not_where_the_first_left_off() {
+        // 3 nodes of 4 CPUs, CPUs 2 and 3 of node 0 possible but absent, 2 groups. Worked by
+        // hand from `group_cpus_evenly()`: pass 1 (present) has more nodes than groups, so whole
+        // nodes go round robin: node 0 -> g0, node 1 -> g1, node 2 -> g0, leaving `curgrp` at 1;
+        // it filled every group, so pass 2 starts at group 0 (`curgrp = 0`, not where pass 1
+        // stopped) and spreads {2, 3} over both groups from there: 2 -> g0, 3 -> g1.
+        let mut topo = crate::topology::synthetic::SyntheticMachine::new(3, 4, 1).build();
+        for c in [2, 3] {
+            topo.present.remove(c);
+        }
+        let g = group_cpus_evenly(&topo, 2, GroupRules::for_kernel(v(6, 11)));
+        let set = |cpus: &[u32]| cpus.iter().copied().collect::<CpuSet>();
+        assert_eq!(g.groups, vec![set(&[0, 1, 2, 8, 9, 10, 11]), set(&[3, 4, 5, 6, 7])]);
+        assert_eq!((g.nummasks, g.pass_groups), (2, [2, 2]));
+    }
 }
