@@ -23,7 +23,7 @@ use crate::devices::discover::{
 };
 use crate::devices::napi::{InterfaceState, NetdevView};
 use crate::devices::{Device, DeviceClass};
-use crate::sysfs::Root;
+use crate::sysfs::{read_in_parallel, Root};
 use crate::topology::discover::isolation::read_isolation;
 use crate::topology::discover::reread_topology;
 use crate::topology::discover::{read_present_online, read_topology_keeping};
@@ -307,14 +307,18 @@ fn read_every_pass(
     let (isolation, isolation_warnings) = read_isolation(root, &topology);
     let (group_rules, kernel_warning) = plan_rules(&topology, &root.path(OSRELEASE));
     let udev = discovery.devices.iter().map(|d| (d.bdf.clone(), udev_properties(root, d))).collect();
-    let tx_queues = discovery
+    // Each NIC's transmit queues are a listing and two files per queue: on several threads.
+    let one_interface: Vec<(&String, &String)> = discovery
         .devices
         .iter()
         .filter(|d| d.class == DeviceClass::Nic)
         .filter_map(|d| match d.interfaces.as_slice() {
-            [one] => Some((d.bdf.clone(), read_net_queues(root, &d.bdf, one))),
+            [one] => Some((&d.bdf, one)),
             _ => None,
         })
+        .collect();
+    let tx_queues = read_in_parallel(&one_interface, |(bdf, one)| ((*bdf).clone(), read_net_queues(root, bdf, one)))
+        .into_iter()
         .collect::<BTreeMap<_, _>>();
     let interfaces: BTreeMap<String, InterfaceState> = discovery
         .devices
