@@ -285,6 +285,24 @@ mod tests {
         CpuSet::parse_list(s).unwrap()
     }
 
+    #[test]
+    fn the_median_is_the_middle_value_or_the_mean_of_the_two_middle_ones() {
+        assert_eq!(median(&mut []), 0.0);
+        assert_eq!(median(&mut [7.0]), 7.0);
+        assert_eq!(median(&mut [9.0, 1.0, 4.0]), 4.0);
+        assert_eq!(median(&mut [10.0, 1.0, 3.0, 100.0]), 6.5);
+    }
+
+    #[test]
+    fn rates_are_worded_per_second_with_thousands_as_k() {
+        assert_eq!(rate_words(950.4), "950/s");
+        assert_eq!(rate_words(999.0), "999/s");
+        assert_eq!(rate_words(1000.0), "1.0k/s");
+        assert_eq!(rate_words(2345.0), "2.3k/s");
+        assert_eq!(rate_words(10_000.0), "10k/s");
+        assert_eq!(rate_words(38_400.0), "38k/s");
+    }
+
     /// Node 0 = CPUs 0-3 (one LLC), node 1 = 4-7 (one LLC); two queues per CPU of node 0:
     /// IRQs 10+2c and 11+2c on CPU c.
     fn two_per_cpu() -> Vec<Candidate> {
