@@ -512,6 +512,25 @@ mod tests {
     }
 
     #[test]
+    fn kernel_cpulist_groups_count_from_the_range_start_and_may_use_every_cpu() {
+        // The kernel's bitmap_parselist: CPU c is in when (c - start) % size < used.
+        assert_eq!(parse_kernel_cpulist("1-8:1/3", 23), Ok(set("1,4,7")));
+        assert_eq!(parse_kernel_cpulist("0-7:2/2", 23), Ok(set("0-7")));
+        assert_eq!(parse_kernel_cpulist("a-b", 23), Err("\"a\" is not a CPU number".to_string()));
+        assert_eq!(parse_kernel_cpulist("4-", 23), Err("\"\" is not a CPU number".to_string()));
+    }
+
+    #[test]
+    fn a_claim_names_its_owner_by_its_file_and_each_kind_says_what_it_is() {
+        let source =
+            |kind, path: &str| IsolationSource { kind, path: path.into(), setting: String::new(), cpus: CpuSet::new() };
+        assert_eq!(source(IsolationKind::Claim, "/run/irqwise/claims/kubelet").claim_owner(), Some("kubelet"));
+        assert_eq!(source(IsolationKind::Isolated, "/sys/devices/system/cpu/isolated").claim_owner(), None);
+        assert_eq!(IsolationKind::Isolated.describe(), "isolated (isolcpus)");
+        assert_eq!(IsolationKind::NohzFull.describe(), "nohz_full");
+    }
+
+    #[test]
     fn cmdline_words_follow_quotes_and_stop_at_double_dash() {
         let words = cmdline_words("BOOT_IMAGE=/v root=/dev/vda1 \"isolcpus=2-3\" a=\"b c\" -- isolcpus=9\n");
         assert_eq!(words, ["BOOT_IMAGE=/v", "root=/dev/vda1", "isolcpus=2-3", "a=b c"]);
