@@ -410,6 +410,26 @@ mod tests {
     use crate::topology::synthetic::SyntheticMachine;
 
     #[test]
+    fn nvme_irq_sets_follow_nvme_calc_irq_sets() {
+        // drivers/nvme/host/pci.c: no read set without write_queues or with one vector; else
+        // nrirqs - write_queues read vectors, at least 1, the rest the default (write) set.
+        assert_eq!(nvme_irq_sets(8, 0), [8]);
+        assert_eq!(nvme_irq_sets(1, 4), [1]);
+        assert_eq!(nvme_irq_sets(8, 2), [2, 6]);
+        assert_eq!(nvme_irq_sets(8, 8), [7, 1]);
+        assert_eq!(nvme_irq_sets(8, 10), [7, 1]);
+    }
+
+    #[test]
+    fn a_queue_is_located_in_its_set_by_the_sets_before_it() {
+        let grouping = QueueGrouping { queues: 8, sets: vec![2, 6], groups: Vec::new() };
+        let located: Vec<_> = [0, 1, 2, 7].map(|q| grouping.locate(q)).into();
+        assert_eq!(located, [(0, 0, 2), (0, 1, 2), (1, 0, 6), (1, 5, 6)]);
+        // Beyond the sets (a queue index the driver did not announce): the whole as one set.
+        assert_eq!(grouping.locate(9), (0, 9, 8));
+    }
+
+    #[test]
     fn a_grouping_is_computed_once_per_vector_count_and_rules() {
         let topo = SyntheticMachine::new(2, 4, 2).build();
         let rules = GroupRules::for_kernel(KernelVersion { major: 6, minor: 11 });
