@@ -108,13 +108,11 @@ pub fn discover_devices(root: &Root, topo: &Topology) -> Result<Discovery, Devic
 /// [`discover_devices`], keeping what was read so that [`rediscover_devices`] can re-read only
 /// what events changed.
 pub(crate) fn discover_devices_keeping(root: &Root, topo: &Topology) -> Result<(Discovery, DeviceReads), DevicesError> {
-    let mut found = discover_devices_nodeless(root)?;
-    resolve_nodes(&mut found.0, topo);
-    Ok(found)
+    discover_devices_nodeless(root).map(|found| with_nodes(found, topo))
 }
 
 /// [`discover_devices_keeping`] without the topology: a device without a `numa_node` of its own
-/// (-1) has no node until [`resolve_nodes`] gives it one. So that the devices can be read while
+/// (-1) has no node until [`with_nodes`] gives it one. So that the devices can be read while
 /// the topology is.
 pub(crate) fn discover_devices_nodeless(root: &Root) -> Result<(Discovery, DeviceReads), DevicesError> {
     discover(root, None)
@@ -123,10 +121,14 @@ pub(crate) fn discover_devices_nodeless(root: &Root) -> Result<(Discovery, Devic
 /// Gives each device without a node of its own the topology node holding every CPU of its
 /// `local_cpulist` (the kernel's `dev_to_node()` is -1 on machines whose firmware does not say,
 /// while `local_cpulist` still names the socket's CPUs). Devices with a node keep it.
-pub(crate) fn resolve_nodes(discovery: &mut Discovery, topo: &Topology) {
+pub(crate) fn with_nodes(
+    (mut discovery, reads): (Discovery, DeviceReads),
+    topo: &Topology,
+) -> (Discovery, DeviceReads) {
     for device in discovery.devices.iter_mut().filter(|d| d.node.is_none()) {
         device.node = pci::node_of_local_cpus(device.local_cpus.as_ref(), topo);
     }
+    (discovery, reads)
 }
 
 /// The devices after events `scope` describes, reading again only: the bus listing, the
@@ -141,9 +143,7 @@ pub(crate) fn rediscover_devices(
     before: DeviceReads,
     scope: &DeviceScope,
 ) -> Result<(Discovery, DeviceReads), DevicesError> {
-    let mut found = discover(root, Some((before, scope)))?;
-    resolve_nodes(&mut found.0, topo);
-    Ok(found)
+    discover(root, Some((before, scope))).map(|found| with_nodes(found, topo))
 }
 
 /// What to read again after events (see [`rediscover_devices`]).

@@ -18,8 +18,8 @@ use crate::devices::discover::napi_threads::{read_interface, read_napi_threads};
 use crate::devices::discover::net_queues::read_net_queues;
 use crate::devices::discover::netdev_netlink::{read_captured_netdev, read_netdev};
 use crate::devices::discover::{
-    discover_devices_keeping, discover_devices_nodeless, rediscover_devices, resolve_nodes, udev_properties,
-    DeviceReads, DeviceScope, DevicesError, Discovery,
+    discover_devices_keeping, discover_devices_nodeless, rediscover_devices, udev_properties, with_nodes, DeviceReads,
+    DeviceScope, DevicesError, Discovery,
 };
 use crate::devices::napi::{InterfaceState, NetdevView};
 use crate::devices::{Device, DeviceClass};
@@ -269,10 +269,7 @@ impl SampleReader {
             None => kept_warnings.clone(),
         };
         let devices = match (early_devices, self.devices.take(), stale.everything || *on_last) {
-            (Some(read), _, _) => read.map(|(mut discovery, reads)| {
-                resolve_nodes(&mut discovery, topology);
-                (discovery, reads)
-            }),
+            (Some(read), _, _) => read.map(|found| with_nodes(found, topology)),
             (None, Some(before), false) => {
                 let scope = DeviceScope {
                     devices: (!stale.all_devices).then(|| stale.devices.clone()),

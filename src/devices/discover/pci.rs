@@ -76,7 +76,7 @@ pub(super) fn read_device(
     });
     let numa_node = numa_node.filter(|&n| n < i64::from(MAX_NUMNODES));
     // -1 (no node) is resolved from `local_cpulist` against the topology afterwards
-    // (`resolve_nodes`): devices are read while the topology is.
+    // (`with_nodes`): devices are read while the topology is.
     let node = numa_node.and_then(|n| u32::try_from(n).ok());
     let interfaces = interfaces(root, &dir).unwrap_or_else(|e| {
         soft(e);
