@@ -196,4 +196,34 @@ mod tests {
         assert_eq!(marker(&hinted(3, "0-7", "", Action::Keep)), "because", "empty hint: none given");
         assert_eq!(marker(&hinted(4, "0-7", "3", Action::Skip)), "because", "left alone: not overridden");
     }
+
+    #[test]
+    fn the_summary_counts_uncertain_predictions_only_when_there_are_some() {
+        let managed = |irq, uncertain: Option<&str>| Placement {
+            managed: true,
+            uncertain: uncertain.map(String::from),
+            ..placement(irq, "q", "0-3", "0-3", Action::Keep)
+        };
+        let summary = |irqs: Vec<Placement>| {
+            let dev = DevicePlan {
+                bdf: "0000:01:00.0".into(),
+                class: DeviceClass::Nvme,
+                driver: Some("nvme".into()),
+                name: Some("nvme0".into()),
+                node: Some(0),
+                strategy: StrategyName::ClusterGroup,
+                rules: vec![],
+                irqs,
+                xps: None,
+                napi_threads: Vec::new(),
+            };
+            let text = Plan { devices: vec![dev], ..Plan::default() }.to_table();
+            text.lines().find(|l| l.contains("IRQs on")).map(String::from).unwrap_or_default()
+        };
+        let certain = summary(vec![managed(1, None), managed(2, None)]);
+        assert!(certain.contains("(0 differ from prediction)"), "{certain}");
+        assert!(!certain.contains("uncertain"), "{certain}");
+        let unsure = summary(vec![managed(1, Some("offline CPUs")), managed(2, None)]);
+        assert!(unsure.contains("(0 differ from prediction, 1 uncertain)"), "{unsure}");
+    }
 }

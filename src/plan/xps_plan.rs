@@ -179,3 +179,72 @@ fn show(set: &CpuSet) -> String {
         set.to_list_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::synthetic::SyntheticMachine;
+    use std::collections::BTreeMap;
+
+    fn set(s: &str) -> CpuSet {
+        CpuSet::parse_list(s).unwrap()
+    }
+
+    /// Tx queues whose IRQs sit on `irqs[i]`, with `xps_cpus` as the plan wants them.
+    fn planned(topo: &Topology, irqs: &[u32]) -> XpsPlan {
+        let anchors: Vec<CpuSet> = irqs.iter().map(|&c| CpuSet::single(c)).collect();
+        let queues = (0u32..)
+            .zip(anchors.iter().cloned().zip(xps_sets(topo, &topo.online, &anchors)))
+            .map(|(txq, (irq_cpus, desired))| TxQueuePlan {
+                txq,
+                irq_cpus,
+                current: desired.clone(),
+                desired,
+                action: Action::Keep,
+                file: format!("tx-{txq}/xps_cpus"),
+            })
+            .collect();
+        XpsPlan { interface: Some("eth0".into()), skipped: None, queues }
+    }
+
+    #[test]
+    fn a_queue_whose_irq_moved_takes_the_cpus_near_where_it_went() {
+        // 2 nodes × 2 cores, one thread: node 0 = 0-1, node 1 = 2-3.
+        let topo = SyntheticMachine::new(2, 2, 1).build();
+        let mut x = planned(&topo, &[0, 1]);
+        assert!(!x.queues[1].desired.contains(2), "node 1's CPUs spread over both queues: {x:?}");
+        re_anchor(&topo, &mut x, &BTreeMap::from([(1, CpuSet::single(3))]));
+        let q1 = &x.queues[1];
+        assert_eq!(q1.irq_cpus, set("3"));
+        assert_eq!(q1.desired, set("2-3"), "node 1 follows the IRQ: {x:?}");
+        assert_eq!(q1.action, Action::Set);
+        assert_eq!(x.queues[0].desired, set("0-1"), "{x:?}");
+    }
+
+    #[test]
+    fn re_anchoring_nothing_moved_or_a_skipped_plan_changes_nothing() {
+        let topo = SyntheticMachine::new(2, 2, 1).build();
+        let before = planned(&topo, &[0, 2]);
+        let mut x = before.clone();
+        re_anchor(&topo, &mut x, &BTreeMap::from([(7, CpuSet::single(3))]));
+        assert_eq!(x, before, "no queue 7");
+        let mut skipped = XpsPlan::skip(Some("eth0"), "xps = false");
+        re_anchor(&topo, &mut skipped, &BTreeMap::from([(0, CpuSet::single(3))]));
+        assert_eq!(skipped, XpsPlan::skip(Some("eth0"), "xps = false"));
+    }
+
+    #[test]
+    fn a_queue_to_set_shows_its_change_and_a_kept_one_its_cpus() {
+        let topo = SyntheticMachine::new(1, 4, 1).build();
+        let mut x = planned(&topo, &[0, 2]);
+        x.queues[1].current = set("0-3");
+        x.queues[1].action = Action::Set;
+        let text = render(&x);
+        let rows: Vec<&str> = text.lines().collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        assert!(rows[1].contains(&format!("xps {:<30} keep", show(&x.queues[0].desired))), "{text}");
+        assert!(rows[2].contains(&format!("0-3 -> {}", show(&x.queues[1].desired))), "{text}");
+        assert!(rows[2].ends_with(" set"), "{text}");
+        assert_eq!(render(&XpsPlan::skip(None, "no interface")), "  xps -: left alone: no interface\n");
+    }
+}

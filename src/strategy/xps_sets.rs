@@ -62,7 +62,7 @@ pub fn xps_sets(topo: &Topology, senders: &CpuSet, anchors: &[CpuSet]) -> Vec<Cp
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::synthetic::SyntheticMachine;
+    use crate::topology::synthetic::{SyntheticDistance, SyntheticMachine};
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse_list(s).unwrap()
@@ -120,5 +120,18 @@ mod tests {
         let sets = xps_sets(&topo, &senders, &[CpuSet::single(7), CpuSet::single(18)]);
         assert!(sets.iter().all(|s| !s.contains(6)));
         assert!(sets[1].contains(18), "{sets:?}");
+    }
+
+    #[test]
+    fn between_other_nodes_a_cpu_sends_on_the_queue_of_the_nearer_one() {
+        // A ring of 4 nodes: from node 0, node 1 is 20 away and node 2 is 30.
+        let m = SyntheticMachine { distance: SyntheticDistance::Ring, ..SyntheticMachine::new(4, 2, 1) };
+        let topo = m.build();
+        assert_eq!((topo.distance(0, 1), topo.distance(0, 2)), (Some(20), Some(30)));
+        let (on1, on2) = (topo.nodes[&1].cpus.first().unwrap(), topo.nodes[&2].cpus.first().unwrap());
+        assert!(nearness(&topo, 0, on1) < nearness(&topo, 0, on2));
+        let node0 = topo.nodes[&0].cpus.clone();
+        let sets = xps_sets(&topo, &node0, &[CpuSet::single(on2), CpuSet::single(on1)]);
+        assert_eq!(sets, vec![CpuSet::new(), node0], "all of node 0 sends on node 1's queue");
     }
 }
