@@ -272,3 +272,37 @@ fn nvme_read_queues_are_predicted_as_their_own_irq_set() {
     assert_eq!(queues.len(), 4);
     assert!(queues.iter().all(|p| p["mismatch"] == true));
 }
+
+#[test]
+fn only_the_vectors_the_kernel_manages_are_predicted_not_their_writable_neighbours() {
+    // A virtio device of class "other mass storage" (not an HBA) with four request queues, the
+    // first two read-only (kernel-managed, as kernels >= 6.12 show them), the last two writable,
+    // placed by a rule: only the first two are the kernel's to place.
+    let dir = machine();
+    let root = dir.path();
+    let mut f = FixtureRoot::at(root);
+    f.msi_device(
+        "0000:06:00.0",
+        0x018000,
+        "virtio-pci",
+        Some(0),
+        &["virtio2-req.0", "virtio2-req.1", "virtio2-req.2", "virtio2-req.3"],
+    );
+    let irqs_of = f.irqs_of("0000:06:00.0").to_vec();
+    assert_eq!(irqs_of.len(), 4);
+    for &irq in &irqs_of[..2] {
+        read_only(root, irq);
+    }
+    let rule = config_with("[[device]]\nmatch.pci = \"0000:06:00.0\"\nstrategy = \"cluster-group\"\n");
+    let plan = plan_json(root, rule.path());
+    let dev = device(&plan, "0000:06:00.0");
+    assert_eq!((&dev["class"], &dev["strategy"]), (&Value::from("other"), &Value::from("cluster-group")), "{dev}");
+    let ps = queue_irqs(dev, None);
+    assert_eq!(ps.len(), 4, "{dev}");
+    for (i, p) in ps.iter().enumerate() {
+        let managed = p["action"] == "managed";
+        assert_eq!(managed, i < 2, "request queue {i}: {p}");
+        assert_eq!(p["reason"].as_str().unwrap_or("").contains("expected group"), i < 2, "{p}");
+        assert_eq!(p["action"] == "set", i >= 2, "the rule places the writable ones: {p}");
+    }
+}

@@ -261,3 +261,96 @@ impl StorageLayout {
         compared(reason, group, v.current.as_ref(), None, self.unknowns.as_ref())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::choices::StrategyName;
+    use crate::devices::{Device, NvmeInfo, Recognition};
+    use crate::kernel::{GroupRules, KernelVersion};
+    use crate::policy::Policy;
+    use crate::strategy::context::{GroupingCache, Machine};
+    use crate::topology::synthetic::SyntheticMachine;
+
+    fn set(s: &str) -> CpuSet {
+        CpuSet::parse_list(s).unwrap()
+    }
+
+    /// An nvme drive of two I/O queues whose masks are `masks`, blk-mq's map `blk_mq`.
+    fn drive(masks: &[&str], blk_mq: &[&str]) -> Device {
+        let vectors = (0u32..)
+            .zip(masks)
+            .map(|(q, m)| IrqVector {
+                irq: 40 + q,
+                name: Some(format!("nvme0q{}", q + 1)),
+                role: QueueRole::Io,
+                queue: Some(q),
+                recognised: Recognition::UnknownDriver { driver: None },
+                managed: false,
+                current: Some(set(m)),
+                hint: None,
+            })
+            .collect();
+        Device {
+            bdf: "0000:02:00.0".into(),
+            class: DeviceClass::Nvme,
+            pci_class: 0x010802,
+            vendor: None,
+            device: None,
+            driver: Some("nvme".into()),
+            name: Some("nvme0".into()),
+            interfaces: vec![],
+            node: Some(0),
+            local_cpus: None,
+            vectors,
+            nvme: Some(NvmeInfo {
+                controller: "nvme0".into(),
+                model: None,
+                serial: None,
+                namespace: None,
+                blk_mq: blk_mq.iter().map(|s| set(s)).collect(),
+                write_queues: None,
+            }),
+        }
+    }
+
+    /// The predictions for `dev` on a machine of 4 single-thread cores first seen with only 2.
+    fn predicted(dev: &Device) -> Vec<Decision> {
+        let (home, first) = (SyntheticMachine::new(1, 4, 1).build(), SyntheticMachine::new(1, 2, 1).build());
+        let groupings = GroupingCache::default();
+        let machine = Machine {
+            now: &home,
+            home: &home,
+            first: Some(&first),
+            group_rules: GroupRules::for_kernel(KernelVersion { major: 6, minor: 1 }),
+            respect_isolation: true,
+            groupings: &groupings,
+        };
+        let policy = Policy::default();
+        let (ctx, _) = DeviceContext::new(&machine, dev, &policy, StrategyName::ClusterGroup);
+        let leave = dev.vectors.iter().map(|_| Decision::leave("placed by the strategy")).collect();
+        predict(&ctx, leave, &BTreeSet::new())
+    }
+
+    #[test]
+    fn masks_spread_over_the_machine_as_first_seen_are_predicted_on_it_without_a_blk_mq_map() {
+        // group_cpus_evenly(2): on 4 cores {0,1},{2,3}; on the 2 first seen {0},{1}.
+        let ds = predicted(&drive(&["0", "1"], &[]));
+        let got: Vec<_> = ds.iter().map(|d| (d.desired.clone(), d.mismatch)).collect();
+        assert_eq!(got, [(Some(set("0")), Some(false)), (Some(set("1")), Some(false))], "{ds:?}");
+        assert!(ds.iter().all(|d| d.managed && d.reason.contains("CPUs 2-3 were added")), "{ds:?}");
+        // Masks as the machine is now: predicted on it, with one set's words.
+        let ds = predicted(&drive(&["0-1", "2-3"], &[]));
+        assert_eq!(ds[1].desired, Some(set("2-3")));
+        assert!(ds[1].reason.starts_with("kernel-managed: expected group 1 of 2 = 2-3"), "{:?}", ds[1]);
+    }
+
+    #[test]
+    fn a_blk_mq_map_that_disagrees_keeps_the_prediction_on_the_machine_now() {
+        // The masks fit either machine's grouping only with blk-mq's map agreeing: here the
+        // masks say "first seen" but blk-mq says "now", so neither fits and now is predicted.
+        let ds = predicted(&drive(&["0", "1"], &["0-1", "2-3"]));
+        assert_eq!(ds[0].desired, Some(set("0-1")), "{ds:?}");
+        assert!(ds.iter().all(|d| d.mismatch == Some(true)), "the masks differ from it: {ds:?}");
+    }
+}
