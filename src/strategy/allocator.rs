@@ -243,7 +243,13 @@ mod tests {
     use super::*;
     use crate::choices::SpreadOrder;
     use crate::kernel::spread_blocks_within;
-    use crate::topology::synthetic::SyntheticMachine;
+    use crate::topology::synthetic::{SyntheticDistance, SyntheticMachine};
+
+    /// A ring of 4 nodes of 2 single-thread cores: from node 0, nodes 1 and 3 are 20 away, node
+    /// 2 is 30; node n holds CPUs 2n, 2n+1.
+    fn ring() -> Topology {
+        SyntheticMachine { distance: SyntheticDistance::Ring, ..SyntheticMachine::new(4, 2, 1) }.build()
+    }
 
     /// A NIC on `node` with `queues` single-queue units, cores-first, all online CPUs usable.
     fn nic(topo: &Topology, node: u32, bdf: &str, queues: u32, spill: Spill) -> Demand {
@@ -280,6 +286,11 @@ mod tests {
         let got = allocate(&topo, &[b, a]);
         assert_eq!(cpus(&got.devices[1]), [6, 7, 8, 9, 10, 11, 18, 19], "the lower address goes first");
         assert_eq!(cpus(&got.devices[0]), [20, 21, 22, 23, 6, 7, 8, 9]);
+        let mut tally = BTreeMap::new();
+        for a in got.devices.iter().flatten() {
+            *tally.entry(a.cpu).or_insert(0) += 1;
+        }
+        assert_eq!(got.load, tally, "the load counts every queue where it sits");
         let counts: Vec<u32> = topo.nodes[&1].cpus.iter().map(|c| got.load.get(&c).copied().unwrap_or(0)).collect();
         assert!(counts.iter().max().unwrap() - counts.iter().min().unwrap() <= 1, "{counts:?}");
     }
@@ -311,6 +322,29 @@ mod tests {
             } else {
                 assert_eq!(a, b);
             }
+        }
+    }
+
+    #[test]
+    fn queues_beyond_the_first_hops_walk_the_order_through_every_hop() {
+        let topo = ring();
+        let d = nic(&topo, 0, "0000:01:00.0", 8, Spill::Kernel);
+        let hops: Vec<usize> = d.blocks.iter().map(Vec::len).collect();
+        assert_eq!(hops, [2, 4, 2], "node 0, then nodes 1 and 3, then node 2");
+        let got = allocate(&topo, std::slice::from_ref(&d));
+        assert_eq!(cpus(&got.devices[0]), d.blocks.concat(), "unit i on the i-th CPU of the order");
+        assert!(got.devices[0][6..].iter().all(|a| topo.nodes[&2].cpus.contains(a.cpu)), "{got:?}");
+    }
+
+    #[test]
+    fn a_node_gone_whole_sends_its_queues_to_the_nearest_other_node() {
+        let topo = ring();
+        let mut d = nic(&topo, 0, "0000:01:00.0", 2, Spill::Kernel);
+        d.usable = topo.online.difference(&topo.nodes[&0].cpus);
+        let got = allocate(&topo, std::slice::from_ref(&d));
+        for a in &got.devices[0] {
+            assert_eq!(a.displaced.as_deref(), Some("node 1 (distance 20)"), "{got:?}");
+            assert!(topo.nodes[&1].cpus.contains(a.cpu), "{got:?}");
         }
     }
 }
