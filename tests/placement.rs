@@ -83,6 +83,17 @@ fn two_ports_that_outnumber_the_node_differ_by_at_most_one_queue_per_cpu() {
     assert!(load.keys().all(|&c| node1.contains(c)), "all on node 1: {load:?}");
     assert_eq!(counts.iter().sum::<u32>(), 16);
     assert!(counts.iter().max().unwrap() - counts.iter().min().unwrap() <= 1, "per-CPU queues on node 1: {counts:?}");
+    // Each reason counts the queues on its CPU, as the plan shows them.
+    for bdf in [ENS5, ENS6] {
+        for p in queue_irqs(device(&plan, bdf), None) {
+            let cpu = set_of(&p["desired"]).first().unwrap();
+            let there = match load[&cpu] {
+                1 => "1 queue there)".to_string(),
+                n => format!("{n} queues there)"),
+            };
+            assert!(p["reason"].as_str().unwrap().ends_with(&there), "CPU {cpu} holds {}: {p}", load[&cpu]);
+        }
+    }
 }
 
 #[test]
