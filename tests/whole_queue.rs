@@ -134,6 +134,32 @@ fn threads_follow_the_irq_the_kernel_names_for_their_instance() {
 }
 
 #[test]
+fn a_thread_follows_its_instances_irq_even_when_no_queue_names_the_instance() {
+    // The kernel lists the instance with its IRQ but no queue served by it (a queue list cut
+    // short, or an instance between queues): the instance's own IRQ still answers.
+    let mut s = sample(Config::default(), nic("ice"));
+    let mut report = NetdevReport::default();
+    report.napis.push(NapiInstance { ifindex: IFINDEX, id: 8193, irq: Some(102), pid: None });
+    s.netdev = NetdevView::Reported(report);
+    s.napi_threads = vec![thread(500, 8193)];
+    let p = plan(&s);
+    let t = thread_of(&p, 500);
+    assert_eq!((t.irq, t.by), (Some(102), Some("netlink")), "{t:?}");
+    assert_eq!(t.desired, placement(&p, 102).desired);
+}
+
+#[test]
+fn an_instance_irq_of_another_device_is_not_followed_its_queue_is() {
+    // The kernel names IRQ 999 (not this function's) for the instance serving queue 0.
+    let mut s = sample(Config::default(), nic("ice"));
+    s.netdev = reported(&[(8193, Some(999), 0)]);
+    s.napi_threads = vec![thread(500, 8193)];
+    let p = plan(&s);
+    let t = thread_of(&p, 500);
+    assert_eq!((t.irq, t.by), (Some(101), Some("netlink")), "queue 0's IRQ: {t:?}");
+}
+
+#[test]
 fn vmxnet3_threads_follow_their_queue_in_id_order_without_netlink() {
     let mut s = sample(Config::default(), nic("vmxnet3"));
     s.netdev = NetdevView::Unavailable("no netdev family".into());
