@@ -216,6 +216,24 @@ fn traffic_classes_missing_files_several_interfaces_and_xps_false_leave_it_alone
 }
 
 #[test]
+fn a_nic_placed_by_another_strategy_keeps_its_steering() {
+    // XPS follows NUMA-hop queue IRQs only: under a rule's cluster-group or pin, whatever
+    // steering the NIC has is its owner's.
+    let original = set("0-23");
+    for strategy in ["strategy = \"cluster-group\"", "strategy = \"pin\"\ncpus = \"3\""] {
+        let (root, _, queues) = nic_root(&original);
+        let cfg = tempfile::tempdir().unwrap();
+        write_config(cfg.path(), &format!("[[device]]\nmatch = {{ driver = \"ixgbe\" }}\n{strategy}\n"));
+        let dev = &plan_json(root.path(), cfg.path())["devices"][0];
+        assert_ne!(dev["strategy"], "numa-hop", "{dev}");
+        assert!(dev["xps"].is_null(), "no XPS plan under {strategy}: {}", dev["xps"]);
+        let (code, out, err) = irqwise(root.path(), cfg.path(), &["apply"]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(xps_sets(&queues).iter().all(|s| *s == original), "xps_cpus written under {strategy}");
+    }
+}
+
+#[test]
 fn the_daemon_logs_each_change_with_its_fields() {
     let (root, _, _) = nic_root(&set("0-23"));
     let cfg = tempfile::tempdir().unwrap();
