@@ -477,4 +477,64 @@ mod tests {
         let p13 = plan.devices[0].irqs.iter().find(|p| p.irq == 13).unwrap();
         assert_eq!(p13.desired, Some(set("1")), "left as planned");
     }
+
+    /// Refines `cands` with the hot pair of CPU 0 (IRQs 10 at 40k/s, 11 at 30k/s) for three
+    /// samples, t = 0, 10, 20: IRQ 11 moves to CPU 1 at t = 20.
+    fn after_the_first_move(cands: &[Candidate]) -> LoadState {
+        let mut state = LoadState::default();
+        let hot = rates(&[(10, 40_000.0), (11, 30_000.0)]);
+        for t in [0.0, 10.0, 20.0] {
+            refine(&mut state, cands, &hot, PARAMS, t);
+        }
+        assert_eq!(state.moved.get(&11).map(|m| (m.home, m.to, m.since)), Some((0, 1, 20.0)), "{state:?}");
+        state
+    }
+
+    #[test]
+    fn a_moved_queue_stays_away_while_its_home_would_be_hot_again() {
+        let cands = two_per_cpu();
+        let mut state = after_the_first_move(&cands);
+        let hot = rates(&[(10, 40_000.0), (11, 30_000.0)]);
+        // Past the hold, CPU 0 would carry 70k/s again: IRQ 11 stays on CPU 1.
+        for t in [80.0, 90.0] {
+            let news = refine(&mut state, &cands, &hot, PARAMS, t);
+            assert!(!news.iter().any(|n| matches!(n, LoadNews::Returned { .. })), "t = {t}: {news:?}");
+        }
+        assert_eq!(state.moved.get(&11).map(|m| m.to), Some(1));
+    }
+
+    #[test]
+    fn a_queue_held_after_its_move_does_not_move_again_within_the_hold() {
+        let cands = two_per_cpu();
+        let mut state = after_the_first_move(&cands);
+        // CPU 1 turns hot with IRQ 12 at 40k/s beside IRQ 11 (30k/s): 11 is the one that would
+        // leave, but it moved 10-30 s ago; 13 (10/s) gains too little. Nothing moves.
+        let hot1 = rates(&[(10, 40_000.0), (11, 30_000.0), (12, 40_000.0)]);
+        for t in [30.0, 40.0, 50.0] {
+            let news = refine(&mut state, &cands, &hot1, PARAMS, t);
+            assert!(news.is_empty(), "t = {t}: {news:?}");
+        }
+    }
+
+    #[test]
+    fn a_queue_back_home_counts_there_for_a_move_in_the_same_sample() {
+        let cands = two_per_cpu();
+        let mut state = after_the_first_move(&cands);
+        // CPU 0 goes quiet (IRQ 10 silent, 11 at 3k/s), CPU 2 turns hot (14: 40k/s, 15: 30k/s).
+        let r = rates(&[(10, 0.0), (11, 3_000.0), (14, 40_000.0), (15, 30_000.0)]);
+        for t in [60.0, 70.0] {
+            assert!(refine(&mut state, &cands, &r, PARAMS, t).is_empty(), "t = {t}");
+        }
+        // At t = 80: IRQ 11 is due and returns (CPU 0: 3k/s), then 15 leaves CPU 2 for the
+        // coolest near CPU, which is CPU 1 (20/s), not CPU 0 where 11 now is.
+        let news = refine(&mut state, &cands, &r, PARAMS, 80.0);
+        let seen: Vec<(bool, u32, u32)> = news
+            .iter()
+            .map(|n| match n {
+                LoadNews::Returned { moved, .. } => (false, moved.irq, moved.home),
+                LoadNews::Moved { moved, .. } => (true, moved.irq, moved.to),
+            })
+            .collect();
+        assert_eq!(seen, [(false, 11, 0), (true, 15, 1)], "{news:?}");
+    }
 }
