@@ -1,5 +1,7 @@
 //! Human rendering of a [`Plan`]: one block per device, one row per IRQ.
 
+use std::borrow::Cow;
+
 use super::{Action, Placement, Plan};
 use crate::cpuset::CpuSet;
 
@@ -15,12 +17,25 @@ fn cpus(set: Option<&CpuSet>) -> String {
 /// each with its number of IRQs: `ice "ice-{if}-TxRx-{q}" (8), not recognised (1)`.
 fn recognised_summary(irqs: &[Placement]) -> String {
     let mut groups: Vec<(String, usize)> = Vec::new();
+    // The group of the IRQ before: a device's IRQs mostly come in runs read the same way, and
+    // an equal recognition has an equal label, so a run is worded once.
+    let mut last: Option<(&crate::devices::Recognition, usize)> = None;
     for p in irqs {
-        let label = p.recognised.to_string();
-        match groups.iter_mut().find(|(l, _)| *l == label) {
-            Some((_, n)) => *n += 1,
-            None => groups.push((label, 1)),
-        }
+        let g = match last {
+            Some((r, g)) if *r == p.recognised => g,
+            _ => {
+                let label = p.recognised.to_string();
+                match groups.iter().position(|(l, _)| *l == label) {
+                    Some(g) => g,
+                    None => {
+                        groups.push((label, 0));
+                        groups.len() - 1
+                    }
+                }
+            }
+        };
+        groups[g].1 += 1;
+        last = Some((&p.recognised, g));
     }
     groups.iter().map(|(l, n)| format!("{l} ({n})")).collect::<Vec<_>>().join(", ")
 }
@@ -28,61 +43,74 @@ fn recognised_summary(irqs: &[Placement]) -> String {
 /// The column titles of an IRQ row.
 const HEADER: [&str; 6] = ["IRQ", "NAME", "QUEUE", "CURRENT -> DESIRED", "ACTION", "REASON"];
 
-/// One IRQ row's cells, in [`HEADER`] order.
-fn cells(p: &Placement) -> [String; 6] {
+/// One IRQ row's cells but the last, in [`HEADER`] order. The reason ends the line, so it needs
+/// no width and is written straight into the table ([`push_reason`]): the longest cell of a row,
+/// and on a big machine thousands of rows.
+fn cells(p: &Placement) -> [Cow<'_, str>; 5] {
     let arrow = match p.action {
         Action::Keep | Action::Skip => cpus(p.current.as_ref()),
         _ => format!("{} -> {}", cpus(p.current.as_ref()), cpus(p.desired.as_ref())),
     };
     [
-        p.irq.to_string(),
-        p.name.as_deref().unwrap_or("-").to_string(),
-        p.role.label(p.queue),
-        arrow,
-        format!("{:?}", p.action).to_lowercase(),
-        p.reason.clone() + &hint_marker(p),
+        p.irq.to_string().into(),
+        p.name.as_deref().unwrap_or("-").into(),
+        p.role.label(p.queue).into(),
+        arrow.into(),
+        p.action.as_str().into(),
     ]
 }
 
-/// ` [driver hint 3]` when the driver's `affinity_hint` names CPUs and irqwise places the IRQ
-/// elsewhere (so a reader sees which driver choice the plan overrides); empty otherwise.
-fn hint_marker(p: &Placement) -> String {
-    match (&p.hint, &p.desired, p.action) {
-        (Some(hint), Some(want), Action::Set | Action::Keep) if !hint.is_empty() && hint != want => {
-            format!(" [driver hint {}]", hint.to_list_string())
+/// The REASON cell of `p`, appended to `out`: its reason, then ` [driver hint 3]` when the
+/// driver's `affinity_hint` names CPUs and irqwise places the IRQ elsewhere (so a reader sees
+/// which driver choice the plan overrides).
+fn push_reason(out: &mut String, p: &Placement) {
+    out.push_str(&p.reason);
+    if let (Some(hint), Some(want), Action::Set | Action::Keep) = (&p.hint, &p.desired, p.action) {
+        if !hint.is_empty() && hint != want {
+            out.push_str(" [driver hint ");
+            out.push_str(&hint.to_list_string());
+            out.push(']');
         }
-        _ => String::new(),
     }
 }
 
-/// `row` as one line with each cell padded to `widths` (the IRQ number right-aligned), two
-/// spaces of indent, no trailing blanks.
-fn line(row: &[String; 6], widths: &[usize; 6]) -> String {
-    let mut out = format!("  {:>w$}", row[0], w = widths[0]);
-    for (cell, w) in row.iter().zip(widths).skip(1) {
+/// Appends `row` as one line to `out`, each cell padded to `widths` (the IRQ number
+/// right-aligned) after two spaces of indent, then `last` (the reason); no trailing blanks, no
+/// newline.
+fn push_line<S: AsRef<str>>(out: &mut String, row: &[S], widths: &[usize], last: impl FnOnce(&mut String)) {
+    let Some((first, rest)) = row.split_first() else { return };
+    let first = first.as_ref();
+    out.push_str("  ");
+    out.extend(std::iter::repeat_n(' ', widths[0].saturating_sub(first.chars().count())));
+    out.push_str(first);
+    for (cell, w) in rest.iter().zip(&widths[1..]) {
+        let cell = cell.as_ref();
         out.push(' ');
         out.push_str(cell);
         out.extend(std::iter::repeat_n(' ', w.saturating_sub(cell.chars().count())));
     }
+    out.push(' ');
+    last(out);
     out.truncate(out.trim_end().len());
-    out
 }
 
 /// The table: a header row, then per device its line, its `names:` line and one row per IRQ,
 /// every column as wide as its widest cell; then the counts and warnings of `whole` (the plan
 /// before any filtering). Guarantees: columns line up whatever the lengths of names and masks.
 pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
-    let rows: Vec<Vec<[String; 6]>> = plan.devices.iter().map(|d| d.irqs.iter().map(cells).collect()).collect();
-    let header = HEADER.map(String::from);
-    let mut widths = [0usize; 6];
-    for row in std::iter::once(&header).chain(rows.iter().flatten()) {
+    let rows: Vec<Vec<[Cow<'_, str>; 5]>> = plan.devices.iter().map(|d| d.irqs.iter().map(cells).collect()).collect();
+    let mut widths = [0usize; 5];
+    for (w, title) in widths.iter_mut().zip(HEADER) {
+        *w = title.len();
+    }
+    for row in rows.iter().flatten() {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
     let mut out = String::new();
     if !plan.devices.is_empty() {
-        out.push_str(&line(&header, &widths));
+        push_line(&mut out, &HEADER[..5], &widths, |out| out.push_str(HEADER[5]));
         out.push('\n');
     }
     for (d, rows) in plan.devices.iter().zip(&rows) {
@@ -99,8 +127,8 @@ pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
         ));
         out.push_str(&format!("  names: {}\n", recognised_summary(&d.irqs)));
         out.push_str(&super::napi_threads::render_identity(&d.irqs));
-        for row in rows {
-            out.push_str(&line(row, &widths));
+        for (row, p) in rows.iter().zip(&d.irqs) {
+            push_line(&mut out, row, &widths, |out| push_reason(out, p));
             out.push('\n');
         }
         if let Some(x) = &d.xps {
@@ -190,7 +218,11 @@ mod tests {
             hint: Some(CpuSet::parse_list(hint).unwrap()),
             ..placement(irq, "q", "0-7", desired, action)
         };
-        let marker = |p: &Placement| cells(p)[5].clone();
+        let marker = |p: &Placement| {
+            let mut reason = String::new();
+            push_reason(&mut reason, p);
+            reason
+        };
         assert_eq!(marker(&hinted(1, "4", "2", Action::Set)), "because [driver hint 2]");
         assert_eq!(marker(&hinted(2, "4", "4", Action::Set)), "because", "hint followed");
         assert_eq!(marker(&hinted(3, "0-7", "", Action::Keep)), "because", "empty hint: none given");
