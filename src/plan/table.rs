@@ -25,13 +25,10 @@ fn recognised_summary(irqs: &[Placement]) -> String {
             Some((r, g)) if *r == p.recognised => g,
             _ => {
                 let label = p.recognised.to_string();
-                match groups.iter().position(|(l, _)| *l == label) {
-                    Some(g) => g,
-                    None => {
-                        groups.push((label, 0));
-                        groups.len() - 1
-                    }
-                }
+                groups.iter().position(|(l, _)| *l == label).unwrap_or_else(|| {
+                    groups.push((label, 0));
+                    groups.len() - 1
+                })
             }
         };
         groups[g].1 += 1;
