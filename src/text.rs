@@ -22,7 +22,7 @@ pub fn printable_lines(s: &str) -> Cow<'_, str> {
 /// leaves DEL and C1 as they are (valid JSON, but raw bytes a terminal obeys); outside strings
 /// JSON has only whitespace, so the result is the same JSON document, terminal-safe.
 pub fn json_escaped_controls(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(|c| c.is_control() && c != '\n') {
+    if !has_control(s, &|c| c == '\n') {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -37,8 +37,16 @@ pub fn json_escaped_controls(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Whether `s` holds a control character `keep` does not keep. Control characters are C0
+/// (bytes below 0x20), DEL (0x7f) and C1 (U+0080-U+009F, in UTF-8 a 0xc2 lead byte): a text
+/// with none of those bytes has none, which a byte scan tells fast (outputs run to megabytes).
+fn has_control(s: &str, keep: &impl Fn(char) -> bool) -> bool {
+    let suspect = |b: u8| (b < 0x20 && !keep(char::from(b))) || b == 0x7f || b == 0xc2;
+    s.bytes().any(suspect) && s.chars().any(|c| c.is_control() && !keep(c))
+}
+
 fn escape(s: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
-    if !s.chars().any(|c| c.is_control() && !keep(c)) {
+    if !has_control(s, &keep) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -66,6 +74,18 @@ mod tests {
         assert_eq!(printable("two\nlines"), "two\\x0alines");
         assert_eq!(printable_lines("two\nlines\t\x1b"), "two\nlines\t\\x1b");
         assert_eq!(printable("é ü"), "é ü");
+    }
+
+    #[test]
+    fn the_byte_scan_agrees_with_the_character_test_around_every_control_range() {
+        // Every character at the edges of C0, DEL and C1, and others sharing C1's 0xc2 lead byte.
+        let edges = ['\0', '\t', '\n', '\x1f', ' ', '~', '\x7f', '\u{80}', '\u{9f}', '\u{a0}', '©', 'ÿ', 'é'];
+        for c in edges {
+            let text = format!("a{c}b");
+            let keep = |k: char| k == '\n' || k == '\t';
+            assert_eq!(has_control(&text, &keep), c.is_control() && !keep(c), "{:?}", c);
+            assert_eq!(matches!(printable_lines(&text), Cow::Borrowed(_)), !c.is_control() || keep(c), "{:?}", c);
+        }
     }
 
     #[test]

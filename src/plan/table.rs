@@ -105,7 +105,12 @@ pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let mut out = String::new();
+    // Sized for the rows up front: a big machine's table is megabytes, grown by doubling it
+    // would be copied about twice over.
+    let irqs = plan.devices.iter().flat_map(|d| &d.irqs);
+    let reasons: usize = irqs.clone().map(|p| p.reason.len()).sum();
+    let row = widths.iter().sum::<usize>() + widths.len() + 3;
+    let mut out = String::with_capacity(irqs.count() * row + reasons + 200 * plan.devices.len() + 4096);
     if !plan.devices.is_empty() {
         push_line(&mut out, &HEADER[..5], &widths, |out| out.push_str(HEADER[5]));
         out.push('\n');
