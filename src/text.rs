@@ -83,8 +83,8 @@ mod tests {
         for c in edges {
             let text = format!("a{c}b");
             let keep = |k: char| k == '\n' || k == '\t';
-            assert_eq!(has_control(&text, &keep), c.is_control() && !keep(c), "{:?}", c);
-            assert_eq!(matches!(printable_lines(&text), Cow::Borrowed(_)), !c.is_control() || keep(c), "{:?}", c);
+            assert_eq!(has_control(&text, &keep), c.is_control() && !keep(c), "{c:?}");
+            assert_eq!(matches!(printable_lines(&text), Cow::Borrowed(_)), !c.is_control() || keep(c), "{c:?}");
         }
     }
 
