@@ -199,12 +199,21 @@ fn online_cpu_outside_possible_is_left_out() {
 
 #[test]
 fn cpu_claiming_a_missing_node_is_placed_by_the_node_cpulists() {
-    let (topo, w) = degraded_after(|d| {
+    let claim_node7 = |d: &Path| {
         fs::remove_dir(d.join(CPU).join("cpu3/node1")).unwrap();
         fs::create_dir(d.join(CPU).join("cpu3/node7")).unwrap();
+    };
+    // Offline, the CPU's directory is listed: the claim is seen and named.
+    let (topo, w) = degraded_after(|d| {
+        claim_node7(d);
+        fs::write(d.join(CPU).join("online"), "0-2\n").unwrap();
     });
     assert_one_warning(&w, "cpu3/node7", "node 7");
     assert_eq!(topo.cpus[&3].node, Some(1), "node1/cpulist lists it");
+    // Online and in one node's cpulist, it is not listed: that node, nothing to warn of.
+    let (topo, w) = degraded_after(claim_node7);
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(topo.cpus[&3].node, Some(1));
 }
 
 /// Without a `possible` list the CPU ids come from the `cpuN` directories; an id beyond what a

@@ -308,10 +308,16 @@ fn discover(
         (None, Some(online)) => GroupSets::sharing(online.clone()),
         _ => GroupSets::reading_every_cpu(),
     };
-    let own_online = global_online.is_none();
+    let known = |id: u32| match &global_online {
+        None => cpu::Known::Nothing,
+        Some(online) if online.contains(id) => {
+            only_node_holding(&node_dirs, id).map_or(cpu::Known::OnlineList, cpu::Known::OnlineInNode)
+        }
+        Some(_) => cpu::Known::OnlineList,
+    };
     let mut read_now = Vec::with_capacity(fresh.len());
     for chunk in fresh.chunks(SHARING_CHUNK) {
-        let read = read_in_parallel(chunk, |&id| cpu::read_cpu(root, id, &node_dirs, &groups, own_online));
+        let read = read_in_parallel(chunk, |&id| cpu::read_cpu(root, id, &node_dirs, &groups, known(id)));
         for (id, (mut cpu, cpu_warnings)) in chunk.iter().zip(read) {
             groups.learn(&mut cpu);
             read_now.push((*id, (cpu, cpu_warnings)));
@@ -362,6 +368,16 @@ fn discover(
     let offline_masks = offline_masks_for(arch.as_deref());
     let topo = Topology { kernel, arch, possible, present, online, isolated, nohz_full, cpus, nodes, offline_masks };
     Ok((topo, w, kept_reads))
+}
+
+/// The node whose `cpulist` holds CPU `id` when exactly one does.
+fn only_node_holding(nodes: &BTreeMap<u32, nodes::NodeDir>, id: u32) -> Option<u32> {
+    let mut holding =
+        nodes.iter().filter(|(_, n)| n.cpus.as_ref().is_some_and(|c| c.contains(id))).map(|(&node, _)| node);
+    match (holding.next(), holding.next()) {
+        (Some(node), None) => Some(node),
+        _ => None,
+    }
 }
 
 /// Gives every CPU sysfs placed its [`NodeSource::Sysfs`], and the others the node the kernel

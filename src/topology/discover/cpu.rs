@@ -10,34 +10,53 @@ use crate::cpuset::CpuSet;
 use crate::sysfs::{parse_cpulist_at, Root, SysfsError};
 use crate::topology::Cpu;
 
+/// What the caller knows of a CPU from the global lists, which decides what of its own
+/// directory is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Known {
+    /// No global `online` list: the CPU's own `online` file says, and its directory is listed.
+    Nothing,
+    /// The global `online` list decides whether it is online; the directory is listed for
+    /// `topology/` and the `nodeM` link.
+    OnlineList,
+    /// Online by the global list and in exactly one node's `cpulist`: the directory is not
+    /// listed. The kernel gives an online CPU its `topology/` and links it under the node whose
+    /// cpulist holds it; the listing would tell nothing more (1,024 listings, about 5% of a
+    /// 1,024-CPU machine's full-pass system calls).
+    OnlineInNode(u32),
+}
+
+/// What a CPU's directory listing says: that it exists, whether it has `topology/`, the node
+/// its `nodeM` link names.
+struct Listing {
+    exists: bool,
+    topology: bool,
+    node_link: Option<u32>,
+}
+
 /// Reads CPU `id`, never failing: what cannot be read stays unknown, with a warning. `present` is
-/// left false (the caller owns the global lists); with `own_online`, `online` is the CPU's own
-/// `online` file, or true when the directory exists without one (x86 cpu0) or with an empty one,
-/// or false when there is no directory at all (possible but never brought up). Without it (the
-/// caller has the global `online` list, which decides) the file is not read and `online` is
-/// whether the directory exists. A level `groups` covers takes that set instead of the CPU's
+/// left false (the caller owns the global lists); with [`Known::Nothing`], `online` is the CPU's
+/// own `online` file, or true when the directory exists without one (x86 cpu0) or with an empty
+/// one, or false when there is no directory at all (possible but never brought up). Otherwise
+/// (the caller has the global `online` list, which decides) the file is not read and `online`
+/// is whether the directory exists. A level `groups` covers takes that set instead of the CPU's
 /// own file (see [`GroupSets`]).
 pub(super) fn read_cpu(
     root: &Root,
     id: u32,
     nodes: &BTreeMap<u32, NodeDir>,
     groups: &GroupSets,
-    own_online: bool,
+    known: Known,
 ) -> (Cpu, Vec<TopologyWarning>) {
     let dir = format!("{CPU_DIR}/cpu{id}");
     let mut w = Vec::new();
     let mut cpu = Cpu::bare(id);
-    // What matters of the listing: that it is not empty, `topology/` and the `nodeM` link.
-    let entries = match root.list_dir_noting(&dir, |n| n == "topology" || is_numbered(n, "node")) {
-        Ok(entries) => entries,
-        Err(e) => {
-            let problem = format!("cannot be listed ({})", io_problem(&e));
-            w.push(warning(root, &dir, problem, "the CPU is taken as bare").marked_by(&e));
-            Vec::new()
-        }
+    let listing = match known {
+        Known::OnlineInNode(node) => Listing { exists: true, topology: true, node_link: Some(node) },
+        Known::Nothing | Known::OnlineList => list(root, &dir, &mut w),
     };
     let online_rel = format!("{dir}/online");
-    let own = if own_online { root.read_small_optional(&online_rel) } else { Ok(None) };
+    let own = if known == Known::Nothing { root.read_small_optional(&online_rel) } else { Ok(None) };
     cpu.online = match own {
         // An empty file is how captured trees record one they could not read: it says nothing.
         Ok(Some(text)) if !text.trim().is_empty() => match text.trim() {
@@ -46,20 +65,20 @@ pub(super) fn read_cpu(
             other => {
                 let problem = format!("unexpected content {other:?}, expected 0 or 1");
                 w.push(warning(root, &online_rel, problem, "the global online list decides"));
-                !entries.is_empty()
+                listing.exists
             }
         },
-        Ok(_) => !entries.is_empty(),
+        Ok(_) => listing.exists,
         Err(e) => {
             let problem = format!("unreadable ({})", io_problem(&e));
             w.push(warning(root, &online_rel, problem, "the global online list decides").marked_by(&e));
-            !entries.is_empty()
+            listing.exists
         }
     };
-    cpu.node = cpu_node(root, id, &dir, &entries, nodes, &mut w);
+    cpu.node = cpu_node(root, id, &dir, listing.node_link, nodes, &mut w);
 
     let topo = format!("{dir}/topology");
-    if entries.iter().any(|e| e == "topology") {
+    if listing.topology {
         // Only the masks: the ids (`core_id`, `physical_package_id`, `cluster_id`) are not read,
         // as irqwise has no use for them (three reads a CPU, a sixth of a full pass's topology).
         let mut mask = |level: Level, lists: &[&str], masks: &[&str]| {
@@ -104,6 +123,24 @@ pub(super) fn read_cpu(
     (cpu, w)
 }
 
+/// Lists CPU directory `dir`: what matters is that it is not empty, `topology/` and the lowest
+/// `nodeM` link below [`MAX_NUMNODES`]. An unlistable directory is taken as empty, with a warning.
+fn list(root: &Root, dir: &str, w: &mut Vec<TopologyWarning>) -> Listing {
+    let entries = match root.list_dir_noting(dir, |n| n == "topology" || is_numbered(n, "node")) {
+        Ok(entries) => entries,
+        Err(e) => {
+            let problem = format!("cannot be listed ({})", io_problem(&e));
+            w.push(warning(root, dir, problem, "the CPU is taken as bare").marked_by(&e));
+            Vec::new()
+        }
+    };
+    Listing {
+        exists: !entries.is_empty(),
+        topology: entries.iter().any(|e| e == "topology"),
+        node_link: numbered_entries(&entries, "node").into_iter().find(|&n| n < MAX_NUMNODES),
+    }
+}
+
 /// The first file that exists among the list-format names, then the hex-mask names; `None` when
 /// none exists. An empty file is `Some(empty)`: the kernel said "no CPUs", which matters. An
 /// error comes with the file it is about.
@@ -137,11 +174,11 @@ fn cpu_node(
     root: &Root,
     id: u32,
     dir: &str,
-    entries: &[String],
+    node_link: Option<u32>,
     nodes: &BTreeMap<u32, NodeDir>,
     w: &mut Vec<TopologyWarning>,
 ) -> Option<u32> {
-    if let Some(&node) = numbered_entries(entries, "node").iter().find(|&&n| n < MAX_NUMNODES) {
+    if let Some(node) = node_link {
         if nodes.contains_key(&node) {
             return Some(node);
         }
