@@ -171,6 +171,22 @@ fn a_claim_that_takes_the_nodes_cpus_spills_with_a_warning_naming_it() {
     );
     let now = used(root, &s.irqs);
     assert!(!now.is_empty() && !now.intersects(&set("4-7,12-15")), "spilled to node 0: {now}");
+    // A device left alone by its rule spills nothing: no warning about it.
+    let plan_warnings = |cfg: &Path| {
+        let out = irqwise(root, &["--config", cfg.to_str().unwrap(), "plan", "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        plan["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    let claimed = |w: &[String]| w.iter().any(|w| w.contains("every usable CPU of its node 1"));
+    assert!(claimed(&plan_warnings(s.cfg.path())), "the plan warns as the claim did");
+    let leave = tempfile::tempdir().unwrap();
+    write_config(
+        leave.path(),
+        &format!("{QUIET}\n[[device]]\nmatch = {{ driver = \"ixgbe\" }}\nstrategy = \"leave\"\n"),
+    );
+    let w = plan_warnings(leave.path());
+    assert!(!claimed(&w), "{w:?}");
 }
 
 #[test]
