@@ -317,3 +317,42 @@ fn only_the_vectors_the_kernel_manages_are_predicted_not_their_writable_neighbou
         assert_eq!(p["action"] == "set", i >= 2, "the rule places the writable ones: {p}");
     }
 }
+
+#[test]
+fn a_placement_to_write_carries_its_enospc_fallbacks_wider_each_step() {
+    // ens5's queue 0 on node 1 (6-11,18-23; siblings N, N+12; no clusters or LLC files beyond
+    // the node): its fallbacks widen from its core to every usable CPU.
+    let dir = machine();
+    let mut f = FixtureRoot::at(dir.path());
+    f.nic(ENS5, "ice", "ens5", Some(1), 4, NamingScheme::IceTxRx);
+    let plan = plan_json(dir.path(), empty_config().path());
+    let ps = queue_irqs(device(&plan, ENS5), None);
+    assert_eq!(ps.len(), 4);
+    for p in ps {
+        assert_eq!(p["action"], "set", "{p}");
+        let want = set_of(&p["desired"]);
+        let cpu = want.first().unwrap();
+        let steps: Vec<(String, CpuSet)> = p["fallbacks"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no fallbacks: {p}"))
+            .iter()
+            .map(|f| (f["step"].as_str().unwrap().to_string(), set_of(&f["cpus"])))
+            .collect();
+        assert_eq!(
+            steps.first().map(|s| (s.0.as_str(), s.1.clone())),
+            Some(("same core", core_of(dir.path(), cpu))),
+            "{p}"
+        );
+        assert_eq!(steps.last().map(|s| s.1.clone()), Some(cpus("0-23")), "the last is every usable CPU: {p}");
+        for pair in steps.windows(2) {
+            assert!(pair[0].1.is_subset(&pair[1].1) && pair[0].1 != pair[1].1, "each wider: {p}");
+        }
+    }
+    // Applied, nothing is left to write, and a kept IRQ carries none.
+    run_ok(dir.path(), empty_config().path(), &["apply"]);
+    let plan = plan_json(dir.path(), empty_config().path());
+    for p in queue_irqs(device(&plan, ENS5), None) {
+        assert_eq!(p["action"], "keep", "{p}");
+        assert!(p.get("fallbacks").is_none(), "{p}");
+    }
+}
