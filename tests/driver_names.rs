@@ -5,8 +5,8 @@
 //! `queue_pattern` teaches its names.
 //!
 //! `IRQWISE_CORPUS_ROOT=DIR cargo test --test driver_names -- --ignored write_corpus_root` writes
-//! every corpus device into one fixture root (for measuring any irqwise build against it with
-//! `scripts/score-names.py`).
+//! every corpus device into one fixture root: `irqwise plan --root DIR` of any build then shows
+//! how that build reads each corpus name (each IRQ row's NAME and QUEUE).
 
 #[path = "common/acceptance.rs"]
 mod acceptance;
@@ -274,7 +274,7 @@ fn a_bad_queue_pattern_is_a_located_config_error() {
 }
 
 /// Writes every corpus device into `$IRQWISE_CORPUS_ROOT` (a 1-node, 4-CPU machine) for
-/// measuring an irqwise build with `scripts/score-names.py`.
+/// comparing how irqwise builds read the corpus names (`irqwise plan --root DIR`).
 #[test]
 #[ignore]
 fn write_corpus_root() {
