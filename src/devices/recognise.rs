@@ -363,6 +363,17 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_interface_is_one_word_as_the_kernel_allows_it() {
+        // dev_valid_name(): no whitespace, '/' or ':' in an interface name. With no interface
+        // known, `{if}` takes any such word and nothing longer.
+        let segs = segments("{if}-TxRx-{q}");
+        assert_eq!(walk(&segs, "eth0-TxRx-3", &[], false, None), Some(Hit::Number(3)));
+        for name in ["my nic-TxRx-3", "my\tnic-TxRx-3", "a/b-TxRx-3", "a:b-TxRx-3"] {
+            assert_eq!(walk(&segs, name, &[], false, None), None, "{name:?}");
+        }
+    }
+
+    #[test]
     fn pci_addresses_are_recognised_by_shape() {
         assert_eq!(pci_address_len("0000:81:00.0:misc"), Some(12));
         assert_eq!(pci_address_len("10000:00:1f.7"), Some(13));
