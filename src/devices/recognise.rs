@@ -297,10 +297,6 @@ impl QueuePattern {
         Ok(QueuePattern { source: source.to_string(), regex })
     }
 
-    pub fn as_str(&self) -> &str {
-        &self.source
-    }
-
     /// The role and queue of `name`, when the whole name matches, the `queue` group is a
     /// decimal number and the `role` group (if it took part) names a role. Without a `role`
     /// group the vector is a combined rx/tx queue.
@@ -360,6 +356,33 @@ mod tests {
     fn templates_split_into_literals_and_placeholders() {
         assert_eq!(segments("i40e-{if}-TxRx-{q}"), [Seg::Lit("i40e-"), Seg::Interface, Seg::Lit("-TxRx-"), Seg::Queue]);
         assert_eq!(segments("{x}-{n}"), [Seg::Lit("{x}"), Seg::Lit("-"), Seg::Number]);
+        // No empty literal before a leading placeholder or after a trailing one.
+        assert_eq!(segments("{q}"), [Seg::Queue]);
+        assert_eq!(segments("{if}{q}"), [Seg::Interface, Seg::Queue]);
+    }
+
+    #[test]
+    fn a_known_interface_is_matched_whole_and_cut_only_at_the_limit() {
+        let segs = segments("{if}-TxRx-{q}");
+        let ifs = ["eth0".to_string(), "eth10".to_string()];
+        assert_eq!(walk(&segs, "eth10-TxRx-2", &ifs, false, None), Some(Hit::Number(2)));
+        assert_eq!(walk(&segs, "wlan0-TxRx-2", &ifs, false, None), None, "not one of the device's interfaces");
+        // A name cut inside the interface name is a cut form only where names are cut.
+        assert_eq!(walk(&segs, "eth1", &ifs, true, None), Some(Hit::Cut));
+        assert_eq!(walk(&segs, "eth1", &ifs, false, None), None);
+        assert_eq!(walk(&segs, "wlan", &ifs, true, None), None, "cut, but not from an interface of the device");
+    }
+
+    #[test]
+    fn only_a_number_running_to_the_end_of_a_cut_name_may_have_lost_digits() {
+        let ifs = ["eth0".to_string()];
+        let tail = segments("{if}-TxRx-{q}");
+        assert_eq!(walk(&tail, "eth0-TxRx-1", &ifs, true, None), Some(Hit::Cut));
+        assert_eq!(walk(&tail, "eth0-TxRx-1", &ifs, false, None), Some(Hit::Number(1)));
+        // A number followed by more of the template was not cut.
+        let inner = segments("{if}-{q}-rx");
+        assert_eq!(walk(&inner, "eth0-12-rx", &ifs, true, None), Some(Hit::Number(12)));
+        assert_eq!(walk(&inner, "eth0-12-r", &ifs, true, None), Some(Hit::Cut));
     }
 
     #[test]
@@ -379,6 +402,11 @@ mod tests {
         assert_eq!(pci_address_len("10000:00:1f.7"), Some(13));
         assert_eq!(pci_address_len("000:81:00.0"), None);
         assert_eq!(pci_address_len("0000:81:00.8"), None);
+        // Each two-digit field must be hex: bus, then slot.
+        assert_eq!(pci_address_len("0000:8g:00.0"), None);
+        assert_eq!(pci_address_len("0000:81:0g.0"), None);
+        assert_eq!(pci_address_len("0000:81-00.0"), None);
+        assert_eq!(pci_address_len("0000:81:00:0"), None);
     }
 
     #[test]
@@ -411,6 +439,31 @@ mod tests {
         assert_eq!(QueuePattern::new("foo-q\\d+"), Err(QueuePatternError::NoQueueGroup));
         assert!(matches!(QueuePattern::new("foo-(?P<queue>\\d+"), Err(QueuePatternError::Syntax(_))));
         assert_eq!(QueuePattern::new(r"(?P<dev>\w+)-(?P<queue>\d+)"), Err(QueuePatternError::OtherGroup("dev".into())));
+    }
+
+    #[test]
+    fn queue_pattern_roles_are_the_words_drivers_use() {
+        let p = QueuePattern::new(r"foo-(?P<role>[a-zA-Z-]+)-(?P<queue>\d+)").unwrap();
+        let read = |name: &str| p.recognise(name).map(|(role, _)| role);
+        for (words, role) in [
+            (&["rx", "RX", "input"][..], QueueRole::Rx),
+            (&["tx", "Tx", "output"], QueueRole::Tx),
+            (&["rxtx", "TxRx", "tx-rx", "combined", "fp"], QueueRole::RxTx),
+            (&["io", "IO"], QueueRole::Io),
+        ] {
+            for w in words {
+                assert_eq!(read(&format!("foo-{w}-1")), Some(role), "{w}");
+            }
+        }
+        assert_eq!(read("foo-async-1"), None, "a role group naming no role");
+    }
+
+    #[test]
+    fn queue_patterns_compare_by_their_source() {
+        let a = QueuePattern::new(r"foo-(?P<queue>\d+)").unwrap();
+        assert_eq!(a, QueuePattern::new(r"foo-(?P<queue>\d+)").unwrap());
+        assert_ne!(a, QueuePattern::new(r"bar-(?P<queue>\d+)").unwrap());
+        assert_eq!(a.to_string(), r"foo-(?P<queue>\d+)");
     }
 
     #[test]
