@@ -83,6 +83,9 @@ pub struct GroupingCache {
     /// `core_ranks(topo, within)` by (topology address, within): every node's order on one
     /// machine ranks the same CPUs.
     ranks: std::cell::RefCell<std::collections::HashMap<(usize, CpuSet), Ranks>>,
+    /// [`DeviceContext::fallbacks`] by (topology address, usable, node CPUs, desired): the NICs
+    /// of one node share usable and node CPUs, and each CPU carries several of their queues.
+    fallbacks: std::cell::RefCell<std::collections::HashMap<FallbackKey, Fallbacks>>,
 }
 
 /// `map[key]`, made by `make` the first time (no borrow is held while `make` runs, so it may
@@ -108,6 +111,10 @@ type Ranks = std::rc::Rc<Vec<u32>>;
 type Blocks = std::rc::Rc<Vec<Vec<u32>>>;
 /// A NUMA-hop order's inputs: the topology's address, the node, the order, the CPUs within.
 type OrderKey = (usize, Option<u32>, crate::choices::SpreadOrder, CpuSet);
+/// One shared fallback chain.
+type Fallbacks = std::rc::Rc<Vec<Fallback>>;
+/// A fallback chain's inputs: the topology's address, usable CPUs, node CPUs, desired CPUs.
+type FallbackKey = (usize, CpuSet, CpuSet, CpuSet);
 
 impl GroupingCache {
     /// `spread_blocks_within(topo, node, order, within)`, computed once per (topology, node,
@@ -268,6 +275,14 @@ impl<'a> DeviceContext<'a> {
     /// the usable CPUs of the same core, cluster, last-level cache and node as `desired`, then
     /// every usable CPU. Guarantees each step strictly wider than `desired` and the step before.
     pub fn fallbacks(&self, desired: &CpuSet) -> Vec<Fallback> {
+        let key =
+            (std::ptr::from_ref(self.topo) as usize, self.usable.clone(), self.node_cpus.cpus.clone(), desired.clone());
+        let chain = cached(&self.groupings.fallbacks, key, || Fallbacks::new(self.fallbacks_computed(desired)));
+        chain.as_ref().clone()
+    }
+
+    /// [`DeviceContext::fallbacks`], computed.
+    fn fallbacks_computed(&self, desired: &CpuSet) -> Vec<Fallback> {
         let around = |mask: &dyn Fn(u32) -> CpuSet| -> CpuSet {
             desired.iter().fold(desired.clone(), |acc, c| acc.union(&mask(c))).intersection(&self.usable)
         };

@@ -167,12 +167,24 @@ pub(crate) fn classify_mask(
 /// on a machine with nodes): not desired, not in a desired CPU's core, cluster or LLC mask, not
 /// on a desired CPU's node. One membership test per desired CPU and level, no set built.
 fn beyond_rings(topo: &Topology, x: u32, desired: &CpuSet) -> bool {
+    // One lookup of each desired CPU; its node's test is reused while the desired CPUs stay on
+    // that node (they mostly do: this runs for every IRQ of a pass).
+    let mut last_node: Option<(u32, bool)> = None;
     !desired.iter().any(|d| {
-        let near = topo
-            .cpus
-            .get(&d)
-            .is_some_and(|c| [&c.core, &c.cluster, &c.llc].into_iter().flatten().any(|m| m.contains(x)));
-        near || d == x || node_of(topo, d).and_then(|n| topo.nodes.get(&n)).is_some_and(|n| n.cpus.contains(x))
+        let cpu = topo.cpus.get(&d);
+        if d == x || cpu.is_some_and(|c| [&c.core, &c.cluster, &c.llc].into_iter().flatten().any(|m| m.contains(x))) {
+            return true;
+        }
+        let node = if topo.nodes.is_empty() { Some(0) } else { cpu.and_then(|c| c.node) };
+        let Some(n) = node else { return false };
+        match last_node {
+            Some((m, near)) if m == n => near,
+            _ => {
+                let near = topo.nodes.get(&n).is_some_and(|node| node.cpus.contains(x));
+                last_node = Some((n, near));
+                near
+            }
+        }
     })
 }
 
