@@ -156,21 +156,22 @@ pub(super) fn read_capped(r: Regular, limit: u64, first_read: usize) -> io::Resu
     if r.size > limit {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("longer than {limit} bytes")));
     }
-    let mut file = r.file;
+    let file = r.file;
     let mut bytes = Vec::new();
     if first_read > 0 {
-        let mut page = [0u8; 4096];
+        // Not zeroed first: the kernel fills what it returns (a pass reads 25,000 files).
+        let mut page = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
         let want = first_read.min(page.len());
-        let n = loop {
-            match file.read(&mut page[..want]) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                other => break other?,
+        let read = loop {
+            match rustix::io::read(&file, &mut page[..want]) {
+                Err(rustix::io::Errno::INTR) => {}
+                other => break other?.0,
             }
         };
-        if n < want && n as u64 <= limit {
-            return Ok(page[..n].to_vec());
+        if read.len() < want && read.len() as u64 <= limit {
+            return Ok(read.to_vec());
         }
-        bytes.extend_from_slice(&page[..n]);
+        bytes.extend_from_slice(read);
     }
     let rest = (limit + 1).saturating_sub(bytes.len() as u64);
     file.take(rest).read_to_end(&mut bytes)?;
