@@ -46,7 +46,10 @@ pub fn recognise_device(ctx: &NameContext, actions: &[Vec<String>]) -> Vec<Recog
         let by = Recognition::UnknownDriver { driver: ctx.driver.map(String::from) };
         return actions.iter().map(|_| Recognised::unrecognised(by.clone())).collect();
     };
-    let hits: Vec<Option<(usize, Hit)>> = actions.iter().map(|names| best_hit(entry, names, ctx.interfaces)).collect();
+    // Split once per device, not once per name and pattern.
+    let templates: Vec<Vec<Seg>> = entry.patterns.iter().map(|p| segments(p.template)).collect();
+    let hits: Vec<Option<(usize, Hit)>> =
+        actions.iter().map(|names| best_hit(entry, &templates, names, ctx.interfaces)).collect();
     let counts = PatternCounts::of(entry, &hits);
     let mut position = 0u32;
     hits.iter()
@@ -127,20 +130,21 @@ enum Hit {
 
 /// The pattern one vector matches, trying its action names in order: the first name matching a
 /// queue pattern, else the first matching a sideband pattern.
-fn best_hit(entry: &DriverNames, names: &[String], ifs: &[String]) -> Option<(usize, Hit)> {
-    let hits: Vec<(usize, Hit)> = names.iter().filter_map(|n| match_name(entry, n.trim(), ifs)).collect();
+fn best_hit(entry: &DriverNames, templates: &[Vec<Seg>], names: &[String], ifs: &[String]) -> Option<(usize, Hit)> {
+    let hits: Vec<(usize, Hit)> = names.iter().filter_map(|n| match_name(entry, templates, n.trim(), ifs)).collect();
     let is_queue = |(p, _): &&(usize, Hit)| matches!(entry.patterns[*p].kind, NameKind::Queue(..));
     hits.iter().find(is_queue).or_else(|| hits.first()).copied()
 }
 
-/// The first pattern of `entry` matching `name`. A name as long as the driver's limit is first
-/// tried whole (a trailing number then counts as possibly cut), then as a cut-short prefix.
-/// Guarantees: `Hit::Cut` only for a name of exactly the entry's limit.
-fn match_name(entry: &DriverNames, name: &str, ifs: &[String]) -> Option<(usize, Hit)> {
+/// The first pattern of `entry` matching `name` (`templates[i]` is pattern i split). A name as
+/// long as the driver's limit is first tried whole (a trailing number then counts as possibly
+/// cut), then as a cut-short prefix. Guarantees: `Hit::Cut` only for a name of exactly the
+/// entry's limit.
+fn match_name(entry: &DriverNames, templates: &[Vec<Seg>], name: &str, ifs: &[String]) -> Option<(usize, Hit)> {
     let at_limit = entry.limit == Some(name.chars().count());
     let try_all = |accept_cut: bool| {
-        entry.patterns.iter().enumerate().find_map(|(i, p)| {
-            let hit = walk(&segments(p.template), name, ifs, at_limit, None)?;
+        templates.iter().enumerate().find_map(|(i, segs)| {
+            let hit = walk(segs, name, ifs, at_limit, None)?;
             (accept_cut || hit != Hit::Cut).then_some((i, hit))
         })
     };

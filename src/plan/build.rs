@@ -6,19 +6,18 @@
 //! are only predicted, never set.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Action, DevicePlan, Placement, Plan, QueueDisagreement, QueueSource};
 use crate::choices::StrategyName;
 use crate::config::RuleRef;
-use crate::cpuset::CpuSet;
 use crate::devices::napi::KernelQueue;
 use crate::devices::{Device, DeviceClass, IrqVector, QueuePattern, QueueRole, Recognition};
 use crate::kernel::GroupRules;
 use crate::policy::Policy;
 use crate::strategy::allocator::allocate;
 use crate::strategy::{decide, numa_hop, Decision, DeviceContext, GroupingCache, Machine, QueueAllocation};
-use crate::topology::locality::{classify_mask, Locality};
+use crate::topology::locality::classify_mask;
 use crate::topology::{home_topology, Topology};
 
 /// Machine-wide inputs of planning.
@@ -57,25 +56,9 @@ struct Prepared<'a> {
 /// desired CPUs (from the device's node for an IRQ without desired CPUs). Run once the desired
 /// masks are final ([`build_plan`] leaves it unset).
 pub(crate) fn locate_current(plan: &mut Plan, topo: &Topology) {
-    // IRQs share masks: NVMe drives of one queue count are given the same groups, and a fresh
-    // boot leaves every IRQ on the same mask. One classification per (mask, desired, node) of an
-    // IRQ not already inside its desired CPUs (that case needs no rings).
-    type Key = (CpuSet, Option<CpuSet>, Option<u32>);
-    let mut classified: HashMap<Key, Option<Locality>> = HashMap::new();
     for d in &mut plan.devices {
         for p in &mut d.irqs {
-            let Some(current) = &p.current else {
-                p.current_locality = None;
-                continue;
-            };
-            let inside = !current.is_empty() && p.desired.as_ref().is_some_and(|w| current.is_subset(w));
-            p.current_locality = if inside {
-                classify_mask(topo, current, p.desired.as_ref(), d.node)
-            } else {
-                *classified
-                    .entry((current.clone(), p.desired.clone(), d.node))
-                    .or_insert_with(|| classify_mask(topo, current, p.desired.as_ref(), d.node))
-            };
+            p.current_locality = p.current.as_ref().and_then(|c| classify_mask(topo, c, p.desired.as_ref(), d.node));
         }
     }
 }

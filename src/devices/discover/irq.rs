@@ -130,7 +130,13 @@ impl Requested {
     /// exists but cannot be listed (not a directory, unreadable) is a warning.
     pub(super) fn read(root: &Root, warnings: &mut Vec<DeviceError>) -> Requested {
         match root.list_dir("proc/irq") {
-            Ok(names) => Requested::Listed(names.iter().filter_map(|n| n.parse::<u32>().ok()).collect()),
+            Ok(names) => {
+                // Sized up front: 8,000 IRQs grown one rehash at a time cost a tenth of a pass's
+                // hashing.
+                let mut irqs = HashSet::with_capacity(names.len());
+                irqs.extend(names.iter().filter_map(|n| n.parse::<u32>().ok()));
+                Requested::Listed(irqs)
+            }
             Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => Requested::All,
             Err(source) if root.exists("proc/irq") => {
                 warnings.push(DeviceError::ProcIrq { path: root.path("proc/irq"), source });
