@@ -79,15 +79,20 @@ pub enum QueueRole {
 impl QueueRole {
     /// The role as tables show it, with the queue index when there is one: `rx 3`, `misc`.
     pub fn label(self, queue: Option<u32>) -> String {
-        let name = match self {
+        let name = self.word();
+        queue.map_or(name.to_string(), |q| format!("{name} {q}"))
+    }
+
+    /// The role's word in [`QueueRole::label`]: `rx`, `misc`.
+    pub fn word(self) -> &'static str {
+        match self {
             QueueRole::Admin => "admin",
             QueueRole::Io => "io",
             QueueRole::Rx => "rx",
             QueueRole::Tx => "tx",
             QueueRole::RxTx => "rxtx",
             QueueRole::Misc => "misc",
-        };
-        queue.map_or(name.to_string(), |q| format!("{name} {q}"))
+        }
     }
 }
 

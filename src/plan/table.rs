@@ -1,15 +1,17 @@
 //! Human rendering of a [`Plan`]: one block per device, one row per IRQ.
 
-use std::borrow::Cow;
-
 use super::{Action, Placement, Plan};
 use crate::cpuset::CpuSet;
 
-fn cpus(set: Option<&CpuSet>) -> String {
+/// Appends `set` as a table shows it: its list, `-` when empty, `?` when unknown.
+fn push_cpus(out: &mut String, set: Option<&CpuSet>) {
     match set {
-        Some(s) if s.is_empty() => "-".into(),
-        Some(s) => s.to_list_string(),
-        None => "?".into(),
+        Some(s) if s.is_empty() => out.push('-'),
+        // Writing to a String cannot fail.
+        Some(s) => {
+            let _ = s.write_list(out);
+        }
+        None => out.push('?'),
     }
 }
 
@@ -40,21 +42,53 @@ fn recognised_summary(irqs: &[Placement]) -> String {
 /// The column titles of an IRQ row.
 const HEADER: [&str; 6] = ["IRQ", "NAME", "QUEUE", "CURRENT -> DESIRED", "ACTION", "REASON"];
 
-/// One IRQ row's cells but the last, in [`HEADER`] order. The reason ends the line, so it needs
-/// no width and is written straight into the table ([`push_reason`]): the longest cell of a row,
-/// and on a big machine thousands of rows.
-fn cells(p: &Placement) -> [Cow<'_, str>; 5] {
-    let arrow = match p.action {
-        Action::Keep | Action::Skip => cpus(p.current.as_ref()),
-        _ => format!("{} -> {}", cpus(p.current.as_ref()), cpus(p.desired.as_ref())),
-    };
-    [
-        p.irq.to_string().into(),
-        p.name.as_deref().unwrap_or("-").into(),
-        p.role.label(p.queue).into(),
-        arrow.into(),
-        p.action.as_str().into(),
-    ]
+/// The first five cells of every IRQ row, in [`HEADER`] order, written one after another into
+/// one buffer: a big machine's table has thousands of rows, and a `String` per cell cost more
+/// than the rest of the table. The reason ends the line, so it needs no width and is written
+/// straight into the table ([`push_reason`]).
+#[derive(Default)]
+struct Cells {
+    text: String,
+    /// Per row, where each of its cells ends in `text` (a row starts where the one before ends).
+    ends: Vec<[usize; 5]>,
+}
+
+impl Cells {
+    /// Appends the row of `p`.
+    fn push(&mut self, p: &Placement) {
+        let t = &mut self.text;
+        let mut number = itoa::Buffer::new();
+        let mut ends = [0; 5];
+        t.push_str(number.format(p.irq));
+        ends[0] = t.len();
+        t.push_str(p.name.as_deref().unwrap_or("-"));
+        ends[1] = t.len();
+        t.push_str(p.role.word());
+        if let Some(q) = p.queue {
+            t.push(' ');
+            t.push_str(number.format(q));
+        }
+        ends[2] = t.len();
+        push_cpus(t, p.current.as_ref());
+        if !matches!(p.action, Action::Keep | Action::Skip) {
+            t.push_str(" -> ");
+            push_cpus(t, p.desired.as_ref());
+        }
+        ends[3] = t.len();
+        t.push_str(p.action.as_str());
+        ends[4] = t.len();
+        self.ends.push(ends);
+    }
+
+    /// The cells of row `i`.
+    fn row(&self, i: usize) -> [&str; 5] {
+        let mut start = if i == 0 { 0 } else { self.ends[i - 1][4] };
+        self.ends[i].map(|end| {
+            let cell = &self.text[start..end];
+            start = end;
+            cell
+        })
+    }
 }
 
 /// The REASON cell of `p`, appended to `out`: its reason, then ` [driver hint 3]` when the
@@ -71,20 +105,29 @@ fn push_reason(out: &mut String, p: &Placement) {
     }
 }
 
+/// Appends `n` blanks to `out`.
+fn pad(out: &mut String, n: usize) {
+    const BLANKS: &str = "                                                                ";
+    let mut left = n;
+    while left > 0 {
+        let step = left.min(BLANKS.len());
+        out.push_str(&BLANKS[..step]);
+        left -= step;
+    }
+}
+
 /// Appends `row` as one line to `out`, each cell padded to `widths` (the IRQ number
 /// right-aligned) after two spaces of indent, then `last` (the reason); no trailing blanks, no
 /// newline.
-fn push_line<S: AsRef<str>>(out: &mut String, row: &[S], widths: &[usize], last: impl FnOnce(&mut String)) {
+fn push_line(out: &mut String, row: &[&str], widths: &[usize], last: impl FnOnce(&mut String)) {
     let Some((first, rest)) = row.split_first() else { return };
-    let first = first.as_ref();
     out.push_str("  ");
-    out.extend(std::iter::repeat_n(' ', widths[0].saturating_sub(first.chars().count())));
+    pad(out, widths[0].saturating_sub(first.chars().count()));
     out.push_str(first);
     for (cell, w) in rest.iter().zip(&widths[1..]) {
-        let cell = cell.as_ref();
         out.push(' ');
         out.push_str(cell);
-        out.extend(std::iter::repeat_n(' ', w.saturating_sub(cell.chars().count())));
+        pad(out, w.saturating_sub(cell.chars().count()));
     }
     out.push(' ');
     last(out);
@@ -95,13 +138,16 @@ fn push_line<S: AsRef<str>>(out: &mut String, row: &[S], widths: &[usize], last:
 /// every column as wide as its widest cell; then the counts and warnings of `whole` (the plan
 /// before any filtering). Guarantees: columns line up whatever the lengths of names and masks.
 pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
-    let rows: Vec<Vec<[Cow<'_, str>; 5]>> = plan.devices.iter().map(|d| d.irqs.iter().map(cells).collect()).collect();
+    let mut cells = Cells::default();
+    for p in plan.devices.iter().flat_map(|d| &d.irqs) {
+        cells.push(p);
+    }
     let mut widths = [0usize; 5];
     for (w, title) in widths.iter_mut().zip(HEADER) {
         *w = title.len();
     }
-    for row in rows.iter().flatten() {
-        for (w, cell) in widths.iter_mut().zip(row) {
+    for i in 0..cells.ends.len() {
+        for (w, cell) in widths.iter_mut().zip(cells.row(i)) {
             *w = (*w).max(cell.chars().count());
         }
     }
@@ -115,7 +161,8 @@ pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
         push_line(&mut out, &HEADER[..5], &widths, |out| out.push_str(HEADER[5]));
         out.push('\n');
     }
-    for (d, rows) in plan.devices.iter().zip(&rows) {
+    let mut next_row = 0;
+    for d in &plan.devices {
         let node = d.node.map_or("?".to_string(), |n| n.to_string());
         out.push_str(&format!(
             "{} {} {} ({}) node {} strategy {}{}\n",
@@ -129,9 +176,10 @@ pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
         ));
         out.push_str(&format!("  names: {}\n", recognised_summary(&d.irqs)));
         out.push_str(&super::napi_threads::render_identity(&d.irqs));
-        for (row, p) in rows.iter().zip(&d.irqs) {
-            push_line(&mut out, row, &widths, |out| push_reason(out, p));
+        for p in &d.irqs {
+            push_line(&mut out, &cells.row(next_row), &widths, |out| push_reason(out, p));
             out.push('\n');
+            next_row += 1;
         }
         if let Some(x) = &d.xps {
             out.push_str(&super::xps_plan::render(x));
