@@ -11,6 +11,7 @@
 //! and a change copies the words only while another clone still shares them. A set costs the
 //! span of its members, not the machine: CPU 8,000 alone is one word, not 126.
 
+pub mod hasher;
 mod text;
 
 use std::ops::{BitAnd, BitOr, Sub};

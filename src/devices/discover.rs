@@ -12,7 +12,7 @@ mod nvme;
 mod pci;
 mod udev;
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::PathBuf;
 
@@ -180,8 +180,9 @@ pub(crate) struct DeviceReads {
     devices: BTreeMap<String, DeviceRead>,
     /// The IRQs of no device, each with its warnings.
     loose: Vec<(LooseIrq, Vec<String>)>,
-    /// The numbered entries of `proc/irq` at the last read that listed them (`None`: not listed).
-    listed: Option<HashSet<u32>>,
+    /// The numbered entries of `proc/irq` at the last read that listed them, sorted (`None`: not
+    /// listed).
+    listed: Option<Vec<u32>>,
 }
 
 impl DeviceReads {
@@ -351,7 +352,9 @@ fn discover(root: &Root, again: Option<(DeviceReads, &DeviceScope)>) -> Result<(
         DeviceRead::of(device, warnings)
     });
     reads.extend(whole.into_iter().cloned().zip(found));
-    let owned = reads.values().flat_map(|r| r.device.iter().flat_map(|d| d.vectors.iter().map(|v| v.irq))).collect();
+    let mut owned: Vec<u32> =
+        reads.values().flat_map(|r| r.device.iter().flat_map(|d| d.vectors.iter().map(|v| v.irq))).collect();
+    owned.sort_unstable();
     let loose = loose_irqs(root, &requested, &names, &owned);
     assemble(&mut out, &mut reads, &loose);
     let sysfs_names = names.sysfs_only();
@@ -427,17 +430,18 @@ fn reread_affinity(root: &Root, bdf: &str, v: &mut crate::devices::IrqVector) ->
     found.iter().map(ToString::to_string).collect()
 }
 
-/// Every IRQ of `proc/irq` with a handler that is not `owned` (no device's vector): read like a device vector
-/// (a bad file is a warning naming it, kept with the IRQ), plus its `node`. Empty when
-/// `proc/irq` cannot be listed.
+/// Every IRQ of `proc/irq` with a handler that is not `owned` (no device's vector; sorted):
+/// read like a device vector (a bad file is a warning naming it, kept with the IRQ), plus its
+/// `node`. Empty when `proc/irq` cannot be listed.
 fn loose_irqs(
     root: &Root,
     requested: &irq::Requested,
     names: &irq::IrqNames,
-    owned: &std::collections::HashSet<u32>,
+    owned: &[u32],
 ) -> Vec<(LooseIrq, Vec<String>)> {
     let irq::Requested::Listed(all) = requested else { return Vec::new() };
-    let mut loose: Vec<u32> = all.iter().copied().filter(|i| !owned.contains(i)).collect();
+    // A sorted list searched, not a hash set built: thousands of IRQs on a big machine.
+    let mut loose: Vec<u32> = all.iter().copied().filter(|i| owned.binary_search(i).is_err()).collect();
     loose.sort_unstable();
     let mut out = Vec::new();
     for irq in loose {

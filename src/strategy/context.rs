@@ -5,6 +5,7 @@ use std::cell::OnceCell;
 
 use super::queue_index;
 use crate::choices::StrategyName;
+use crate::cpuset::hasher::WordHashMap;
 use crate::cpuset::CpuSet;
 use crate::devices::Device;
 use crate::kernel::{group_cpus_evenly, GroupRules};
@@ -78,20 +79,20 @@ pub(crate) fn nvme_irq_sets(nrirqs: u32, write_queues: u32) -> Vec<u32> {
 /// live and stay unchanged, which they do for the whole plan.
 #[derive(Debug, Default)]
 pub struct GroupingCache {
-    groups: std::cell::RefCell<std::collections::HashMap<(usize, usize, GroupRules), Groups>>,
-    orders: std::cell::RefCell<std::collections::HashMap<OrderKey, Blocks>>,
+    groups: std::cell::RefCell<WordHashMap<(usize, usize, GroupRules), Groups>>,
+    orders: std::cell::RefCell<WordHashMap<OrderKey, Blocks>>,
     /// `core_ranks(topo, within)` by (topology address, within): every node's order on one
     /// machine ranks the same CPUs.
-    ranks: std::cell::RefCell<std::collections::HashMap<(usize, CpuSet), Ranks>>,
+    ranks: std::cell::RefCell<WordHashMap<(usize, CpuSet), Ranks>>,
     /// [`DeviceContext::fallbacks`] by (topology address, usable, node CPUs, desired): the NICs
     /// of one node share usable and node CPUs, and each CPU carries several of their queues.
-    fallbacks: std::cell::RefCell<std::collections::HashMap<FallbackKey, Fallbacks>>,
+    fallbacks: std::cell::RefCell<WordHashMap<FallbackKey, Fallbacks>>,
 }
 
 /// `map[key]`, made by `make` the first time (no borrow is held while `make` runs, so it may
 /// use the other caches).
 fn cached<K: Eq + std::hash::Hash, V: Clone>(
-    map: &std::cell::RefCell<std::collections::HashMap<K, V>>,
+    map: &std::cell::RefCell<WordHashMap<K, V>>,
     key: K,
     make: impl FnOnce() -> V,
 ) -> V {

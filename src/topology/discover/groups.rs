@@ -19,8 +19,7 @@
 //! in. Sets are interned: equal sets share one allocation, which keeps memory linear in the
 //! groups instead of quadratic in the CPUs (a 8,192-CPU set is 1 KB; every CPU keeps five).
 
-use std::collections::HashSet;
-
+use crate::cpuset::hasher::WordHashSet;
 use crate::cpuset::CpuSet;
 use crate::topology::Cpu;
 
@@ -60,7 +59,7 @@ pub(super) struct GroupSets {
     /// Per level, indexed by CPU id: the set that CPU takes instead of reading its own file.
     covering: [Vec<Option<CpuSet>>; 5],
     /// Every distinct set learnt, at any level.
-    interned: HashSet<CpuSet>,
+    interned: WordHashSet<CpuSet>,
     /// The CPUs a set may cover: the online ones (the kernel's masks hold online CPUs only; an
     /// offline CPU reads its own files, whatever another CPU's mask says of it). Empty: nothing
     /// is covered (re-reads after CPU events, or no global `online` list).
