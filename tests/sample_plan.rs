@@ -96,3 +96,20 @@ fn a_sample_read_from_a_root_plans_the_same_after_the_root_is_gone() {
     assert!(planned.plan.summary().irqs >= 14, "{:?}", planned.plan.summary());
     assert_eq!(planned.plan, full, "the sample holds everything the plan needs");
 }
+
+#[test]
+fn shared_irqs_are_those_two_devices_list_each_with_its_owners_in_device_order() {
+    let v = |irq| vector(irq, QueueRole::RxTx, Some(0));
+    let devices = vec![
+        memory_devices::nic("0000:01:00.0", Some(0), None, vec![v(30), v(31), v(40)]),
+        // IRQ 50 twice in one device: one owner, not shared.
+        memory_devices::nic("0000:02:00.0", Some(0), None, vec![v(50), v(50), v(31)]),
+        memory_devices::nic("0000:03:00.0", Some(0), None, vec![v(40), v(31), v(60)]),
+    ];
+    let shared = irqwise::sample::shared_irqs(&devices);
+    let expected: Vec<(u32, Vec<&str>)> =
+        vec![(31, vec!["0000:01:00.0", "0000:02:00.0", "0000:03:00.0"]), (40, vec!["0000:01:00.0", "0000:03:00.0"])];
+    let got: Vec<(u32, Vec<&str>)> =
+        shared.iter().map(|(irq, owners)| (*irq, owners.iter().map(String::as_str).collect())).collect();
+    assert_eq!(got, expected);
+}

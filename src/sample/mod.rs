@@ -84,17 +84,17 @@ pub struct ReadWarnings {
 
 /// The IRQs more than one of `devices` lists, each with those devices' addresses in order.
 pub fn shared_irqs(devices: &[Device]) -> BTreeMap<u32, Vec<String>> {
-    let mut owners: BTreeMap<u32, Vec<String>> = BTreeMap::new();
-    for d in devices {
-        for v in &d.vectors {
-            let listed = owners.entry(v.irq).or_default();
-            if listed.last() != Some(&d.bdf) {
-                listed.push(d.bdf.clone());
-            }
-        }
+    // (IRQ, device index) sorted, then runs of one IRQ: no map entry nor name copied for the
+    // thousands of IRQs a big machine's devices own alone.
+    let mut listed: Vec<(u32, usize)> =
+        devices.iter().enumerate().flat_map(|(i, d)| d.vectors.iter().map(move |v| (v.irq, i))).collect();
+    listed.sort_unstable();
+    listed.dedup();
+    let mut shared = BTreeMap::new();
+    for run in listed.chunk_by(|a, b| a.0 == b.0).filter(|run| run.len() > 1) {
+        shared.insert(run[0].0, run.iter().map(|&(_, i)| devices[i].bdf.clone()).collect());
     }
-    owners.retain(|_, o| o.len() > 1);
-    owners
+    shared
 }
 
 impl Sample {
