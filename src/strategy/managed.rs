@@ -17,9 +17,8 @@
 //! placement does not depend on it are compared.
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 
-use super::{queue_index, Decision, DeviceContext, QueueGrouping};
+use super::{queue_index, Decision, DeviceContext, QueueGrouping, Reason};
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, IrqVector, QueueRole};
 use crate::topology::Topology;
@@ -132,19 +131,21 @@ impl Spread {
         let grouping = &self.grouping;
         let group = grouping.groups.get(q as usize).cloned().unwrap_or_default();
         let blk_mq = ctx.device.nvme.as_ref().and_then(|n| n.blk_mq.get(q as usize));
-        // Written into one string: a machine has thousands of these each pass.
-        let mut reason = String::with_capacity(96);
-        let _ = if grouping.sets.len() > 1 {
+        // Written piece by piece into one string: a machine has thousands of these each pass.
+        let why = Reason::new().text("kernel-managed: expected group ");
+        let why = if grouping.sets.len() > 1 {
             let (set, index, size) = grouping.locate(q);
             let kind = if set == 0 { "default (write)" } else { "read" };
-            write!(reason, "kernel-managed: expected group {index} of the {kind} set of {size} = {group}")
+            why.num(index).text(" of the ").text(kind).text(" set of ").num(size)
         } else {
-            write!(reason, "kernel-managed: expected group {q} of {} = {group}", grouping.queues)
+            why.num(q).text(" of ").num(grouping.queues)
         };
-        if let Some(n) = &self.note {
-            let _ = write!(reason, " ({n})");
-        }
-        compared(reason, group, v.current.as_ref(), blk_mq, self.unknowns.as_ref())
+        let why = why.text(" = ").cpus(&group);
+        let why = match &self.note {
+            Some(n) => why.text(" (").text(n).text(")"),
+            None => why,
+        };
+        compared(why, group, v.current.as_ref(), blk_mq, self.unknowns.as_ref())
     }
 }
 
@@ -198,7 +199,7 @@ fn chosen_by_driver(ctx: &DeviceContext, v: &IrqVector) -> Decision {
 /// on the CPUs whose placement irqwise can know; uncertain (with the reason) where `unknowns`
 /// says it cannot know all of it.
 fn compared(
-    mut reason: String,
+    mut why: Reason,
     want: CpuSet,
     actual: Option<&CpuSet>,
     blk_mq: Option<&CpuSet>,
@@ -207,16 +208,16 @@ fn compared(
     let mismatch = actual.is_some_and(|a| Unknowns::differ(unknowns, a, &want))
         || blk_mq.is_some_and(|m| Unknowns::differ(unknowns, m, &want));
     if let Some(a) = actual.filter(|a| **a != want) {
-        let _ = write!(reason, "; kernel shows {a}");
+        why = why.text("; kernel shows ").cpus(a);
     }
     if let Some(m) = blk_mq.filter(|m| **m != want) {
-        let _ = write!(reason, "; blk-mq maps {m}");
+        why = why.text("; blk-mq maps ").cpus(m);
     }
     let uncertain = unknowns.map(|u| u.reason.clone());
     if let Some(u) = &uncertain {
-        let _ = write!(reason, "; uncertain: {u}");
+        why = why.text("; uncertain: ").text(u);
     }
-    Decision { desired: Some(want), managed: true, reason, mismatch: Some(mismatch), uncertain }
+    Decision { desired: Some(want), managed: true, reason: why.done(), mismatch: Some(mismatch), uncertain }
 }
 
 /// A storage HBA's vectors as `irq_create_affinity_masks()` laid them out: `pre` unmanaged
@@ -253,12 +254,9 @@ impl StorageLayout {
     fn prediction(&self, v: &IrqVector, q: u32) -> Decision {
         let index = q - self.pre;
         let group = self.groups.get(index as usize).cloned().unwrap_or_default();
-        let reason = format!(
-            "kernel-managed: expected group {index} of {} = {group} (after {} pre-vectors)",
-            self.groups.len(),
-            self.pre
-        );
-        compared(reason, group, v.current.as_ref(), None, self.unknowns.as_ref())
+        let why = Reason::new().text("kernel-managed: expected group ").num(index).text(" of ").num(self.groups.len());
+        let why = why.text(" = ").cpus(&group).text(" (after ").num(self.pre).text(" pre-vectors)");
+        compared(why, group, v.current.as_ref(), None, self.unknowns.as_ref())
     }
 }
 

@@ -161,6 +161,13 @@ impl Reason {
         self
     }
 
+    /// `set` in the kernel's list form.
+    pub(crate) fn cpus(mut self, set: &CpuSet) -> Reason {
+        // Writing to a String cannot fail.
+        let _ = set.write_list(&mut self.0);
+        self
+    }
+
     pub(crate) fn done(self) -> String {
         self.0
     }
