@@ -2,21 +2,43 @@
 //! fallback chains, the topology's interned sets).
 //!
 //! The standard SipHash costs about a thousand instructions for a key of three 1,024-CPU sets,
-//! a few per word here. Not resistant to chosen collisions: a hostile sysfs could at worst make
-//! a pass slower, never wrong (equal hashes are still compared by value).
+//! a few per word here. Each map starts its hashes from its own random seed (taken from the
+//! standard `RandomState`), so that keys chosen to collide (a crafted snapshot's sysfs) cannot be
+//! computed ahead; it is not a cryptographic hash, and equal hashes are still compared by value.
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, Hasher, RandomState};
 
 /// A `HashMap` with [`WordHasher`].
-pub type WordHashMap<K, V> = HashMap<K, V, BuildHasherDefault<WordHasher>>;
+pub type WordHashMap<K, V> = HashMap<K, V, WordState>;
 /// A `HashSet` with [`WordHasher`].
-pub type WordHashSet<K> = HashSet<K, BuildHasherDefault<WordHasher>>;
+pub type WordHashSet<K> = HashSet<K, WordState>;
+
+/// Makes the [`WordHasher`]s of one map, all from the map's seed.
+#[derive(Debug, Clone, Copy)]
+pub struct WordState {
+    seed: u64,
+}
+
+impl Default for WordState {
+    fn default() -> Self {
+        // A map is made a few times a pass: one SipHash here is nothing.
+        WordState { seed: RandomState::new().hash_one(0u64) }
+    }
+}
+
+impl BuildHasher for WordState {
+    type Hasher = WordHasher;
+
+    fn build_hasher(&self) -> WordHasher {
+        WordHasher { state: self.seed }
+    }
+}
 
 /// Multiply-add over 64-bit words. Guarantees: equal inputs give equal hashes; every input bit
 /// reaches the high bits of the state, and [`Hasher::finish`] rotates those into the low bits,
 /// which pick the bucket.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct WordHasher {
     state: u64,
 }
@@ -70,35 +92,42 @@ impl Hasher for WordHasher {
 mod tests {
     use super::*;
     use crate::cpuset::CpuSet;
-    use std::hash::BuildHasher;
 
-    fn hash(set: &CpuSet) -> u64 {
-        BuildHasherDefault::<WordHasher>::default().hash_one(set)
+    #[test]
+    fn equal_sets_hash_equal_under_one_seed_and_maps_differ_in_seed() {
+        let (a, b): (CpuSet, CpuSet) = ((0..1024).collect(), CpuSet::parse_list("0-1023").unwrap());
+        let state = WordState::default();
+        assert_eq!(state.hash_one(&a), state.hash_one(&b));
+        let seeds: WordHashSet<u64> = (0..8).map(|_| WordState::default().seed).collect();
+        assert_eq!(seeds.len(), 8, "each map its own seed");
     }
 
     #[test]
-    fn equal_sets_hash_equal_and_nearby_sets_spread_over_buckets() {
-        let a: CpuSet = (0..1024).collect();
-        let b: CpuSet = CpuSet::parse_list("0-1023").unwrap();
-        assert_eq!(hash(&a), hash(&b));
-        // Every single CPU and every pair of neighbours: distinct hashes, and the low bits (the
-        // bucket of a small table) used evenly.
-        let sets: Vec<CpuSet> =
-            (0..1024).map(CpuSet::single).chain((0..1023).map(|c| [c, c + 1].into_iter().collect())).collect();
-        let hashes: WordHashSet<u64> = sets.iter().map(hash).collect();
-        assert_eq!(hashes.len(), sets.len());
-        let mut buckets = [0usize; 64];
-        for s in &sets {
-            buckets[(hash(s) % 64) as usize] += 1;
+    fn nearby_sets_spread_over_buckets() {
+        // Fixed seeds, so that the test is the same every run.
+        for seed in [0, 1, 0x5eed, u64::MAX] {
+            let state = WordState { seed };
+            let hash = |s: &CpuSet| state.hash_one(s);
+            // Every single CPU and every pair of neighbours: distinct hashes, and the low bits
+            // (the bucket of a small table) used evenly.
+            let sets: Vec<CpuSet> =
+                (0..1024).map(CpuSet::single).chain((0..1023).map(|c| [c, c + 1].into_iter().collect())).collect();
+            let hashes: WordHashSet<u64> = sets.iter().map(hash).collect();
+            assert_eq!(hashes.len(), sets.len(), "seed {seed:#x}");
+            let mut buckets = [0usize; 64];
+            for s in &sets {
+                buckets[(hash(s) % 64) as usize] += 1;
+            }
+            let (least, most) = (buckets.iter().min().unwrap(), buckets.iter().max().unwrap());
+            assert!(*least >= 10 && *most <= 60, "seed {seed:#x}: {buckets:?}");
         }
-        let (least, most) = (buckets.iter().min().unwrap(), buckets.iter().max().unwrap());
-        assert!(*least >= 10 && *most <= 60, "{buckets:?}");
     }
 
     #[test]
     fn byte_strings_of_different_lengths_differ() {
+        let state = WordState::default();
         let h = |b: &[u8]| {
-            let mut w = WordHasher::default();
+            let mut w = state.build_hasher();
             w.write(b);
             w.finish()
         };
