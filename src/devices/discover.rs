@@ -440,9 +440,9 @@ fn loose_irqs(
     owned: &[u32],
 ) -> Vec<(LooseIrq, Vec<String>)> {
     let irq::Requested::Listed(all) = requested else { return Vec::new() };
-    // A sorted list searched, not a hash set built: thousands of IRQs on a big machine.
-    let mut loose: Vec<u32> = all.iter().copied().filter(|i| owned.binary_search(i).is_err()).collect();
-    loose.sort_unstable();
+    // A sorted list searched, not a hash set built: thousands of IRQs on a big machine. `all`
+    // is sorted, so the loose IRQs come in IRQ order.
+    let loose: Vec<u32> = all.iter().copied().filter(|i| owned.binary_search(i).is_err()).collect();
     let mut out = Vec::new();
     for irq in loose {
         let actions = names.actions(root, irq).unwrap_or_default();

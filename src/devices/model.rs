@@ -79,12 +79,22 @@ pub enum QueueRole {
 impl QueueRole {
     /// The role as tables show it, with the queue index when there is one: `rx 3`, `misc`.
     pub fn label(self, queue: Option<u32>) -> String {
-        let name = self.word();
-        queue.map_or(name.to_string(), |q| format!("{name} {q}"))
+        let mut out = String::new();
+        self.push_label(queue, &mut out);
+        out
+    }
+
+    /// [`QueueRole::label`] appended to `out` (a table of thousands of rows writes it so).
+    pub fn push_label(self, queue: Option<u32>, out: &mut String) {
+        out.push_str(self.word());
+        if let Some(q) = queue {
+            out.push(' ');
+            out.push_str(itoa::Buffer::new().format(q));
+        }
     }
 
     /// The role's word in [`QueueRole::label`]: `rx`, `misc`.
-    pub fn word(self) -> &'static str {
+    fn word(self) -> &'static str {
         match self {
             QueueRole::Admin => "admin",
             QueueRole::Io => "io",

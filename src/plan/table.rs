@@ -57,17 +57,12 @@ impl Cells {
     /// Appends the row of `p`.
     fn push(&mut self, p: &Placement) {
         let t = &mut self.text;
-        let mut number = itoa::Buffer::new();
         let mut ends = [0; 5];
-        t.push_str(number.format(p.irq));
+        t.push_str(itoa::Buffer::new().format(p.irq));
         ends[0] = t.len();
         t.push_str(p.name.as_deref().unwrap_or("-"));
         ends[1] = t.len();
-        t.push_str(p.role.word());
-        if let Some(q) = p.queue {
-            t.push(' ');
-            t.push_str(number.format(q));
-        }
+        p.role.push_label(p.queue, t);
         ends[2] = t.len();
         push_cpus(t, p.current.as_ref());
         if !matches!(p.action, Action::Keep | Action::Skip) {
