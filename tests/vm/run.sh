@@ -69,15 +69,18 @@ since() { awk -v a="$1" -v b="$(secs)" 'BEGIN { printf "%.1f", b - a }'; }
 T_ALL=$(secs)
 mkdir -p "$WORK/cache"
 
-# use_kernel 6.1|6.12: KVER, KIMG (the PVH-bootable vmlinux when one can be extracted: no
-# in-guest decompression) and MODBASE of that guest kernel.
+# use_kernel 6.1|6.12|sid: KVER, KIMG (the PVH-bootable vmlinux when one can be extracted: no
+# in-guest decompression) and MODBASE of that guest kernel. sid is Debian unstable's current
+# kernel (7.x), found anew from the archive on every run (host/deps.sh, archive_kernel).
 use_kernel() {
   case $1 in
     6.1) guest_kernel || return 1;;
     6.12) second_kernel "$WORK/cache/kernel-6.12" || return 1;;
-    *) echo "test-vm: no guest kernel $1 (6.1, 6.12)" >&2; return 1;;
+    sid) archive_kernel "$WORK/cache/archive" sid amd64 || return 1
+      KVER=$ARCHIVE_KVER KIMG=$ARCHIVE_KIMG MODBASE=$ARCHIVE_MODBASE;;
+    *) echo "test-vm: no guest kernel $1 (6.1, 6.12, sid)" >&2; return 1;;
   esac
-  pvh_image "$KIMG" "$WORK/cache"
+  pvh_image "$KIMG" "$WORK/cache" "$KVER"
 }
 
 # The oracle tier's boots, KERNEL:SHAPE each, in launch order.
@@ -91,6 +94,7 @@ t=$(secs); ensure_packages || exit 2
 use_kernel 6.1 || exit 2
 # The 6.12 package is fetched only when a tier boots it.
 case " $TIERS " in *" kernel-6.12 "*) use_kernel 6.12 || exit 2;; esac
+case " $TIERS " in *" kernel-sid "*) use_kernel sid || exit 2;; esac
 case " $TIERS $ORACLE_RUNS " in *" oracle "*6.12:*) use_kernel 6.12 || exit 2;; esac
 T_PKG=$(since "$t")
 
@@ -164,6 +168,7 @@ tier_kernel() {
   return $rc
 }
 tier_kernel-6.12() { tier_kernel 6.12; }
+tier_kernel-sid() { tier_kernel sid; }
 
 # oracle_boot VERSION SHAPE DIR: one oracle guest (run in a subshell; KIMG and MODBASE are
 # VERSION's): its machine, its initramfs (the kernel's base archive and one with the shape's
@@ -354,7 +359,7 @@ update_results() {
 
 RC=0 COMPLETE="" TOTAL_PASS=0 TOTAL_FAIL=0 TOTAL_SKIP=0
 for tier in $TIERS; do
-  case $tier in kernel|kernel-6.12|oracle|arm64|systemd) ;; *) echo "test-vm: unknown tier $tier (kernel, kernel-6.12, oracle, arm64, systemd)" >&2; exit 2;; esac
+  case $tier in kernel|kernel-6.12|kernel-sid|oracle|arm64|systemd) ;; *) echo "test-vm: unknown tier $tier (kernel, kernel-6.12, kernel-sid, oracle, arm64, systemd)" >&2; exit 2;; esac
   echo "=== test-vm: $tier tier ==="
   trc=0; "tier_$tier" || trc=$?
   [ $trc = 2 ] && { echo "test-vm: the $tier tier could not run" >&2; exit 2; }

@@ -74,11 +74,73 @@ unpacked_kernel() {
   [ -r "$dir/root/boot/vmlinuz-$kver" ] || { echo "test-vm: $pkg has no /boot/vmlinuz-$kver" >&2; return 1; }
 }
 
-# pvh_image KIMG CACHE: sets KIMG to the kernel's uncompressed vmlinux with a PVH entry (cached
-# in CACHE), which QEMU boots without in-guest decompression, when one can be extracted.
+# Kernels newer than Debian 12's come from Debian's own archive by package name: unstable
+# (`sid`) for the current 7.x, trixie-backports for 6.16-6.18. apt runs on a private state below
+# the cache (its own sources.list, lists and package cache, amd64 and arm64 listed as APT
+# architectures), so the host's sources, lists and dpkg architectures stay as they are.
+ARCHIVE_MIRROR=${IRQWISE_VM_ARCHIVE_MIRROR:-http://deb.debian.org/debian}
+
+# archive_apt DIR SUITE: sets APT (apt options for SUITE's main component) and fetches its package
+# lists into DIR when they are missing or older than ARCHIVE_LISTS_MIN minutes (default 360).
+archive_apt() {
+  local dir=$1 suite=$2
+  mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $ARCHIVE_MIRROR $suite main" > "$dir/sources.list"
+  APT=(-o Dir::Etc::sourcelist="$dir/sources.list" -o Dir::Etc::sourceparts=- -o Dir::State::Lists="$dir/lists"
+    -o Dir::Cache="$dir/cache" -o APT::Architectures::=amd64 -o APT::Architectures::=arm64 -o APT::Sandbox::User=root)
+  if [ -z "$(find "$dir/lists" -maxdepth 1 -name '*_Packages' -mmin -"${ARCHIVE_LISTS_MIN:-360}" 2>/dev/null)" ]; then
+    archive_update "$dir" "$suite" || return 1
+  fi
+}
+
+# archive_update DIR SUITE: fetches the lists of archive_apt's state anew.
+archive_update() {
+  apt-get "${APT[@]}" update -qq >"$1/update.log" 2>&1 ||
+    { echo "test-vm: apt-get update of $ARCHIVE_MIRROR $2 failed (a private state in $1):" >&2; tail -3 "$1/update.log" >&2; return 1; }
+}
+
+# archive_kernel DIR SUITE ARCH: the current kernel of SUITE for ARCH (what the suite's
+# linux-image-ARCH depends on, found anew from the archive), unpacked below DIR/KVER/root with
+# depmod's modules.dep; reused when already there. Since 6.17 Debian splits the image in three:
+# linux-binary-KVER (usr/lib/modules/KVER/vmlinuz), linux-modules-KVER (the .ko.xz) and
+# linux-base-KVER (config, modules.builtin: without it modinfo cannot tell a built-in driver from
+# a missing one); an older unsplit linux-image-KVER (boot/vmlinuz-KVER) works too. Sets ARCHIVE_KVER,
+# ARCHIVE_KIMG, ARCHIVE_MODBASE. Fails naming what could not be fetched.
+archive_kernel() {
+  local dir=$1 suite=$2 arch=$3 pkg kver parts root try
+  archive_apt "$dir/apt-$suite" "$suite" || return 1
+  for try in 1 2; do
+    pkg=$(apt-cache "${APT[@]}" depends "linux-image-$arch:$arch" 2>/dev/null |
+      awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { sub(/:.*$/, "", $2); print $2; exit }')
+    [ -n "$pkg" ] || { echo "test-vm: $ARCHIVE_MIRROR $suite lists no linux-image-$arch:$arch" >&2; return 1; }
+    kver=${pkg#linux-image-} root=$dir/$kver/root
+    if [ -r "$root/lib/modules/$kver/modules.dep" ]; then break; fi
+    parts=$(apt-cache "${APT[@]}" depends "$pkg:$arch" 2>/dev/null |
+      awk -v k="$kver" '$1 == "Depends:" { sub(/:.*$/, "", $2) } $1 == "Depends:" && ($2 == "linux-binary-" k || $2 == "linux-modules-" k || $2 == "linux-base-" k) { print $2 }')
+    rm -rf "$dir/$kver"; mkdir -p "$dir/$kver/debs"
+    if (cd "$dir/$kver/debs" && apt-get "${APT[@]}" download $(for p in "$pkg" $parts; do echo "$p:$arch"; done) >"$dir/$kver/download.log" 2>&1); then
+      local deb
+      for deb in "$dir/$kver"/debs/*.deb; do dpkg-deb -x "$deb" "$root" || return 1; done
+      rm -rf "$dir/$kver/debs"
+      [ -e "$root/lib" ] || ln -s usr/lib "$root/lib"
+      depmod -b "$root" "$kver" || { echo "test-vm: depmod -b $root $kver failed" >&2; return 1; }
+      break
+    fi
+    # The archive replaced the version since the lists were fetched: fetch them anew, once.
+    [ $try = 1 ] || { echo "test-vm: apt-get download $pkg $parts ($arch, $suite) failed:" >&2; tail -3 "$dir/$kver/download.log" >&2; return 1; }
+    archive_update "$dir/apt-$suite" "$suite" || return 1
+  done
+  ARCHIVE_KVER=$kver ARCHIVE_MODBASE=$root ARCHIVE_KIMG=$root/boot/vmlinuz-$kver
+  [ -r "$ARCHIVE_KIMG" ] || ARCHIVE_KIMG=$root/lib/modules/$kver/vmlinuz
+  [ -r "$ARCHIVE_KIMG" ] || { echo "test-vm: $pkg ($arch) has neither boot/vmlinuz-$kver nor usr/lib/modules/$kver/vmlinuz" >&2; return 1; }
+  [ -r "$root/lib/modules/$kver/modules.builtin" ] || { echo "test-vm: $pkg ($arch) has no modules.builtin (linux-base-$kver missing?)" >&2; return 1; }
+}
+
+# pvh_image KIMG CACHE KVER: sets KIMG to the kernel's uncompressed vmlinux with a PVH entry
+# (cached in CACHE as vmlinux-KVER), which QEMU boots without in-guest decompression, when one can
+# be extracted.
 pvh_image() {
-  local img=$1 cache=$2 out
-  out=$cache/vmlinux-$(basename "$img" | sed 's/^vmlinuz-//')
+  local img=$1 cache=$2 out=$2/vmlinux-$3
   if [ -s "$out" ] || extract_vmlinux "$img" "$out"; then KIMG=$out; else KIMG=$img; fi
 }
 
