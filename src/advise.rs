@@ -238,6 +238,8 @@ mod tests {
             irqs: vec![p(40, "0-1"), p(41, "2-3")],
             xps: None,
             napi_threads: Vec::new(),
+            resets: None,
+            napi: Vec::new(),
         };
         Plan { devices: vec![dev], ..Plan::default() }
     }

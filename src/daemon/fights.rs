@@ -185,6 +185,8 @@ mod tests {
             irqs: vec![p],
             xps: None,
             napi_threads: Vec::new(),
+            resets: None,
+            napi: Vec::new(),
         };
         Plan { devices: vec![dev], ..Plan::default() }
     }

@@ -261,6 +261,8 @@ mod tests {
             irqs,
             xps: None,
             napi_threads: Vec::new(),
+            resets: None,
+            napi: Vec::new(),
         };
         Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() }
     }

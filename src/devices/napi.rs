@@ -1,8 +1,9 @@
 //! What the kernel says of a NIC's queues and NAPI instances through the `netdev` generic-netlink
 //! family (Documentation/netlink/specs/netdev.yaml): which NAPI instance serves each queue
 //! (`queue-get`, 6.8 and later) and each instance's IRQ and thread (`napi-get`, 6.9 and later,
-//! for the drivers that register them). Where it is given, it is the authority on which IRQ
-//! serves which queue; IRQ names are read only where it is not.
+//! for the drivers that register them) and, from 6.17, whether the instance itself runs threaded
+//! (`threaded`, set per instance with `napi-set`). Where it is given, it is the authority on which
+//! IRQ serves which queue; IRQ names are read only where it is not.
 //!
 //! Pure: the replies' bytes in, data out; `discover::netdev_netlink` asks the kernel.
 
@@ -28,8 +29,48 @@ pub struct NapiInstance {
     pub id: u32,
     /// The IRQ that schedules it, where the driver says (`netif_napi_set_irq()`).
     pub irq: Option<u32>,
-    /// The pid of its thread, when the interface runs threaded NAPI.
+    /// The pid of its thread, when the interface or the instance runs threaded NAPI.
     pub pid: Option<u32>,
+    /// Its own threaded mode (6.17 and later: `napi-set` sets it per instance, and the
+    /// interface's `threaded` file does not show it); `None` where the kernel does not say.
+    pub threaded: Option<NapiThreaded>,
+}
+
+/// An instance's `threaded` attribute (`enum netdev_napi_threaded`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum NapiThreaded {
+    Disabled,
+    Enabled,
+    /// 6.19: the thread also busy-polls.
+    BusyPoll,
+    /// A value this irqwise does not know, kept as sent.
+    Other(u64),
+}
+
+impl NapiThreaded {
+    fn of(value: u64) -> NapiThreaded {
+        match value {
+            0 => NapiThreaded::Disabled,
+            1 => NapiThreaded::Enabled,
+            2 => NapiThreaded::BusyPoll,
+            v => NapiThreaded::Other(v),
+        }
+    }
+
+    /// The word the kernel's netdev spec uses (`disabled`, `enabled`, `busy-poll`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NapiThreaded::Disabled => "disabled",
+            NapiThreaded::Enabled => "enabled",
+            NapiThreaded::BusyPoll => "busy-poll",
+            NapiThreaded::Other(_) => "unknown",
+        }
+    }
+
+    /// Whether the instance's work runs in its own thread.
+    pub fn is_threaded(self) -> bool {
+        !matches!(self, NapiThreaded::Disabled)
+    }
 }
 
 /// Which way a queue carries packets.
@@ -215,11 +256,23 @@ pub fn attr_u32(attrs: &[(u16, &[u8])], kind: u16) -> Option<u32> {
     attrs.iter().find(|(k, _)| *k == kind).and_then(|(_, v)| (v.len() == 4).then(|| u32_at(v, 0)))
 }
 
+/// The `uint` attribute `kind` of `attrs` (`NLA_UINT`: 4 or 8 bytes, as the value needs), if
+/// present and of either length.
+pub fn attr_uint(attrs: &[(u16, &[u8])], kind: u16) -> Option<u64> {
+    let (_, v) = attrs.iter().find(|(k, _)| *k == kind)?;
+    match v.len() {
+        4 => Some(u64::from(u32_at(v, 0))),
+        8 => Some(u64::from_ne_bytes(v[..8].try_into().ok()?)),
+        _ => None,
+    }
+}
+
 /// `NETDEV_A_NAPI_*` and `NETDEV_A_QUEUE_*` (include/uapi/linux/netdev.h).
 const NAPI_IFINDEX: u16 = 1;
 const NAPI_ID: u16 = 2;
 const NAPI_IRQ: u16 = 3;
 const NAPI_PID: u16 = 4;
+const NAPI_THREADED: u16 = 8;
 const QUEUE_ID: u16 = 1;
 const QUEUE_IFINDEX: u16 = 2;
 const QUEUE_TYPE: u16 = 3;
@@ -236,6 +289,7 @@ pub fn napis_of(messages: &[Vec<(u16, &[u8])>]) -> Vec<NapiInstance> {
                 id: attr_u32(a, NAPI_ID)?,
                 irq: attr_u32(a, NAPI_IRQ),
                 pid: attr_u32(a, NAPI_PID).filter(|&p| p > 0),
+                threaded: attr_uint(a, NAPI_THREADED).map(NapiThreaded::of),
             })
         })
         .collect()
@@ -296,7 +350,9 @@ mod tests {
         let napi = hex(include_str!("../../tests/data/netlink/napi-get-6.18-virtio.hex"));
         let (msgs, done) = parse_genl_messages(&napi).unwrap();
         assert!(done);
-        assert_eq!(napis_of(&msgs), [NapiInstance { ifindex: 4, id: 257, irq: None, pid: None }]);
+        // 6.17 and later say each instance's own threaded mode.
+        let threaded = Some(NapiThreaded::Disabled);
+        assert_eq!(napis_of(&msgs), [NapiInstance { ifindex: 4, id: 257, irq: None, pid: None, threaded }]);
         let queue = hex(include_str!("../../tests/data/netlink/queue-get-6.18-virtio.hex"));
         let (msgs, done) = parse_genl_messages(&queue).unwrap();
         assert!(done);
@@ -310,6 +366,41 @@ mod tests {
         assert_eq!(parse_thread_name("napi/br-lan-12"), Some(("br-lan", 12)));
         assert_eq!(parse_thread_name("napi/eth0-"), None);
         assert_eq!(parse_thread_name("kworker/0:1"), None);
+    }
+
+    #[test]
+    fn a_72_e1000e_names_the_irq_of_its_receive_instance() {
+        // Captured from Debian's 7.2 (tests/vm's netdev survey): e1000e hot-added as ifindex 2
+        // beside vmxnet3; its one receive instance names IRQ 42 and its own threaded mode.
+        let napi = hex(include_str!("../../tests/data/netlink/napi-get-7.2-e1000e.hex"));
+        let (msgs, done) = parse_genl_messages(&napi).unwrap();
+        assert!(done);
+        let napis = napis_of(&msgs);
+        let with_irq: Vec<&NapiInstance> = napis.iter().filter(|n| n.irq.is_some()).collect();
+        assert_eq!(with_irq.len(), 1, "{napis:?}");
+        let e1000e = with_irq[0];
+        assert_eq!((e1000e.irq, e1000e.threaded, e1000e.pid), (Some(42), Some(NapiThreaded::Disabled), None));
+        assert!(napis.iter().all(|n| n.threaded == Some(NapiThreaded::Disabled)));
+        let queue = hex(include_str!("../../tests/data/netlink/queue-get-7.2-e1000e.hex"));
+        let report = report_of(&napi, &queue);
+        let by_irq = queues_by_irq(&report, e1000e.ifindex);
+        assert_eq!(by_irq.get(&42).map(|q| (q.queue, q.napi)), Some((0, e1000e.id)), "{by_irq:?}");
+    }
+
+    fn report_of(napi: &[u8], queue: &[u8]) -> NetdevReport {
+        NetdevDumps { napi_get: napi.to_vec(), queue_get: queue.to_vec() }.report().unwrap()
+    }
+
+    #[test]
+    fn threaded_is_a_uint_of_four_or_eight_bytes() {
+        let four = 1u32.to_ne_bytes();
+        let eight = 2u64.to_ne_bytes();
+        let attrs: Vec<(u16, &[u8])> = vec![(NAPI_THREADED, &four), (9, &eight), (10, &[1, 2])];
+        assert_eq!(attr_uint(&attrs, NAPI_THREADED).map(NapiThreaded::of), Some(NapiThreaded::Enabled));
+        assert_eq!(attr_uint(&attrs, 9).map(NapiThreaded::of), Some(NapiThreaded::BusyPoll));
+        assert_eq!(attr_uint(&attrs, 10), None, "neither 4 nor 8 bytes");
+        assert_eq!(NapiThreaded::of(7), NapiThreaded::Other(7));
+        assert!(NapiThreaded::Enabled.is_threaded() && !NapiThreaded::Disabled.is_threaded());
     }
 
     #[test]
@@ -327,7 +418,7 @@ mod tests {
 
     #[test]
     fn an_irq_serves_the_lowest_rx_queue_of_its_napi_instance() {
-        let napi = |id, irq| NapiInstance { ifindex: 3, id, irq, pid: None };
+        let napi = |id, irq| NapiInstance { ifindex: 3, id, irq, pid: None, threaded: None };
         let queue = |id, kind, napi| QueueNapi { ifindex: 3, id, kind, napi };
         let report = NetdevReport {
             napis: vec![napi(8193, Some(40)), napi(8194, Some(41)), napi(8195, None), napi(8196, Some(43))],

@@ -1,14 +1,16 @@
-//! The kernel's own spreading algorithms, reproduced bit for bit: `group_cpus_evenly()`
-//! (lib/group_cpus.c, with the three `lib/sort.c` heapsorts it depends on) and the NUMA-hop
-//! orders of `cpumask_local_spread()` (lib/cpumask.c, kernel/sched/topology.c).
+//! The kernel's own rules, by version: its spreading algorithms, reproduced bit for bit
+//! (`group_cpus_evenly()`, lib/group_cpus.c, with the three `lib/sort.c` heapsorts it depends
+//! on, and the NUMA-hop orders of `cpumask_local_spread()`, lib/cpumask.c,
+//! kernel/sched/topology.c), and what NIC drivers do to masks across resets ([`nic_resets`]).
 //!
-//! Pure: `(Topology, ...) → CpuSets`; nothing here touches the filesystem. Device strategies
-//! that use these live in [`crate::strategy`].
+//! Pure: `(Topology, ...) → CpuSets`, `(driver, version) → rule`; nothing here touches the
+//! filesystem. Device strategies that use these live in [`crate::strategy`].
 
 pub mod group_cpus;
 mod group_fill;
 pub mod heapsort;
 pub mod local_spread;
+pub mod nic_resets;
 
 pub use group_cpus::Grouping;
 pub use group_cpus::{group_cpus_evenly, GroupAlgorithm, GroupRules};

@@ -171,6 +171,8 @@ fn plan_device(
         irqs,
         xps: None,
         napi_threads: Vec::new(),
+        resets: None,
+        napi: Vec::new(),
     };
     let warnings =
         setup.warning.into_iter().chain(p.range_warning.clone()).chain(unrecognised_warning(dev, &plan)).collect();

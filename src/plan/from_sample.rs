@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::guard::{guard, Forbidden, GuardInput};
 use super::napi_threads::{identity_notice, kernel_queues, plan_napi_threads};
+use super::nic_kernel::describe_nics;
 use super::refine::{apply_moves, candidates, Candidate, Moved};
 use super::xps_plan::{plan_xps, XpsPlan};
 use super::{build_plan, locate_current, Action, Plan, PlanContext};
@@ -120,6 +121,7 @@ pub fn plan_sample_refined(sample: &Sample, memory: PassMemory, moved: &BTreeMap
     // changes included.
     plan_transmit_steering(sample, config, &topology, &policies, &mut plan);
     plan_napi_threads(&mut plan, sample, &policies);
+    describe_nics(&mut plan, sample);
     plan.notices.extend(identity_notice(sample));
     plan.warnings.splice(0..0, warnings);
     plan.warnings.extend(sample.warnings.kernel.iter().cloned());

@@ -116,6 +116,8 @@ pub fn guard(plan: &mut Plan, loose: &[LooseIrq], input: &GuardInput) {
             irqs,
             xps: None,
             napi_threads: Vec::new(),
+            resets: None,
+            napi: Vec::new(),
         });
     }
 }
@@ -224,6 +226,8 @@ mod tests {
             rules: vec![],
             xps: None,
             napi_threads: Vec::new(),
+            resets: None,
+            napi: Vec::new(),
             irqs,
         }
     }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::choices::StrategyName;
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, QueueRole, Recognition};
+pub use crate::kernel::nic_resets::ResetRule;
 use crate::strategy::Fallback;
 use crate::topology::locality::Locality;
 
@@ -18,6 +19,7 @@ pub mod build;
 pub mod from_sample;
 pub mod guard;
 pub mod napi_threads;
+pub mod nic_kernel;
 pub mod refine;
 mod table;
 pub(crate) mod xps_plan;
@@ -164,6 +166,28 @@ pub struct DevicePlan {
     /// A NIC running threaded NAPI: its NAPI threads.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub napi_threads: Vec<ThreadPlacement>,
+    /// A NIC: what its driver does to masks and NAPI ids across resets on this kernel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resets: Option<ResetRule>,
+    /// A NIC: its NAPI instances as the kernel reports them (`napi-get`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub napi: Vec<NapiView>,
+}
+
+/// One NAPI instance of a NIC as the kernel reports it, with the IRQ that schedules it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NapiView {
+    pub id: u32,
+    /// Its IRQ: the one the kernel names, else the IRQ of the queue the kernel says it serves.
+    pub irq: Option<u32>,
+    /// The lowest receive queue it serves (a transmit queue when it serves none).
+    pub queue: Option<u32>,
+    /// Its own threaded mode (6.17 and later): `disabled`, `enabled`, `busy-poll`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threaded: Option<&'static str>,
+    /// The pid of its thread, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
 }
 
 /// The counts of one pass: the plan's actions ([`Plan::summary`]), and once applied what the
@@ -310,6 +334,8 @@ pub(crate) fn test_nic_plan(bdf: &str, irqs: Vec<Placement>, napi_threads: Vec<T
         irqs,
         xps: None,
         napi_threads,
+        resets: None,
+        napi: Vec::new(),
     }
 }
 

@@ -45,7 +45,19 @@ pub fn plan_napi_threads(plan: &mut Plan, sample: &Sample, policies: &[Policy]) 
                 .map(|t| (thread_name(t), with_reported_id(t, ifindex, report)))
                 .collect();
             threads.sort_by_key(|(_, t)| t.napi_id);
-            for (rank, (name, t)) in threads.into_iter().enumerate() {
+            // A thread's rank in queue order: among every instance the kernel reports for the
+            // interface (6.17 threads single instances: the threads alone skip queues), else
+            // among the threads (an interface's switch threads every instance).
+            let instances: Vec<u32> = match (report, ifindex) {
+                (Some(r), Some(i)) => {
+                    let mut ids: Vec<u32> = r.napis.iter().filter(|n| n.ifindex == i).map(|n| n.id).collect();
+                    ids.sort_unstable();
+                    ids
+                }
+                _ => Vec::new(),
+            };
+            for (i, (name, t)) in threads.into_iter().enumerate() {
+                let rank = if instances.is_empty() { Some(i) } else { instances.binary_search(&t.napi_id).ok() };
                 let found = attribute(&t, rank, ifindex, report, dev, dp);
                 dp.napi_threads.push(place_thread(&t, name, found, dp, policy.napi_threads));
             }
@@ -71,7 +83,7 @@ fn with_reported_id(t: &NapiThread, ifindex: Option<u32>, report: Option<&Netdev
 /// The IRQ of `t`'s NAPI instance and how it was found.
 fn attribute(
     t: &NapiThread,
-    rank: usize,
+    rank: Option<usize>,
     ifindex: Option<u32>,
     report: Option<&NetdevReport>,
     dev: &Device,
@@ -96,12 +108,12 @@ fn attribute(
         }
     }
     let ordered = dev.driver.as_deref().is_some_and(|d| NAPI_IN_QUEUE_ORDER.contains(&d));
-    let q = u32::try_from(rank).ok()?;
+    let q = u32::try_from(rank?).ok()?;
     ordered.then(|| queue_irq(dp, q, QueueKind::Rx)).flatten().map(|p| (p.irq, "driver-order"))
 }
 
 /// The placement of the IRQ serving queue `q` of kind `kind` (a combined queue serves both).
-fn queue_irq(dp: &DevicePlan, q: u32, kind: QueueKind) -> Option<&Placement> {
+pub(super) fn queue_irq(dp: &DevicePlan, q: u32, kind: QueueKind) -> Option<&Placement> {
     let fits = |role: QueueRole| match kind {
         QueueKind::Rx => matches!(role, QueueRole::Rx | QueueRole::RxTx),
         QueueKind::Tx => matches!(role, QueueRole::Tx | QueueRole::RxTx),

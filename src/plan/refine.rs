@@ -464,6 +464,8 @@ mod tests {
             irqs,
             xps: None,
             napi_threads: Vec::new(),
+            resets: None,
+            napi: Vec::new(),
         });
         let moved: BTreeMap<u32, Moved> = [
             (11, Moved { irq: 11, device: "nic".into(), home: 0, to: 1, since: 0.0, why: "moved to 1 by load".into() }),

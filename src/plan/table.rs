@@ -171,6 +171,7 @@ pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
         ));
         out.push_str(&format!("  names: {}\n", recognised_summary(&d.irqs)));
         out.push_str(&super::napi_threads::render_identity(&d.irqs));
+        out.push_str(&super::nic_kernel::render(d));
         for p in &d.irqs {
             push_line(&mut out, &cells.row(next_row), &widths, |out| push_reason(out, p));
             out.push('\n');
@@ -242,6 +243,8 @@ mod tests {
             ],
             xps: None,
             napi_threads: Vec::new(),
+            resets: None,
+            napi: Vec::new(),
         };
         let plan = Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() };
         let text = plan.to_table();
@@ -293,6 +296,8 @@ mod tests {
                 irqs,
                 xps: None,
                 napi_threads: Vec::new(),
+                resets: None,
+                napi: Vec::new(),
             };
             let text = Plan { devices: vec![dev], ..Plan::default() }.to_table();
             text.lines().find(|l| l.contains("IRQs on")).map(String::from).unwrap_or_default()

@@ -292,6 +292,22 @@ impl SampleReader {
     }
 }
 
+/// The interfaces whose NAPI threads a pass reads: those whose `threaded` switch is on, and
+/// those the kernel reports a NAPI thread for (6.17 lets `napi-set` make one instance threaded
+/// while the interface's switch stays off).
+fn threaded_interfaces(
+    interfaces: &BTreeMap<String, InterfaceState>,
+    report: Option<&crate::devices::napi::NetdevReport>,
+) -> BTreeSet<String> {
+    let with_thread: BTreeSet<u32> =
+        report.map(|r| r.napis.iter().filter(|n| n.pid.is_some()).map(|n| n.ifindex).collect()).unwrap_or_default();
+    interfaces
+        .iter()
+        .filter(|(_, s)| s.threaded == Some(true) || s.ifindex.is_some_and(|i| with_thread.contains(&i)))
+        .map(|(n, _)| n.clone())
+        .collect()
+}
+
 /// The parts every read reads afresh (isolation, udev properties, transmit queues, the default
 /// affinity, the kernel's rules), around the topology and devices just read.
 fn read_every_pass(
@@ -324,8 +340,6 @@ fn read_every_pass(
         .flat_map(|d| &d.interfaces)
         .map(|name| (name.clone(), read_interface(root, name)))
         .collect();
-    let threaded = interfaces.iter().filter(|(_, s)| s.threaded == Some(true)).map(|(n, _)| n.clone()).collect();
-    let napi_threads = read_napi_threads(root, &threaded);
     // The netlink answers are this machine's kernel's: another root gets those its snapshot kept.
     let netdev = if interfaces.is_empty() {
         // No NIC: nothing to ask the kernel about (no socket on an NVMe-only machine's passes).
@@ -335,6 +349,7 @@ fn read_every_pass(
     } else {
         read_captured_netdev(root)
     };
+    let napi_threads = read_napi_threads(root, &threaded_interfaces(&interfaces, netdev.report()));
     let default_affinity = (config.global.on_drift == OnDrift::Respect)
         .then(|| root.read_small_optional("proc/irq/default_smp_affinity").ok().flatten())
         .flatten()

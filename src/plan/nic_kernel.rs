@@ -1,0 +1,91 @@
+//! What the kernel says and does about each NIC of a plan: its NAPI instances as `napi-get`
+//! reports them (id, IRQ, own threaded mode, thread), and what its driver does to masks and
+//! NAPI ids across resets on the running kernel ([`crate::kernel::nic_resets`]).
+//!
+//! Pure: runs on a plan whose IRQ masks are final, beside the NAPI threads.
+
+use super::napi_threads::queue_irq;
+use super::{NapiView, Plan};
+use crate::devices::napi::{NetdevReport, QueueKind};
+use crate::devices::{Device, DeviceClass};
+use crate::kernel::nic_resets::{reset_rule, MaskKeeper};
+use crate::kernel::KernelVersion;
+use crate::sample::Sample;
+
+/// Fills `resets` and `napi` of every NIC of `plan` (`plan.devices[i]` is `sample.devices[i]`).
+pub fn describe_nics(plan: &mut Plan, sample: &Sample) {
+    let version = sample.topology.kernel.as_deref().and_then(|k| KernelVersion::parse(k).ok());
+    let report = sample.netdev.report();
+    for (dp, dev) in plan.devices.iter_mut().zip(&sample.devices) {
+        if dev.class != DeviceClass::Nic {
+            continue;
+        }
+        dp.resets = dev.driver.as_deref().map(|d| reset_rule(d, version));
+        let Some(report) = report else { continue };
+        let views = napi_views(report, dev, sample, |q, kind| queue_irq(dp, q, kind).map(|p| p.irq));
+        dp.napi = views;
+    }
+}
+
+/// The NAPI instances the kernel reports for `dev`'s interfaces, by id. An instance's IRQ is the
+/// one the kernel names when it is one of `dev`'s, else `irq_of` its lowest queue.
+fn napi_views(
+    report: &NetdevReport,
+    dev: &Device,
+    sample: &Sample,
+    irq_of: impl Fn(u32, QueueKind) -> Option<u32>,
+) -> Vec<NapiView> {
+    let mut out = Vec::new();
+    for interface in &dev.interfaces {
+        let Some(ifindex) = sample.interfaces.get(interface).and_then(|s| s.ifindex) else { continue };
+        for n in report.napis.iter().filter(|n| n.ifindex == ifindex) {
+            let queue = report
+                .queues
+                .iter()
+                .filter(|q| q.ifindex == ifindex && q.napi == Some(n.id))
+                .map(|q| (q.kind, q.id))
+                .min();
+            let named = n.irq.filter(|irq| dev.vectors.iter().any(|v| v.irq == *irq));
+            let irq = named.or_else(|| queue.and_then(|(kind, q)| irq_of(q, kind)));
+            out.push(NapiView {
+                id: n.id,
+                irq,
+                queue: queue.map(|(_, q)| q),
+                threaded: n.threaded.map(crate::devices::napi::NapiThreaded::as_str),
+                pid: n.pid,
+            });
+        }
+    }
+    out.sort_by_key(|v| v.id);
+    out
+}
+
+/// The device lines of the table: `  resets: driver-spreads (virtio_net writes ...)` and
+/// `  napi: 4 instances, ids 8236-8239 (kept across resets); threaded: 8239 (pid 651)`.
+pub(super) fn render(dp: &super::DevicePlan) -> String {
+    let mut out = String::new();
+    // A driver without a rule gets no line: the JSON says `unknown`, the table stays short.
+    if let Some(r) = dp.resets.filter(|r| r.mask != MaskKeeper::Unknown || r.napi_ids_kept.is_some()) {
+        out.push_str(&format!("  resets: {} ({})\n", r.mask.as_str(), r.why));
+    }
+    if let (Some(first), Some(last)) = (dp.napi.first(), dp.napi.last()) {
+        let kept = match dp.resets.and_then(|r| r.napi_ids_kept) {
+            Some(true) => " (kept across resets)",
+            Some(false) => " (renumbered on every reset)",
+            None => "",
+        };
+        let ids = if first.id == last.id { first.id.to_string() } else { format!("{}-{}", first.id, last.id) };
+        let threaded: Vec<String> = dp
+            .napi
+            .iter()
+            .filter(|n| n.threaded.is_some_and(|t| t != "disabled"))
+            .map(|n| match n.pid {
+                Some(pid) => format!("{} (pid {pid})", n.id),
+                None => n.id.to_string(),
+            })
+            .collect();
+        let threaded = if threaded.is_empty() { String::new() } else { format!("; threaded: {}", threaded.join(", ")) };
+        out.push_str(&format!("  napi: {} instances, ids {ids}{kept}{threaded}\n", dp.napi.len()));
+    }
+    out
+}
