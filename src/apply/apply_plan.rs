@@ -75,6 +75,7 @@ pub fn apply_plan(plan: &Plan, writer: &dyn AffinityWriter) -> ApplyReport {
     for ((dev, p), (_, result)) in todo.iter().zip(outcomes) {
         match &result {
             WriteOutcome::Written { .. } | WriteOutcome::WrittenFallback { .. } => report.summary.written += 1,
+            WriteOutcome::Held { .. } => report.summary.kept += 1,
             WriteOutcome::Managed { .. } => {
                 report.summary.managed += 1;
                 report.learned_managed.push(p.irq);

@@ -80,7 +80,9 @@ pub fn writes_blocked(report: &ApplyReport) -> Option<WritesBlocked> {
                     Some(_) => {}
                 }
             }
-            WriteOutcome::Written { .. } | WriteOutcome::WrittenFallback { .. } => return None,
+            WriteOutcome::Written { .. } | WriteOutcome::WrittenFallback { .. } | WriteOutcome::Held { .. } => {
+                return None
+            }
             WriteOutcome::Managed { .. } | WriteOutcome::Gone { .. } | WriteOutcome::Overtaken { .. } => {}
         }
     }

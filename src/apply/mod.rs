@@ -118,8 +118,8 @@ pub struct Verification {
 }
 
 /// How one write ended: the one outcome type of apply reports, the daemon's log and its ledger.
-/// Serialized flat into a change as `"result": "written" | "written_fallback" | "managed" |
-/// "gone" | "failed"`, with the CPUs now in place as `new`.
+/// Serialized flat into a change as `"result": "written" | "held" | "written_fallback" |
+/// "managed" | "gone" | "overtaken" | "failed"`, with the CPUs now in place as `new`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "result")]
 pub enum WriteOutcome {
@@ -128,6 +128,13 @@ pub enum WriteOutcome {
         #[serde(rename = "new")]
         cpus: CpuSet,
         verified: Verification,
+    },
+    /// Not written: right before the write the IRQ already held the requested set (the kernel
+    /// put it back after a driver's reset, or another pass's write landed meanwhile). A write
+    /// that changes nothing is not free: on bnxt_en with TPH every mask write restarts a queue.
+    Held {
+        #[serde(rename = "new")]
+        cpus: CpuSet,
     },
     /// The requested set failed with ENOSPC; the first fallback the kernel took was written
     /// instead: `step` says which (`"same core"`, ..., `"every usable CPU"`).
@@ -150,11 +157,12 @@ pub enum WriteOutcome {
 
 impl WriteOutcome {
     /// How the write ended, in the one word of the state file, `status` and the metrics'
-    /// `result` label (`written`, `written_fallback`, `managed`, `gone`, `overtaken`, `failed`):
-    /// the serialized tag of this outcome.
+    /// `result` label (`written`, `held`, `written_fallback`, `managed`, `gone`, `overtaken`,
+    /// `failed`): the serialized tag of this outcome.
     pub(crate) fn result_word(&self) -> &'static str {
         match self {
             WriteOutcome::Written { .. } => "written",
+            WriteOutcome::Held { .. } => "held",
             WriteOutcome::WrittenFallback { .. } => "written_fallback",
             WriteOutcome::Managed { .. } => "managed",
             WriteOutcome::Gone { .. } => "gone",
@@ -176,7 +184,7 @@ impl WriteOutcome {
     /// The class of a write that did not happen (managed and gone included).
     pub fn failure(&self) -> Option<FailureClass> {
         match self {
-            WriteOutcome::Written { .. } | WriteOutcome::WrittenFallback { .. } => None,
+            WriteOutcome::Written { .. } | WriteOutcome::Held { .. } | WriteOutcome::WrittenFallback { .. } => None,
             WriteOutcome::Managed { .. } => Some(FailureClass::Managed),
             WriteOutcome::Gone { .. } => Some(FailureClass::Gone),
             WriteOutcome::Overtaken { .. } => Some(FailureClass::Invalid),
@@ -187,7 +195,7 @@ impl WriteOutcome {
     /// Why the write did not happen.
     pub fn error(&self) -> Option<&str> {
         match self {
-            WriteOutcome::Written { .. } | WriteOutcome::WrittenFallback { .. } => None,
+            WriteOutcome::Written { .. } | WriteOutcome::Held { .. } | WriteOutcome::WrittenFallback { .. } => None,
             WriteOutcome::Managed { error }
             | WriteOutcome::Gone { error }
             | WriteOutcome::Overtaken { error }
@@ -195,12 +203,19 @@ impl WriteOutcome {
         }
     }
 
-    /// The CPUs now in `smp_affinity_list`, when written.
+    /// The CPUs now in `smp_affinity_list`, when written or found already there.
     pub fn cpus(&self) -> Option<&CpuSet> {
         match self {
-            WriteOutcome::Written { cpus, .. } | WriteOutcome::WrittenFallback { cpus, .. } => Some(cpus),
+            WriteOutcome::Written { cpus, .. }
+            | WriteOutcome::Held { cpus }
+            | WriteOutcome::WrittenFallback { cpus, .. } => Some(cpus),
             _ => None,
         }
+    }
+
+    /// Whether the kernel's file was written (a `held` mask was not).
+    pub fn wrote(&self) -> bool {
+        matches!(self, WriteOutcome::Written { .. } | WriteOutcome::WrittenFallback { .. })
     }
 }
 
@@ -280,8 +295,14 @@ pub fn apply_writes(writer: &dyn AffinityWriter, writes: &[AffinityWrite]) -> Ve
 }
 
 /// One write, widened step by step while the kernel has no free vectors; always yields an
-/// outcome.
+/// outcome. A mask that already holds the set right before the write is not written again
+/// ([`WriteOutcome::Held`]): the pass read it earlier, and a driver's reset the kernel undoes
+/// (the net core re-applying its kept mask) can fall between that read and this write.
 fn apply_one(writer: &dyn AffinityWriter, w: &AffinityWrite) -> WriteOutcome {
+    if writer.read_current(w.irq).is_ok_and(|now| now == w.cpus) {
+        tracing::debug!(irq = w.irq, cpus = %w.cpus, "IRQ affinity already in place: not written");
+        return WriteOutcome::Held { cpus: w.cpus.clone() };
+    }
     let first = match writer.write(w.irq, &w.cpus) {
         Ok(verified) => {
             tracing::info!(irq = w.irq, cpus = %w.cpus, matches = verified.matches, "IRQ affinity written");
@@ -386,6 +407,37 @@ mod tests {
             let outcome = apply_one(&still, &w);
             assert!(matches!(outcome, WriteOutcome::Failed { class: FailureClass::Invalid, .. }), "{outcome:?}");
         }
+    }
+
+    /// A kernel that holds `now` for every IRQ and counts the writes it gets.
+    struct Holding {
+        now: CpuSet,
+        writes: std::cell::Cell<u32>,
+    }
+
+    impl AffinityWriter for Holding {
+        fn write(&self, _: u32, cpus: &CpuSet) -> Result<Verification, ApplyError> {
+            self.writes.set(self.writes.get() + 1);
+            Ok(Verification { readback: Some(cpus.clone()), matches: true, effective: Effective::Absent })
+        }
+        fn read_current(&self, _: u32) -> Result<CpuSet, ApplyError> {
+            Ok(self.now.clone())
+        }
+    }
+
+    #[test]
+    fn a_mask_already_in_place_when_written_is_not_written_again() {
+        // The pass read 0-7 (a driver's reset), the kernel then put back 4: no write.
+        let k = Holding { now: CpuSet::single(4), writes: std::cell::Cell::new(0) };
+        let outcome = apply_one(&k, &AffinityWrite { irq: 33, cpus: CpuSet::single(4), fallbacks: Vec::new() });
+        assert_eq!(outcome, WriteOutcome::Held { cpus: CpuSet::single(4) });
+        assert_eq!((k.writes.get(), outcome.wrote(), outcome.result_word()), (0, false, "held"));
+        assert_eq!(outcome.cpus(), Some(&CpuSet::single(4)), "the CPUs in place");
+        assert_eq!(outcome.failure(), None);
+        // Anything else is written.
+        let outcome = apply_one(&k, &AffinityWrite { irq: 33, cpus: CpuSet::single(5), fallbacks: Vec::new() });
+        assert!(matches!(outcome, WriteOutcome::Written { .. }) && outcome.wrote(), "{outcome:?}");
+        assert_eq!(k.writes.get(), 1);
     }
 
     #[test]

@@ -88,6 +88,7 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
                 c.irq,
                 c.irq_name.as_deref().unwrap_or("-")
             ),
+            WriteOutcome::Held { cpus } => format!("irq {}: already on {cpus}, not written", c.irq),
             WriteOutcome::Managed { .. } => format!("irq {}: kernel-managed, left alone", c.irq),
             WriteOutcome::Gone { .. } => format!("irq {}: gone (device removed?), skipped", c.irq),
             WriteOutcome::Overtaken { .. } => format!("irq {}: its CPUs went offline meanwhile, skipped", c.irq),

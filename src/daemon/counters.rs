@@ -20,7 +20,8 @@ use crate::plan::{Action, DevicePlan, Plan, QueueSource};
 pub(crate) const TRIGGERS: [&str; 10] =
     ["start", "once", "reload", "cpu", "device", "link", "overflow", "reconcile", "isolation", "retry"];
 /// How an attempted write ended.
-pub(crate) const WRITE_RESULTS: [&str; 6] = ["written", "written_fallback", "managed", "gone", "overtaken", "failed"];
+pub(crate) const WRITE_RESULTS: [&str; 7] =
+    ["written", "held", "written_fallback", "managed", "gone", "overtaken", "failed"];
 /// Why a failed write failed (the apply module's failure classes that are failures).
 pub(crate) const FAILURE_CLASSES: [&str; 5] = ["invalid", "novectors", "permission", "readonly", "other"];
 /// Where an IRQ stands after a pass: moved by irqwise (now or earlier) and still there, already
@@ -59,7 +60,7 @@ impl RecentChange {
             irq_name: c.irq_name.clone(),
             device: c.device_name.clone().unwrap_or_else(|| c.device.clone()),
             old: c.old.as_ref().map(super::super::cpuset::CpuSet::to_list_string),
-            new: c.new_cpus().map(super::super::cpuset::CpuSet::to_list_string),
+            new: c.result.wrote().then(|| c.new_cpus()).flatten().map(super::super::cpuset::CpuSet::to_list_string),
             result: c.result.result_word().to_string(),
         }
     }
@@ -105,6 +106,17 @@ pub struct DeviceState {
     /// cannot know) and agrees where it can be checked; never counted in `mismatched`.
     #[serde(default)]
     pub uncertain: u64,
+}
+
+/// The mask writes of one IRQ since the daemon started (a `held` mask is not a write).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IrqWrites {
+    pub irq: u32,
+    /// Its name in `/proc/interrupts`.
+    pub name: Option<String>,
+    #[serde(flatten)]
+    pub labels: DeviceLabels,
+    pub writes: u64,
 }
 
 /// The last pass: when it ended, how long it took, whether it worked.
@@ -174,9 +186,16 @@ pub struct Counters {
     pub last_pass: Option<LastPass>,
     /// Per device, after the last successful pass.
     pub devices: Vec<DeviceState>,
+    /// Mask writes per IRQ of the last plan that irqwise wrote at least once since it started,
+    /// by IRQ (a user of bnxt_en with TPH, where each write restarts a queue, sees the cost).
+    #[serde(default)]
+    pub irq_writes: Vec<IrqWrites>,
     /// IRQs this daemon wrote that are still in the plan: `placed`, not `kept`, while they stay.
     #[serde(skip)]
     moved: BTreeSet<u32>,
+    /// Writes per IRQ since start (IRQs gone from the plan are forgotten).
+    #[serde(skip)]
+    writes_by_irq: BTreeMap<u32, u64>,
 }
 
 /// The counted kind of a pass trigger as the daemon describes it (`link eth0 up` → `link`);
@@ -204,6 +223,8 @@ pub(crate) fn device_states(plan: &Plan, report: &ApplyReport, wrote: impl Fn(u3
                     (Action::Set, Some(WriteOutcome::Written { .. } | WriteOutcome::WrittenFallback { .. })) => {
                         "placed"
                     }
+                    (Action::Set, Some(WriteOutcome::Held { .. })) if wrote(p.irq) => "placed",
+                    (Action::Set, Some(WriteOutcome::Held { .. })) => "kept",
                     (Action::Set, Some(WriteOutcome::Managed { .. })) => "managed",
                     (Action::Set, Some(WriteOutcome::Gone { .. } | WriteOutcome::Overtaken { .. })) => "skipped",
                     (Action::Set, Some(WriteOutcome::Failed { .. }) | None) => "failed",
@@ -261,8 +282,9 @@ impl Counters {
     /// Every write of `report`, by result and failure class.
     pub(crate) fn record_writes(&mut self, report: &ApplyReport) {
         for c in &report.changes {
-            if c.new_cpus().is_some() {
+            if c.result.wrote() {
                 self.moved.insert(c.irq);
+                *self.writes_by_irq.entry(c.irq).or_default() += 1;
             }
             *self.writes.entry(c.result.result_word().to_string()).or_default() += 1;
             if let WriteOutcome::Failed { class, .. } = &c.result {
@@ -289,6 +311,17 @@ impl Counters {
     pub(crate) fn record_states(&mut self, plan: &Plan, report: &ApplyReport) {
         let present: BTreeSet<u32> = plan.devices.iter().flat_map(|d| d.irqs.iter().map(|p| p.irq)).collect();
         self.moved.retain(|irq| present.contains(irq));
+        self.writes_by_irq.retain(|irq, _| present.contains(irq));
+        self.irq_writes = plan
+            .devices
+            .iter()
+            .flat_map(|d| d.irqs.iter().map(move |p| (d, p)))
+            .filter_map(|(d, p)| {
+                let writes = *self.writes_by_irq.get(&p.irq)?;
+                Some(IrqWrites { irq: p.irq, name: p.name.clone(), labels: DeviceLabels::of(d), writes })
+            })
+            .collect();
+        self.irq_writes.sort_by_key(|w| w.irq);
         self.devices = device_states(plan, report, |irq| self.moved.contains(&irq));
         let failed: BTreeSet<u32> = report.threads.iter().filter(|t| t.is_failure()).map(|t| t.pid).collect();
         for n in self.napi_threads.values_mut().chain(self.queue_identity.values_mut()) {
@@ -462,6 +495,30 @@ mod tests {
         let text = c.render("0.1.0");
         let want = "irqwise_managed_uncertain_irqs{device=\"eth0\",driver=\"ixgbe\",class=\"nic\"} 1";
         assert!(samples(&text).contains(&want), "missing {want:?} in\n{text}");
+    }
+
+    #[test]
+    fn writes_are_counted_per_irq_while_the_irq_stays_and_a_held_mask_is_no_write() {
+        let mut c = Counters::new(1);
+        let held = change(2, WriteOutcome::Held { cpus: set("1") });
+        for _ in 0..2 {
+            c.record_writes(&ApplyReport { changes: vec![written(1), held.clone()], ..ApplyReport::default() });
+            c.record_states(&plan("eth0"), &report());
+        }
+        assert_eq!(c.writes["written"], 2);
+        assert_eq!(c.writes["held"], 2);
+        assert_eq!(c.irq_writes.len(), 1, "{:?}", c.irq_writes);
+        assert_eq!((c.irq_writes[0].irq, c.irq_writes[0].writes), (1, 2));
+        let text = c.render("0.1.0");
+        let want = "irqwise_irq_writes_total{irq=\"1\",name=\"q1\",device=\"eth0\",driver=\"ixgbe\",class=\"nic\"} 2";
+        assert!(samples(&text).contains(&want), "missing {want:?} in\n{text}");
+        assert!(!text.contains("irq=\"2\""), "a held mask was not written:\n{text}");
+        // An IRQ gone from the plan is forgotten, and so is its series.
+        let mut gone = plan("eth0");
+        gone.devices[0].irqs.retain(|p| p.irq != 1);
+        c.record_states(&gone, &ApplyReport::default());
+        assert!(c.irq_writes.is_empty());
+        assert!(!c.render("0.1.0").contains("irqwise_irq_writes_total{"));
     }
 
     #[test]

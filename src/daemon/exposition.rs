@@ -107,6 +107,17 @@ impl Counters {
         for c in &self.drift_corrections {
             out.sample("irqwise_drift_corrections_total", &c.labels.pairs(), c.value as f64);
         }
+        out.metric(
+            "irqwise_irq_writes_total",
+            "counter",
+            "Mask writes of each IRQ irqwise wrote since it started (IRQs of the last plan); a mask found already in place is not written.",
+        );
+        for w in &self.irq_writes {
+            let irq = w.irq.to_string();
+            let mut labels = vec![("irq", irq.as_str()), ("name", w.name.as_deref().unwrap_or(""))];
+            labels.extend(w.labels.pairs());
+            out.sample("irqwise_irq_writes_total", &labels, w.writes as f64);
+        }
         out.counter_by(
             "irqwise_config_reloads_total",
             "Configuration reloads (SIGHUP), by result.",

@@ -150,7 +150,10 @@ impl Ledger {
                     None => Loudness::Loud,
                 };
             }
-            WriteOutcome::Managed { .. } | WriteOutcome::Gone { .. } | WriteOutcome::Overtaken { .. } => {
+            WriteOutcome::Managed { .. }
+            | WriteOutcome::Gone { .. }
+            | WriteOutcome::Overtaken { .. }
+            | WriteOutcome::Held { .. } => {
                 self.repeated.remove(&c.irq);
                 return Loudness::Loud;
             }

@@ -215,6 +215,13 @@ pub(crate) fn log_change(c: &Change) {
             "irq {} of {who}: gone before it was written",
             c.irq
         ),
+        // Nothing changed: nothing to tell anyone (the counters have it).
+        WriteOutcome::Held { .. } => tracing::debug!(
+            irq = c.irq,
+            device = c.device.as_str(),
+            "irq {} of {who}: already where it belongs when it was to be written; not written",
+            c.irq
+        ),
         // A CPU event's pass follows: nothing to tell anyone.
         WriteOutcome::Overtaken { .. } => tracing::debug!(
             irq = c.irq,

@@ -283,7 +283,8 @@ impl Records {
         self.counters.record_writes(&report);
         self.counters.record_states(&plan, &report);
         let at = unix_now();
-        for c in &report.changes {
+        // A mask found already in place changed nothing: not a change to list.
+        for c in report.changes.iter().filter(|c| !matches!(c.result, crate::apply::WriteOutcome::Held { .. })) {
             if self.recent.len() == RECENT_CHANGES {
                 self.recent.pop_front();
             }

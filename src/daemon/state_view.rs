@@ -189,6 +189,7 @@ pub(crate) fn render_status_section(c: &Counters, recent: &[RecentChange], now: 
     if sum(&c.write_failures) > 0 {
         out.push_str(&format!("  failed writes by class{}\n", nonzero(&c.write_failures)));
     }
+    out.push_str(&irq_writes_line(&c.irq_writes));
     let drift: u64 = c.drift_corrections.iter().map(|d| d.value).sum();
     let by_device: Vec<String> =
         c.drift_corrections.iter().map(|d| format!("{} {}", d.labels.device, d.value)).collect();
@@ -227,9 +228,43 @@ pub(crate) fn render_status_section(c: &Counters, recent: &[RecentChange], now: 
     out
 }
 
+/// `  IRQs written: 8, 11 writes (most: irq 37 x3, irq 38 x2, ...)`: the IRQs of the last plan
+/// irqwise wrote, the five written most first; `  IRQs written: none` when it wrote none.
+fn irq_writes_line(writes: &[super::counters::IrqWrites]) -> String {
+    if writes.is_empty() {
+        return "  IRQs written: none\n".to_string();
+    }
+    let total: u64 = writes.iter().map(|w| w.writes).sum();
+    let mut most: Vec<&super::counters::IrqWrites> = writes.iter().collect();
+    most.sort_by(|a, b| b.writes.cmp(&a.writes).then(a.irq.cmp(&b.irq)));
+    let shown: Vec<String> = most.iter().take(5).map(|w| format!("irq {} x{}", w.irq, w.writes)).collect();
+    let more = if most.len() > 5 { ", ..." } else { "" };
+    format!("  IRQs written: {}, {total} writes (most: {}{more})\n", writes.len(), shown.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_irqs_written_most_come_first() {
+        let w = |irq, writes| super::super::counters::IrqWrites {
+            irq,
+            name: None,
+            labels: super::super::counters::DeviceLabels {
+                device: "eth0".into(),
+                driver: "bnxt_en".into(),
+                class: "nic".into(),
+            },
+            writes,
+        };
+        assert_eq!(irq_writes_line(&[]), "  IRQs written: none\n");
+        let many: Vec<_> = (30..37).map(|irq| w(irq, 1)).chain([w(40, 3), w(41, 2)]).collect();
+        assert_eq!(
+            irq_writes_line(&many),
+            "  IRQs written: 9, 12 writes (most: irq 40 x3, irq 41 x2, irq 30 x1, irq 31 x1, irq 32 x1, ...)\n"
+        );
+    }
 
     #[test]
     fn durations_read_naturally() {
