@@ -85,7 +85,7 @@ use_kernel() {
 
 # The oracle tier's boots, KERNEL:SHAPE each, in launch order.
 if [ "${IRQWISE_VM_ORACLE:-full}" = full ] || [ -n "${IRQWISE_VM_ORACLE_KERNELS:-}${IRQWISE_VM_ORACLE_SHAPES:-}" ]; then
-  ORACLE_RUNS=$(for v in ${IRQWISE_VM_ORACLE_KERNELS:-6.1 6.12}; do for s in ${IRQWISE_VM_ORACLE_SHAPES:-$ORACLE_SHAPES}; do echo "$v:$s"; done; done)
+  ORACLE_RUNS=$(for v in ${IRQWISE_VM_ORACLE_KERNELS:-6.1 6.12 sid}; do for s in ${IRQWISE_VM_ORACLE_SHAPES:-$ORACLE_SHAPES}; do echo "$v:$s"; done; done)
 else
   ORACLE_RUNS=$ORACLE_CI_RUNS
 fi
@@ -96,6 +96,7 @@ use_kernel 6.1 || exit 2
 case " $TIERS " in *" kernel-6.12 "*) use_kernel 6.12 || exit 2;; esac
 case " $TIERS " in *" kernel-sid "*) use_kernel sid || exit 2;; esac
 case " $TIERS $ORACLE_RUNS " in *" oracle "*6.12:*) use_kernel 6.12 || exit 2;; esac
+case " $TIERS $ORACLE_RUNS " in *" oracle "*sid:*) use_kernel sid || exit 2;; esac
 T_PKG=$(since "$t")
 
 # boot_retried WORK INITRD [DISK]: boots the guest; once more, and only when it never reached
@@ -295,11 +296,11 @@ tier_arm64() {
   for run in $runs; do
     version=${run%%:*} shape=${run#*:} d=$w/${run%%:*}-${run#*:}
     printf '%s\t%s\t%s\t%s\t%s\n' "$version" "$(cat "$d/kver")" "$shape" "$(cat "$d/boot-time" 2>/dev/null || echo '?')" "$(cat "$d/shape-desc" 2>/dev/null)" >> "$w/boots"
-    for q in q1 q3 q5 q7 qcpu; do echo "$version/$shape $q@boot"; done >> "$w/expected"
-    printf '%s\n' "$version/$shape topology" "$version/$shape nic" >> "$w/expected"
+    for q in $ARM64_QUEUES; do echo "$version/$shape q$q@boot"; done >> "$w/expected"
+    printf '%s\n' "$version/$shape topology" "$version/$shape nic" "$version/$shape flip" >> "$w/expected"
     arm64_check "$d" "$bin" | sed -e "s|^RESULT arm64 |RESULT $version/$shape |" -e "s|^MEASURE arm64 |MEASURE $version/$shape |" >> "$w/guest.out"
   done
-  awk -v md="$w/RESULTS.md" -v boots="$w/boots" -v tier=arm64 -f "$VM_DIR/host/oracle.awk" "$w/expected" "$w/guest.out" || rc=1
+  awk -v md="$w/RESULTS.md" -v boots="$w/boots" -v tier=arm64 -v queues="$ARM64_QUEUES" -f "$VM_DIR/host/oracle.awk" "$w/expected" "$w/guest.out" || rc=1
   {
     echo
     echo "Timings on this host: cargo build ${t_build} s, packages and initramfs ${t_pkg} s, $(echo $runs | wc -w) guest runs ($jobs at a time) ${t_guests} s in all."

@@ -4,23 +4,28 @@
 # what a plan reads onto a virtio disk, and the host plans that copy with `irqwise plan --root`
 # and `irqwise topology --root`, then compares (arm64_check) with what the guest's kernel did.
 #
-# Every shape has five NVMe controllers (1, 3, 5 and 7 I/O queue pairs, and one per possible
-# CPU: serial q1 q3 q5 q7 qcpu, as the oracle tier) and a 4-queue virtio-net NIC (multi-queue
-# tap backend: the tap is created by QEMU, never configured, and carries nothing).
-ARM64_SHAPES="c4x2-2n c2x4-1n c2x2-3n smt-2n uneven"
-# The boots `make test-vm` runs by default (KERNEL:SHAPE): every shape on 6.1, the issue's
-# machine on 6.12. IRQWISE_VM_ARM64_KERNELS / IRQWISE_VM_ARM64_SHAPES pick others.
-ARM64_RUNS_DEFAULT="6.1:c4x2-2n 6.1:c2x4-1n 6.1:c2x2-3n 6.1:smt-2n 6.1:uneven 6.12:c4x2-2n"
+# Every shape has six NVMe controllers (1, 3, 4, 5 and 7 I/O queue pairs, and one per possible
+# CPU: serial q1 q3 q4 q5 q7 qcpu) and a 4-queue virtio-net NIC (multi-queue tap backend: the tap
+# is created by QEMU, never configured, and carries nothing).
+ARM64_SHAPES="c4x2-2n c2x4-1n c2x2-3n smt-2n uneven c3x4-1n c2x4-2n"
+# The controllers' queue counts (cpu: one per possible CPU).
+ARM64_QUEUES="1 3 4 5 7 cpu"
+# The boots `make test-vm` runs by default (KERNEL:SHAPE): every shape on 6.1 and on Debian
+# unstable's 7.x (which groups by cluster), c4x2-2n on 6.12. IRQWISE_VM_ARM64_KERNELS /
+# IRQWISE_VM_ARM64_SHAPES pick others.
+ARM64_RUNS_DEFAULT="$(for s in $ARM64_SHAPES; do printf '6.1:%s ' "$s"; done)6.12:c4x2-2n$(for s in $ARM64_SHAPES; do printf ' sid:%s' "$s"; done)"
 ARM64_MODULES="nvme virtio_pci virtio_net virtio_mmio virtio_blk"
 
 # arm64_packages CACHE VERSION: Debian's arm64 kernel VERSION (6.1: linux-image-arm64's; 6.12:
-# linux-image-6.12-arm64's) and busybox-static, fetched with `apt-get download` (the arm64
-# architecture added to dpkg first) and unpacked below CACHE, never installed. Sets A64_KVER,
-# A64_KIMG, A64_MODBASE (holding lib/modules/A64_KVER with depmod's modules.dep) and A64_BUSYBOX.
+# linux-image-6.12-arm64's, both fetched with `apt-get download` after the arm64 architecture
+# is added to dpkg; sid: Debian unstable's current, through the private apt state of
+# host/deps.sh's archive_kernel) and busybox-static, unpacked below CACHE, never installed. Sets
+# A64_KVER, A64_KIMG, A64_MODBASE (holding lib/modules/A64_KVER with depmod's modules.dep) and
+# A64_BUSYBOX.
 arm64_packages() {
   local cache=$1 version=$2 meta pkg dir
-  case $version in 6.1) meta=linux-image-arm64;; 6.12) meta=linux-image-6.12-arm64;;
-    *) echo "test-vm: no arm64 kernel $version (6.1, 6.12)" >&2; return 1;; esac
+  case $version in 6.1) meta=linux-image-arm64;; 6.12) meta=linux-image-6.12-arm64;; sid) ;;
+    *) echo "test-vm: no arm64 kernel $version (6.1, 6.12, sid)" >&2; return 1;; esac
   if [ "$(id -u)" = 0 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
     dpkg --add-architecture arm64 && apt-get update -qq >&2
   fi
@@ -28,12 +33,17 @@ arm64_packages() {
     [ "$(id -u)" = 0 ] || { echo "test-vm: qemu-system-aarch64 missing (apt-get install qemu-system-arm)" >&2; return 1; }
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-arm >&2 || return 1
   fi
-  pkg=$(apt-cache depends "$meta:arm64" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { sub(/:arm64$/, "", $2); print $2; exit }')
-  [ -n "$pkg" ] || { echo "test-vm: apt-cache knows no $meta:arm64 (dpkg --add-architecture arm64; apt-get update)" >&2; return 1; }
-  dir=$cache/arm64-$version
-  A64_KVER=${pkg#linux-image-} A64_MODBASE=$dir/root
-  A64_KIMG=$dir/root/boot/vmlinuz-$A64_KVER
-  unpacked_kernel "$dir" "$pkg:arm64" "$A64_KVER" || return 1
+  if [ "$version" = sid ]; then
+    archive_kernel "$cache/archive" sid arm64 || return 1
+    A64_KVER=$ARCHIVE_KVER A64_MODBASE=$ARCHIVE_MODBASE A64_KIMG=$ARCHIVE_KIMG
+  else
+    pkg=$(apt-cache depends "$meta:arm64" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { sub(/:arm64$/, "", $2); print $2; exit }')
+    [ -n "$pkg" ] || { echo "test-vm: apt-cache knows no $meta:arm64 (dpkg --add-architecture arm64; apt-get update)" >&2; return 1; }
+    dir=$cache/arm64-$version
+    A64_KVER=${pkg#linux-image-} A64_MODBASE=$dir/root
+    A64_KIMG=$dir/root/boot/vmlinuz-$A64_KVER
+    unpacked_kernel "$dir" "$pkg:arm64" "$A64_KVER" || return 1
+  fi
   A64_BUSYBOX=$cache/arm64-busybox/root/bin/busybox
   if [ ! -x "$A64_BUSYBOX" ]; then
     rm -rf "$cache/arm64-busybox"; mkdir -p "$cache/arm64-busybox"
@@ -53,7 +63,7 @@ arm64_initramfs() {
   install -m 755 "$VM_DIR/guest/arm64/init" "$root/init"
   KVER=$A64_KVER MODBASE=$A64_MODBASE install_modules "$root" $ARM64_MODULES || return 1
   echo "$ARM64_MODULES" > "$root/etc/modules-load"
-  echo 5 > "$root/etc/arm64-controllers"
+  echo "$ARM64_QUEUES" | wc -w > "$root/etc/arm64-controllers"
   pack_cpio "$root" "$out"
 }
 
@@ -83,6 +93,13 @@ arm64_shape() {
       SHAPE_DESC="-smp 12,sockets=1,clusters=3,cores=4: 3 clusters of 4, nodes 0-5 / 6-11 (the middle cluster spans both)"
       A64_MACHINE=(-smp 12,sockets=1,clusters=3,cores=4,threads=1); nodes 512 0-5 6-11
       A64_MACHINE+=(-numa dist,src=0,dst=1,val=20);;
+    c3x4-1n)
+      SHAPE_DESC="-smp 12,sockets=1,clusters=3,cores=4: 3 clusters of 4 CPUs, one node (4 queues: the older rule's groups of 3 span clusters)"
+      A64_MACHINE=(-smp 12,sockets=1,clusters=3,cores=4,threads=1); nodes 1024 0-11;;
+    c2x4-2n)
+      SHAPE_DESC="-smp 16,sockets=2,clusters=2,cores=4: 4 clusters of 4 CPUs, nodes 0-7 / 8-15 (distance 20)"
+      A64_MACHINE=(-smp 16,sockets=2,clusters=2,cores=4,threads=1); nodes 512 0-7 8-15
+      A64_MACHINE+=(-numa dist,src=0,dst=1,val=20);;
     *) echo "test-vm: unknown arm64 shape $1 ($ARM64_SHAPES)" >&2; return 1;;
   esac
 }
@@ -94,7 +111,7 @@ arm64_boot() {
   arm64_shape "$shape" || return 1
   echo "$SHAPE_DESC" > "$d/shape-desc"
   i=0
-  for q in 1 3 5 7 cpu; do
+  for q in $ARM64_QUEUES; do
     pairs=$q; [ $q = cpu ] && pairs=64
     truncate -s 1M "$d/nvme$i.img"
     nvme+=(-drive file="$d/nvme$i.img",if=none,id=nvd$i,format=raw
@@ -125,22 +142,12 @@ arm64_boot() {
   rm -f "$d/snap.img"
 }
 
-# arm64_check DIR IRQWISE: the checks of one booted shape, as RESULT/MEASURE lines (scenario
-# "arm64"): per NVMe controller (q1 ... qcpu) every I/O queue's kernel mask
-# (proc/irq/N/smp_affinity_list) and blk-mq map (sys/block/<ns>/mq/<q>/cpu_list) against
-# `irqwise plan --root DIR/snap --json` (exact / uncertain / mismatch, as the oracle tier), the
-# topology (host/arm64.awk) and the NIC. IRQWISE_VM_ARM64_FLIP=1 plans the snapshot as if its
-# kernel were 7.0 (cluster-aware grouping): a wrong kernel-version rule, which must fail.
-arm64_check() {
-  local d=$1 irqwise=$2 s=$1/snap c ctrl serial ns irqs irq q m have blk want n exact unc mis first row
-  if [ ! -r "$s/proc/sys/kernel/osrelease" ]; then
-    echo "# no snapshot from the guest; last console lines:"; tail -5 "$d/console.log" | sed 's/^/# /'; return 0
-  fi
-  echo "MEASURE arm64 kernel $(cat "$s/proc/sys/kernel/osrelease")"
-  [ "${IRQWISE_VM_ARM64_FLIP:-0}" = 1 ] && echo "7.0.0-flipped" > "$s/proc/sys/kernel/osrelease"
-  "$irqwise" plan --root "$s" --json > "$d/plan.json" 2> "$d/plan.err"
-  "$irqwise" topology --root "$s" --json > "$d/topology.json" 2> "$d/topology.err"
-  awk -v cols=irq,desired,mismatch,uncertain -f "$VM_DIR/guest/planrows.awk" "$d/plan.json" > "$d/rows"
+# arm64_compare SNAP ROWS report|count: every NVMe I/O queue of the snapshot SNAP, its kernel mask
+# and blk-mq map against the plan rows ROWS (planrows.awk: irq desired mismatch uncertain):
+# `report` prints a MEASURE and a RESULT line per controller (exact, uncertain, mismatch, as the
+# oracle tier); `count` prints "QUEUES MISMATCHES" over all controllers.
+arm64_compare() {
+  local s=$1 rows=$2 how=$3 c ctrl serial ns irqs irq q have blk want n exact unc mis first row all=0 wrong=0
   canon() { awk -v l="$(echo "$1" | tr -d ' ')" 'BEGIN { n = split(l, p, ","); s = ""
     for (i = 1; i <= n; i++) { if (split(p[i], r, "-") == 2) { for (c = r[1]; c <= r[2]; c++) s = s " " c } else s = s " " p[i] }
     print substr(s, 2) }'; }
@@ -153,7 +160,7 @@ arm64_check() {
     for irq in $irqs; do
       have=$(canon "$(cat "$s/proc/irq/$irq/smp_affinity_list")")
       blk="(none)"; [ -r "$s/sys/block/$ns/mq/$q/cpu_list" ] && blk=$(canon "$(cat "$s/sys/block/$ns/mq/$q/cpu_list")")
-      row=$(awk -v i="$irq" '$1 == i { print $2, $3, $4; exit }' "$d/rows"); set -- ${row:-- - -}
+      row=$(awk -v i="$irq" '$1 == i { print $2, $3, $4; exit }' "$rows"); set -- ${row:-- - -}
       want=-; [ "$1" = - ] || want=$(canon "$1")
       if [ "$have" = "$want" ] && [ "$blk" = "$want" ] && [ "$2" = false ] && [ "$3" = - ]; then exact=$((exact + 1))
       elif [ "$3" != - ] && [ "$2" != true ]; then unc=$((unc + 1))
@@ -161,12 +168,56 @@ arm64_check() {
       fi
       n=$((n + 1)) q=$((q + 1))
     done
+    all=$((all + n)) wrong=$((wrong + mis))
+    [ "$how" = report ] || continue
     echo "MEASURE arm64 $serial@boot $n $exact $unc $mis"
     if [ "$n" = 0 ]; then echo "RESULT arm64 $serial@boot FAIL $ctrl: no I/O queue IRQ in /proc/interrupts"
     elif [ $mis = 0 ]; then echo "RESULT arm64 $serial@boot PASS $ctrl: $n queues: $exact exact, $unc uncertain, 0 mismatches"
     else echo "RESULT arm64 $serial@boot FAIL $ctrl: $n queues: $exact exact, $unc uncertain, $mis mismatches; first: $first"
     fi
   done
+  [ "$how" = count ] && echo "$all $wrong"
+  return 0
+}
+
+# arm64_check DIR IRQWISE: the checks of one booted shape, as RESULT/MEASURE lines (scenario
+# "arm64"): per NVMe controller (q1 ... qcpu) every I/O queue's kernel mask
+# (proc/irq/N/smp_affinity_list) and blk-mq map (sys/block/<ns>/mq/<q>/cpu_list) against
+# `irqwise plan --root DIR/snap --json` (exact / uncertain / mismatch, as the oracle tier), the
+# topology (host/arm64.awk) and the NIC. Then the flip: the same snapshot planned as if its kernel
+# were on the other side of 7.0 (the other grouping rule); where the two rules group the shape's
+# queues differently, that plan must mispredict the kernel (check "flip"): the exact result above
+# rests on the kernel-version rule, and the check can fail. IRQWISE_VM_ARM64_FLIP=1 plans every
+# check with the other rule: a wrong kernel-version rule, which must fail the tier.
+arm64_check() {
+  local d=$1 irqwise=$2 s=$1/snap release other
+  if [ ! -r "$s/proc/sys/kernel/osrelease" ]; then
+    echo "# no snapshot from the guest; last console lines:"; tail -5 "$d/console.log" | sed 's/^/# /'; return 0
+  fi
+  release=$(cat "$s/proc/sys/kernel/osrelease")
+  echo "MEASURE arm64 kernel $release"
+  case $release in [0-6].*) other=7.0.0-flip;; *) other=6.18.0-flip;; esac
+  [ "${IRQWISE_VM_ARM64_FLIP:-0}" = 1 ] && echo "$other" > "$s/proc/sys/kernel/osrelease"
+  "$irqwise" plan --root "$s" --json > "$d/plan.json" 2> "$d/plan.err"
+  "$irqwise" topology --root "$s" --json > "$d/topology.json" 2> "$d/topology.err"
+  awk -v cols=irq,desired,mismatch,uncertain -f "$VM_DIR/guest/planrows.awk" "$d/plan.json" > "$d/rows"
+  arm64_compare "$s" "$d/rows" report
+  # The flip (see above), from a plan of the snapshot with the other rule's release.
+  echo "$other" > "$s/proc/sys/kernel/osrelease"
+  "$irqwise" plan --root "$s" --json > "$d/plan-flip.json" 2> "$d/plan-flip.err"
+  echo "$release" > "$s/proc/sys/kernel/osrelease"
+  awk -v cols=irq,desired,mismatch,uncertain -f "$VM_DIR/guest/planrows.awk" "$d/plan-flip.json" > "$d/rows-flip"
+  local differ flip
+  differ=$(awk 'FNR == NR { want[$1] = $2; next } ($1 in want) && want[$1] != $2 { n++ } END { print n + 0 }' "$d/rows" "$d/rows-flip")
+  flip=$(arm64_compare "$s" "$d/rows-flip" count)
+  echo "MEASURE arm64 flip $differ $flip"
+  if [ "$differ" = 0 ]; then
+    echo "RESULT arm64 flip PASS the rules before and from 7.0 group this shape's queues alike: nothing to tell apart"
+  elif [ "${flip##* }" -gt 0 ]; then
+    echo "RESULT arm64 flip PASS planned as $other (the other grouping rule) $differ queues differ and ${flip##* } of ${flip%% *} mispredict the kernel: the rule of $release is the one that holds"
+  else
+    echo "RESULT arm64 flip FAIL planned as $other (the other grouping rule) $differ queues differ, yet none mispredicts the kernel"
+  fi
   # The topology and the NIC, from the guest's files and irqwise's two documents (arm64.awk).
   local cpu node nic
   nic=$(for c in "$s"/sys/class/net/*/device; do [ -e "$c/numa_node" ] && { cat "$c/numa_node"; break; }; done)

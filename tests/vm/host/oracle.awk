@@ -1,6 +1,7 @@
 # oracle.awk: the oracle tier's results and its matrix (kernel x shape x queue count).
-# usage: awk -v md=SECTION.md -v boots=BOOTS [-v tier=arm64] -f oracle.awk EXPECTED GUEST_OUT
-# (tier=arm64: the arm64 tier's heading and introduction, host/arm64.sh; the same matrix)
+# usage: awk -v md=SECTION.md -v boots=BOOTS [-v tier=arm64] [-v queues="1 3 5 7 cpu"] -f oracle.awk EXPECTED GUEST_OUT
+# (tier=arm64: the arm64 tier's heading and introduction, host/arm64.sh, and its flip column;
+# queues: the controllers' queue counts, one column each, cpu = one per possible CPU)
 # EXPECTED: "KERNEL/SHAPE CHECK" pairs the host expects (one per controller and check stage, and
 # daemon_memory where a shape starts the daemon); one the guest never reported counts as failed.
 # GUEST_OUT: every boot's guest output with RESULT/MEASURE lines tagged KERNEL/SHAPE; a MEASURE
@@ -16,6 +17,14 @@ FNR == NR { if (!(($1 " " $2) in expected)) { expected[$1 " " $2] = 1; order[++n
 }
 /^MEASURE / { v = $0; sub(/^MEASURE [^ ]+ [^ ]+ /, "", v); m[$2 " " $3] = v; next }
 function out(s) { print s; print s > md }
+# The flip MEASURE "DIFFER QUEUES MISPREDICTED": queues the two rules group differently, and of
+# all queues how many the other rule mispredicts.
+function flipcell(k,   f) {
+  if (!(k in m)) return "not run"
+  split(m[k], f, " ")
+  if (f[1] == 0) return "same groups"
+  return f[3] " of " f[2] " wrong"
+}
 function cell(k,   f, n) {
   if (!(k in m)) return "not run"
   n = split(m[k], f, " ")
@@ -42,12 +51,16 @@ END {
     print "## arm64: clusters from the device tree, managed NVMe queues predicted from a snapshot" > md
     print "" > md
     out("Debian's arm64 kernels under qemu-system-aarch64 (TCG, `-M virt,gic-version=3 -cpu max`, the")
-    out("topology from the device tree QEMU generates), busybox init, five NVMe controllers (1, 3, 5 and 7")
-    out("I/O queue pairs, and one per possible CPU) and a 4-queue virtio-net NIC. The guest copies what a")
+    out("topology from the device tree QEMU generates), busybox init, six NVMe controllers (1, 3, 4, 5 and")
+    out("7 I/O queue pairs, and one per possible CPU) and a 4-queue virtio-net NIC. The guest copies what a")
     out("plan reads to a disk; the host's `irqwise plan --root` and `irqwise topology --root` of that copy")
     out("are compared with the guest's kernel: every I/O queue's mask and blk-mq map (exact, uncertain,")
     out("mismatch, as the oracle tier), the topology (every CPU's cluster, core, package and node, every")
     out("distance) and the NIC (queues in cores-first order, each CPU's transmit queue the nearest).")
+    out("Flip: the same snapshot planned as a kernel on the other side of 7.0 (`group_cpus_evenly()`")
+    out("groups by cluster from 7.0 on, 89802ca36c96): the queues whose groups differ between the two")
+    out("rules, and how many of those the other rule mispredicts; a shape where they differ and the")
+    out("other rule still predicted the kernel fails.")
   } else {
     print "## The kernel as oracle: managed NVMe queues predicted by irqwise, checked on real kernels" > md
     print "" > md
@@ -67,8 +80,12 @@ END {
     boot[b[1] "/" b[3]] = b[4]
   }
   out("")
-  out("| Kernel | Shape | When | 1 queue | 3 queues | 5 queues | 7 queues | one per CPU | guest run |")
-  out("|---|---|---|---|---|---|---|---|---|")
+  if (queues == "") queues = "1 3 5 7 cpu"
+  n_q = split(queues, qlist, " ")
+  head = "| Kernel | Shape | When |"; rule = "|---|---|---|"
+  for (i = 1; i <= n_q; i++) { head = head " " (qlist[i] == "cpu" ? "one per CPU" : qlist[i] (qlist[i] == 1 ? " queue" : " queues")) " |"; rule = rule "---|" }
+  if (tier == "arm64") { head = head " flip: other rule |"; rule = rule "---|" }
+  out(head " guest run |"); out(rule "---|")
   for (v = 1; v <= n_versions; v++) for (s = 1; s <= n_shapes; s++) {
     tag = versions[v] "/" shapes[s]
     n_st = 0
@@ -79,7 +96,10 @@ END {
     }
     for (j = 1; j <= n_st; j++) {
       st = stages[j]
-      out("| " release[versions[v]] " | " shapes[s] " | " st " | " cell(tag " q1@" st) " | " cell(tag " q3@" st) " | " cell(tag " q5@" st) " | " cell(tag " q7@" st) " | " cell(tag " qcpu@" st) " | " boot[tag] " s |")
+      row = "| " release[versions[v]] " | " shapes[s] " | " st " |"
+      for (i = 1; i <= n_q; i++) row = row " " cell(tag " q" qlist[i] "@" st) " |"
+      if (tier == "arm64") row = row " " flipcell(tag " flip") " |"
+      out(row " " boot[tag] " s |")
     }
   }
   out("")

@@ -10,7 +10,7 @@ ORACLE_SHAPES="2x2x2 three-nodes uneven maxcpus nosmt isolcpus"
 # The boots `make test-vm` runs by default (KERNEL:SHAPE, two at a time, in this order): the
 # possible > present case on both kernels and three nodes with NVMe on the middle one, about a
 # minute under TCG; IRQWISE_VM_ORACLE=full boots every kernel x every shape.
-ORACLE_CI_RUNS="6.1:three-nodes 6.1:maxcpus 6.12:maxcpus 6.1:isolcpus"
+ORACLE_CI_RUNS="6.1:three-nodes 6.1:maxcpus 6.12:maxcpus sid:maxcpus 6.1:isolcpus"
 
 # nvme_block WORK NODE BUS_NR: MACHINE args for a PCIe expander bridge on NODE holding the five
 # controllers behind root ports.
