@@ -96,25 +96,29 @@ fn without_isolation_queue_0_and_1_take_cpus_6_and_7() {
 
 #[test]
 fn every_source_keeps_device_irqs_off_its_cpus_and_topology_names_it() {
-    let cases: [(&str, &str, &str); 7] = [
-        ("sys/fs/cgroup/cpuset.cpus.isolated", "6-7\n", "cgroup-partition"),
+    // Each with when its CPUs are decided: at boot, or live (7.0 follows cgroup partitions at
+    // run time while cpu/isolated keeps the boot's isolcpus=).
+    let cases: [(&str, &str, &str, &str); 7] = [
+        ("sys/fs/cgroup/cpuset.cpus.isolated", "6-7\n", "cgroup-partition", "live"),
         (
             "proc/cmdline",
             "BOOT_IMAGE=/vmlinuz root=/dev/vda1 isolcpus=managed_irq,domain,6-7 quiet\n",
             "cmdline-isolcpus",
+            "boot",
         ),
-        ("etc/sysconfig/irqbalance", "IRQBALANCE_BANNED_CPULIST=6-7\n", "irqbalance-banned"),
+        ("etc/sysconfig/irqbalance", "IRQBALANCE_BANNED_CPULIST=6-7\n", "irqbalance-banned", "live"),
         (
             "etc/sysconfig/irqbalance",
             "# written by CRI-O\nIRQBALANCE_BANNED_CPUS=\"00000000,000000c0\"\n",
             "irqbalance-banned",
+            "live",
         ),
-        ("etc/default/irqbalance", "export IRQBALANCE_BANNED_CPULIST='6-7'\n", "irqbalance-banned"),
-        ("etc/default/irqbalance", "IRQBALANCE_BANNED_CPUS=c0  # tuned\n", "irqbalance-banned"),
-        ("proc/cmdline", "ro irqaffinity=0-5,8-23\n", "cmdline-irqaffinity"),
+        ("etc/default/irqbalance", "export IRQBALANCE_BANNED_CPULIST='6-7'\n", "irqbalance-banned", "live"),
+        ("etc/default/irqbalance", "IRQBALANCE_BANNED_CPUS=c0  # tuned\n", "irqbalance-banned", "live"),
+        ("proc/cmdline", "ro irqaffinity=0-5,8-23\n", "cmdline-irqaffinity", "boot"),
     ];
     let cfg = tempfile::tempdir().unwrap();
-    for (rel, text, kind) in cases {
+    for (rel, text, kind, since) in cases {
         let (root, _) = nic_root();
         write(root.path(), rel, text);
         avoids(root.path(), cfg.path(), &set("6-7"), &format!("{rel}: {text:?}"));
@@ -124,13 +128,14 @@ fn every_source_keeps_device_irqs_off_its_cpus_and_topology_names_it() {
         let sources = topo["isolation"]["sources"].as_array().unwrap();
         assert_eq!(sources.len(), 1, "{rel}: {sources:?}");
         assert_eq!(sources[0]["kind"], kind);
+        assert_eq!(sources[0]["since"], since, "{rel}");
         assert_eq!(sources[0]["cpus"], serde_json::json!([6, 7]));
         assert_eq!(sources[0]["applied"], true);
         assert!(sources[0]["path"].as_str().unwrap().ends_with(rel), "{sources:?}");
         assert_eq!(topo["isolation"]["avoid"], serde_json::json!([6, 7]));
         let (_, table, _) = irqwise(root.path(), cfg.path(), &["topology"]);
         assert!(table.contains("isolation: device IRQs avoid CPUs 6-7"), "{table}");
-        assert!(table.contains(&format!("{}: ", root.path().join(rel).display())), "{table}");
+        assert!(table.contains(&format!("{since} {}: ", root.path().join(rel).display())), "{table}");
     }
 }
 

@@ -55,7 +55,7 @@ fn sample(config: Config, dev: Device) -> Sample {
 fn reported(instances: &[(u32, Option<u32>, u32)]) -> NetdevView {
     let mut report = NetdevReport::default();
     for &(napi, irq, queue) in instances {
-        report.napis.push(NapiInstance { ifindex: IFINDEX, id: napi, irq, pid: None });
+        report.napis.push(NapiInstance { ifindex: IFINDEX, id: napi, irq, pid: None, threaded: None });
         for kind in [QueueKind::Rx, QueueKind::Tx] {
             report.queues.push(QueueNapi { ifindex: IFINDEX, id: queue, kind, napi: Some(napi) });
         }
@@ -139,7 +139,7 @@ fn a_thread_follows_its_instances_irq_even_when_no_queue_names_the_instance() {
     // short, or an instance between queues): the instance's own IRQ still answers.
     let mut s = sample(Config::default(), nic("ice"));
     let mut report = NetdevReport::default();
-    report.napis.push(NapiInstance { ifindex: IFINDEX, id: 8193, irq: Some(102), pid: None });
+    report.napis.push(NapiInstance { ifindex: IFINDEX, id: 8193, irq: Some(102), pid: None, threaded: None });
     s.netdev = NetdevView::Reported(report);
     s.napi_threads = vec![thread(500, 8193)];
     let p = plan(&s);

@@ -9,13 +9,18 @@ use crate::events::{EventConfig, EventSources, EventsError, Trigger};
 use crate::sysfs::Root;
 
 /// The files whose changes run a pass: irqbalance's environment files (in their directories,
-/// so that files created later are seen), the root cgroup's isolated CPUs and every claim.
+/// so that files created later are seen), the root cgroup's isolated CPUs, every cgroup's
+/// partition file (the root's list is not notified: a partition made or removed at run time is
+/// seen through the cgroup's own file) and every claim.
 pub(crate) fn isolation_files(root: &Root) -> Vec<WatchTarget> {
     use crate::topology::discover::claims::CLAIMS_DIR;
     use crate::topology::discover::isolation::{CGROUP_ISOLATED, IRQBALANCE_FILES};
     let mut targets: Vec<WatchTarget> =
         IRQBALANCE_FILES.iter().map(|f| WatchTarget { path: root.path(f), how: WatchHow::InDirectory }).collect();
     targets.push(WatchTarget { path: root.path(CGROUP_ISOLATED), how: WatchHow::Itself });
+    if let Some(tree) = std::path::Path::new(CGROUP_ISOLATED).parent() {
+        targets.push(WatchTarget { path: root.path(tree), how: WatchHow::CgroupTree });
+    }
     targets.push(WatchTarget { path: root.path(CLAIMS_DIR), how: WatchHow::EveryFile });
     targets
 }

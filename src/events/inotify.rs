@@ -1,12 +1,13 @@
-//! Files whose changes re-plan (irqbalance's banned lists, the cgroup isolated partitions),
-//! watched with inotify.
+//! Files whose changes re-plan (irqbalance's banned lists, the cgroup isolated partitions, the
+//! claims), watched with inotify.
 //!
 //! Guarantees: a file watched [`WatchHow::InDirectory`] is seen however it changes (written in
 //! place, replaced by a rename as editors and `sed -i` do, created, deleted), also when its
 //! directory appears only later (the parent is watched for it); a file watched
 //! [`WatchHow::Itself`] is seen when the kernel reports a modification of it (kernfs files report
-//! only what their owner notifies; the reconcile timer covers the rest). Every change becomes
-//! one [`Trigger::Isolation`]; a queue overflow becomes one too.
+//! only what their owner notifies; the reconcile timer covers the rest); a cgroup tree watched
+//! [`WatchHow::CgroupTree`] is seen as [`super::cgroup_tree`] says. Every change becomes one
+//! [`Trigger::Isolation`]; a queue overflow becomes one too.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -21,6 +22,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::sync::mpsc;
 
+use super::cgroup_tree::{self, is_partition, is_partition_file, PARTITION_FILE};
 use super::{EventsError, Trigger};
 
 /// How a file is watched.
@@ -33,6 +35,9 @@ pub enum WatchHow {
     /// `path` is a directory: every file in it whose name does not start with a dot (a
     /// writer's temporary file), however it changes.
     EveryFile,
+    /// `path` is the top of the cgroup v2 tree: every cgroup's partition file, and cgroups
+    /// created later ([`super::cgroup_tree`]).
+    CgroupTree,
 }
 
 /// A file whose changes should run a pass.
@@ -51,6 +56,10 @@ enum Watch {
     Parent { children: BTreeSet<PathBuf> },
     /// A watched file itself.
     File { path: PathBuf },
+    /// A cgroup directory: new cgroups and partition files appear in it.
+    CgroupDir { dir: PathBuf },
+    /// A cgroup's `cpuset.cpus.partition`, and whether it said the cgroup is a partition.
+    Partition { path: PathBuf, partition: bool },
 }
 
 /// Changes inside a watched directory that may change a watched file.
@@ -73,6 +82,10 @@ pub(crate) struct FileWatch {
     wanted: BTreeMap<PathBuf, BTreeSet<OsString>>,
     /// Directories whose every file is watched.
     every: BTreeSet<PathBuf>,
+    /// Watches on cgroup trees (directories and partition files), at most
+    /// [`cgroup_tree::MAX_WATCHES`]; whether that limit was met (said once).
+    cgroup_watches: usize,
+    cgroup_full: bool,
 }
 
 impl FileWatch {
@@ -87,7 +100,14 @@ impl FileWatch {
         #[allow(unsafe_code)]
         let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
             .map_err(|e| EventsError::Register { what: "the inotify descriptor", source: e.into_parts().1 })?;
-        let mut watch = FileWatch { fd, watches: BTreeMap::new(), wanted: BTreeMap::new(), every: BTreeSet::new() };
+        let mut watch = FileWatch {
+            fd,
+            watches: BTreeMap::new(),
+            wanted: BTreeMap::new(),
+            every: BTreeSet::new(),
+            cgroup_watches: 0,
+            cgroup_full: false,
+        };
         for t in targets {
             match t.how {
                 WatchHow::Itself => {
@@ -99,6 +119,9 @@ impl FileWatch {
                 WatchHow::EveryFile => {
                     watch.wanted.entry(t.path.clone()).or_default();
                     watch.every.insert(t.path.clone());
+                }
+                WatchHow::CgroupTree => {
+                    watch.watch_cgroups(&t.path);
                 }
                 WatchHow::InDirectory => {
                     let (Some(dir), Some(name)) = (t.path.parent(), t.path.file_name()) else { continue };
@@ -131,6 +154,48 @@ impl FileWatch {
             }
         }
         false
+    }
+
+    /// Watches the cgroups of the tree under `top` (directories and partition files), as many
+    /// as [`cgroup_tree::MAX_WATCHES`] allows; the partition files found saying their cgroup is a
+    /// partition (a cgroup made a partition before its watch was added).
+    fn watch_cgroups(&mut self, top: &Path) -> Vec<PathBuf> {
+        let room = cgroup_tree::MAX_WATCHES.saturating_sub(self.cgroup_watches);
+        // Each cgroup costs up to two watches.
+        let (dirs, cut) = cgroup_tree::directories(top, room / 2);
+        let mut partitions = Vec::new();
+        for dir in dirs {
+            let flags =
+                WatchFlags::CREATE | WatchFlags::DELETE | WatchFlags::MOVED_TO | WatchFlags::MOVED_FROM | WatchFlags::ONLYDIR;
+            let Ok(wd) = inotify::add_watch(self.fd.get_ref(), &dir, flags) else { continue };
+            if self.watches.insert(wd, Watch::CgroupDir { dir: dir.clone() }).is_none() {
+                self.cgroup_watches += 1;
+            }
+            let file = dir.join(PARTITION_FILE);
+            if let Some(true) = self.watch_partition(&file) {
+                partitions.push(file);
+            }
+        }
+        if cut && !self.cgroup_full {
+            self.cgroup_full = true;
+            tracing::warn!(
+                "the cgroup tree under {} has more cgroups than irqwise watches ({} watches): partitions made in the others are seen by the reconcile timer only",
+                top.display(),
+                cgroup_tree::MAX_WATCHES
+            );
+        }
+        partitions
+    }
+
+    /// Watches a partition file; whether it says its cgroup is a partition (`None`: absent or
+    /// not watchable).
+    fn watch_partition(&mut self, file: &Path) -> Option<bool> {
+        let wd = inotify::add_watch(self.fd.get_ref(), file, WatchFlags::MODIFY | WatchFlags::CLOSE_WRITE).ok()?;
+        let partition = is_partition(file);
+        if self.watches.insert(wd, Watch::Partition { path: file.to_path_buf(), partition }).is_none() {
+            self.cgroup_watches += 1;
+        }
+        Some(partition)
     }
 
     /// How many paths are watched (directories, parents waiting for one, files).
@@ -189,9 +254,20 @@ impl FileWatch {
             let Some(watch) = self.watches.get(&wd).cloned() else { continue };
             if flags.contains(ReadFlags::IGNORED) {
                 self.watches.remove(&wd);
-                if let Watch::Dir { dir, .. } = watch {
+                match watch {
                     // The directory went away: wait for it to come back.
-                    self.watch_dir(&dir);
+                    Watch::Dir { dir, .. } => {
+                        self.watch_dir(&dir);
+                    }
+                    Watch::CgroupDir { .. } => self.cgroup_watches = self.cgroup_watches.saturating_sub(1),
+                    // A removed partition gives its CPUs back.
+                    Watch::Partition { path, partition } => {
+                        self.cgroup_watches = self.cgroup_watches.saturating_sub(1);
+                        if partition {
+                            triggers.push(Trigger::Isolation { path: Some(path) });
+                        }
+                    }
+                    Watch::Parent { .. } | Watch::File { .. } => {}
                 }
                 continue;
             }
@@ -220,6 +296,28 @@ impl FileWatch {
                     triggers.push(Trigger::Isolation { path: Some(child) });
                 }
                 Watch::File { path } => triggers.push(Trigger::Isolation { path: Some(path) }),
+                Watch::CgroupDir { dir } => {
+                    let Some(name) = name else { continue };
+                    let created = flags.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO);
+                    if created && flags.contains(ReadFlags::ISDIR) {
+                        let found = self.watch_cgroups(&dir.join(&name));
+                        triggers.extend(found.into_iter().map(|p| Trigger::Isolation { path: Some(p) }));
+                    } else if created && is_partition_file(&name) {
+                        // `+cpuset` enabled above: the cgroup got its partition file now.
+                        let file = dir.join(&name);
+                        if self.watch_partition(&file) == Some(true) {
+                            triggers.push(Trigger::Isolation { path: Some(file) });
+                        }
+                    }
+                }
+                Watch::Partition { path, partition } => {
+                    let now = is_partition(&path);
+                    self.watches.insert(wd, Watch::Partition { path: path.clone(), partition: now });
+                    // A member that stays a member changed nothing.
+                    if now || partition {
+                        triggers.push(Trigger::Isolation { path: Some(path) });
+                    }
+                }
             }
         }
         triggers
@@ -290,6 +388,41 @@ mod tests {
         while tokio::time::timeout(Duration::from_millis(200), rx.recv()).await.is_ok() {}
         std::fs::remove_file(claims.join("web")).unwrap();
         assert_eq!(next(&mut rx).await, Some(Trigger::Isolation { path: Some(claims.join("web")) }), "a removal");
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn partitions_made_changed_and_removed_anywhere_in_the_cgroup_tree_are_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().join("sys/fs/cgroup");
+        let part = |cg: &str| top.join(cg).join(PARTITION_FILE);
+        for cg in ["a", "b/c"] {
+            std::fs::create_dir_all(top.join(cg)).unwrap();
+            std::fs::write(part(cg), "member\n").unwrap();
+        }
+        let watch = FileWatch::open(&[WatchTarget { path: top.clone(), how: WatchHow::CgroupTree }]).unwrap();
+        assert_eq!(watch.watched(), 6, "four directories, two partition files");
+        let (tx, mut rx) = mpsc::channel(64);
+        let task = tokio::spawn(watch.run(tx));
+        let quiet = |rx: &mut mpsc::Receiver<Trigger>| std::iter::from_fn(|| rx.try_recv().ok()).collect::<Vec<_>>();
+
+        std::fs::write(part("b/c"), "isolated\n").unwrap();
+        assert_eq!(next(&mut rx).await, Some(Trigger::Isolation { path: Some(part("b/c")) }), "a deep partition");
+        while tokio::time::timeout(Duration::from_millis(200), rx.recv()).await.is_ok() {}
+        std::fs::write(part("b/c"), "member\n").unwrap();
+        assert_eq!(next(&mut rx).await, Some(Trigger::Isolation { path: Some(part("b/c")) }), "back to member");
+        while tokio::time::timeout(Duration::from_millis(200), rx.recv()).await.is_ok() {}
+        std::fs::write(part("a"), "member\n").unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(quiet(&mut rx), [], "a member written as a member changed nothing");
+
+        // A cgroup created later and made a partition, then removed with its partition.
+        std::fs::create_dir_all(top.join("d/e")).unwrap();
+        std::fs::write(part("d/e"), "isolated\n").unwrap();
+        assert_eq!(next(&mut rx).await, Some(Trigger::Isolation { path: Some(part("d/e")) }), "a new partition");
+        while tokio::time::timeout(Duration::from_millis(200), rx.recv()).await.is_ok() {}
+        std::fs::remove_file(part("d/e")).unwrap();
+        assert_eq!(next(&mut rx).await, Some(Trigger::Isolation { path: Some(part("d/e")) }), "its removal");
         task.abort();
     }
 

@@ -17,6 +17,7 @@
 //! drop: the kernel keeps buffering, and reports an overflow if its buffer fills too.
 //! [`Debouncer`] coalesces bursts into one [`Batch`] per pass without ever delaying a stop.
 
+mod cgroup_tree;
 pub mod debounce;
 pub(crate) mod inotify;
 pub(crate) mod pidfd;

@@ -123,6 +123,7 @@ pub fn plan_sample_refined(sample: &Sample, memory: PassMemory, moved: &BTreeMap
     plan_napi_threads(&mut plan, sample, &policies);
     describe_nics(&mut plan, sample);
     plan.notices.extend(identity_notice(sample));
+    plan.notices.extend(isolation_notice(&sample.isolation));
     plan.warnings.splice(0..0, warnings);
     plan.warnings.extend(sample.warnings.kernel.iter().cloned());
     plan.warnings.extend(sample.warnings.devices.iter().cloned());
@@ -196,6 +197,40 @@ pub(crate) fn forbidden_cpus(config: &Config, topo: &Topology, isolation: &Isola
     }
     sources.retain(|(_, s)| !s.is_empty());
     Forbidden { sources }
+}
+
+/// Which isolation is the boot's and which is live, when any source keeps CPUs free:
+/// `isolation: since boot: isolcpus CPUs 2-3; live: cgroup-isolated CPUs 6-7 (a live isolation
+/// moves no kernel-managed IRQ: only isolcpus=managed_irq at boot does)`. Since 7.0 a cgroup
+/// partition changes the kernel's own housekeeping at run time, which `cpu/isolated` does not
+/// show; the plan says which is which.
+fn isolation_notice(isolation: &crate::topology::Isolation) -> Option<String> {
+    let words = |since: &str| -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for s in isolation.sources.iter().filter(|s| s.kind.since() == since) {
+            let word = s.claim_owner().map_or_else(|| s.kind.word().to_string(), |o| format!("{o}'s claimed"));
+            let part = format!("{word} CPUs {}", s.cpus);
+            if !out.contains(&part) {
+                out.push(part);
+            }
+        }
+        out
+    };
+    let (boot, live) = (words("boot"), words("live"));
+    if boot.is_empty() && live.is_empty() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if !boot.is_empty() {
+        parts.push(format!("since boot: {}", boot.join(", ")));
+    }
+    if !live.is_empty() {
+        parts.push(format!(
+            "live: {} (a live isolation moves no kernel-managed IRQ: only isolcpus=managed_irq at boot does)",
+            live.join(", ")
+        ));
+    }
+    Some(format!("isolation: {}", parts.join("; ")))
 }
 
 /// Leaves every IRQ more than one device lists as it is, in each device's plan (after the guard:

@@ -61,6 +61,22 @@ impl IsolationKind {
         }
     }
 
+    /// When its CPUs are decided: `boot` (the kernel command line, and what the kernel made of
+    /// it in sysfs: on 7.0 and later `cpu/isolated` shows only the boot's `isolcpus=`) or `live`
+    /// (changed while the system runs: cgroup partitions, which 7.0 makes the kernel's own
+    /// housekeeping follow at run time, irqbalance's banned list, claims). Kernel-managed IRQs
+    /// follow only boot isolation, and only `isolcpus=managed_irq`.
+    pub fn since(self) -> &'static str {
+        match self {
+            IsolationKind::Isolated
+            | IsolationKind::NohzFull
+            | IsolationKind::CmdlineIsolcpus
+            | IsolationKind::CmdlineNohzFull
+            | IsolationKind::CmdlineIrqaffinity => "boot",
+            IsolationKind::CgroupPartition | IsolationKind::IrqbalanceBanned | IsolationKind::Claim => "live",
+        }
+    }
+
     /// How `topology` names it.
     pub(crate) fn describe(self) -> &'static str {
         match self {

@@ -85,6 +85,7 @@ pub(crate) fn isolation_json(isolation: &Isolation, applied: Applied) -> Value {
         .map(|s| {
             json!({
                 "kind": s.kind,
+                "since": s.kind.since(),
                 "effect": s.effect(),
                 "path": s.path,
                 "setting": s.setting,
@@ -121,9 +122,10 @@ pub(crate) fn isolation_table(isolation: &Isolation, applied: Applied) -> String
             Effect::Claimed => "",
         };
         out.push_str(&format!(
-            "  {:<12} {:<8} {}: {} ({}{off})\n",
+            "  {:<12} {:<8} {:<4} {}: {} ({}{off})\n",
             s.cpus.to_list_string(),
             effect,
+            s.kind.since(),
             s.path,
             s.setting,
             s.kind.describe()
