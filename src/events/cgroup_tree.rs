@@ -94,8 +94,7 @@ mod tests {
         std::fs::write(top.join("a/file"), "").unwrap();
         std::os::unix::fs::symlink(top.join("c"), top.join("link")).unwrap();
         let (all, cut) = directories(top, 100);
-        let rel: Vec<String> =
-            all.iter().map(|p| p.strip_prefix(top).unwrap().display().to_string()).collect();
+        let rel: Vec<String> = all.iter().map(|p| p.strip_prefix(top).unwrap().display().to_string()).collect();
         assert_eq!(rel, ["", "a", "a/x", "a/y", "b", "c", "c/z", "c/z/w"]);
         assert!(!cut);
         let (some, cut) = directories(top, 3);

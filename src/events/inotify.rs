@@ -165,8 +165,11 @@ impl FileWatch {
         let (dirs, cut) = cgroup_tree::directories(top, room / 2);
         let mut partitions = Vec::new();
         for dir in dirs {
-            let flags =
-                WatchFlags::CREATE | WatchFlags::DELETE | WatchFlags::MOVED_TO | WatchFlags::MOVED_FROM | WatchFlags::ONLYDIR;
+            let flags = WatchFlags::CREATE
+                | WatchFlags::DELETE
+                | WatchFlags::MOVED_TO
+                | WatchFlags::MOVED_FROM
+                | WatchFlags::ONLYDIR;
             let Ok(wd) = inotify::add_watch(self.fd.get_ref(), &dir, flags) else { continue };
             if self.watches.insert(wd, Watch::CgroupDir { dir: dir.clone() }).is_none() {
                 self.cgroup_watches += 1;

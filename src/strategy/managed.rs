@@ -95,19 +95,30 @@ struct Spread {
 
 impl Spread {
     /// The machine with every present CPU online, unless the device's masks disagree with it and
-    /// agree with the machine as first seen this boot.
+    /// agree with the machine as first seen this boot, or with the machine as it is now (present
+    /// CPUs offline with the masks the kernel gives them: on x86 an offline CPU's cluster mask is
+    /// empty, which makes 7.0's cluster-aware grouping fall back for its whole node, so a spread
+    /// while CPUs were offline at boot, `nosmt` or `maxcpus=`, differs from one with every CPU up).
     fn choose(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> Spread {
         let home = Spread::on(ctx, ctx.home, None);
-        let Some(first) = ctx.first else { return home };
         if home.fits(ctx, known_managed) {
             return home;
         }
-        let then = Spread::on(ctx, first, Some(first_sight_words(first, ctx.home)));
-        if then.fits(ctx, known_managed) {
-            then
-        } else {
-            home
+        if let Some(first) = ctx.first {
+            let then = Spread::on(ctx, first, Some(first_sight_words(first, ctx.home)));
+            if then.fits(ctx, known_managed) {
+                return then;
+            }
         }
+        let offline = ctx.topo.present.difference(&ctx.topo.online);
+        if !offline.is_empty() {
+            let words = format!("spread while CPUs {offline} were offline, as now");
+            let now = Spread::on(ctx, ctx.topo, Some(words));
+            if now.fits(ctx, known_managed) {
+                return now;
+            }
+        }
+        home
     }
 
     fn on(ctx: &DeviceContext, topo: &Topology, note: Option<String>) -> Spread {
@@ -341,6 +352,56 @@ mod tests {
         let ds = predicted(&drive(&["0-1", "2-3"], &[]));
         assert_eq!(ds[1].desired, Some(set("2-3")));
         assert!(ds[1].reason.starts_with("kernel-managed: expected group 1 of 2 = 2-3"), "{:?}", ds[1]);
+    }
+
+    #[test]
+    fn masks_spread_while_cpus_were_offline_are_predicted_on_the_machine_as_now() {
+        // 4 cores x 2 threads (x86: siblings N and N+4), booted with nosmt: 4-7 present, offline,
+        // with the empty masks x86 gives offline CPUs. 7.0's cluster-aware grouping of 4 queues
+        // takes one SMT pair each on the machine with every CPU up, but falls back to plain
+        // grouping when a probed CPU's cluster mask is empty: {0,1},{2,3},{4,5},{6,7}.
+        let home = SyntheticMachine::new(1, 4, 2).build();
+        let mut now = home.clone();
+        for c in 0..8 {
+            let cpu = now.cpus.get_mut(&c).unwrap();
+            if c >= 4 {
+                cpu.online = false;
+                cpu.core = None;
+                cpu.cluster = None;
+            } else {
+                cpu.core = Some(CpuSet::single(c));
+                cpu.cluster = Some(CpuSet::single(c));
+            }
+        }
+        now.online = set("0-3");
+        let groupings = GroupingCache::default();
+        let machine = Machine {
+            now: &now,
+            home: &home,
+            first: None,
+            group_rules: GroupRules::for_kernel(KernelVersion { major: 7, minor: 0 }),
+            respect_isolation: true,
+            groupings: &groupings,
+        };
+        let policy = Policy::default();
+        let masks = ["0-1", "2-3", "4-5", "6-7"];
+        let dev = drive(&masks, &masks);
+        let (ctx, _) = DeviceContext::new(&machine, &dev, &policy, StrategyName::ClusterGroup);
+        let leave = dev.vectors.iter().map(|_| Decision::leave("placed by the strategy")).collect();
+        let ds = predict(&ctx, leave, &BTreeSet::new());
+        let got: Vec<_> = ds.iter().map(|d| (d.desired.clone(), d.mismatch)).collect();
+        let want: Vec<_> = masks.iter().map(|m| (Some(set(m)), Some(false))).collect();
+        assert_eq!(got, want, "{ds:?}");
+        assert!(ds.iter().all(|d| d.reason.contains("spread while CPUs 4-7 were offline, as now")), "{ds:?}");
+        // Masks spread with every CPU up are predicted on that machine, without the note.
+        let home_groups = ctx.queue_grouping_on(&home).groups;
+        let up: Vec<String> = home_groups.iter().take(4).map(|g| g.to_list_string()).collect();
+        assert_ne!(up, masks, "the two machines must group differently for this test to mean anything");
+        let dev = drive(&up.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+        let (ctx, _) = DeviceContext::new(&machine, &dev, &policy, StrategyName::ClusterGroup);
+        let leave = dev.vectors.iter().map(|_| Decision::leave("placed by the strategy")).collect();
+        let ds = predict(&ctx, leave, &BTreeSet::new());
+        assert!(ds.iter().all(|d| d.mismatch == Some(false) && !d.reason.contains("as now")), "{ds:?}");
     }
 
     #[test]
