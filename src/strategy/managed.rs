@@ -395,7 +395,7 @@ mod tests {
         assert!(ds.iter().all(|d| d.reason.contains("spread while CPUs 4-7 were offline, as now")), "{ds:?}");
         // Masks spread with every CPU up are predicted on that machine, without the note.
         let home_groups = ctx.queue_grouping_on(&home).groups;
-        let up: Vec<String> = home_groups.iter().take(4).map(|g| g.to_list_string()).collect();
+        let up: Vec<String> = home_groups.iter().take(4).map(CpuSet::to_list_string).collect();
         assert_ne!(up, masks, "the two machines must group differently for this test to mean anything");
         let dev = drive(&up.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
         let (ctx, _) = DeviceContext::new(&machine, &dev, &policy, StrategyName::ClusterGroup);
