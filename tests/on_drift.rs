@@ -112,3 +112,49 @@ async fn transmit_steering_follows_an_irq_left_to_another_owner() {
     assert!(xps(0).contains(0) && !xps(0).intersects(&placed), "tx-0 follows its IRQ to CPU 0: {}", xps(0));
     d.stop().await;
 }
+
+/// A driver that writes its own spread as the masks (virtio_net on `ethtool -L` and CPU
+/// hotplug): its rewrite is placed again without counting as someone else's drift, while the
+/// same rewrite of another driver's IRQ is drift; every write is counted per IRQ.
+#[tokio::test]
+async fn a_driver_that_writes_its_own_spread_is_placed_again_and_not_counted_as_drift() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    fixture::write_cpu_topology(root.path(), 2, 4, 2);
+    let mut fx = fixture::FixtureRoot::at(root.path());
+    fx.virtio_nic("0000:82:00.0", 0, "eth2", Some(1), 4);
+    fx.nic("0000:81:00.0", "ixgbe", "eth1", Some(1), 4, fixture::NamingScheme::TxRx);
+    let virtio: Vec<u32> = fx.irqs_of("0000:82:00.0")[1..].to_vec();
+    let ixgbe: Vec<u32> = fx.irqs_of("0000:81:00.0").to_vec();
+    let hints: Vec<CpuSet> = virtio
+        .iter()
+        .map(|i| {
+            let text = std::fs::read_to_string(root.path().join(format!("proc/irq/{i}/affinity_hint"))).unwrap();
+            CpuSet::parse_mask(text.trim()).unwrap()
+        })
+        .collect();
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let placed: Vec<CpuSet> = virtio.iter().map(|&i| affinity(root.path(), i)).collect();
+    assert!(placed.iter().zip(&hints).any(|(p, h)| p != h), "irqwise's placement differs from the driver's spread");
+
+    // `ethtool -L` back to 4 queues: virtio_net writes its spread (its hints) over every mask.
+    for (&irq, hint) in virtio.iter().zip(&hints) {
+        set_affinity(root.path(), irq, hint);
+    }
+    // And someone writes one ixgbe queue to the same kind of mask.
+    set_affinity(root.path(), ixgbe[0], &hints[0]);
+    d.trigger(Trigger::Reconcile).await;
+    for (&irq, want) in virtio.iter().zip(&placed) {
+        assert_eq!(&affinity(root.path(), irq), want, "irq {irq} placed again");
+    }
+    let daemon = d.stop().await;
+    let drift: Vec<(String, u64)> =
+        daemon.counters().drift_corrections.iter().map(|c| (c.labels.driver.clone(), c.value)).collect();
+    assert_eq!(drift, [("ixgbe".to_string(), 1)], "only the ixgbe IRQ was someone else's drift");
+    let rewritten = placed.iter().zip(&hints).filter(|(p, h)| p != h).count() as u64;
+    let writes: u64 = daemon.counters().irq_writes.iter().filter(|w| virtio.contains(&w.irq)).map(|w| w.writes).sum();
+    let first: u64 = virtio.len() as u64; // every virtio IRQ written once at start (its hint is not irqwise's place)
+    assert!(writes >= rewritten && writes <= first + rewritten, "{writes} writes for {rewritten} rewritten IRQs");
+    let resets = daemon.last_plan().devices.iter().find(|d| d.bdf == "0000:82:00.0").and_then(|d| d.resets).unwrap();
+    assert_eq!(resets.mask.as_str(), "driver-spreads");
+}

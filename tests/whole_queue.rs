@@ -16,7 +16,7 @@ use irqwise::choices::NapiThreads;
 use irqwise::config::Config;
 use irqwise::cpuset::CpuSet;
 use irqwise::devices::napi::{
-    InterfaceState, NapiInstance, NapiThread, NetdevReport, NetdevView, QueueKind, QueueNapi,
+    InterfaceState, NapiInstance, NapiThread, NapiThreaded, NetdevReport, NetdevView, QueueKind, QueueNapi,
 };
 use irqwise::devices::{Device, QueueRole};
 use irqwise::plan::from_sample::{plan_sample, PassMemory};
@@ -267,4 +267,61 @@ fn the_kernels_pid_to_instance_wins_over_a_cut_thread_name() {
     assert_eq!(thread_of(&p, 452).irq, Some(102), "queue 1's IRQ, as the kernel's id says");
     assert_eq!(thread_of(&p, 452).name, "napi/eth0-81", "moved only while it runs the name it had");
     assert!(p.queue_disagreements.is_empty() && p.notices.is_empty());
+}
+
+#[test]
+fn a_thread_of_one_instance_made_threaded_follows_the_queue_of_its_rank_among_all_instances() {
+    // 6.17: `napi-set threaded` on instance 8195 alone (queue 1 of 8193..8196 here, the driver
+    // adding one per queue in queue order). Its rank among the threads (0) would say queue 0.
+    let mut s = sample(Config::default(), nic("vmxnet3"));
+    s.interfaces.get_mut("eth0").unwrap().threaded = Some(false);
+    let mut report = NetdevReport::default();
+    for id in 8193..=8196 {
+        let (threaded, pid) =
+            if id == 8195 { (NapiThreaded::Enabled, Some(700)) } else { (NapiThreaded::Disabled, None) };
+        report.napis.push(NapiInstance { ifindex: IFINDEX, id, irq: None, pid, threaded: Some(threaded) });
+    }
+    s.netdev = NetdevView::Reported(report);
+    s.napi_threads = vec![thread(700, 8195)];
+    let p = plan(&s);
+    // Instances 8193, 8194 are queues 0 and 1 of this 2-queue NIC; 8195 would be queue 2, which
+    // it does not have: the thread cannot be attributed and is left alone, not put on queue 0.
+    assert_eq!(thread_of(&p, 700).irq, None, "{:?}", thread_of(&p, 700));
+    assert_eq!(thread_of(&p, 700).action, Action::Skip);
+    // Instance 8194 threaded instead: queue 1's IRQ.
+    let NetdevView::Reported(r) = &mut s.netdev else { unreachable!() };
+    for n in &mut r.napis {
+        (n.threaded, n.pid) =
+            if n.id == 8194 { (Some(NapiThreaded::Enabled), Some(700)) } else { (Some(NapiThreaded::Disabled), None) };
+    }
+    s.napi_threads = vec![thread(700, 8194)];
+    let p = plan(&s);
+    assert_eq!((thread_of(&p, 700).irq, thread_of(&p, 700).by), (Some(102), Some("driver-order")));
+    assert_eq!(thread_of(&p, 700).desired, placement(&p, 102).desired);
+    // The plan lists every instance with its own mode, its thread and the IRQ of its queue.
+    let napi = &p.devices[0].napi;
+    assert_eq!(napi.iter().map(|n| n.id).collect::<Vec<_>>(), [8193, 8194, 8195, 8196]);
+    let n = napi.iter().find(|n| n.id == 8194).unwrap();
+    assert_eq!((n.irq, n.threaded, n.pid), (Some(102), Some("enabled"), Some(700)));
+    assert_eq!(napi.iter().find(|n| n.id == 8193).unwrap().irq, Some(101));
+    assert_eq!(napi.iter().find(|n| n.id == 8196).unwrap().irq, None, "no queue 3 on this NIC");
+}
+
+#[test]
+fn each_nic_says_what_its_driver_does_across_resets_on_the_running_kernel() {
+    let resets = |driver: &str, kernel: &str| {
+        let mut s = sample(Config::default(), nic(driver));
+        s.topology.kernel = Some(kernel.into());
+        let p = plan(&s);
+        let r = p.devices[0].resets.expect("a NIC has a reset rule");
+        (r.mask.as_str(), r.napi_ids_kept)
+    };
+    assert_eq!(resets("ice", "7.2.13+deb14-amd64"), ("core-keeps", Some(true)));
+    assert_eq!(resets("ice", "6.14.3"), ("unknown", Some(true)));
+    assert_eq!(resets("ice", "6.12.118+deb12-amd64"), ("unknown", None));
+    // A virtio NIC's PCI function is bound to virtio-pci; its rule is virtio_net's.
+    assert_eq!(resets("virtio-pci", "7.2.13+deb14-amd64"), ("driver-spreads", Some(true)));
+    assert_eq!(resets("vmxnet3", "6.1.0-57-amd64"), ("vectors-kept", Some(false)));
+    assert_eq!(resets("bnxt_en", "6.12.0"), ("driver-spreads", None));
+    assert_eq!(resets("bnxt_en", "6.15.0"), ("hint-only", Some(true)));
 }

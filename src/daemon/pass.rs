@@ -12,7 +12,7 @@ use super::originals::{Originals, ORIGINALS_FILE};
 use super::peers::process_exists;
 use super::peers::{irq_writer_runs, known_irq_writer};
 use super::record::{Applied, PassOutcome};
-use super::respect::{KernelDefaults, RespectNews};
+use super::respect::{classify, DriftCause, KernelDefaults, RespectNews};
 use super::state::STATE_FILE;
 use super::Daemon;
 use crate::apply::blocked::{probe, probe_target};
@@ -21,6 +21,7 @@ use crate::apply::{apply_plan, apply_xps, ProcIrq};
 use crate::config::OnDrift;
 use crate::cpuset::CpuSet;
 use crate::devices::QueueRole;
+use crate::kernel::nic_resets::MaskKeeper;
 use crate::plan::from_sample::{plan_sample_refined, PassMemory, PlannedPass};
 use crate::sample::reader::ReadError;
 use crate::sample::Sample;
@@ -103,7 +104,7 @@ impl Daemon {
         self.records.counters.away_from_home = self.records.away.len() as u64;
         // Drift from what this daemon placed, read once for the three rules that judge it.
         let drift = self.records.ledger.drift(&planned.plan);
-        self.note_kernel_rewrites(&planned, &drift);
+        self.note_kernel_rewrites(&planned, &sample, &drift);
         let drift = others_drift(drift, self.reader.hotplugged());
         if self.config.global.on_drift == OnDrift::Respect {
             self.respect_owners(&mut planned, &sample, &drift);
@@ -148,16 +149,28 @@ impl Daemon {
 
     /// The drifted IRQs whose mask is the kernel's CPU-offline fallback (every placed CPU offline
     /// now, or the mask is exactly the other online CPUs: the CPU came back before the read)
-    /// although no CPU event reached this pass in time (a storm of them): placed again without a
-    /// drift warning, as the hotplug rule of [`others_drift`] does with the event in time. A mask
-    /// of every online CPU stays drift: an operator or a driver writes that too.
-    fn note_kernel_rewrites(&mut self, planned: &PlannedPass, drift: &[Drift]) {
+    /// although no CPU event reached this pass in time (a storm of them), or, for a driver that
+    /// writes its own spread as the masks ([`MaskKeeper::DriverSpread`]: virtio_net on `ethtool
+    /// -L` and CPU hotplug), its hint or the default affinity: placed again without a drift
+    /// warning, as the hotplug rule of [`others_drift`] does with the event in time. For other
+    /// drivers a mask of every online CPU stays drift: an operator writes that too.
+    fn note_kernel_rewrites(&mut self, planned: &PlannedPass, sample: &Sample, drift: &[Drift]) {
         let online = &planned.topology.online;
         let fallback = |placed: &CpuSet, found: &CpuSet| {
             !placed.intersects(online) || (!found.is_empty() && *found == online.difference(placed))
         };
-        self.records.kernel_rewrites =
-            drift.iter().filter(|d| d.found.as_ref().is_some_and(|f| fallback(&d.placed, f))).map(|d| d.irq).collect();
+        let defaults = Self::kernel_defaults(planned, sample);
+        let spreads = |irq: u32| {
+            planned.plan.find_irq(irq).and_then(|(d, _)| d.resets).is_some_and(|r| r.mask == MaskKeeper::DriverSpread)
+        };
+        let driver = |d: &Drift, found: &CpuSet| {
+            spreads(d.irq) && classify(d.irq, &d.placed, found, &defaults) == DriftCause::DriverReset
+        };
+        self.records.kernel_rewrites = drift
+            .iter()
+            .filter(|d| d.found.as_ref().is_some_and(|f| fallback(&d.placed, f) || driver(d, f)))
+            .map(|d| d.irq)
+            .collect();
     }
 
     /// Counts this pass's restores of IRQs someone else moved; an IRQ restored too often is left

@@ -181,7 +181,7 @@ const ROWS: &[Row] = &[
         driver: "virtio_net",
         since: None,
         mask: MaskKeeper::DriverSpread,
-        napi_ids_kept: Some(false),
+        napi_ids_kept: None,
         why: "virtio_net writes its own spread as the masks at probe, on `ethtool -L` and on CPU \
               hotplug (virtnet_set_affinity); link down/up and XDP keep them",
     },
@@ -268,7 +268,7 @@ mod tests {
     fn the_emulated_nics_follow_what_tests_vm_saw() {
         assert_eq!(reset_rule("virtio_net", k(6, 1)).mask, MaskKeeper::DriverSpread);
         assert_eq!(reset_rule("virtio_net", k(7, 2)).mask, MaskKeeper::DriverSpread);
-        assert_eq!(reset_rule("virtio_net", k(6, 14)).napi_ids_kept, Some(false));
+        assert_eq!(reset_rule("virtio_net", k(6, 14)).napi_ids_kept, None);
         assert_eq!(reset_rule("virtio_net", k(6, 15)).napi_ids_kept, Some(true));
         for driver in ["vmxnet3", "e1000e"] {
             let r = reset_rule(driver, k(7, 2));

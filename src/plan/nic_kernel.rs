@@ -4,7 +4,7 @@
 //!
 //! Pure: runs on a plan whose IRQ masks are final, beside the NAPI threads.
 
-use super::napi_threads::queue_irq;
+use super::napi_threads::{queue_irq, NAPI_IN_QUEUE_ORDER};
 use super::{NapiView, Plan};
 use crate::devices::napi::{NetdevReport, QueueKind};
 use crate::devices::{Device, DeviceClass};
@@ -20,24 +20,39 @@ pub fn describe_nics(plan: &mut Plan, sample: &Sample) {
         if dev.class != DeviceClass::Nic {
             continue;
         }
-        dp.resets = dev.driver.as_deref().map(|d| reset_rule(d, version));
+        dp.resets = dev.driver.as_deref().map(|d| reset_rule(net_driver(d), version));
         let Some(report) = report else { continue };
         let views = napi_views(report, dev, sample, |q, kind| queue_irq(dp, q, kind).map(|p| p.irq));
         dp.napi = views;
     }
 }
 
+/// The network driver of a NIC whose PCI function is bound to `driver`: a virtio NIC's function
+/// is bound to `virtio-pci`, and its network device to `virtio_net`.
+fn net_driver(driver: &str) -> &str {
+    if driver == "virtio-pci" {
+        "virtio_net"
+    } else {
+        driver
+    }
+}
+
 /// The NAPI instances the kernel reports for `dev`'s interfaces, by id. An instance's IRQ is the
-/// one the kernel names when it is one of `dev`'s, else `irq_of` its lowest queue.
+/// one the kernel names when it is one of `dev`'s, else `irq_of` its lowest queue, else for a
+/// driver that adds one instance per queue in queue order ([`NAPI_IN_QUEUE_ORDER`]) the receive
+/// queue of its rank among the interface's instances.
 fn napi_views(
     report: &NetdevReport,
     dev: &Device,
     sample: &Sample,
     irq_of: impl Fn(u32, QueueKind) -> Option<u32>,
 ) -> Vec<NapiView> {
+    let ordered = dev.driver.as_deref().is_some_and(|d| NAPI_IN_QUEUE_ORDER.contains(&d));
     let mut out = Vec::new();
     for interface in &dev.interfaces {
         let Some(ifindex) = sample.interfaces.get(interface).and_then(|s| s.ifindex) else { continue };
+        let mut ids: Vec<u32> = report.napis.iter().filter(|n| n.ifindex == ifindex).map(|n| n.id).collect();
+        ids.sort_unstable();
         for n in report.napis.iter().filter(|n| n.ifindex == ifindex) {
             let queue = report
                 .queues
@@ -45,8 +60,11 @@ fn napi_views(
                 .filter(|q| q.ifindex == ifindex && q.napi == Some(n.id))
                 .map(|q| (q.kind, q.id))
                 .min();
+            let rank = || ids.binary_search(&n.id).ok().and_then(|r| u32::try_from(r).ok());
             let named = n.irq.filter(|irq| dev.vectors.iter().any(|v| v.irq == *irq));
-            let irq = named.or_else(|| queue.and_then(|(kind, q)| irq_of(q, kind)));
+            let irq = named
+                .or_else(|| queue.and_then(|(kind, q)| irq_of(q, kind)))
+                .or_else(|| ordered.then(rank).flatten().and_then(|q| irq_of(q, QueueKind::Rx)));
             out.push(NapiView {
                 id: n.id,
                 irq,
@@ -88,4 +106,28 @@ pub(super) fn render(dp: &super::DevicePlan) -> String {
         out.push_str(&format!("  napi: {} instances, ids {ids}{kept}{threaded}\n", dp.napi.len()));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::nic_resets::ResetRule;
+
+    #[test]
+    fn the_table_says_the_rule_and_the_instances_in_two_lines() {
+        let mut dp = super::super::test_nic_plan("0000:81:00.0", Vec::new(), Vec::new());
+        assert_eq!(render(&dp), "", "nothing known, nothing said");
+        dp.resets = Some(ResetRule { mask: MaskKeeper::Unknown, napi_ids_kept: None, why: "no rule" });
+        assert_eq!(render(&dp), "", "an unknown driver gets no line");
+        dp.resets = Some(reset_rule("bnxt_en", KernelVersion::parse("6.15").ok()));
+        let view = |id, threaded, pid| NapiView { id, irq: None, queue: None, threaded, pid };
+        dp.napi =
+            vec![view(8193, Some("disabled"), None), view(8194, Some("enabled"), Some(700)), view(8195, None, None)];
+        let text = render(&dp);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("  resets: hint-only (from 6.13 bnxt_en sets only the hint"), "{text}");
+        assert_eq!(lines[1], "  napi: 3 instances, ids 8193-8195 (kept across resets); threaded: 8194 (pid 700)");
+        assert_eq!(net_driver("virtio-pci"), "virtio_net");
+        assert_eq!(net_driver("ice"), "ice");
+    }
 }

@@ -245,7 +245,7 @@ tier_oracle() {
   awk -v md="$w/RESULTS.md" -v boots="$w/boots" -f "$VM_DIR/host/oracle.awk" "$w/expected" "$w/guest.out" || rc=1
   {
     echo
-    echo "Timings on this host: cargo build ${t_build} s, $boots guest runs ($jobs at a time) ${t_guests} s in all (each: $(cut -f4 "$w/boots" | paste -sd' ' | sed 's/ /, /g') s)."
+    echo "Timings on this host: cargo build ${t_build} s, $boots guest runs ($jobs at a time) ${t_guests} s in all (each: $(cut -f4 "$w/boots" | awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $1 }') s$(grep -c 'boot retried' "$w/boots" | awk '$1 > 0 { printf "; %d boot(s) retried once, single-threaded TCG", $1 }'))."
   } | tee -a "$w/RESULTS.md"
   # RESULTS.md: the whole matrix from a full run, the CI subset in a section of its own.
   if [ -z "${IRQWISE_VM_ORACLE_SHAPES:-}${IRQWISE_VM_ORACLE_KERNELS:-}${IRQWISE_VM_ORACLE_SNAPSHOTS:-}" ]; then

@@ -443,3 +443,22 @@ threads_settle() {
   done
   now; THREADS_MS=$((NOW - T0))
 }
+
+# status_field KEY: one value of the running daemon's `irqwise status --json` (dotted path:
+# counters.writes.written), or nothing.
+status_field() { $IRQWISE status --json 2>/dev/null | awk -v get="$1" -f /guest/planrows.awk; }
+# writes_so_far: REPLY = the mask writes the daemon made so far (written and widened).
+writes_so_far() {
+  local w f
+  w=$(status_field counters.writes.written); f=$(status_field counters.writes.written_fallback)
+  REPLY=$((${w:-0} + ${f:-0}))
+}
+# device_irqs IFACE: REPLY = every MSI IRQ of IFACE's PCI function (a virtio NIC's function is
+# its virtio device's parent), in number order.
+device_irqs() {
+  local dev d out=""
+  dev=$(readlink -f /sys/class/net/$1/device)
+  [ -d "$dev/msi_irqs" ] || dev=${dev%/*}
+  for d in "$dev"/msi_irqs/*; do [ -e "$d" ] && out="$out ${d##*/}"; done
+  REPLY=$(echo $out | tr ' ' '\n' | sort -n | tr '\n' ' '); REPLY=${REPLY% }
+}

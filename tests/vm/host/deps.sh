@@ -1,10 +1,11 @@
 # Host dependencies of the VM suite (sourced by tests/vm/run.sh).
 # Guarantees after ensure_packages: qemu-system-x86_64, a Debian linux-image kernel with its
 # /lib/modules tree, a static busybox and cpio (the kernel tier), debootstrap and mkfs.ext4 (the
-# systemd tier's root and disk image) are present, or the function exits non-zero naming what
-# is missing. Installs only as root, and only what `dpkg -s` says is missing.
+# systemd tier's root and disk image), kmod and xz-utils (modules of the archive's kernels,
+# .ko.xz), ethtool and libc6-dev (the guest's ethtool and static tools) are present, or the
+# function exits non-zero naming what is missing. Installs only as root, and only what `dpkg -s` says is missing.
 
-VM_PACKAGES="qemu-system-x86 linux-image-amd64 busybox-static cpio debootstrap e2fsprogs"
+VM_PACKAGES="qemu-system-x86 linux-image-amd64 busybox-static cpio debootstrap e2fsprogs kmod ethtool xz-utils libc6-dev"
 
 ensure_packages() {
   local missing="" p

@@ -1,7 +1,8 @@
 # Builds the guests' initramfs images (sourced by tests/vm/run.sh).
 # build_initramfs ROOTDIR OUT.cpio.gz IRQWISE_BIN [IRQBALANCE_BIN]  (the kernel tier)
 #   Layout in the guest: /init (tests/vm/guest/init), /guest/* (scenario scripts), /usr/bin/irqwise,
-#   /usr/sbin/irqbalance (+ its shared libraries), busybox applets in /bin, and the nvme and
+#   /usr/sbin/irqbalance and /usr/sbin/ethtool (+ their shared libraries), the guest tools
+#   (/usr/bin/xdp-pass, /usr/bin/napi), busybox applets in /bin, and the nvme and
 #   vmxnet3 modules of $KVER (below $MODBASE, default /) with their dependencies, decompressed,
 #   with modules.dep; also the drivers of the NICs 36-netdev-survey.sh hot-adds (e1000e, e1000,
 #   virtio-net).
@@ -86,11 +87,25 @@ build_initramfs() {
   chmod +x "$root/init" "$root"/guest/*.sh
   copy_in "$root" "$irqwise" /usr/bin/irqwise && chmod 755 "$root/usr/bin/irqwise"
   [ -n "$irqbalance" ] && copy_in "$root" "$irqbalance" /usr/sbin/irqbalance
+  # ethtool (with its libraries) and the guest tools (static), for 37-napi-instance.sh and
+  # 38-reconfig.sh.
+  copy_in "$root" "$(command -v ethtool)" /usr/sbin/ethtool || return 1
+  guest_tools "$root/usr/bin" || return 1
   install_modules "$root" $GUEST_MODULES || return 1
   echo "$GUEST_MODULES" > "$root/etc/modules-load"
   echo "${IRQWISE_VM_IDLE_S:-60}" > "$root/etc/vm-idle-s"   # idle-cost window, seconds
   echo "${IRQWISE_VM_STORM_CYCLES:-200}" > "$root/etc/vm-storm-cycles"   # CPU storm cycles
   pack_cpio "$root" "$out"
+}
+
+# guest_tools DIR: tests/vm/guest/tools/*.c built static into DIR: xdp-pass (attach an XDP
+# program in driver mode) and napi (the netdev family's napi-get and napi-set).
+guest_tools() {
+  local c
+  for c in "$VM_DIR"/guest/tools/*.c; do
+    gcc -static -O2 -Wall -o "$1/$(basename "$c" .c)" "$c" ||
+      { echo "test-vm: gcc -static $c failed (libc6-dev gives libc.a)" >&2; return 1; }
+  done
 }
 
 build_boot_initramfs() {

@@ -74,7 +74,7 @@ function kernel_tables() {
   out("")
   out("| Scenario | Checks passed | Reaction time (TCG, pessimistic) |")
   out("|---|---|---|")
-  split("harness report startup cpu-offline xps napi-threads netdev-survey link-flap nic-hotplug sighup claim balance idle storm cli-agree two-nics irqbalance", sc, " ")
+  split("harness report startup cpu-offline xps napi-threads netdev-survey napi-instance reconfig partition link-flap nic-hotplug sighup claim balance idle storm cli-agree two-nics irqbalance", sc, " ")
   r["harness"] = "-"
   r["report"] = "-"
   r["startup"] = "daemon start to all NIC queues placed: " ms("startup place_ms")
@@ -82,6 +82,9 @@ function kernel_tables() {
   r["xps"] = "banned list written to re-placed: " ms("xps banned_react_ms") "; removed to restored: " ms("xps unbanned_react_ms")
   r["napi-threads"] = "threaded on to threads placed: " ms("napi-threads start_ms") "; CPU offline: " ms("napi-threads offline_ms") "; online: " ms("napi-threads online_ms") "; moved by another writer: " ms("napi-threads drift_ms") "; threaded off and on: " ms("napi-threads toggle_on_ms")
   r["netdev-survey"] = "-"
+  r["napi-instance"] = (("napi-instance result") in m) ? val("napi-instance result") : "napi-set threaded on one instance to its thread on its IRQ's CPUs (2 s reconcile): " ms("napi-instance follow_ms")
+  r["reconfig"] = "writes per reconfiguration below"
+  r["partition"] = (("partition result") in m) ? val("partition result") : "isolated partition made to IRQs off its CPUs: " ms("partition off_ms") "; removed to back: " ms("partition back_ms")
   r["link-flap"] = "link up to placed: " ms("link-flap up_react_ms") (val("link-flap kernel_kept") == "yes" ? " (nothing to restore: the kernel kept the masks across free_irq/request_irq)" : "")
   r["nic-hotplug"] = "link up of the new NIC to placed: " ms("nic-hotplug place_ms") "; device_del to gone: " ms("nic-hotplug remove_ms")
   r["sighup"] = "SIGHUP to re-placed on node 0: " ms("sighup node0_react_ms") "; back: " ms("sighup restore_react_ms")
@@ -160,6 +163,30 @@ function kernel_tables() {
     out("Threads are checked from /proc alone: vmxnet3 adds one NAPI instance per queue in queue order")
     out("and the kernel numbers them as added, so the i-th thread by NAPI id is queue i's. No event says")
     out("`threaded` changed: the next pass sees it (here the reconcile timer, set to 2 s for the scenario).")
+    out("")
+  }
+  if (("reconfig rows") in m) {
+    out("| Reconfigurations as drivers/net/hw/irq.py makes them, daemon running: mask writes it took (n/a: the driver refuses it) | link down/up | XDP attach and detach | `ethtool -L` to 1 and back | what `plan` says of the driver |")
+    out("|---|---|---|---|---|")
+    n_rows = split(val("reconfig rows"), rw, " ")
+    for (i = 1; i <= n_rows; i++) { split(rw[i], f, ":"); cellv[f[1] " " f[2]] = f[3]; if (!(f[1] in seen_nic)) { seen_nic[f[1]] = 1; nics[++n_nics] = f[1] } }
+    for (i = 1; i <= n_nics; i++) {
+      nic = nics[i]
+      out("| " nic " | " cellv[nic " link"] " | " cellv[nic " xdp"] " | " cellv[nic " channels"] " | " val("reconfig " nic "_resets") " |")
+    }
+    out("")
+    out("After each, every IRQ of the NIC is where `irqwise plan` puts it (checked); where the driver")
+    out("keeps its vectors and so the kernel keeps the masks, a write would be needless and must not")
+    out("happen. virtio_net writes its own spread over its masks on `ethtool -L`: irqwise places them again.")
+    out("")
+  }
+  if (("partition off_ms") in m) {
+    out("| A cgroup v2 isolated partition of CPUs 6-7 made and removed at run time (eth0 threaded) | irqwise |")
+    out("|---|---|")
+    out("| made to eth0's queue IRQs, NAPI threads and XPS off 6-7; removed to the placement before | " ms("partition off_ms") "; " ms("partition back_ms") " |")
+    out("| the kernel's files while isolated | " val("partition partition") " |")
+    out("")
+    out("The kernel notifies only the partition's own `cpuset.cpus.partition`; irqwise watches every cgroup's.")
     out("")
   }
   out("| Where eth0's interrupts land under a ping flood (`irqwise report`, 5 s) | kernel, before irqwise | irqbalance 1.9 | irqwise |")

@@ -9,7 +9,6 @@ write_config "[global]
 reconcile_interval = \"${IDLE_S}s\""
 kill -HUP "$DAEMON_PID"
 sleep 1
-status_field() { $IRQWISE status --json 2>/dev/null | awk -v get="$1" -f /guest/planrows.awk; }
 PASSES0=$(status_field passes)
 log_mark
 note "window of $IDLE_S s starts; daemon pid $DAEMON_PID, $PASSES0 passes so far"

@@ -3,7 +3,6 @@
 # before, with no error or warning, and the passes and writes it took are measured
 # (70-irqbalance.sh runs the same storm under irqbalance).
 SCEN=storm
-status_field() { $IRQWISE status --json 2>/dev/null | awk -v get="$1" -f /guest/planrows.awk; }
 read_masks "$NIC_IRQS"; BEFORE=$MASKS; mask_lists; measure initial_masks "$REPLY"
 read_masks "$NVME_IO"; NVME_STORM0=$MASKS
 OFF=${BEFORE%% *}; OFF=${OFF#*=}
