@@ -300,3 +300,17 @@ fn pin_needs_no_names_every_irq_of_an_unknown_driver_goes_to_the_cpus() {
         assert_eq!(set_of(&p["desired"]), cpus("2-3"), "{p}");
     }
 }
+
+#[test]
+fn a_nic_between_drivers_is_left_alone_without_a_warning() {
+    // Unbound (being removed or probed): its IRQs belong to no driver irqwise could be taught.
+    let (dir, irqs) = made_up_nic();
+    fs::remove_file(dir.path().join(format!("sys/bus/pci/devices/{MADE_UP}/driver"))).unwrap();
+    let plan = plan_json(dir.path(), empty_config().path());
+    let dev = device(&plan, MADE_UP);
+    assert!(dev["driver"].is_null(), "{dev}");
+    assert_eq!(acceptance::irqs(dev).len(), irqs.len());
+    assert!(acceptance::irqs(dev).iter().all(|p| p["action"] == "skip"), "{dev}");
+    let warnings: Vec<&str> = plan["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
+    assert!(warnings.iter().all(|w| !w.contains(MADE_UP)), "{warnings:?}");
+}

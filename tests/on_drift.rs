@@ -141,6 +141,8 @@ async fn a_driver_that_writes_its_own_spread_is_placed_again_and_not_counted_as_
     for (&irq, hint) in virtio.iter().zip(&hints) {
         set_affinity(root.path(), irq, hint);
     }
+    // ... and every CPU over a queue it dropped for a moment (`ethtool -L` to 1).
+    set_affinity(root.path(), virtio[2], &set("0-15"));
     // And someone writes one ixgbe queue to the same kind of mask.
     set_affinity(root.path(), ixgbe[0], &hints[0]);
     d.trigger(Trigger::Reconcile).await;
@@ -151,7 +153,7 @@ async fn a_driver_that_writes_its_own_spread_is_placed_again_and_not_counted_as_
     let drift: Vec<(String, u64)> =
         daemon.counters().drift_corrections.iter().map(|c| (c.labels.driver.clone(), c.value)).collect();
     assert_eq!(drift, [("ixgbe".to_string(), 1)], "only the ixgbe IRQ was someone else's drift");
-    let rewritten = placed.iter().zip(&hints).filter(|(p, h)| p != h).count() as u64;
+    let rewritten = placed.iter().zip(&hints).enumerate().filter(|(i, (p, h))| *i == 2 || p != h).count() as u64;
     let writes: u64 = daemon.counters().irq_writes.iter().filter(|w| virtio.contains(&w.irq)).map(|w| w.writes).sum();
     let first: u64 = virtio.len() as u64; // every virtio IRQ written once at start (its hint is not irqwise's place)
     assert!(writes >= rewritten && writes <= first + rewritten, "{writes} writes for {rewritten} rewritten IRQs");

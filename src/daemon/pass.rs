@@ -163,8 +163,9 @@ impl Daemon {
         let spreads = |irq: u32| {
             planned.plan.find_irq(irq).and_then(|(d, _)| d.resets).is_some_and(|r| r.mask == MaskKeeper::DriverSpread)
         };
+        // Its hint, or every online CPU (a queue it dropped; the default affinity).
         let driver = |d: &Drift, found: &CpuSet| {
-            spreads(d.irq) && classify(d.irq, &d.placed, found, &defaults) == DriftCause::DriverReset
+            spreads(d.irq) && classify(d.irq, &d.placed, found, &defaults) != DriftCause::Foreign
         };
         self.records.kernel_rewrites = drift
             .iter()

@@ -247,8 +247,11 @@ fn with_rule_pattern(dev: &Device, pattern: &QueuePattern, rule: &RuleRef) -> De
 }
 
 /// The one warning for a device some of whose IRQs are left alone because their names were not
-/// recognised, naming the first such IRQ and how to teach irqwise the names.
+/// recognised, naming the first such IRQ and how to teach irqwise the names. A device with no
+/// driver bound gets none: it is between drivers (being removed, unbound or probed), and its IRQs
+/// belong to nobody irqwise could be taught.
 fn unrecognised_warning(dev: &Device, plan: &DevicePlan) -> Option<String> {
+    dev.driver.as_ref()?;
     let left: Vec<&Placement> = plan
         .irqs
         .iter()
@@ -260,7 +263,7 @@ fn unrecognised_warning(dev: &Device, plan: &DevicePlan) -> Option<String> {
         .map(|(p, _)| p)
         .collect();
     let first = left.first()?;
-    let driver = dev.driver.as_deref().unwrap_or("(none)");
+    let driver = dev.driver.as_deref().unwrap_or_default();
     Some(format!(
         "{} ({driver}): {} of {} IRQs left alone because irqwise does not recognise their names for driver {driver} (e.g. irq {} {:?}); a [[device]] rule with queue_pattern can teach it",
         dev.bdf,
