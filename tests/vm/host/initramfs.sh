@@ -15,11 +15,13 @@
 GUEST_MODULES="nvme vmxnet3 e1000e e1000 virtio_pci virtio_net"
 
 # scenario_files [DIR]: the scenario scripts NN-*.sh in DIR (default: the kernel tier's) to run:
-# all, or those whose number prefix is listed in IRQWISE_VM_SCENARIOS.
+# all, or those whose number prefix is listed in IRQWISE_VM_SCENARIOS, but those whose prefix is
+# in SKIP_SCENARIOS (a tier's own choice, tests/vm/README.md).
 scenario_files() {
   local f b
   for f in "${1:-$VM_DIR/guest/scenarios}"/[0-9][0-9]-*.sh; do
     b=${f##*/}
+    [[ " ${SKIP_SCENARIOS:-} " == *" ${b%%-*} "* ]] && continue
     if [ -z "${IRQWISE_VM_SCENARIOS:-}" ] || [[ " $IRQWISE_VM_SCENARIOS " == *" ${b%%-*} "* ]]; then echo "$f"; fi
   done
 }
@@ -93,8 +95,8 @@ build_initramfs() {
   guest_tools "$root/usr/bin" || return 1
   install_modules "$root" $GUEST_MODULES || return 1
   echo "$GUEST_MODULES" > "$root/etc/modules-load"
-  echo "${IRQWISE_VM_IDLE_S:-60}" > "$root/etc/vm-idle-s"   # idle-cost window, seconds
-  echo "${IRQWISE_VM_STORM_CYCLES:-200}" > "$root/etc/vm-storm-cycles"   # CPU storm cycles
+  echo "${IDLE_S_TIER:-${IRQWISE_VM_IDLE_S:-60}}" > "$root/etc/vm-idle-s"   # idle-cost window, seconds
+  echo "${STORM_CYCLES_TIER:-${IRQWISE_VM_STORM_CYCLES:-200}}" > "$root/etc/vm-storm-cycles"   # CPU storm cycles
   pack_cpio "$root" "$out"
 }
 

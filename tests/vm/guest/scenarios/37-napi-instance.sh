@@ -12,7 +12,7 @@ reconcile_interval = "2s"'
 kill -HUP "$DAEMON_PID"
 sleep 1
 log_mark
-set -- $(napi list eth0 2>/dev/null | awk '{ print $2 }' | sort -n)
+set -- $(napi list eth0 2>/tmp/napi.err | awk '{ print $2 }' | sort -n)
 NAPI_IDS="$*"
 if [ "$(count "$NAPI_IDS")" -lt 3 ] || ! napi threaded "$3" 1 > /tmp/napi.err 2>&1; then
   measure result "no per-instance threaded NAPI on $(uname -r): $(head -c 120 /tmp/napi.err 2>/dev/null)"
