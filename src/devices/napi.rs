@@ -129,6 +129,21 @@ pub struct KernelQueue {
     pub napi: u32,
 }
 
+impl NetdevReport {
+    /// The ids of interface `ifindex`'s instances, ascending (the order a driver that adds one
+    /// per queue added them in).
+    pub fn instance_ids(&self, ifindex: u32) -> Vec<u32> {
+        let mut ids: Vec<u32> = self.napis.iter().filter(|n| n.ifindex == ifindex).map(|n| n.id).collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// The lowest queue instance `napi` of interface `ifindex` serves (receive before transmit).
+    pub fn lowest_queue(&self, ifindex: u32, napi: u32) -> Option<(QueueKind, u32)> {
+        self.queues.iter().filter(|q| q.ifindex == ifindex && q.napi == Some(napi)).map(|q| (q.kind, q.id)).min()
+    }
+}
+
 /// Which queue each IRQ of interface `ifindex` serves, as the kernel says: through the NAPI
 /// instance that names the IRQ and the queues that name the instance. Guarantees: only IRQs
 /// whose NAPI instance names them and serves a queue; one queue per IRQ.

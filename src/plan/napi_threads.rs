@@ -48,17 +48,10 @@ pub fn plan_napi_threads(plan: &mut Plan, sample: &Sample, policies: &[Policy]) 
             // A thread's rank in queue order: among every instance the kernel reports for the
             // interface (6.17 threads single instances: the threads alone skip queues), else
             // among the threads (an interface's switch threads every instance).
-            let instances: Vec<u32> = match (report, ifindex) {
-                (Some(r), Some(i)) => {
-                    let mut ids: Vec<u32> = r.napis.iter().filter(|n| n.ifindex == i).map(|n| n.id).collect();
-                    ids.sort_unstable();
-                    ids
-                }
-                _ => Vec::new(),
-            };
+            let instances = report.zip(ifindex).map(|(r, i)| r.instance_ids(i)).unwrap_or_default();
             for (i, (name, t)) in threads.into_iter().enumerate() {
                 let rank = if instances.is_empty() { Some(i) } else { instances.binary_search(&t.napi_id).ok() };
-                let found = attribute(&t, rank, ifindex, report, dev, dp);
+                let found = instance_irq(t.napi_id, rank, ifindex, report, dev, dp);
                 dp.napi_threads.push(place_thread(&t, name, found, dp, policy.napi_threads));
             }
         }
@@ -80,9 +73,11 @@ fn with_reported_id(t: &NapiThread, ifindex: Option<u32>, report: Option<&Netdev
     NapiThread { napi_id: reported.map_or(t.napi_id, |n| n.id), ..t.clone() }
 }
 
-/// The IRQ of `t`'s NAPI instance and how it was found.
-fn attribute(
-    t: &NapiThread,
+/// The IRQ of NAPI instance `napi_id` (of rank `rank` in queue order) and how it was found: the
+/// kernel names it, or the queue the kernel says the instance serves, or (a driver adding one
+/// instance per queue in queue order, [`NAPI_IN_QUEUE_ORDER`]) the receive queue of its rank.
+pub(super) fn instance_irq(
+    napi_id: u32,
     rank: Option<usize>,
     ifindex: Option<u32>,
     report: Option<&NetdevReport>,
@@ -91,17 +86,11 @@ fn attribute(
 ) -> Option<(u32, &'static str)> {
     let owns = |irq: u32| dp.irqs.iter().any(|p| p.irq == irq);
     if let (Some(report), Some(ifindex)) = (report, ifindex) {
-        let napi = report.napis.iter().find(|n| n.ifindex == ifindex && n.id == t.napi_id);
+        let napi = report.napis.iter().find(|n| n.ifindex == ifindex && n.id == napi_id);
         if let Some(irq) = napi.and_then(|n| n.irq).filter(|&i| owns(i)) {
             return Some((irq, "netlink"));
         }
-        let queue = report
-            .queues
-            .iter()
-            .filter(|q| q.ifindex == ifindex && q.napi == Some(t.napi_id))
-            .map(|q| (q.kind, q.id))
-            .min();
-        if let Some((kind, q)) = queue {
+        if let Some((kind, q)) = report.lowest_queue(ifindex, napi_id) {
             if let Some(p) = queue_irq(dp, q, kind) {
                 return Some((p.irq, "netlink"));
             }
@@ -113,7 +102,7 @@ fn attribute(
 }
 
 /// The placement of the IRQ serving queue `q` of kind `kind` (a combined queue serves both).
-pub(super) fn queue_irq(dp: &DevicePlan, q: u32, kind: QueueKind) -> Option<&Placement> {
+fn queue_irq(dp: &DevicePlan, q: u32, kind: QueueKind) -> Option<&Placement> {
     let fits = |role: QueueRole| match kind {
         QueueKind::Rx => matches!(role, QueueRole::Rx | QueueRole::RxTx),
         QueueKind::Tx => matches!(role, QueueRole::Tx | QueueRole::RxTx),

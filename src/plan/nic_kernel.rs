@@ -4,9 +4,9 @@
 //!
 //! Pure: runs on a plan whose IRQ masks are final, beside the NAPI threads.
 
-use super::napi_threads::{queue_irq, NAPI_IN_QUEUE_ORDER};
-use super::{NapiView, Plan};
-use crate::devices::napi::{NetdevReport, QueueKind};
+use super::napi_threads::instance_irq;
+use super::{DevicePlan, NapiView, Plan};
+use crate::devices::napi::NetdevReport;
 use crate::devices::{Device, DeviceClass};
 use crate::kernel::nic_resets::{reset_rule, MaskKeeper};
 use crate::kernel::KernelVersion;
@@ -22,8 +22,7 @@ pub fn describe_nics(plan: &mut Plan, sample: &Sample) {
         }
         dp.resets = dev.driver.as_deref().map(|d| reset_rule(net_driver(d), version));
         let Some(report) = report else { continue };
-        let views = napi_views(report, dev, sample, |q, kind| queue_irq(dp, q, kind).map(|p| p.irq));
-        dp.napi = views;
+        dp.napi = napi_views(report, dev, sample, dp);
     }
 }
 
@@ -37,38 +36,20 @@ fn net_driver(driver: &str) -> &str {
     }
 }
 
-/// The NAPI instances the kernel reports for `dev`'s interfaces, by id. An instance's IRQ is the
-/// one the kernel names when it is one of `dev`'s, else `irq_of` its lowest queue, else for a
-/// driver that adds one instance per queue in queue order ([`NAPI_IN_QUEUE_ORDER`]) the receive
-/// queue of its rank among the interface's instances.
-fn napi_views(
-    report: &NetdevReport,
-    dev: &Device,
-    sample: &Sample,
-    irq_of: impl Fn(u32, QueueKind) -> Option<u32>,
-) -> Vec<NapiView> {
-    let ordered = dev.driver.as_deref().is_some_and(|d| NAPI_IN_QUEUE_ORDER.contains(&d));
+/// The NAPI instances the kernel reports for `dev`'s interfaces, by id, each with its IRQ as a
+/// NAPI thread of it would follow ([`instance_irq`]).
+fn napi_views(report: &NetdevReport, dev: &Device, sample: &Sample, dp: &DevicePlan) -> Vec<NapiView> {
     let mut out = Vec::new();
     for interface in &dev.interfaces {
         let Some(ifindex) = sample.interfaces.get(interface).and_then(|s| s.ifindex) else { continue };
-        let mut ids: Vec<u32> = report.napis.iter().filter(|n| n.ifindex == ifindex).map(|n| n.id).collect();
-        ids.sort_unstable();
+        let ids = report.instance_ids(ifindex);
         for n in report.napis.iter().filter(|n| n.ifindex == ifindex) {
-            let queue = report
-                .queues
-                .iter()
-                .filter(|q| q.ifindex == ifindex && q.napi == Some(n.id))
-                .map(|q| (q.kind, q.id))
-                .min();
-            let rank = || ids.binary_search(&n.id).ok().and_then(|r| u32::try_from(r).ok());
-            let named = n.irq.filter(|irq| dev.vectors.iter().any(|v| v.irq == *irq));
-            let irq = named
-                .or_else(|| queue.and_then(|(kind, q)| irq_of(q, kind)))
-                .or_else(|| ordered.then(rank).flatten().and_then(|q| irq_of(q, QueueKind::Rx)));
+            let rank = ids.binary_search(&n.id).ok();
+            let irq = instance_irq(n.id, rank, Some(ifindex), Some(report), dev, dp).map(|(irq, _)| irq);
             out.push(NapiView {
                 id: n.id,
                 irq,
-                queue: queue.map(|(_, q)| q),
+                queue: report.lowest_queue(ifindex, n.id).map(|(_, q)| q),
                 threaded: n.threaded.map(crate::devices::napi::NapiThreaded::as_str),
                 pid: n.pid,
             });

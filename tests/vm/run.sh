@@ -11,7 +11,7 @@
 #            sid) and guest shape (host/oracle.sh), irqwise's prediction against /proc/irq and
 #            blk-mq; by default the whole matrix (18 boots, two at a time), five boots
 #            (ORACLE_CI_RUNS) with IRQWISE_VM_ORACLE=ci;
-#   arm64    Debian's arm64 kernels (sid in seven shapes, 6.1 in five, 6.12 in one) under
+#   arm64    Debian's arm64 kernels (sid in six shapes, 6.1 in five, 6.12 in one) under
 #            qemu-system-aarch64: clusters from the device tree; the guest's copy of what a plan
 #            reads is planned on the host (`plan --root`, `topology --root`) against the kernel's
 #            masks, and planned with the other side of 7.0's grouping rule, which must fail

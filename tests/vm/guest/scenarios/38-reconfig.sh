@@ -72,46 +72,49 @@ reconf vmxnet3 link 0 link_cycle eth0; result vmxnet3_link $RESULT_OF "$DETAIL"
 reconf vmxnet3 xdp 0 xdp_cycle eth0; result vmxnet3_xdp $RESULT_OF "$DETAIL"
 reconf vmxnet3 channels 0 channels_cycle eth0; result vmxnet3_channels $RESULT_OF "$DETAIL"
 
-# virtio-net, 4 queue pairs, on the hot-plug port (node 1).
-VMAC=52:54:00:00:00:08
+# hot_nic ID MAC DEVICE: device_add of DEVICE (model and backend) on the hot-plug port (node 1);
+# HOT_IF = its interface, empty when it never appeared.
+hot_nic() {
+  echo "HOST device_add $3,id=$1,bus=rphot,mac=$2"
+  i=0; while ! iface_with_mac "$2" && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
+  HOT_IF=$REPLY
+}
+# hot_nic_gone ID MAC: device_del, and the wait until the guest let go of the PCI function and
+# the slot is free again (a moment later, as 36-netdev-survey.sh waits).
+hot_nic_gone() {
+  local pci; pci=$(readlink -f /sys/class/net/$HOT_IF/device); [ -e "$pci/config" ] || pci=${pci%/*}
+  echo "HOST device_del $1"
+  i=0; while { iface_with_mac "$2" || [ -e "$pci/config" ]; } && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
+  sleep 2
+}
+
+# virtio-net, 4 queue pairs, its multi-queue backend a tap nobody configures.
 echo "HOST netdev_add tap,id=vt0,queues=4,script=no,downscript=no,vhost=off"
 sleep 1
-echo "HOST device_add virtio-net-pci,id=rvirtio,netdev=vt0,mq=on,vectors=10,bus=rphot,mac=$VMAC"
-i=0; while ! iface_with_mac $VMAC && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
-VIF=$REPLY
-check virtio_added "virtio-net with 4 queue pairs hot-added (${VIF:-none})" -- [ -n "$VIF" ]
-if [ -n "$VIF" ]; then
-  reconf_nic virtio_net "$VIF"
-  check virtio_placed "$VIF (virtio_net): every IRQ placed before its reconfigurations" -- matches_plan "$RECONF_IRQS"
-  reconf virtio_net link 0 link_cycle "$VIF"; result virtio_link $RESULT_OF "$DETAIL"
-  reconf virtio_net xdp 0 xdp_cycle "$VIF"; result virtio_xdp $RESULT_OF "$DETAIL"
+hot_nic rvirtio 52:54:00:00:00:08 virtio-net-pci,netdev=vt0,mq=on,vectors=10
+check virtio_added "virtio-net with 4 queue pairs hot-added (${HOT_IF:-none})" -- [ -n "$HOT_IF" ]
+if [ -n "$HOT_IF" ]; then
+  reconf_nic virtio_net "$HOT_IF"
+  check virtio_placed "$HOT_IF (virtio_net): every IRQ placed before its reconfigurations" -- matches_plan "$RECONF_IRQS"
+  reconf virtio_net link 0 link_cycle "$HOT_IF"; result virtio_link $RESULT_OF "$DETAIL"
+  reconf virtio_net xdp 0 xdp_cycle "$HOT_IF"; result virtio_xdp $RESULT_OF "$DETAIL"
   # The driver writes its own spread over the queues it changes: irqwise places them again.
-  reconf virtio_net channels some channels_cycle "$VIF"; result virtio_channels $RESULT_OF "$DETAIL"
-  VPCI=$(readlink -f /sys/class/net/$VIF/device); VPCI=${VPCI%/*}
-  echo "HOST device_del rvirtio"
-  i=0; while { iface_with_mac $VMAC || [ -e "$VPCI/config" ]; } && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
-  # The slot is free a moment after the guest let go of the function (as 36-netdev-survey.sh).
-  sleep 2
+  reconf virtio_net channels some channels_cycle "$HOT_IF"; result virtio_channels $RESULT_OF "$DETAIL"
+  hot_nic_gone rvirtio 52:54:00:00:00:08
 fi
 echo "HOST netdev_del vt0"
 sleep 1
 
 # e1000e: one queue pair; no `ethtool -L`, no XDP.
-EMAC=52:54:00:00:00:09
-echo "HOST device_add e1000e,id=re1000e,netdev=hn0,bus=rphot,mac=$EMAC"
-i=0; while ! iface_with_mac $EMAC && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
-EIF=$REPLY
-check e1000e_added "e1000e hot-added (${EIF:-none})" -- [ -n "$EIF" ]
-if [ -n "$EIF" ]; then
-  reconf_nic e1000e "$EIF"
-  check e1000e_placed "$EIF (e1000e): every IRQ placed before its reconfigurations" -- matches_plan "$RECONF_IRQS"
-  reconf e1000e link 0 link_cycle "$EIF"; result e1000e_link $RESULT_OF "$DETAIL"
-  reconf e1000e xdp 0 xdp_cycle "$EIF"; result e1000e_xdp $RESULT_OF "$DETAIL"
-  reconf e1000e channels 0 channels_cycle "$EIF"; result e1000e_channels $RESULT_OF "$DETAIL"
-  EPCI=$(readlink -f /sys/class/net/$EIF/device)
-  echo "HOST device_del re1000e"
-  i=0; while { iface_with_mac $EMAC || [ -e "$EPCI/config" ]; } && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
-  sleep 2
+hot_nic re1000e 52:54:00:00:00:09 e1000e,netdev=hn0
+check e1000e_added "e1000e hot-added (${HOT_IF:-none})" -- [ -n "$HOT_IF" ]
+if [ -n "$HOT_IF" ]; then
+  reconf_nic e1000e "$HOT_IF"
+  check e1000e_placed "$HOT_IF (e1000e): every IRQ placed before its reconfigurations" -- matches_plan "$RECONF_IRQS"
+  reconf e1000e link 0 link_cycle "$HOT_IF"; result e1000e_link $RESULT_OF "$DETAIL"
+  reconf e1000e xdp 0 xdp_cycle "$HOT_IF"; result e1000e_xdp $RESULT_OF "$DETAIL"
+  reconf e1000e channels 0 channels_cycle "$HOT_IF"; result e1000e_channels $RESULT_OF "$DETAIL"
+  hot_nic_gone re1000e 52:54:00:00:00:09
 fi
 sleep 2
 measure rows "${RECONF_ROWS# }"
