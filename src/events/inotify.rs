@@ -165,11 +165,9 @@ impl FileWatch {
         let (dirs, cut) = cgroup_tree::directories(top, room / 2);
         let mut partitions = Vec::new();
         for dir in dirs {
-            let flags = WatchFlags::CREATE
-                | WatchFlags::DELETE
-                | WatchFlags::MOVED_TO
-                | WatchFlags::MOVED_FROM
-                | WatchFlags::ONLYDIR;
+            // Arrivals only: a removed cgroup's partition file says its own removal, and a busy
+            // node removes cgroups all day.
+            let flags = WatchFlags::CREATE | WatchFlags::MOVED_TO | WatchFlags::ONLYDIR;
             let Ok(wd) = inotify::add_watch(self.fd.get_ref(), &dir, flags) else { continue };
             if self.watches.insert(wd, Watch::CgroupDir { dir: dir.clone() }).is_none() {
                 self.cgroup_watches += 1;
@@ -193,7 +191,8 @@ impl FileWatch {
     /// Watches a partition file; whether it says its cgroup is a partition (`None`: absent or
     /// not watchable).
     fn watch_partition(&mut self, file: &Path) -> Option<bool> {
-        let wd = inotify::add_watch(self.fd.get_ref(), file, WatchFlags::MODIFY | WatchFlags::CLOSE_WRITE).ok()?;
+        // MODIFY alone: the kernel's notification of a state change is one, and so is a write.
+        let wd = inotify::add_watch(self.fd.get_ref(), file, WatchFlags::MODIFY).ok()?;
         let partition = is_partition(file);
         if self.watches.insert(wd, Watch::Partition { path: file.to_path_buf(), partition }).is_none() {
             self.cgroup_watches += 1;
