@@ -288,6 +288,42 @@ pub trait AffinityWriter {
     }
 }
 
+/// An EINVAL for a set of CPUs that went offline after the pass read them is no failure: the
+/// CPU event is on its way ([`WriteOutcome::Overtaken`]). A CPU that went offline and came back
+/// between the write and the look at the online CPUs (a hotplug storm) leaves no trace but the
+/// EINVAL itself, so a set all online now is written once more, and judged by that try. `Err`
+/// hands back the error to classify when neither explains it.
+fn overtaken_or_again(
+    writer: &dyn AffinityWriter,
+    w: &AffinityWrite,
+    first: ApplyError,
+) -> Result<WriteOutcome, ApplyError> {
+    if first.class() != FailureClass::Invalid {
+        return Err(first);
+    }
+    let overtaken = |error: &ApplyError| {
+        tracing::debug!(irq = w.irq, cpus = %w.cpus, error = %error, "IRQ affinity not written: its CPUs went offline since the pass read them");
+        Ok(WriteOutcome::Overtaken { error: error.to_string() })
+    };
+    match writer.online_now() {
+        None => Err(first),
+        Some(on) if !w.cpus.is_subset(&on) => overtaken(&first),
+        Some(_) => match writer.write(w.irq, &w.cpus) {
+            Ok(verified) => {
+                tracing::info!(irq = w.irq, cpus = %w.cpus, matches = verified.matches, first = %first, "IRQ affinity written at the second try (a CPU of it was offline at the first)");
+                Ok(WriteOutcome::Written { cpus: w.cpus.clone(), verified })
+            }
+            Err(again)
+                if again.class() == FailureClass::Invalid
+                    && writer.online_now().is_some_and(|on| !w.cpus.is_subset(&on)) =>
+            {
+                overtaken(&again)
+            }
+            Err(again) => Err(again),
+        },
+    }
+}
+
 /// Performs every write in order and returns one `(irq, outcome)` per write, in the same order.
 /// Never stops on a failure; after ENOSPC tries the write's fallbacks in order.
 pub fn apply_writes(writer: &dyn AffinityWriter, writes: &[AffinityWrite]) -> Vec<(u32, WriteOutcome)> {
@@ -310,10 +346,10 @@ fn apply_one(writer: &dyn AffinityWriter, w: &AffinityWrite) -> WriteOutcome {
         }
         Err(e) => e,
     };
-    if first.class() == FailureClass::Invalid && writer.online_now().is_some_and(|on| !w.cpus.is_subset(&on)) {
-        tracing::debug!(irq = w.irq, cpus = %w.cpus, error = %first, "IRQ affinity not written: its CPUs went offline since the pass read them");
-        return WriteOutcome::Overtaken { error: first.to_string() };
-    }
+    let first = match overtaken_or_again(writer, w, first) {
+        Ok(outcome) => return outcome,
+        Err(first) => first,
+    };
     if first.class() != FailureClass::NoVectors || w.fallbacks.is_empty() {
         tracing::warn!(irq = w.irq, cpus = %w.cpus, class = ?first.class(), error = %first, "IRQ affinity not written");
         return WriteOutcome::not_written(first.class(), first.to_string());
@@ -407,6 +443,42 @@ mod tests {
             let outcome = apply_one(&still, &w);
             assert!(matches!(outcome, WriteOutcome::Failed { class: FailureClass::Invalid, .. }), "{outcome:?}");
         }
+    }
+
+    /// Refuses the first write with EINVAL (its CPU was offline then) and takes the next; every
+    /// CPU is online when asked.
+    struct Flapped {
+        writes: std::cell::Cell<u32>,
+    }
+
+    impl AffinityWriter for Flapped {
+        fn write(&self, irq: u32, cpus: &CpuSet) -> Result<Verification, ApplyError> {
+            self.writes.set(self.writes.get() + 1);
+            if self.writes.get() == 1 {
+                let path = format!("/proc/irq/{irq}/smp_affinity_list").into();
+                return Err(ApplyError::Write {
+                    path,
+                    value: cpus.to_list_string(),
+                    source: errno(nix::errno::Errno::EINVAL),
+                });
+            }
+            Ok(Verification { readback: Some(cpus.clone()), matches: true, effective: Effective::Absent })
+        }
+        fn read_current(&self, _: u32) -> Result<CpuSet, ApplyError> {
+            Ok(CpuSet::new())
+        }
+        fn online_now(&self) -> Option<CpuSet> {
+            CpuSet::parse_list("0-7").ok()
+        }
+    }
+
+    #[test]
+    fn an_invalid_set_whose_cpu_went_offline_and_came_back_is_written_at_the_second_try() {
+        let w = AffinityWrite { irq: 33, cpus: CpuSet::single(4), fallbacks: Vec::new() };
+        let flapped = Flapped { writes: std::cell::Cell::new(0) };
+        let outcome = apply_one(&flapped, &w);
+        assert!(matches!(outcome, WriteOutcome::Written { .. }), "{outcome:?}");
+        assert_eq!(flapped.writes.get(), 2);
     }
 
     /// A kernel that holds `now` for every IRQ and counts the writes it gets.

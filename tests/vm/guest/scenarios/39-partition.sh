@@ -4,8 +4,9 @@
 # kernel notifies the cgroup's own partition file, not the root's cpuset.cpus.isolated that
 # irqwise reads: the daemon watches every cgroup's. Isolating CPUs 6-7 must move eth0's queue
 # IRQs and their NAPI threads (threaded on) off them, with the transmit steering following (each
-# CPU on the queue whose IRQ is nearest), in the pass the change triggers (its trigger is the partition file, not the reconcile timer, left at 60 s), and
-# removing the partition must bring the startup placement back the same way. Kernel-managed
+# CPU on the queue whose IRQ is nearest), in the pass the change triggers (its trigger is the
+# partition file, not the reconcile timer, left at 60 s), and making it a member again must bring
+# the startup placement back the same way. Kernel-managed
 # NVMe IRQs stay where the kernel spread them, and plan names them; topology says the source is
 # live. Before 6.7 the root has no cpuset.cpus.isolated: nothing to see, said and passed.
 SCEN=partition
@@ -14,9 +15,10 @@ PART=$CG/irqwise-rt
 if [ ! -e $CG/cpuset.cpus.isolated ]; then
   measure result "no $CG/cpuset.cpus.isolated on $(uname -r) (cgroup v2 isolated partitions are listed from 6.7)"
   for c in made_off threads_off xps_follows by_watch topology_live managed_named removed_back; do result $c PASS "not on $(uname -r)"; done
+elif [ ! -d $PART ]; then
+  result made_off FAIL "no $PART: the guest's init could not make the cpuset cgroup"
 else
-  echo +cpuset > $CG/cgroup.subtree_control
-  mkdir -p $PART
+  # The cgroup (a member, cpuset on) was made at boot by the guest's init, and stays: see there.
   echo 6-7 > $PART/cpuset.cpus
   # The threads of eth0's queues follow their IRQs: on, and placed by a pass (SIGHUP).
   echo 1 > /sys/class/net/eth0/threaded
@@ -81,9 +83,7 @@ else
   settle "$NIC_IRQS" '[ "$MASKS" = "$BEFORE" ]' 20000
   measure back_ms "$SETTLE_MS"
   check removed_back "partition removed: the placement from before ($SETTLE_MS ms)" -- eval 'read_masks "$NIC_IRQS"; [ "$MASKS" = "$BEFORE" ]'
-  rmdir $PART
   echo 0 > /sys/class/net/eth0/threaded
   napi_thread_pids eth0; for p in $PIDS; do busybox taskset -p -c 0-7 "$p" > /dev/null; done
-  echo -cpuset > $CG/cgroup.subtree_control 2>/dev/null
 fi
 check no_errors "daemon log has no ERROR/WARN lines" -- no_log_problems
