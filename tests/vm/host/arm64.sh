@@ -123,7 +123,7 @@ arm64_boot() {
     i=$((i + 1))
   done
   truncate -s 64M "$d/snap.img"
-  local qemu=(qemu-system-aarch64 -M virt,gic-version=3 -accel tcg,thread=multi -cpu "${IRQWISE_VM_ARM64_CPU:-max}" -m $A64_MEM
+  local qemu=(qemu-system-aarch64 -M virt,gic-version=3 -accel tcg,thread=multi -cpu "${IRQWISE_VM_ARM64_CPU:-max,pauth-impdef=on}" -m $A64_MEM
     "${A64_MACHINE[@]}" "${nvme[@]}"
     -netdev tap,id=t0,queues=4,script=no,downscript=no,vhost=off -device virtio-net-pci,netdev=t0,mq=on,vectors=10,romfile=
     -drive file="$d/snap.img",if=none,id=snap,format=raw -device virtio-blk-device,drive=snap

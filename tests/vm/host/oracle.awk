@@ -50,7 +50,7 @@ END {
   if (tier == "arm64") {
     print "## arm64: clusters from the device tree, managed NVMe queues predicted from a snapshot" > md
     print "" > md
-    out("Debian's arm64 kernels under qemu-system-aarch64 (TCG, `-M virt,gic-version=3 -cpu max`, the")
+    out("Debian's arm64 kernels under qemu-system-aarch64 (TCG, `-M virt,gic-version=3 -cpu max,pauth-impdef=on`, the")
     out("topology from the device tree QEMU generates), busybox init, six NVMe controllers (1, 3, 4, 5 and")
     out("7 I/O queue pairs, and one per possible CPU) and a 4-queue virtio-net NIC. The guest copies what a")
     out("plan reads to a disk; the host's `irqwise plan --root` and `irqwise topology --root` of that copy")
