@@ -47,7 +47,7 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::Run { once } => cli::run(&root, &paths, cli.global.log_format, once),
         Command::Status { json } => cli::status(&root, json),
         Command::Claim { cpus, owner, pid, timeout } => {
-            cli::claim(&root, &owner, &cpus, pid, std::time::Duration::from_secs(timeout))
+            cli::claim(&root, &paths, &owner, &cpus, pid, std::time::Duration::from_secs(timeout))
         }
         Command::Release { owner, timeout } => cli::release(&root, &owner, std::time::Duration::from_secs(timeout)),
         Command::Claims { json } => cli::claims(&root, json),

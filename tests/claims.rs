@@ -201,7 +201,11 @@ fn bad_claims_are_refused_with_the_reason() {
         (&["claim", "--cpus", "4", "--owner", "a/b"], 2, "--owner"),
         (&["claim", "--cpus", "4-40", "--owner", "x"], 2, "CPUs 16-40 do not exist here"),
         (&["claim", "--cpus", "4", "--owner", "x", "--pid", &dead], 2, "no such process"),
-        (&["claim", "--cpus", "0-15", "--owner", "x"], 1, "would keep every online CPU"),
+        (
+            &["claim", "--cpus", "0-15", "--owner", "x"],
+            1,
+            "would leave no online CPU (0-15) for device IRQs; not claimed",
+        ),
         (&["release", "--owner", "nobody"], 1, "no claim of nobody"),
     ];
     for (args, code, says) in cases {
@@ -259,4 +263,188 @@ fn the_oci_hook_example_claims_the_containers_cpuset_and_releases_it() {
     assert!(!file.exists());
     container.kill().unwrap();
     container.wait().unwrap();
+}
+
+/// A daemon with `banned_cpus` 0-3 beside the claims.
+fn start_banned() -> Setup {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    write_config(cfg.path(), &format!("{QUIET}banned_cpus = \"0-3\"\nmetrics_file = \"/m/irqwise.prom\"\n"));
+    let daemon = Daemon::start(root.path(), cfg.path(), root.path().join("daemon.log"));
+    Setup { root, cfg, irqs, daemon }
+}
+
+fn with_config(root: &Path, cfg: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["--config", cfg.to_str().unwrap()];
+    all.extend_from_slice(args);
+    irqwise(root, &all)
+}
+
+#[test]
+fn a_claim_that_would_leave_no_cpu_beside_the_bans_and_an_older_claim_is_refused_and_the_older_holds() {
+    let s = start_banned();
+    let (root, cfg) = (s.root.path(), s.cfg.path());
+    let out = with_config(root, cfg, &["claim", "--cpus", "4-11", "--owner", "a"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let out = with_config(root, cfg, &["claim", "--cpus", "12-15", "--owner", "b"]);
+    assert_eq!(out.status.code(), Some(1), "stdout: {}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("claiming CPUs 12-15 for b would leave no online CPU (0-15) for device IRQs beside banned_cpus 0-3, claim a (CPUs 4-11); not claimed"), "{stderr}");
+    assert!(!root.join("run/irqwise/claims/b").exists(), "a refused claim is not written");
+
+    // A hook writes the same claim itself: the daemon refuses it, and the older one holds.
+    let passes = s.daemon.passes();
+    std::fs::write(root.join("run/irqwise/claims/b"), "cpus=12-15\n").unwrap();
+    let state = s.daemon.wait(passes, "the hook's claim refused", || true);
+    let state = if state["refused_claims"].as_array().is_some_and(|r| !r.is_empty()) {
+        state
+    } else {
+        s.daemon.wait(s.daemon.passes(), "the hook's claim refused", || true)
+    };
+    assert_eq!(state["claims"].as_array().map(Vec::len), Some(1), "{state}");
+    assert_eq!(state["claims"][0]["owner"], "a", "{state}");
+    assert_eq!(state["refused_claims"][0]["owner"], "b", "{state}");
+    assert_eq!(state["counters"]["claims_refused"], 1, "{state}");
+    let now = used(root, &s.irqs);
+    assert!(!now.intersects(&set("0-11")), "IRQs keep off a's CPUs and the banned ones: {now}");
+    let listed: serde_json::Value = serde_json::from_slice(&irqwise(root, &["claims", "--json"]).stdout).unwrap();
+    let b = listed["claims"].as_array().unwrap().iter().find(|c| c["owner"] == "b").unwrap().clone();
+    assert_eq!(b["held"], false, "{listed}");
+    assert!(b["refused"].as_str().is_some_and(|r| r.contains("would leave no online CPU")), "{listed}");
+    let status = text(&irqwise(root, &["status"]).stdout);
+    assert!(status.contains("claim b refused: claiming CPUs 12-15 for b would leave no online CPU"), "{status}");
+    // The metrics file follows the state file within the same pass.
+    let refused_metric = || std::fs::read_to_string(root.join("m/irqwise.prom")).unwrap_or_default();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !refused_metric().contains("irqwise_claims_refused 1") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(refused_metric().contains("irqwise_claims_refused 1"), "{}", refused_metric());
+    assert!(s.daemon.log_text().contains("for b would leave no online CPU"), "{}", s.daemon.log_text());
+}
+
+#[test]
+fn isolated_cpus_count_against_a_claim_as_the_daemon_counts_them() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    nic_root(root.path());
+    write_config(cfg.path(), QUIET);
+    std::fs::write(root.path().join("sys/devices/system/cpu/isolated"), "0-3\n").unwrap();
+    let out = with_config(root.path(), cfg.path(), &["claim", "--cpus", "4-15", "--owner", "x"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("beside isolated CPUs 0-3; not claimed"), "{}", text(&out.stderr));
+    let out = with_config(root.path(), cfg.path(), &["claim", "--cpus", "4-14", "--owner", "x"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn claims_made_at_once_are_checked_one_at_a_time() {
+    let s = start_banned();
+    let (root, cfg) = (s.root.path(), s.cfg.path());
+    // Six claims of two CPUs on the twelve not banned: together they would take every one.
+    let pairs = ["4-5", "6-7", "8-9", "10-11", "12-13", "14-15"];
+    let children: Vec<(String, Child)> = pairs
+        .iter()
+        .enumerate()
+        .map(|(i, cpus)| {
+            let owner = format!("job-{i}");
+            let child = Command::new(env!("CARGO_BIN_EXE_irqwise"))
+                .arg("--root")
+                .arg(root)
+                .arg("--config")
+                .arg(cfg)
+                .args(["claim", "--cpus", cpus, "--owner", &owner])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (owner, child)
+        })
+        .collect();
+    let mut held = Vec::new();
+    for (owner, child) in children {
+        let out = child.wait_with_output().unwrap();
+        match out.status.code() {
+            Some(0) => held.push(owner),
+            Some(1) => assert!(text(&out.stderr).contains("would leave no online CPU"), "{}", text(&out.stderr)),
+            other => panic!("{owner}: {other:?} {}", text(&out.stderr)),
+        }
+    }
+    assert_eq!(held.len(), 5, "exactly one refused: {held:?}");
+    let state = s.daemon.state();
+    let mut owners: Vec<String> =
+        state["claims"].as_array().unwrap().iter().map(|c| c["owner"].as_str().unwrap().to_string()).collect();
+    owners.sort();
+    held.sort();
+    assert_eq!(owners, held, "{state}");
+    assert!(state["refused_claims"].as_array().is_some_and(Vec::is_empty), "{state}");
+    let claimed: CpuSet =
+        held.iter().map(|o| pairs[o[4..].parse::<usize>().unwrap()]).map(set).fold(CpuSet::new(), |a, c| a.union(&c));
+    let now = used(root, &s.irqs);
+    assert!(!now.is_empty() && !now.intersects(&claimed) && !now.intersects(&set("0-3")), "{now} vs {claimed}");
+}
+
+#[test]
+fn a_timeout_past_what_a_clock_can_count_waits_as_long_as_it_takes() {
+    let s = start();
+    let root = s.root.path();
+    let out = irqwise(root, &["claim", "--cpus", "12-13", "--owner", "t", "--timeout", "18446744073709551615"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let out = irqwise(root, &["release", "--owner", "t", "--timeout", "18446744073709551615"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+}
+
+#[test]
+fn a_reload_whose_bans_leave_only_a_claims_cpus_refuses_the_claim_and_says_so() {
+    let s = start();
+    let (root, cfg) = (s.root.path(), s.cfg.path());
+    let out = irqwise(root, &["claim", "--cpus", "4-11", "--owner", "a"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    write_config(cfg, &format!("{QUIET}banned_cpus = \"0-3,12-15\"\n"));
+    let pid = s.daemon.pid().to_string();
+    let out = with_config(root, cfg, &["reload", "--pid", &pid]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("claiming CPUs 4-11 for a would leave no online CPU (0-15) for device IRQs beside banned_cpus 0-3,12-15: the claim is refused"), "{stderr}");
+    let state = s.daemon.state();
+    assert!(state["claims"].as_array().is_some_and(Vec::is_empty), "{state}");
+    assert_eq!(state["refused_claims"][0]["owner"], "a", "{state}");
+    let listed = text(&irqwise(root, &["claims"]).stdout);
+    assert!(listed.contains("refused by irqwise"), "{listed}");
+}
+
+/// `sleep 300`s, killed on drop.
+struct Sleepers(Vec<Child>);
+
+impl Drop for Sleepers {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn more_claimed_processes_than_descriptors_cost_the_daemon_nothing() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    write_config(cfg.path(), QUIET);
+    let sleepers = Sleepers((0..120).map(|_| sleeper()).collect());
+    let dir = root.path().join("run/irqwise/claims");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, s) in sleepers.0.iter().enumerate() {
+        std::fs::write(dir.join(format!("job-{i}")), format!("cpus=15\npid={}\n", s.id())).unwrap();
+    }
+    // 96 descriptors, soft and hard: 120 pidfds would not fit beside the daemon's own.
+    let daemon =
+        Daemon::start_under(&["prlimit", "--nofile=96:96"], root.path(), cfg.path(), root.path().join("daemon.log"));
+    let state = daemon.state();
+    assert_eq!(state["claims"].as_array().map(Vec::len), Some(120), "{state}\n{}", daemon.log_text());
+    assert!(state["error"].is_null(), "{state}");
+    let status = irqwise(root.path(), &["status"]);
+    assert_eq!(status.status.code(), Some(0), "{}", text(&status.stdout));
+    assert!(!used(root.path(), &irqs).contains(15), "{:?}", affinities(root.path(), &irqs));
+    let log = daemon.log_text();
+    assert!(log.contains("claimed process(es) past the 32 irqwise can watch"), "{log}");
+    drop(sleepers);
 }

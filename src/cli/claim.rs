@@ -6,24 +6,41 @@
 //! first pass takes it.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{CliError, Outcome};
+use crate::config::{load_config, Config, ConfigPaths};
 use crate::daemon::claims::HeldClaim;
 use crate::daemon::state_view::{is_writer, read_state, StateView};
+use crate::plan::held_claims::hold_claims;
 use crate::sysfs::processes::process_identity;
 use crate::sysfs::Root;
-use crate::topology::claims::{claim_cpus, owner_problem, render_claim, Claim};
-use crate::topology::discover::claims::{read_claims, CLAIMS_DIR};
+use crate::topology::claims::{claim_cpus, owner_problem, render_claim, Claim, ClaimRead, RefusedClaim};
+use crate::topology::discover::claims::CLAIMS_DIR;
+use crate::topology::discover::isolation::read_isolation;
 use crate::topology::discover::read_topology;
+use crate::topology::Topology;
+
+/// The lock `claim` holds while it checks and writes, beside the claims directory (a file in it
+/// would wake the daemon's watch).
+const CLAIMS_LOCK: &str = "run/irqwise/claims.lock";
 
 /// How often the state file is polled while waiting.
 const POLL: Duration = Duration::from_millis(10);
 
 /// `irqwise claim`: exit 0 once the daemon holds the claim (or no daemon runs), 2 for a bad
-/// owner, CPU list or pid, 1 when the claims would leave no online CPU or the daemon did not
-/// take it in time.
-pub fn claim(root: &Root, owner: &str, cpus: &str, pid: Option<u32>, timeout: Duration) -> Result<Outcome, CliError> {
+/// owner, CPU list or pid, 1 when the claim cannot hold (with it, beside the bans, the isolated
+/// CPUs and the older claims, no online CPU would be left for device IRQs: the daemon would
+/// refuse it) or the daemon did not take it in time. Claims are checked and written one at a
+/// time (a lock beside the claims directory), so two at once cannot both pass the check.
+pub fn claim(
+    root: &Root,
+    paths: &ConfigPaths,
+    owner: &str,
+    cpus: &str,
+    pid: Option<u32>,
+    timeout: Duration,
+) -> Result<Outcome, CliError> {
     if let Some(problem) = owner_problem(owner) {
         return Err(CliError::Usage(format!("--owner: {problem}")));
     }
@@ -37,28 +54,66 @@ pub fn claim(root: &Root, owner: &str, cpus: &str, pid: Option<u32>, timeout: Du
                 .start,
         ),
     };
-    let (others, _) = read_claims(root, &topo.possible);
-    let others: Vec<&Claim> =
-        others.iter().filter(|c| c.ended.is_none() && c.claim.owner != owner).map(|c| &c.claim).collect();
-    let all = others.iter().fold(cpus.clone(), |acc, c| acc.union(&c.cpus));
-    if !topo.online.is_empty() && topo.online.is_subset(&all) {
-        let named: Vec<String> = others.iter().map(|c| format!("{} (CPUs {})", c.owner, c.cpus)).collect();
-        return Err(CliError::Failed(format!(
-            "claiming CPUs {cpus} for {owner} would keep every online CPU ({}) free of device IRQs{}; not claimed",
-            topo.online,
-            if named.is_empty() { String::new() } else { format!(" with the other claims: {}", named.join(", ")) }
-        )));
-    }
+    let mut stderr = String::new();
+    // The daemon plans with the configuration it loaded; one that cannot be loaded here is
+    // checked against the defaults, and said.
+    let config = load_config(root, paths).unwrap_or_else(|e| {
+        stderr.push_str(&format!("warning: configuration not usable ({e}); the claim is checked without its bans\n"));
+        Config::default()
+    });
     let claim = Claim { owner: owner.to_string(), cpus, pid, pid_start };
+    let lock = lock_claims(root)?;
+    if let Some(refused) = refused_beside_the_others(root, &config, &topo, &claim) {
+        return Err(CliError::Failed(format!("{}; not claimed", refused.reason)));
+    }
     let daemon = running_daemon(root);
     let rel = format!("{CLAIMS_DIR}/{owner}");
     root.replace_own_file(Path::new(&rel), render_claim(&claim).as_bytes(), 0o644, false)
         .map_err(|(path, e)| CliError::Failed(format!("cannot write {}: {e}", path.display())))?;
+    drop(lock);
     let life = pid.map_or_else(|| "until released".to_string(), |p| format!("while pid {p} runs"));
     let said = format!("claimed CPUs {} for {owner} ({life})", claim.cpus);
     let want = HeldClaim { owner: owner.to_string(), cpus: claim.cpus.to_list_string(), pid };
-    let held = |s: &StateView| s.claims.contains(&want);
-    finish(root, daemon, timeout, &said, owner, held)
+    let taken = |s: &StateView| s.claims.contains(&want) || s.refused_claims.iter().any(|r| r.owner == owner);
+    let mut outcome = finish(root, daemon, timeout, &said, owner, taken)?;
+    if let Some(state) = running_daemon(root) {
+        if let Some(r) = state.refused_claims.iter().find(|r| r.owner == owner && !state.claims.contains(&want)) {
+            // Refused by the daemon after all (its configuration or the isolation changed since
+            // the check): the file goes, so the claim does not come alive later unannounced.
+            let _ = root.remove_own_file(Path::new(&rel));
+            return Err(CliError::Failed(format!(
+                "irqwise (pid {}) refused it: {}; the claim file is removed",
+                state.pid, r.reason
+            )));
+        }
+    }
+    outcome.stderr.insert_str(0, &stderr);
+    Ok(outcome)
+}
+
+/// Takes the lock every `claim` holds while it checks the claims and writes its own: released
+/// when dropped (or the process ends).
+fn lock_claims(root: &Root) -> Result<std::fs::File, CliError> {
+    let rel = Path::new(CLAIMS_LOCK);
+    let file = root
+        .open_own_file(rel, 0o644)
+        .map_err(|(path, e)| CliError::Failed(format!("cannot open {}: {e}", path.display())))?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|e| CliError::Failed(format!("cannot lock {}: {e}", root.path(rel).display())))?;
+    Ok(file)
+}
+
+/// The refusal `claim` would get as the newest claim, beside the live claims of other owners
+/// (oldest first) and what the configuration and the isolation keep free, as the daemon
+/// decides it ([`hold_claims`]).
+fn refused_beside_the_others(root: &Root, config: &Config, topo: &Topology, claim: &Claim) -> Option<RefusedClaim> {
+    let (mut isolation, _) = read_isolation(root, topo);
+    let mine = |c: &ClaimRead| c.claim.owner == claim.owner;
+    isolation.claims.retain(|c| !mine(c));
+    isolation.sources.retain(|s| s.claim_owner() != Some(claim.owner.as_str()));
+    isolation.claims.push(ClaimRead { claim: claim.clone(), path: String::new(), ended: None, written: None });
+    let (_, refused) = hold_claims(&isolation, config, topo);
+    refused.into_iter().find(|r| r.owner == claim.owner)
 }
 
 /// `irqwise release`: exit 0 once the daemon no longer holds the claim (or no daemon runs), 1
@@ -129,7 +184,7 @@ fn wait_for(
     timeout: Duration,
     done: impl Fn(&StateView) -> bool,
 ) -> Result<StateView, String> {
-    let deadline = Instant::now() + timeout;
+    let deadline = super::deadline_after(timeout);
     loop {
         if let Some((_, s)) = read_state(root).ok().flatten() {
             if s.pid == before.pid && s.passes > before.passes && done(&s) {
@@ -139,7 +194,7 @@ fn wait_for(
         if process_identity(before.pid).is_none() {
             return Err(format!("irqwise (pid {}) exited before it took the change", before.pid));
         }
-        if Instant::now() >= deadline {
+        if super::is_past(deadline) {
             return Err(format!(
                 "irqwise (pid {}) shows no pass that took it after {} s",
                 before.pid,

@@ -20,6 +20,8 @@ struct ClaimRow {
     ended: Option<String>,
     /// The running daemon's last pass held it; `false` without a running daemon.
     held: bool,
+    /// Why the running daemon's last pass refused it (with it no CPU would be left).
+    refused: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -43,7 +45,11 @@ pub fn claims(root: &Root, json: bool) -> Result<Outcome, CliError> {
             let held = daemon.as_ref().is_some_and(|d| {
                 d.claims.iter().any(|h| h.owner == c.claim.owner && h.cpus == cpus && h.pid == c.claim.pid)
             });
-            ClaimRow { owner: c.claim.owner, cpus, pid: c.claim.pid, path: c.path, ended: c.ended, held }
+            let refused = daemon
+                .as_ref()
+                .and_then(|d| d.refused_claims.iter().find(|r| r.owner == c.claim.owner))
+                .map(|r| r.reason.clone());
+            ClaimRow { owner: c.claim.owner, cpus, pid: c.claim.pid, path: c.path, ended: c.ended, held, refused }
         })
         .collect();
     let doc = ClaimsDoc {
@@ -67,6 +73,9 @@ fn render(doc: &ClaimsDoc) -> String {
         let pid = c.pid.map_or_else(|| "-".to_string(), |p| p.to_string());
         let state = match (&c.ended, doc.daemon, c.held) {
             (Some(why), _, _) => format!("ended: {why} (released at the daemon's next pass)"),
+            (None, Some(d), false) if c.refused.is_some() => {
+                format!("refused by irqwise (pid {d}): {}", c.refused.as_deref().unwrap_or_default())
+            }
             (None, None, _) => "no daemon runs: taken at its start".to_string(),
             (None, Some(d), true) => format!("held by irqwise (pid {d})"),
             (None, Some(d), false) => format!("not yet taken by irqwise (pid {d})"),

@@ -64,6 +64,17 @@ impl Outcome {
     }
 }
 
+/// When a wait of `timeout` from now ends; `None` when it never does (a timeout past what
+/// `Instant` can count, `--timeout 18446744073709551615`, waits as long as it takes).
+pub(crate) fn deadline_after(timeout: std::time::Duration) -> Option<std::time::Instant> {
+    std::time::Instant::now().checked_add(timeout)
+}
+
+/// Whether the wait that ends at `deadline` is over.
+pub(crate) fn is_past(deadline: Option<std::time::Instant>) -> bool {
+    deadline.is_some_and(|d| std::time::Instant::now() >= d)
+}
+
 /// The queues the running daemon's load refinement keeps away from home (none without a
 /// running daemon), so a command plans what the daemon planned.
 pub(crate) fn daemon_moves(root: &crate::sysfs::Root) -> std::collections::BTreeMap<u32, crate::plan::refine::Moved> {

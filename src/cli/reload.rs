@@ -6,7 +6,7 @@
 //! `systemctl reload` returns once the new placement is applied (systemd.service(5) asks
 //! `ExecReload=` to be synchronous).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -50,12 +50,17 @@ pub fn reload(root: &Root, paths: &ConfigPaths, pid: u32, timeout: Duration) -> 
             "irqwise (pid {pid}) rejected the configuration and keeps the previous one:\n{errors}"
         )));
     }
+    // A claim the new bans leave no room for is refused from this pass on: said here too.
+    let refused = state
+        .refused_claims
+        .iter()
+        .fold(String::new(), |acc, r| acc + "warning: " + &r.reason + ": the claim is refused\n");
     Ok(Outcome {
         text: format!(
             "irqwise (pid {pid}) reloaded the configuration ({summary}); pass {}: {}\n",
             state.passes, state.status
         ),
-        stderr: warnings,
+        stderr: warnings + &refused,
         exit: 0,
     })
 }
@@ -89,7 +94,7 @@ pub(crate) fn reload_recorded(state: &StateView, pid: u32, before: Option<u64>) 
 
 /// Polls the state file until [`reload_recorded`]; fails when `pid` exits or `timeout` passes.
 fn wait_for_reload(root: &Root, pid: u32, before: Option<u64>, timeout: Duration) -> Result<StateView, CliError> {
-    let deadline = Instant::now() + timeout;
+    let deadline = super::deadline_after(timeout);
     loop {
         if let Some(state) = current_state(root).filter(|s| reload_recorded(s, pid, before)) {
             return Ok(state);
@@ -97,7 +102,7 @@ fn wait_for_reload(root: &Root, pid: u32, before: Option<u64>, timeout: Duration
         if std::fs::metadata(format!("/proc/{pid}")).is_err() {
             return Err(CliError::Failed(format!("irqwise (pid {pid}) exited before it recorded the reload")));
         }
-        if Instant::now() >= deadline {
+        if super::is_past(deadline) {
             return Err(CliError::Failed(format!(
                 "sent SIGHUP to irqwise (pid {pid}), but {} records no reload pass after {} s",
                 root.path(STATE_FILE).display(),

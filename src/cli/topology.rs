@@ -3,7 +3,8 @@
 use serde_json::json;
 
 use super::{to_json_text, CliError};
-use crate::config::{load_config, ConfigPaths, Global};
+use crate::config::{load_config, Config, ConfigPaths};
+use crate::plan::held_claims::hold_claims;
 use crate::sysfs::Root;
 use crate::topology::discover::isolation::read_isolation;
 use crate::topology::discover::read_topology_with_warnings;
@@ -17,13 +18,17 @@ pub fn topology(root: &Root, paths: &ConfigPaths, json: bool) -> Result<String, 
     let (isolation, isolation_warnings) = read_isolation(root, &topo);
     let mut warnings: Vec<String> =
         warnings.iter().chain(&isolation_warnings).map(std::string::ToString::to_string).collect();
-    let global = match load_config(root, paths) {
-        Ok(config) => config.global,
+    let config = match load_config(root, paths) {
+        Ok(config) => config,
         Err(e) => {
             warnings.push(format!("configuration not usable ({e}); isolation shown with the default settings"));
-            Global::default()
+            Config::default()
         }
     };
+    // A claim that cannot hold is no source: it is named among the warnings.
+    let (isolation, refused) = hold_claims(&isolation, &config, &topo);
+    warnings.extend(refused.iter().map(|r| format!("{}: the claim is refused", r.reason)));
+    let global = &config.global;
     let applied =
         Applied { respect_isolation: global.respect_isolation, import_banned: global.import_irqbalance_banned };
     if json {

@@ -22,7 +22,7 @@ use crate::cpuset::{CpuSet, MAX_CPUS};
 use crate::events::pidfd;
 use crate::sysfs::processes::process_identity;
 use crate::sysfs::Root;
-use crate::topology::claims::{parse_claim, Claim, ClaimRead};
+use crate::topology::claims::{parse_claim, Claim, ClaimRead, RefusedClaim};
 use crate::topology::discover::claims::CLAIMS_DIR;
 
 /// A claim the last pass held, as the state file keeps it.
@@ -52,9 +52,15 @@ impl HeldClaim {
 #[derive(Debug, Default)]
 pub(crate) struct Claims {
     held: BTreeMap<String, HeldClaim>,
+    /// The live claims the last pass refused (with them no CPU would be left), by owner.
+    refused: BTreeMap<String, RefusedClaim>,
     /// A task per claimed process, sending its pid on `exits` when it exits.
     watching: BTreeMap<u32, JoinHandle<()>>,
     exits: Option<mpsc::UnboundedSender<u32>>,
+    /// How many processes may be watched at once (a pidfd each, [`super::descriptors`]).
+    budget: usize,
+    /// Whether claimed processes past `budget` went unwatched (said once, until all fit again).
+    over_budget: bool,
 }
 
 impl Drop for Claims {
@@ -68,8 +74,11 @@ impl Drop for Claims {
 impl Claims {
     /// From now on, each claimed process's exit is sent on `exits` (the event loop's; the
     /// watches are tasks of its runtime).
-    pub fn follow_exits(&mut self, exits: mpsc::UnboundedSender<u32>) {
+    /// At most `budget` processes are watched (a pidfd each); the exits of the others are seen
+    /// by the reconcile timer.
+    pub fn follow_exits(&mut self, exits: mpsc::UnboundedSender<u32>, budget: usize) {
         self.exits = Some(exits);
+        self.budget = budget;
     }
 
     /// The claims the last pass held, by owner.
@@ -77,21 +86,44 @@ impl Claims {
         self.held.values().cloned().collect()
     }
 
+    /// The live claims the last pass refused, by owner.
+    pub fn refused(&self) -> Vec<RefusedClaim> {
+        self.refused.values().cloned().collect()
+    }
+
     /// The CPUs the held claims keep free together.
     pub fn cpus(&self) -> CpuSet {
         self.held.values().filter_map(|c| CpuSet::parse_list(&c.cpus).ok()).fold(CpuSet::new(), |acc, c| acc.union(&c))
     }
 
-    /// Takes a pass's reading of the claim files: releases the ended ones, logs what changed,
-    /// watches the processes of the held ones.
-    pub fn observe(&mut self, root: &Root, read: &[ClaimRead]) {
+    /// Takes a pass's reading of the claim files and the claims its plan refused: releases the
+    /// ended ones, logs what changed (a refusal once, when it begins), watches the processes of
+    /// the live ones (a refused claim's file is removed when its process exits too).
+    pub fn observe(&mut self, root: &Root, read: &[ClaimRead], refused: &[RefusedClaim]) {
         let mut now = BTreeMap::new();
+        let mut refused_now = BTreeMap::new();
         for c in read {
             match &c.ended {
                 Some(why) => release_ended(root, c, why),
-                None => {
-                    now.insert(c.claim.owner.clone(), HeldClaim::of(&c.claim));
-                }
+                None => match refused.iter().find(|r| r.owner == c.claim.owner) {
+                    Some(r) => {
+                        refused_now.insert(r.owner.clone(), r.clone());
+                    }
+                    None => {
+                        now.insert(c.claim.owner.clone(), HeldClaim::of(&c.claim));
+                    }
+                },
+            }
+        }
+        for (owner, r) in &refused_now {
+            if self.refused.get(owner) != Some(r) {
+                let was = if self.held.contains_key(owner) { " (it held until now)" } else { "" };
+                tracing::warn!(
+                    claim = owner.as_str(),
+                    cpus = r.cpus.as_str(),
+                    "{}: the claim is refused{was}",
+                    r.reason
+                );
             }
         }
         for (owner, claim) in &now {
@@ -114,7 +146,7 @@ impl Claims {
         }
         let ended = |owner: &str| read.iter().any(|c| c.claim.owner == owner && c.ended.is_some());
         for (owner, was) in &self.held {
-            if !now.contains_key(owner) && !ended(owner) {
+            if !now.contains_key(owner) && !ended(owner) && !refused_now.contains_key(owner) {
                 tracing::info!(
                     claim = owner.as_str(),
                     "claim {owner} released (its file was removed): CPUs {} are free again",
@@ -123,14 +155,35 @@ impl Claims {
             }
         }
         self.held = now;
+        self.refused = refused_now;
         self.watch(read);
     }
 
     /// Watches the process of every held claim that has one, and no other.
     fn watch(&mut self, read: &[ClaimRead]) {
         let Some(exits) = self.exits.clone() else { return };
-        let wanted: BTreeMap<u32, Option<u64>> =
-            read.iter().filter(|c| c.ended.is_none()).filter_map(|c| Some((c.claim.pid?, c.claim.pid_start))).collect();
+        // The held claims' processes first, then the refused ones' (their files go when they
+        // exit), within the budget of descriptors.
+        let live = read.iter().filter(|c| c.ended.is_none());
+        let (held, refused): (Vec<&ClaimRead>, Vec<&ClaimRead>) =
+            live.partition(|c| self.held.contains_key(&c.claim.owner));
+        let mut wanted: BTreeMap<u32, Option<u64>> = BTreeMap::new();
+        let mut unwatched = 0usize;
+        for c in held.into_iter().chain(refused) {
+            let Some(pid) = c.claim.pid else { continue };
+            if wanted.len() < self.budget || wanted.contains_key(&pid) {
+                wanted.insert(pid, c.claim.pid_start);
+            } else {
+                unwatched += 1;
+            }
+        }
+        if unwatched > 0 && !self.over_budget {
+            tracing::warn!(
+                "{unwatched} claimed process(es) past the {} irqwise can watch (one descriptor each, RLIMIT_NOFILE): their exits are seen by the reconcile timer",
+                self.budget
+            );
+        }
+        self.over_budget = unwatched > 0;
         self.watching.retain(|pid, task| {
             let keep = wanted.contains_key(pid) && !task.is_finished();
             if !keep {

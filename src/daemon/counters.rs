@@ -168,6 +168,9 @@ pub struct Counters {
     pub claims: u64,
     #[serde(default)]
     pub claimed_cpus: u64,
+    /// Live claims the last pass refused: with them no CPU would be left for device IRQs.
+    #[serde(default)]
+    pub claims_refused: u64,
     /// Queues moved off a hot CPU, and moved back home, by load refinement since start.
     #[serde(default)]
     pub load_moves: u64,

@@ -92,6 +92,12 @@ impl Counters {
         );
         out.sample("irqwise_claimed_cpus", &[], self.claimed_cpus as f64);
         out.metric(
+            "irqwise_claims_refused",
+            "gauge",
+            "Live runtime claims the last pass refused (with them no CPU would be left for device IRQs).",
+        );
+        out.sample("irqwise_claims_refused", &[], self.claims_refused as f64);
+        out.metric(
             "irqwise_writes_blocked",
             "gauge",
             "1 when not one IRQ write of the last pass succeeded, all for this cause of the machine or sandbox: readonly (/proc/irq mounted read-only), permission (not root, an LSM).",

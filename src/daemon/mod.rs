@@ -32,6 +32,7 @@ mod balance;
 pub mod catalog;
 pub(crate) mod claims;
 pub mod counters;
+mod descriptors;
 mod exposition;
 mod fights;
 mod ledger;
@@ -277,7 +278,7 @@ impl Daemon {
             }
         });
         let (exit_tx, mut claim_exits) = mpsc::unbounded_channel::<u32>();
-        self.claims.follow_exits(exit_tx);
+        self.claims.follow_exits(exit_tx, descriptors::raise_for_claims());
         self.pass(vec!["start".into()]);
         // READY=1 even when degraded: boot must not wait for a machine irqwise cannot read;
         // STATUS= says what is wrong and passes are retried with backoff.

@@ -88,15 +88,18 @@ impl Daemon {
     /// on the last one that could (saying so in the plan's warnings) rather than giving up.
     fn read_and_plan(&mut self) -> Result<PlannedPass, ReadError> {
         let sample = self.reader.read(&self.root, self.config.clone())?;
-        self.claims.observe(&self.root, &sample.isolation.claims);
-        self.records.claims = self.claims.held();
-        self.records.counters.claims = self.records.claims.len() as u64;
-        self.records.counters.claimed_cpus = self.claims.cpus().len() as u64;
         if self.memory.remember(&sample.topology) {
             self.save_memory();
         }
         let memory = PassMemory { topology: Some(&self.memory), known_managed: &self.known_managed };
         let mut planned = plan_sample_refined(&sample, memory, self.balancer.moved());
+        // The claims as planned: those that hold, and those refused (they would leave no CPU).
+        self.claims.observe(&self.root, &sample.isolation.claims, &planned.refused_claims);
+        self.records.claims = self.claims.held();
+        self.records.refused_claims = self.claims.refused();
+        self.records.counters.claims = self.records.claims.len() as u64;
+        self.records.counters.claims_refused = self.records.refused_claims.len() as u64;
+        self.records.counters.claimed_cpus = self.claims.cpus().len() as u64;
         self.balancer.take_candidates(std::mem::take(&mut planned.load_candidates));
         self.records.away = self.balancer.moved().values().cloned().collect();
         self.records.counters.load_moves = self.balancer.moves;

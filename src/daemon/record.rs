@@ -70,6 +70,8 @@ pub(crate) struct Records {
     pub away: Vec<crate::plan::refine::Moved>,
     /// The runtime claims this pass held (for the state file).
     pub claims: Vec<super::claims::HeldClaim>,
+    /// The live claims this pass refused (for the state file).
+    pub refused_claims: Vec<crate::topology::claims::RefusedClaim>,
     /// Not one IRQ could be written, for one cause of the machine (said once, by class).
     blocked: SaidOnce<FailureClass>,
     /// That diagnosis, while it holds.
@@ -97,6 +99,7 @@ impl Records {
             napi: NapiNews::default(),
             kernel_rewrites: BTreeSet::new(),
             claims: Vec::new(),
+            refused_claims: Vec::new(),
             away: Vec::new(),
             blocked: SaidOnce::default(),
             blocked_now: None,
@@ -203,6 +206,7 @@ impl Records {
             counters: &self.counters,
             recent_changes: self.recent.as_slices().0,
             claims: &self.claims,
+            refused_claims: &self.refused_claims,
             away: &self.away,
         };
         self.state.write(root, inputs);

@@ -18,6 +18,7 @@ use crate::plan::refine::Moved;
 use crate::plan::{DevicePlan, Plan, Summary};
 use crate::sysfs::processes::ProcessIdentity;
 use crate::sysfs::Root;
+use crate::topology::claims::RefusedClaim;
 
 /// Where the state file lives, relative to the root.
 pub(crate) const STATE_FILE: &str = "run/irqwise/state.json";
@@ -70,6 +71,8 @@ pub(crate) struct StateRecord<'a> {
     pub recent_changes: &'a [RecentChange],
     /// The runtime claims the last pass held (`irqwise claims`).
     pub claims: &'a [HeldClaim],
+    /// The live claims the last pass refused, each with why (with it no CPU would be left).
+    pub refused_claims: &'a [RefusedClaim],
     /// The queues load refinement keeps away from home (`balance = "load"`).
     pub away_from_home: &'a [Moved],
 }
@@ -246,6 +249,7 @@ pub(crate) struct StateInputs<'a> {
     pub counters: &'a Counters,
     pub recent_changes: &'a [RecentChange],
     pub claims: &'a [HeldClaim],
+    pub refused_claims: &'a [RefusedClaim],
     pub away: &'a [Moved],
 }
 
@@ -297,6 +301,7 @@ impl StateWriter {
                     counters: inputs.counters,
                     recent_changes: inputs.recent_changes,
                     claims: inputs.claims,
+                    refused_claims: inputs.refused_claims,
                     away_from_home: inputs.away,
                 };
                 write_state(root, &record, &mut self.buf)

@@ -45,6 +45,9 @@ pub(crate) struct StateView {
     /// Absent in state files of versions without claims.
     #[serde(default)]
     pub claims: Vec<HeldClaim>,
+    /// The live claims the last pass refused; absent in state files of versions without.
+    #[serde(default)]
+    pub refused_claims: Vec<crate::topology::claims::RefusedClaim>,
     /// Absent in state files of versions without load refinement.
     #[serde(default)]
     pub away_from_home: Vec<crate::plan::refine::Moved>,
@@ -129,6 +132,9 @@ pub(crate) fn render_status(s: &StateView, now: u64, alive: bool) -> String {
     }
     for c in &s.claims {
         out.push_str(&format!("claim {}: {} kept free of device IRQs\n", c.owner, c.describe()));
+    }
+    for r in &s.refused_claims {
+        out.push_str(&format!("claim {} refused: {}\n", crate::text::printable(&r.owner), r.reason));
     }
     for m in &s.away_from_home {
         out.push_str(&format!("away from home by load: irq {} of {}: home {}, {}\n", m.irq, m.device, m.home, m.why));

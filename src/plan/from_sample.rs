@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::guard::{guard, Forbidden, GuardInput};
+use super::held_claims::hold_claims;
 use super::napi_threads::{identity_notice, kernel_queues, plan_napi_threads};
 use super::nic_kernel::describe_nics;
 use super::refine::{apply_moves, candidates, Candidate, Moved};
@@ -20,6 +21,7 @@ use crate::devices::{Device, DeviceClass};
 use crate::policy::{resolve, unmatched_rules, DeviceFacts, Policy};
 use crate::sample::Sample;
 use crate::strategy::leave::PASSTHROUGH_DRIVERS;
+use crate::topology::claims::RefusedClaim;
 use crate::topology::isolation::{Effect, IsolationKind};
 use crate::topology::{home_topology, Isolation, Topology, TopologyMemory};
 
@@ -44,6 +46,8 @@ pub struct PlannedPass {
     pub forbidden: Forbidden,
     /// The queue IRQs load refinement may move (devices with `balance = "load"`), at home.
     pub load_candidates: Vec<Candidate>,
+    /// The live claims this pass does not hold (with them no CPU would be left), and why.
+    pub refused_claims: Vec<RefusedClaim>,
 }
 
 /// Plans `sample` with what earlier passes learned. The plan's warnings: the sample's topology
@@ -61,12 +65,16 @@ pub fn plan_sample_refined(sample: &Sample, memory: PassMemory, moved: &BTreeMap
     let first = memory.topology.and_then(|m| m.first_topology(&sample.topology));
     let mut warnings: Vec<String> = sample.warnings.topology.clone();
     warnings.extend(sample.warnings.isolation.iter().cloned());
-    let (topology, merged, void_bans, bans) = with_isolation(sample.topology.clone(), own, &sample.isolation);
+    // The claims that hold, oldest first; a refused one is no isolation source of this pass.
+    let (isolation, refused_claims) = hold_claims(&sample.isolation, own, &sample.topology);
+    let isolation = isolation.as_ref();
+    warnings.extend(refused_claims.iter().map(|r| format!("{}: the claim is refused", r.reason)));
+    let (topology, merged, void_bans, bans) = with_isolation(sample.topology.clone(), own, isolation);
     warnings.extend(void_bans);
     let config = merged.as_ref();
     // The remembered machines are isolated the same way, so queue homes avoid the same CPUs.
-    let home = isolate(home, &sample.isolation);
-    let first = first.map(|f| isolate(f, &sample.isolation));
+    let home = isolate(home, isolation);
+    let first = first.map(|f| isolate(f, isolation));
     let no_properties = std::collections::BTreeMap::new();
     let facts: Vec<DeviceFacts> = sample
         .devices
@@ -88,8 +96,8 @@ pub fn plan_sample_refined(sample: &Sample, memory: PassMemory, moved: &BTreeMap
         kernel_queues: &kernel_queues,
     };
     let mut plan = build_plan(&ctx, &sample.devices, &policies);
-    let forbidden = forbidden_cpus(own, &topology, &sample.isolation, bans);
-    warnings.extend(claimed_nodes(sample, &topology, &forbidden, &policies));
+    let forbidden = forbidden_cpus(own, &topology, isolation, bans);
+    warnings.extend(claimed_nodes(sample, isolation, &topology, &forbidden, &policies));
     if !sample.devices.is_empty() && !topology.online.is_empty() && topology.online.is_subset(&forbidden.cpus()) {
         plan.warnings.push(format!(
             "every online CPU ({}) is kept free of device IRQs ({}): no device IRQ is placed, each stays where it is",
@@ -123,12 +131,12 @@ pub fn plan_sample_refined(sample: &Sample, memory: PassMemory, moved: &BTreeMap
     plan_napi_threads(&mut plan, sample, &policies);
     describe_nics(&mut plan, sample);
     plan.notices.extend(identity_notice(sample));
-    plan.notices.extend(isolation_notice(&sample.isolation));
+    plan.notices.extend(isolation_notice(isolation));
     plan.warnings.splice(0..0, warnings);
     plan.warnings.extend(sample.warnings.kernel.iter().cloned());
     plan.warnings.extend(sample.warnings.devices.iter().cloned());
     plan.warnings.extend(unmatched_rules(config, &facts).into_iter().map(|r| format!("rule at {r} matches no device")));
-    PlannedPass { topology, plan, forbidden, load_candidates }
+    PlannedPass { topology, plan, forbidden, load_candidates, refused_claims }
 }
 
 /// The queue IRQs of the devices with `balance = "load"` that refinement may move, each with the
@@ -314,14 +322,15 @@ fn isolate(mut topo: Topology, isolation: &Isolation) -> Topology {
 pub(crate) struct Bans {
     /// irqbalance's banned list (`import_irqbalance_banned`, and it leaves an online CPU).
     pub irqbalance: bool,
-    /// The runtime claims (unless with them every online CPU is kept free).
+    /// The runtime claims that hold (any).
     pub claims: bool,
 }
 
 /// What the isolation sources change for planning: every CPU a source isolates joins the
 /// topology's `isolated` (so `respect_isolation` keeps it free as it keeps `isolcpus` CPUs); the
-/// claims join `banned_cpus`, then with `import_irqbalance_banned` the banned list does, each
-/// unless with it every online CPU would be banned: then it is void, and a warning says so.
+/// claims (those that hold) join `banned_cpus`, then with `import_irqbalance_banned` the banned
+/// list does, unless with it every online CPU would be banned: then it is void, and a warning
+/// says so.
 pub(crate) fn with_isolation<'c>(
     topology: Topology,
     config: &'c Config,
@@ -336,19 +345,12 @@ pub(crate) fn with_isolation<'c>(
         let sources = isolation.sources.iter().filter(|s| s.effect() == effect);
         sources.map(|s| format!("{} in {}", s.setting, s.path)).collect()
     };
+    // The claims here are the ones that hold ([`hold_claims`]): beside banned_cpus they leave
+    // an online CPU.
     let claimed = isolation.cpus_with(Effect::Claimed);
     if !claimed.is_empty() {
-        let with = all.union(&claimed);
-        if bans_every_online(&with) {
-            warnings.push(format!(
-                "the claims ({}) with banned_cpus keep every online CPU ({}) free: they are not applied",
-                named(Effect::Claimed).join(", "),
-                topology.online
-            ));
-        } else {
-            all = with;
-            bans.claims = true;
-        }
+        all.extend_with(&claimed);
+        bans.claims = true;
     }
     let banned = isolation.banned();
     if config.global.import_irqbalance_banned && !banned.is_subset(&all) {
@@ -374,9 +376,15 @@ pub(crate) fn with_isolation<'c>(
 
 /// A warning per placed device whose node keeps usable CPUs only among claimed ones: its IRQs
 /// spill by its policy, and the warning names the claims that took the node.
-fn claimed_nodes(sample: &Sample, topology: &Topology, forbidden: &Forbidden, policies: &[Policy]) -> Vec<String> {
+fn claimed_nodes(
+    sample: &Sample,
+    isolation: &Isolation,
+    topology: &Topology,
+    forbidden: &Forbidden,
+    policies: &[Policy],
+) -> Vec<String> {
     let claims: Vec<&crate::topology::isolation::IsolationSource> =
-        sample.isolation.sources.iter().filter(|s| s.effect() == Effect::Claimed).collect();
+        isolation.sources.iter().filter(|s| s.effect() == Effect::Claimed).collect();
     if claims.is_empty() {
         return Vec::new();
     }

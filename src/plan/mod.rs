@@ -18,6 +18,7 @@ use crate::topology::locality::Locality;
 pub mod build;
 pub mod from_sample;
 pub mod guard;
+pub(crate) mod held_claims;
 pub mod napi_threads;
 pub mod nic_kernel;
 pub mod refine;

@@ -24,6 +24,10 @@ use crate::cpuset::CpuSet;
 /// The longest owner name.
 pub const OWNER_MAX: usize = 128;
 
+/// The most claims that hold at once: each claimed process costs the daemon a descriptor (a
+/// pidfd), and a node runs far fewer workloads that pin CPUs (Kubernetes' default is 110 pods).
+pub const MAX_CLAIMS: usize = 1024;
+
 /// One claim as its file says it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
@@ -45,6 +49,9 @@ pub struct ClaimRead {
     pub path: String,
     /// Why the claim no longer holds (`pid 1234 exited`); `None` while it holds.
     pub ended: Option<String>,
+    /// When its file was last written (its modification time), which orders the claims: the
+    /// older holds first. `None` when the file system could not say.
+    pub written: Option<std::time::SystemTime>,
 }
 
 /// Why `owner` cannot name a claim, if it cannot.
@@ -132,6 +139,63 @@ pub fn render_claim(claim: &Claim) -> String {
     out
 }
 
+/// A claim that does not hold: with it, no online CPU would be left for device IRQs.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RefusedClaim {
+    pub owner: String,
+    /// A kernel CPU list.
+    pub cpus: String,
+    /// Why, naming what already keeps the other CPUs free.
+    pub reason: String,
+}
+
+/// Which claims hold, taken in the order given (oldest first): the first [`MAX_CLAIMS`] that
+/// hold, each when, beside
+/// `kept_free` (the CPUs banned or isolated whatever the claims) and the claims that hold before
+/// it, it leaves some online CPU for device IRQs; otherwise it is refused, and says why. So a
+/// claim that holds is never dropped for a newer one, and the claims that hold always leave a
+/// CPU. `kept_free` is described in `why_free` (`banned_cpus 0-3`).
+pub fn admit_claims<'c>(
+    claims: impl IntoIterator<Item = &'c Claim>,
+    online: &CpuSet,
+    kept_free: &CpuSet,
+    why_free: &str,
+) -> (Vec<&'c Claim>, Vec<RefusedClaim>) {
+    let (mut held, mut refused) = (Vec::new(), Vec::new());
+    let mut taken = kept_free.clone();
+    for claim in claims {
+        if held.len() >= MAX_CLAIMS {
+            refused.push(RefusedClaim {
+                owner: claim.owner.clone(),
+                cpus: claim.cpus.to_list_string(),
+                reason: format!("{MAX_CLAIMS} older claims hold, the most irqwise holds at once"),
+            });
+            continue;
+        }
+        let with = taken.union(&claim.cpus);
+        if online.is_empty() || !online.is_subset(&with) {
+            taken = with;
+            held.push(claim);
+            continue;
+        }
+        let mut already: Vec<String> = Vec::new();
+        if !kept_free.is_empty() {
+            already.push(why_free.to_string());
+        }
+        already.extend(held.iter().map(|c: &&Claim| format!("claim {} (CPUs {})", c.owner, c.cpus)));
+        let besides = if already.is_empty() { String::new() } else { format!(" beside {}", already.join(", ")) };
+        refused.push(RefusedClaim {
+            owner: claim.owner.clone(),
+            cpus: claim.cpus.to_list_string(),
+            reason: format!(
+                "claiming CPUs {} for {} would leave no online CPU ({online}) for device IRQs{besides}",
+                claim.cpus, claim.owner
+            ),
+        });
+    }
+    (held, refused)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +240,40 @@ mod tests {
             let got = parse_claim("o", text, &possible).unwrap_err();
             assert!(got.starts_with(want), "{text:?}: {got}");
         }
+    }
+
+    fn claim(owner: &str, cpus: &str) -> Claim {
+        Claim { owner: owner.into(), cpus: set(cpus), pid: None, pid_start: None }
+    }
+
+    #[test]
+    fn the_oldest_claims_hold_and_a_newer_one_that_would_leave_no_cpu_is_refused() {
+        let (a, b, c) = (claim("a", "4-11"), claim("b", "12-15"), claim("c", "12-14"));
+        let (held, refused) = admit_claims([&a, &b, &c], &set("0-15"), &set("0-3"), "banned_cpus 0-3");
+        assert_eq!(held.iter().map(|c| c.owner.as_str()).collect::<Vec<_>>(), ["a", "c"]);
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].owner, "b");
+        assert_eq!(
+            refused[0].reason,
+            "claiming CPUs 12-15 for b would leave no online CPU (0-15) for device IRQs beside banned_cpus 0-3, claim a (CPUs 4-11)"
+        );
+        // Alone, a claim of every online CPU is refused; offline CPUs count for nothing.
+        let all = claim("all", "0-3");
+        let (held, refused) = admit_claims([&all], &set("0-3"), &CpuSet::new(), "");
+        assert!(held.is_empty());
+        assert_eq!(refused[0].reason, "claiming CPUs 0-3 for all would leave no online CPU (0-3) for device IRQs");
+        let (held, _) = admit_claims([&all], &set("0-4"), &set("5-7"), "x");
+        assert_eq!(held.len(), 1);
+    }
+
+    #[test]
+    fn claims_past_the_most_held_at_once_are_refused_whatever_their_cpus() {
+        let many: Vec<Claim> = (0..=MAX_CLAIMS).map(|i| claim(&format!("c{i}"), "1")).collect();
+        let (held, refused) = admit_claims(&many, &set("0-3"), &CpuSet::new(), "");
+        assert_eq!(held.len(), MAX_CLAIMS);
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].owner, format!("c{MAX_CLAIMS}"));
+        assert!(refused[0].reason.contains("the most irqwise holds at once"), "{refused:?}");
     }
 
     #[test]

@@ -21,7 +21,27 @@ pub struct Daemon {
 impl Daemon {
     /// Starts the daemon without waiting for anything.
     pub fn spawn(root: &Path, config: &Path, log: PathBuf) -> Daemon {
-        let child = Command::new(env!("CARGO_BIN_EXE_irqwise"))
+        Daemon::spawn_under(&[], root, config, log)
+    }
+
+    /// Starts the daemon as the last argument of `wrapper` (`prlimit --nofile=96:96`), which
+    /// must exec it (the pid stays the daemon's), and waits for its first pass.
+    pub fn start_under(wrapper: &[&str], root: &Path, config: &Path, log: PathBuf) -> Daemon {
+        let d = Daemon::spawn_under(wrapper, root, config, log);
+        d.wait_passes(1);
+        d
+    }
+
+    fn spawn_under(wrapper: &[&str], root: &Path, config: &Path, log: PathBuf) -> Daemon {
+        let mut cmd = match wrapper.split_first() {
+            None => Command::new(env!("CARGO_BIN_EXE_irqwise")),
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(env!("CARGO_BIN_EXE_irqwise"));
+                c
+            }
+        };
+        let child = cmd
             .arg("--root")
             .arg(root)
             .arg("--config")

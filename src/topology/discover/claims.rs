@@ -15,7 +15,8 @@ use crate::topology::claims::{owner_problem, parse_claim, Claim, ClaimRead};
 /// not a reboot.
 pub const CLAIMS_DIR: &str = "run/irqwise/claims";
 
-/// Every claim file under `root`, by owner, each with whether its process still runs. Names
+/// Every claim file under `root`, oldest first (by modification time, then owner), each with
+/// whether its process still runs. Names
 /// starting with a dot (temporary files of a writer) are skipped silently.
 pub(crate) fn read_claims(root: &Root, possible: &CpuSet) -> (Vec<ClaimRead>, Vec<TopologyWarning>) {
     let mut warnings = Vec::new();
@@ -45,11 +46,14 @@ pub(crate) fn read_claims(root: &Root, possible: &CpuSet) -> (Vec<ClaimRead>, Ve
         match parse_claim(owner, &text, possible) {
             Ok(claim) => {
                 let ended = ended(&claim);
-                claims.push(ClaimRead { claim, path, ended });
+                let written = std::fs::metadata(root.path(&rel)).and_then(|m| m.modified()).ok();
+                claims.push(ClaimRead { claim, path, ended, written });
             }
             Err(problem) => warnings.push(warning(root, &rel, problem, "it claims nothing")),
         }
     }
+    // Oldest first (the order claims are admitted in), then by owner.
+    claims.sort_by(|a, b| (a.written, &a.claim.owner).cmp(&(b.written, &b.claim.owner)));
     (claims, warnings)
 }
 
@@ -80,18 +84,24 @@ mod tests {
         std::fs::create_dir_all(&claims).unwrap();
         let me = std::process::id();
         let start = process_identity(me).unwrap().start;
-        std::fs::write(claims.join("mine"), format!("cpus=2-3\npid={me}\npid_start={start}\n")).unwrap();
-        std::fs::write(claims.join("reused"), format!("cpus=1\npid={me}\npid_start={}\n", start + 1)).unwrap();
-        std::fs::write(claims.join("forever"), "cpus=4\n").unwrap();
+        let written = |name: &str, text: String, secs: u64| {
+            std::fs::write(claims.join(name), text).unwrap();
+            let at = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+            std::fs::File::options().write(true).open(claims.join(name)).unwrap().set_modified(at).unwrap();
+        };
+        written("mine", format!("cpus=2-3\npid={me}\npid_start={start}\n"), 1_000);
+        written("reused", format!("cpus=1\npid={me}\npid_start={}\n", start + 1), 2_000);
+        written("forever", "cpus=4\n".into(), 3_000);
         std::fs::write(claims.join("broken"), "cpus=99\n").unwrap();
         std::fs::write(claims.join(".mine.tmp"), "half").unwrap();
         let (read, warnings) = read_claims(&Root::new(dir.path()), &set("0-7"));
         let by: Vec<(&str, Option<&str>)> = read.iter().map(|c| (c.claim.owner.as_str(), c.ended.as_deref())).collect();
         assert_eq!(by.len(), 3, "{by:?}");
-        assert_eq!(by[0], ("forever", None));
-        assert_eq!(by[1], ("mine", None));
-        assert_eq!(by[2].0, "reused");
-        assert!(by[2].1.is_some_and(|e| e.contains("started later")), "{by:?}");
+        // In the order written: the oldest first.
+        assert_eq!(by[0], ("mine", None));
+        assert_eq!(by[1].0, "reused");
+        assert!(by[1].1.is_some_and(|e| e.contains("started later")), "{by:?}");
+        assert_eq!(by[2], ("forever", None));
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].to_string().contains("broken") && warnings[0].to_string().contains("CPUs 99 do not exist"));
     }
