@@ -25,6 +25,9 @@ pub struct BootParameter {
 pub struct BootAdvice {
     /// The CPUs kept free of device IRQs (banned, isolated, nohz_full), with their sources.
     pub kept_free: String,
+    /// The CPUs runtime claims keep free now, with their owners: not advised for the boot (a
+    /// claim lasts as long as its workload); `none` without claims.
+    pub claimed_now: String,
     pub parameters: Vec<BootParameter>,
     /// What the running command line says against the configuration.
     pub contradictions: Vec<String>,
@@ -44,6 +47,12 @@ pub fn advise_boot(
     respect_isolation: bool,
     os_id: Option<&str>,
 ) -> BootAdvice {
+    // A runtime claim is no boot advice: only the CPUs kept free whatever runs count.
+    let (claimed, lasting): (Vec<_>, Vec<_>) =
+        forbidden.sources.iter().cloned().partition(|(word, _)| crate::plan::from_sample::is_claim_source_word(word));
+    let claimed = Forbidden { sources: claimed };
+    let forbidden = &Forbidden { sources: lasting };
+    let claimed_cpus = claimed.cpus().intersection(online);
     let free = forbidden.cpus().intersection(online);
     let allowed = online.difference(&free);
     // Devices' managed IRQs: an IRQ of no device with a read-only mask (the timer on 6.12) is
@@ -84,6 +93,7 @@ pub fn advise_boot(
     }
     BootAdvice {
         kept_free: if free.is_empty() { "none".into() } else { forbidden.describe(&free) },
+        claimed_now: if claimed_cpus.is_empty() { "none".into() } else { claimed.describe(&claimed_cpus) },
         contradictions: contradictions(cmdline, &free, &on_free, respect_isolation, online),
         how: how_to_apply(os_id, &parameters),
         parameters,
@@ -95,9 +105,35 @@ fn list_of(irqs: &[u32]) -> String {
     irqs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
-/// The value of the last `name=` word of `cmdline`.
+/// The value of the last `name=` word of `cmdline` (the one the kernel keeps, for parameters
+/// each occurrence of which replaces the last: `irqaffinity=`, `nohz_full=`).
 fn value_of<'a>(cmdline: &'a [String], name: &str) -> Option<&'a str> {
-    cmdline.iter().rev().find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
+    values_of(cmdline, name).pop()
+}
+
+/// The values of every `name=` word of `cmdline`, in order.
+fn values_of<'a>(cmdline: &'a [String], name: &str) -> Vec<&'a str> {
+    cmdline.iter().filter_map(|w| w.strip_prefix(name)?.strip_prefix('=')).collect()
+}
+
+/// The CPUs `isolcpus=` keeps kernel-managed IRQs off, as the kernel reads every `isolcpus=`
+/// word in order (kernel/sched/isolation.c): flags (`domain` when none) with a CPU list; a word
+/// whose list differs from the one an earlier word set for one of its flags is dropped whole;
+/// a flag takes the list of the first word that sets it.
+fn isolcpus_managed(cmdline: &[String]) -> Option<CpuSet> {
+    let mut by_flag: std::collections::BTreeMap<&str, CpuSet> = std::collections::BTreeMap::new();
+    for value in values_of(cmdline, "isolcpus") {
+        let (flags, cpus): (Vec<&str>, Vec<&str>) = value.split(',').partition(|f| f.starts_with(char::is_alphabetic));
+        let Ok(set) = CpuSet::parse_list(&cpus.join(",")) else { continue };
+        let flags = if flags.is_empty() { vec!["domain"] } else { flags };
+        if flags.iter().any(|f| by_flag.get(f).is_some_and(|s| *s != set)) {
+            continue;
+        }
+        for f in flags {
+            by_flag.entry(f).or_insert_with(|| set.clone());
+        }
+    }
+    by_flag.remove("managed_irq")
 }
 
 /// What `cmdline` says against keeping `free` CPUs free.
@@ -119,23 +155,15 @@ fn contradictions(
             Err(e) => out.push(format!("irqaffinity={value} is not a CPU list the kernel takes ({e})")),
         }
     }
-    let isolcpus = value_of(cmdline, "isolcpus");
-    let managed_flag = isolcpus.is_some_and(|v| v.split(',').any(|f| f == "managed_irq"));
+    let isolcpus = values_of(cmdline, "isolcpus");
     if !managed_on_free.is_empty() {
-        let covered = isolcpus
-            .filter(|_| managed_flag)
-            .and_then(|v| {
-                CpuSet::parse_list(
-                    v.split(',').filter(|f| !f.starts_with(char::is_alphabetic)).collect::<Vec<_>>().join(",").as_str(),
-                )
-                .ok()
-            })
-            .is_some_and(|set| free.is_subset(&set));
+        let covered = isolcpus_managed(cmdline).is_some_and(|set| free.is_subset(&set));
         if !covered {
+            let says: Vec<String> = isolcpus.iter().map(|v| format!("isolcpus={v}")).collect();
             out.push(format!(
                 "kernel-managed IRQ(s) {} sit on CPUs kept free ({free}) and only isolcpus=managed_irq,{free} on the command line keeps them off{}",
                 list_of(managed_on_free),
-                isolcpus.map_or(String::new(), |v| format!(" (it says isolcpus={v})"))
+                if says.is_empty() { String::new() } else { format!(" (it says {})", says.join(" ")) }
             ));
         }
     }
@@ -179,6 +207,9 @@ fn how_to_apply(os_id: Option<&str>, parameters: &[BootParameter]) -> String {
 /// The advice as text.
 pub fn render_boot_advice(a: &BootAdvice) -> String {
     let mut out = format!("CPUs kept free of device IRQs: {}\n", a.kept_free);
+    if a.claimed_now != "none" {
+        out.push_str(&format!("claimed now, not advised for the boot: {}\n", a.claimed_now));
+    }
     if !a.parameters.is_empty() {
         out.push_str("kernel command line:\n");
         let width = a.parameters.iter().map(|p| p.parameter.len()).max().unwrap_or(0);
@@ -292,5 +323,33 @@ mod tests {
         assert!(a.parameters.is_empty() && a.contradictions.is_empty());
         assert_eq!(a.kept_free, "none");
         assert!(a.how.starts_with("nothing to add"));
+    }
+
+    #[test]
+    fn a_runtime_claim_is_no_boot_advice() {
+        let forbidden =
+            Forbidden { sources: vec![("banned".into(), set("4")), ("job-42's claimed".into(), set("2-3"))] };
+        let a = advise_boot(&plan(), &set("0-7"), &forbidden, &[], true, Some("debian"));
+        let params: Vec<&str> = a.parameters.iter().map(|p| p.parameter.as_str()).collect();
+        assert_eq!(params, ["irqaffinity=0-3,5-7", "isolcpus=managed_irq,4"]);
+        assert_eq!(a.claimed_now, "job-42's claimed CPUs 2-3");
+        assert!(a.contradictions.is_empty(), "IRQ 41 on the claimed CPUs is no boot matter: {:?}", a.contradictions);
+        let only = Forbidden { sources: vec![("job-42's claimed".into(), set("2-3"))] };
+        let a = advise_boot(&plan(), &set("0-7"), &only, &[], true, None);
+        assert!(a.parameters.is_empty() && a.contradictions.is_empty(), "{a:?}");
+    }
+
+    #[test]
+    fn every_isolcpus_word_counts_as_the_kernel_reads_them() {
+        let covered = |cmdline: &str| {
+            advise_boot(&plan(), &set("0-7"), &banned("2-3"), &words(cmdline), true, None).contradictions.is_empty()
+        };
+        assert!(covered("isolcpus=managed_irq,2-3 isolcpus=domain,2-3"), "the flag of the first word stays");
+        assert!(covered("isolcpus=2-3 isolcpus=managed_irq,2-3"), "a second word adds its flag");
+        assert!(
+            !covered("isolcpus=managed_irq,4-5 isolcpus=managed_irq,2-3"),
+            "a later list for the same flag is dropped"
+        );
+        assert!(!covered("isolcpus=2-3 isolcpus=domain,managed_irq,4-5,2-3"), "dropped whole: domain's list differs");
     }
 }

@@ -71,3 +71,15 @@ fn an_irqaffinity_onto_kept_free_cpus_is_a_contradiction() {
         "{text}"
     );
 }
+
+#[test]
+fn a_runtime_claim_is_said_and_not_advised_for_the_boot() {
+    let (root, cfg) = machine("isolcpus=managed_irq,2-3 isolcpus=domain,2-3");
+    let claims = root.path().join("run/irqwise/claims");
+    std::fs::create_dir_all(&claims).unwrap();
+    std::fs::write(claims.join("job-42"), "cpus=6-7\n").unwrap();
+    let (code, text) = advise(root.path(), cfg.path(), false);
+    assert_eq!(code, Some(0), "the managed IRQs on the claim's CPUs are no boot matter: {text}");
+    assert!(text.contains("isolcpus=managed_irq,2-3 ") && !text.contains("6-7 "), "{text}");
+    assert!(text.contains("claimed now, not advised for the boot: job-42's claimed CPUs 6-7"), "{text}");
+}

@@ -100,3 +100,105 @@ fn every_schema_is_shipped_and_documented() {
     }
     assert!(cargo.contains("schemas/*.schema.json"), "both packages install them");
 }
+
+/// `/proc/interrupts` with every count of every IRQ line raised by `n`: a machine whose IRQs fired.
+fn fired(text: &str, n: u64) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let Some((head, rest)) = line.split_once(':').filter(|(h, _)| h.trim().parse::<u32>().is_ok()) else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        out.push_str(head);
+        out.push(':');
+        let mut counting = true;
+        for word in rest.split_whitespace() {
+            let raised = word.parse::<u64>().ok().filter(|_| counting).map(|c| (c + n).to_string());
+            counting &= raised.is_some();
+            out.push(' ');
+            out.push_str(raised.as_deref().unwrap_or(word));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn every_json_document_validates_on_a_busy_machine() {
+    let root = five_device_machine();
+    let r = root.path();
+    let cfg = empty_config();
+    let c = cfg.path();
+    // IRQs that fired between the report's two reads.
+    let now = std::fs::read_to_string(r.join("proc/interrupts")).unwrap();
+    let later = r.join("interrupts.later");
+    std::fs::write(&later, fired(&now, 1234)).unwrap();
+    let between = format!("cp {} {}", later.display(), r.join("proc/interrupts").display());
+    let (code, text) = run(r, c, &["report", "--interval", "1s", "--between-samples", &between, "--json"]);
+    assert_eq!(code, Some(0), "{text}");
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(
+        doc["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|d| d["irqs"].as_array().unwrap())
+            .any(|i| i["interrupts"].as_u64() > Some(0)),
+        "IRQs fired: {text}"
+    );
+    let v = violations(&schema("report"), &doc);
+    assert!(v.is_empty(), "report on a busy machine:\n{}\n{text}", v.join("\n"));
+    // The writes a dry run would make, as apply's document.
+    validates(r, c, "apply", &["apply", "--dry-run", "--json"], 0);
+    let (_, text) = run(r, c, &["apply", "--dry-run", "--json"]);
+    let dry: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(dry["dry_run"], true, "{text}");
+    assert!(
+        dry["changes"].as_array().is_some_and(|c| !c.is_empty() && c.iter().all(|c| c["result"] == "would_write")),
+        "{text}"
+    );
+
+    // A running daemon with one claim held and one refused.
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_irqwise"))
+        .arg("--root")
+        .arg(r)
+        .arg("--config")
+        .arg(c)
+        .args(["run"])
+        .env_remove("NOTIFY_SOCKET")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let state = r.join("run/irqwise/state.json");
+    let passes = || -> u64 {
+        let text = std::fs::read_to_string(&state).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        if v["pid"] == daemon.id() {
+            v["passes"].as_u64().unwrap_or(0)
+        } else {
+            0
+        }
+    };
+    let wait_pass = |after: u64| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while passes() <= after && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(passes() > after, "no pass after {after}");
+    };
+    wait_pass(0);
+    assert_eq!(run(r, c, &["claim", "--cpus", "3", "--owner", "held"]).0, Some(0));
+    let before = passes();
+    std::fs::write(r.join("run/irqwise/claims/refused"), "cpus=0-15\n").unwrap();
+    wait_pass(before);
+    validates(r, c, "status", &["status", "--json"], 0);
+    validates(r, c, "claims", &["claims", "--json"], 0);
+    let (_, text) = run(r, c, &["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(status["refused_claims"][0]["owner"], "refused", "{text}");
+    validates(r, c, "topology", &["topology", "--json"], 0);
+    validates(r, c, "plan", &["plan", "--json"], 0);
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+}

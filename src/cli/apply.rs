@@ -24,6 +24,56 @@ struct ApplyOutput<'a> {
     writes_blocked: Option<&'a crate::apply::blocked::WritesBlocked>,
 }
 
+/// One write `apply --dry-run --json` would make: the fields of a change of `apply --json`, with
+/// `"result": "would_write"` and the set as `new`.
+#[derive(serde::Serialize)]
+struct DryChange<'a> {
+    irq: u32,
+    irq_name: Option<&'a str>,
+    device: &'a str,
+    device_name: Option<&'a str>,
+    driver: Option<&'a str>,
+    queue: Option<u32>,
+    strategy: crate::choices::StrategyName,
+    reason: &'a str,
+    old: Option<&'a CpuSet>,
+    wanted: Option<&'a CpuSet>,
+    result: &'static str,
+    new: Option<&'a CpuSet>,
+}
+
+/// `apply --dry-run --json`: the document of `apply --json` (apply.schema.json) for the writes
+/// the pass would make, none made: `dry_run` true, each change `would_write`, the summary as
+/// planned (`written` 0).
+#[derive(serde::Serialize)]
+struct DryRunOutput<'a> {
+    dry_run: bool,
+    changes: Vec<DryChange<'a>>,
+    summary: crate::plan::Summary,
+    learned_managed: [u32; 0],
+}
+
+fn dry_run_document(plan: &crate::plan::Plan) -> DryRunOutput<'_> {
+    let changes = plan
+        .writes()
+        .map(|(d, p)| DryChange {
+            irq: p.irq,
+            irq_name: p.name.as_deref(),
+            device: &d.bdf,
+            device_name: d.name.as_deref(),
+            driver: d.driver.as_deref(),
+            queue: p.queue,
+            strategy: d.strategy,
+            reason: &p.reason,
+            old: p.current.as_ref(),
+            wanted: p.desired.as_ref(),
+            result: "would_write",
+            new: p.desired.as_ref(),
+        })
+        .collect();
+    DryRunOutput { dry_run: true, changes, summary: plan.summary(), learned_managed: [] }
+}
+
 /// `irqwise apply [--dry-run] [--json]`: exit 0 when every IRQ ended as planned or was
 /// correctly left alone, 1 when a write failed unexpectedly, [`EXIT_NOTHING_WRITTEN`] when every
 /// write failed for one cause of the machine (said in one line, not one per IRQ).
@@ -54,7 +104,7 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
             "dry run: {} to write, {} kept, {} managed, {} skipped{xps}\n",
             s.set, s.kept, s.managed, s.skipped
         ));
-        return Ok(Outcome::ok(if json { to_json_text(&pass.plan) } else { text }));
+        return Ok(Outcome::ok(if json { to_json_text(&dry_run_document(&pass.plan)) } else { text }));
     }
     let mut report = apply_plan(&pass.plan, &ProcIrq::new(root.clone()));
     report.xps = apply_xps(&pass.plan, root);

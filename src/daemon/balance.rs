@@ -27,6 +27,10 @@ pub(crate) struct Balancer {
     /// The clock of the refinement's hold and budget.
     started: Instant,
     unreadable: SaidOnce<String>,
+    /// Candidate IRQs the last sample had no count for (a line of `/proc/interrupts` missing
+    /// or unreadable): they cannot be balanced; said once per set.
+    unsampled: Vec<u32>,
+    unsampled_said: SaidOnce<Vec<u32>>,
     /// Moves and returns since start.
     pub moves: u64,
     pub returns: u64,
@@ -40,6 +44,8 @@ impl Default for Balancer {
             last: None,
             started: Instant::now(),
             unreadable: SaidOnce::default(),
+            unsampled: Vec::new(),
+            unsampled_said: SaidOnce::default(),
             moves: 0,
             returns: 0,
         }
@@ -74,10 +80,10 @@ impl Balancer {
     /// changed (a pass must put it in place).
     pub fn sample(&mut self, root: &Root, knobs: &BalanceKnobs) -> bool {
         let now = Instant::now();
-        let counts = match read_counts(root) {
-            Ok((counts, _)) => {
+        let (counts, bad_lines) = match read_counts(root) {
+            Ok(read) => {
                 self.unreadable.worked();
-                counts
+                read
             }
             Err(e) => {
                 let e = e.to_string();
@@ -92,6 +98,7 @@ impl Balancer {
         let Some((_, after)) = self.last.as_ref() else { return false };
         let secs = now.duration_since(then).max(Duration::from_millis(1)).as_secs_f64();
         let rates = rates(&before, after, secs, self.candidates.iter().map(|c| c.irq));
+        self.say_unsampled(&rates, &bad_lines);
         let params = LoadParams { hold: knobs.hold.as_secs_f64(), moves_per_minute: knobs.moves_per_minute };
         let clock = now.duration_since(self.started).as_secs_f64();
         let news = refine(&mut self.state, &self.candidates, &rates, params, clock);
@@ -99,6 +106,32 @@ impl Balancer {
             self.say(n);
         }
         !news.is_empty()
+    }
+
+    /// Candidate IRQs without a count in the last sample, by number.
+    #[cfg(test)]
+    pub fn unsampled(&self) -> &[u32] {
+        &self.unsampled
+    }
+
+    /// Says once which candidates the sample has no rate for (they stay where they are, as if
+    /// idle), with the first unreadable line of `/proc/interrupts` when there was one.
+    fn say_unsampled(&mut self, rates: &BTreeMap<u32, f64>, bad_lines: &[String]) {
+        self.unsampled = self.candidates.iter().map(|c| c.irq).filter(|irq| !rates.contains_key(irq)).collect();
+        if self.unsampled.is_empty() {
+            self.unsampled_said.worked();
+            return;
+        }
+        if self.unsampled_said.failed(self.unsampled.clone()) {
+            let irqs: Vec<String> = self.unsampled.iter().map(ToString::to_string).collect();
+            let why = bad_lines
+                .first()
+                .map_or_else(|| "no line for them".to_string(), |b| crate::text::printable(b).into_owned());
+            tracing::warn!(
+                "balance = \"load\": /proc/interrupts gives no count for IRQ(s) {} ({why}): they are not balanced",
+                irqs.join(", ")
+            );
+        }
     }
 
     fn say(&mut self, news: &LoadNews) {
@@ -169,6 +202,7 @@ fn rates(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpuset::CpuSet;
 
     #[test]
     fn rates_sum_the_cpus_both_reads_have() {
@@ -176,5 +210,25 @@ mod tests {
         let after = InterruptCounts { cpus: vec![0, 2], irqs: [(5, vec![110, 130]), (7, vec![1, 1])].into() };
         let r = rates(&before, &after, 2.0, [5, 6, 7].into_iter());
         assert_eq!(r, [(5, 100.0)].into(), "CPU 1 went offline; 6 and 7 are not in both");
+    }
+
+    #[test]
+    fn candidates_the_counts_lack_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        let write = |n: u64| {
+            let text = format!("           CPU0       CPU1\n  33: {n} 0 PCI-MSI eth0-0\n  34: x y PCI-MSI eth0-1\n");
+            std::fs::write(dir.path().join("proc/interrupts"), text).unwrap();
+        };
+        let root = Root::new(dir.path());
+        let mut b = Balancer::default();
+        let cand = |irq| Candidate { irq, device: "nic".into(), home: 0, near: [CpuSet::new(), CpuSet::new()] };
+        b.take_candidates(vec![cand(33), cand(34)]);
+        let knobs = BalanceKnobs::default();
+        write(10);
+        b.sample(&root, &knobs);
+        write(20);
+        b.sample(&root, &knobs);
+        assert_eq!(b.unsampled(), [34]);
     }
 }

@@ -174,6 +174,19 @@ fn load_candidates(
     candidates(plan, &enabled, &usable, &llc, &node)
 }
 
+/// How a claim names its CPUs among the forbidden ones: `web's claimed` (CPUs 4-5).
+fn claim_source_word(owner: &str) -> String {
+    format!("{owner}{CLAIM_WORD}")
+}
+
+const CLAIM_WORD: &str = "'s claimed";
+
+/// Whether a forbidden source is a runtime claim (what `advise boot` leaves out: a claim lasts
+/// as long as a workload, not a boot).
+pub(crate) fn is_claim_source_word(word: &str) -> bool {
+    word.ends_with(CLAIM_WORD)
+}
+
 /// The CPUs device interrupts must avoid, by source: the global `banned_cpus`, every isolation
 /// source the configuration applies (irqbalance's banned list and the claims as `bans` says,
 /// the others with `respect_isolation`), each named by its kind (a claim by its owner) and
@@ -190,7 +203,7 @@ pub(crate) fn forbidden_cpus(config: &Config, topo: &Topology, isolation: &Isola
         };
         if applies {
             let word = match s.claim_owner() {
-                Some(owner) => format!("{owner}'s claimed"),
+                Some(owner) => claim_source_word(owner),
                 None => s.kind.word().to_string(),
             };
             sources.push((word, s.cpus.difference(&named)));

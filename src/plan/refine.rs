@@ -17,7 +17,10 @@
 //!   and the target stays below what the hot CPU had;
 //! - a moved queue stays at least `hold`; moves and returns together stay within
 //!   `moves_per_minute` in any 60 s;
-//! - a moved queue returns home once its home would not be hot with it back.
+//! - a moved queue returns home once its home would not be hot with it back, judged on the load
+//!   as it would be after the return (so a return never makes the CPU a move left hot again:
+//!   constant load moves once, never back and forth);
+//! - among equally cool targets, the one carrying the fewest queues.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -129,6 +132,12 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// The rate above which a CPU of `load` is hot: [`HOT_FLOOR`], or [`HOT_RATIO`] times the
+/// median of the pool's CPUs when that is more.
+fn hot_threshold(load: &BTreeMap<u32, f64>) -> f64 {
+    HOT_FLOOR.max(HOT_RATIO * median(&mut load.values().copied().collect::<Vec<_>>()))
+}
+
 /// `38k/s`, `950/s`.
 pub fn rate_words(r: f64) -> String {
     if r >= 10_000.0 {
@@ -170,7 +179,7 @@ pub fn refine(
     for c in cands {
         *load.entry(at(c, state)).or_default() += rate(c.irq);
     }
-    let threshold = HOT_FLOOR.max(HOT_RATIO * median(&mut load.values().copied().collect::<Vec<_>>()));
+    let threshold = hot_threshold(&load);
     let hot: Vec<u32> = load.iter().filter(|(_, l)| **l > threshold).map(|(c, _)| *c).collect();
     state.streak.retain(|cpu, _| hot.contains(cpu));
     for cpu in &hot {
@@ -187,11 +196,15 @@ pub fn refine(
         }
         let r = rate(m.irq);
         let home_load = load.get(&m.home).copied().unwrap_or(0.0);
-        if home_load + r > threshold {
+        // Judged on the load as it would be with the queue back: the move itself raised the
+        // median, and a return judged on that would make home hot again (back and forth).
+        let mut back = load.clone();
+        *back.entry(m.home).or_default() += r;
+        *back.entry(m.to).or_default() -= r;
+        if home_load + r > hot_threshold(&back) {
             continue;
         }
-        *load.entry(m.home).or_default() += r;
-        *load.entry(m.to).or_default() -= r;
+        load = back;
         state.moved.remove(&m.irq);
         state.recent.push_back(now);
         news.push(LoadNews::Returned { moved: m, home_load: home_load + r });
@@ -224,10 +237,12 @@ pub fn refine(
         if r < MIN_GAIN * hot_load {
             continue;
         }
+        // The coolest near CPU; among equally cool ones, the one with the fewest queues.
+        let queues = |t: u32| cands.iter().filter(|c| at(c, state) == t).count();
         let target = q.near.iter().find_map(|set| {
             let best = set.iter().filter(|t| *t != cpu).min_by(|a, b| {
                 let (la, lb) = (load.get(a).copied().unwrap_or(0.0), load.get(b).copied().unwrap_or(0.0));
-                la.total_cmp(&lb).then(a.cmp(b))
+                la.total_cmp(&lb).then(queues(*a).cmp(&queues(*b))).then(a.cmp(b))
             })?;
             let after = load.get(&best).copied().unwrap_or(0.0) + r;
             (after < hot_load).then_some(best)
@@ -538,5 +553,58 @@ mod tests {
             })
             .collect();
         assert_eq!(seen, [(false, 11, 0), (true, 15, 1)], "{news:?}");
+    }
+
+    /// Three CPUs near each other: IRQs 1 and 2 at home on CPU 0, 3 on CPU 1, CPU 2 free.
+    fn three_cpus() -> Vec<Candidate> {
+        let near = |home: u32| {
+            let mut s = set("0-2");
+            s.remove(home);
+            [s.clone(), s]
+        };
+        vec![
+            Candidate { irq: 1, device: "d".into(), home: 0, near: near(0) },
+            Candidate { irq: 2, device: "d".into(), home: 0, near: near(0) },
+            Candidate { irq: 3, device: "d".into(), home: 1, near: near(1) },
+        ]
+    }
+
+    #[test]
+    fn constant_load_moves_once_and_never_back_and_forth() {
+        // 700/s and 700/s on CPU 0, 600/s on CPU 1: CPU 0 is hot (1.4k/s over twice the median,
+        // 600/s); IRQ 2 leaves for CPU 2. With it back CPU 0 would be hot again, whatever the
+        // median its move raised (700/s): it stays, for half an hour of the same load.
+        let cands = three_cpus();
+        let r: BTreeMap<u32, f64> = [(1, 700.0), (2, 700.0), (3, 600.0)].into();
+        let params = LoadParams { hold: 300.0, moves_per_minute: 4 };
+        let mut state = LoadState::default();
+        let mut news = Vec::new();
+        for step in 0..180u32 {
+            news.extend(refine(&mut state, &cands, &r, params, f64::from(step) * 10.0));
+        }
+        assert_eq!(news.len(), 1, "{news:?}");
+        assert!(matches!(&news[0], LoadNews::Moved { moved, .. } if moved.irq == 2 && moved.to == 2), "{news:?}");
+    }
+
+    #[test]
+    fn among_equally_cool_cpus_the_one_with_fewer_queues_is_the_target() {
+        // CPU 0 hot with IRQs 1 and 2; CPU 1 carries two idle queues (3, 4), CPU 2 one idle
+        // queue (5): both at 0/s, the move goes to CPU 2.
+        let near = |home: u32| {
+            let mut s = set("0-2");
+            s.remove(home);
+            [s.clone(), s]
+        };
+        let cands: Vec<Candidate> = [(1, 0), (2, 0), (3, 1), (4, 1), (5, 2)]
+            .into_iter()
+            .map(|(irq, home)| Candidate { irq, device: "d".into(), home, near: near(home) })
+            .collect();
+        let r: BTreeMap<u32, f64> = [(1, 40_000.0), (2, 30_000.0), (3, 0.0), (4, 0.0), (5, 0.0)].into();
+        let mut state = LoadState::default();
+        let mut news = Vec::new();
+        for t in [0.0, 10.0, 20.0] {
+            news.extend(refine(&mut state, &cands, &r, PARAMS, t));
+        }
+        assert!(matches!(&news[..], [LoadNews::Moved { moved, .. }] if moved.irq == 2 && moved.to == 2), "{news:?}");
     }
 }

@@ -16,6 +16,7 @@ const KNOWN: &[&str] = &[
     "items",
     "enum",
     "const",
+    "minimum",
 ];
 
 /// Every way `value` breaks `schema`, each naming the JSON path (`$.devices[0].irq`).
@@ -65,6 +66,11 @@ fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<String>) {
     if let Some(c) = s.get("const") {
         if c != value {
             out.push(format!("{path}: {value}, expected {c}"));
+        }
+    }
+    if let (Some(min), Some(n)) = (s.get("minimum").and_then(Value::as_f64), value.as_f64()) {
+        if n < min {
+            out.push(format!("{path}: {value}, expected at least {min}"));
         }
     }
     if let Some(Value::Array(e)) = s.get("enum") {

@@ -127,6 +127,7 @@ function kernel_tables() {
   out("| load to split; load stopped to back home | " ms("balance split_ms") "; " ms("balance return_ms") " | - |")
   out("| 40 s of load alternating every 10 s between queues 0+1 and 2+3: IRQ moves | " val("balance alternating_moves") " | " val("irqbalance alternating_moves") " |")
   out("| queue masks after it, queue 0..7 | " val("balance alternating_end") " | " val("irqbalance alternating_end") " |")
+  out("| 30 s of constant load on queues 0, 1 (one CPU) and 2: moves; returns (back and forth) | " val("balance constant_moves") "; " val("balance constant_returns") " | - |")
   out("")
   out("| Two vmxnet3 NICs on node 1 (16 queue IRQs, 8 CPUs) | irqwise | irqbalance 1.9 |")
   out("|---|---|---|")

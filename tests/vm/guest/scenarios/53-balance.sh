@@ -5,6 +5,8 @@
 # queue 1 must leave queue 0's CPU for another CPU of node 1 within a few samples (time from the
 # load's start), and come back home once the load stops. Counted: the moves in the 30 s of load
 # (journal lines), where the two queues end; the same load under irqbalance is in 70-irqbalance.sh.
+# Then load alternating between two pairs (within the move budget), and constant load on three
+# queues (one move at most, never back and forth).
 SCEN=balance
 B_GW=10.0.2.2
 ip addr add 10.0.2.15/24 dev eth0 2>/dev/null
@@ -19,7 +21,8 @@ queues_per_cpu = 2
 xps = false'
 kill -HUP "$DAEMON_PID"
 sleep 2
-set -- $NIC_IRQS; B_Q0=$1; B_Q1=$2
+set -- $NIC_IRQS; B_Q0=$1; B_Q1=$2; B_Q2=$3
+read_masks "$NIC_IRQS"; B_START=$MASKS
 read -r B_H0 < /proc/irq/$B_Q0/smp_affinity_list; read -r B_H1 < /proc/irq/$B_Q1/smp_affinity_list
 check paired "queues_per_cpu = 2: queues 0 and 1 share CPU $B_H0 (queue 1 on $B_H1)" -- [ "$B_H0" = "$B_H1" ]
 # balance_load SECONDS [PAIR]: two pings pinned to CPUs 0 and 1 for that long (in the background;
@@ -72,6 +75,31 @@ measure alternating_moves "$B_ALT"
 read_masks "$NIC_IRQS"; mask_lists; measure alternating_end "$REPLY"
 budget() { REPLY="$B_ALT moves and returns in 40 s of load alternating every 10 s"; [ "$B_ALT" -le 4 ]; }
 check alternating "alternating load: within balance_moves_per_minute (4)" -- budget
+# Constant load on three queues, two of them sharing a CPU (0 and 1), the third (2) on another
+# CPU of the node: after queue 1 leaves, the node's median rate is what each busy CPU carries,
+# and a return judged on that median would make queue 0's CPU hot again (back and forth every
+# hold). Judged on the load as it would be after the return, it stays: at most one move, no
+# return while the load lasts. First every queue home from the alternating load.
+now; T0=$NOW
+settle "$NIC_IRQS" '[ "$MASKS" = "$B_START" ]' 40000
+read -r B_HOME2 < /proc/irq/$B_Q2/smp_affinity_list
+balance_three() {
+  local q
+  for q in 0 1 2 3 4 5 6 7; do echo 0 > /sys/class/net/eth0/queues/tx-$q/xps_cpus 2>/dev/null; done
+  echo 1 > /sys/class/net/eth0/queues/tx-0/xps_cpus
+  echo 2 > /sys/class/net/eth0/queues/tx-1/xps_cpus
+  echo 4 > /sys/class/net/eth0/queues/tx-2/xps_cpus
+  B_PIDS=""
+  for c in 0 1 2; do busybox taskset -c $c ping -A -q -w "$1" $B_GW > /dev/null 2>&1 & B_PIDS="$B_PIDS $!"; done
+}
+log_mark
+balance_three 30; wait $B_PIDS
+B_CM=$(log_since_mark | grep -c 'load_move="moved"')
+B_CR=$(log_since_mark | grep -c 'load_move="returned"')
+measure constant_moves "$B_CM"
+measure constant_returns "$B_CR"
+steady() { REPLY="$B_CM move(s), $B_CR return(s) in 30 s of constant load on queues 0, 1 (CPU $B_H0) and 2 (CPU $B_HOME2), hold 10 s"; [ "$B_CR" -eq 0 ] && [ "$B_CM" -le 1 ]; }
+check constant "constant load: nothing moves back and forth" -- steady
 write_config ''
 kill -HUP "$DAEMON_PID"
 sleep 2
