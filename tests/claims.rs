@@ -448,3 +448,34 @@ fn more_claimed_processes_than_descriptors_cost_the_daemon_nothing() {
     assert!(log.contains("claimed process(es) past the 32 irqwise can watch"), "{log}");
     drop(sleepers);
 }
+
+#[test]
+fn a_daemon_whose_state_file_cannot_be_read_is_not_taken_for_no_daemon() {
+    let s = start();
+    let root = s.root.path();
+    std::fs::write(root.join("run/irqwise/state.json"), "{ damaged").unwrap();
+    let out = irqwise(root, &["claim", "--cpus", "12-13", "--owner", "y", "--timeout", "0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("takes it at its next pass (its state file cannot be read now"),
+        "{}",
+        text(&out.stdout)
+    );
+    // Waiting: the claim's file wakes the daemon, whose pass writes the state again.
+    std::fs::write(root.join("run/irqwise/state.json"), "{ damaged").unwrap();
+    let out = irqwise(root, &["claim", "--cpus", "14", "--owner", "z"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("applied it in pass"), "{}", text(&out.stdout));
+    // A state file that cannot be written again (a directory in its place): it cannot tell.
+    std::fs::remove_file(root.join("run/irqwise/state.json")).unwrap();
+    std::fs::create_dir(root.join("run/irqwise/state.json")).unwrap();
+    let out = irqwise(root, &["claim", "--cpus", "12-13", "--owner", "x", "--timeout", "1"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}{stderr}", text(&out.stdout));
+    let pid = s.daemon.pid().to_string();
+    assert!(
+        stderr.contains(&format!("irqwise (pid {pid}) runs and its state file cannot tell whether it took it")),
+        "{stderr}"
+    );
+    assert!(!text(&out.stdout).contains("no irqwise daemon runs"), "{}", text(&out.stdout));
+}

@@ -314,3 +314,19 @@ fn a_nic_between_drivers_is_left_alone_without_a_warning() {
     let warnings: Vec<&str> = plan["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
     assert!(warnings.iter().all(|w| !w.contains(MADE_UP)), "{warnings:?}");
 }
+
+#[test]
+fn a_nic_passed_through_is_left_alone_without_a_warning() {
+    // Bound to vfio-pci: its IRQs are named vfio-msix[N](BDF) and belong to the guest.
+    let dir = two_node_root("6.12.0");
+    let mut fx = FixtureRoot::at(dir.path());
+    let names: Vec<String> = (0..4).map(|n| format!("vfio-msix[{n}]({MADE_UP})")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    fx.msi_device(MADE_UP, 0x020000, "vfio-pci", Some(1), &names);
+    let plan = plan_json(dir.path(), empty_config().path());
+    let dev = device(&plan, MADE_UP);
+    assert_eq!(dev["strategy"], "leave", "{dev}");
+    assert!(acceptance::irqs(dev).iter().all(|p| p["action"] == "skip"), "{dev}");
+    let warnings: Vec<&str> = plan["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
+    assert!(warnings.iter().all(|w| !w.contains(MADE_UP)), "{warnings:?}");
+}

@@ -208,8 +208,15 @@ fn napi_thread(root: &Path, pid: u32, comm: &str, allowed: &str, cpu: u32) {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("comm"), format!("{comm}\n")).unwrap();
     std::fs::write(dir.join("status"), format!("Name:\t{comm}\nCpus_allowed_list:\t{allowed}\n")).unwrap();
-    // Field 39 (processor) is the 37th after the name's closing parenthesis.
-    let fields: Vec<String> = (3..=52).map(|i| if i == 39 { cpu.to_string() } else { "0".into() }).collect();
+    // Field 39 (processor) is the 37th after the name's closing parenthesis; field 9 (flags)
+    // says a kernel thread (PF_KTHREAD).
+    let fields: Vec<String> = (3..=52)
+        .map(|i| match i {
+            39 => cpu.to_string(),
+            9 => 0x0020_0040.to_string(),
+            _ => "0".into(),
+        })
+        .collect();
     std::fs::write(dir.join("stat"), format!("{pid} ({comm}) {}\n", fields.join(" "))).unwrap();
 }
 

@@ -149,6 +149,9 @@ fn finish(
     done: impl Fn(&StateView) -> bool,
 ) -> Result<Outcome, CliError> {
     let Some(before) = daemon else {
+        if let Some(pid) = daemon_without_state(root) {
+            return wait_without_state(root, pid, timeout, said, &done);
+        }
         return Ok(Outcome::ok(format!("{said}; no irqwise daemon runs here: its first pass takes it\n")));
     };
     if timeout.is_zero() {
@@ -175,6 +178,54 @@ pub(super) fn running_daemon(root: &Root) -> Option<StateView> {
     let (_, view) = read_state(root).ok().flatten()?;
     let now = process_identity(view.pid)?;
     is_writer(&view, &now).then_some(view)
+}
+
+/// A daemon runs (`pid`, by its lock) but its state file names no running daemon: waits up to
+/// `timeout` for a state of `pid` that satisfies `done` (a daemon starting writes its first);
+/// otherwise says why it cannot tell, exit 1 (exit 0 without waiting: it takes it at its next
+/// pass).
+fn wait_without_state(
+    root: &Root,
+    pid: u32,
+    timeout: Duration,
+    said: &str,
+    done: &impl Fn(&StateView) -> bool,
+) -> Result<Outcome, CliError> {
+    let why = || match read_state(root) {
+        Ok(None) => "there is none yet".to_string(),
+        Ok(Some(_)) => "it is another process's".to_string(),
+        Err(e) => e.to_string(),
+    };
+    if timeout.is_zero() {
+        return Ok(Outcome::ok(format!(
+            "{said}; irqwise (pid {pid}) takes it at its next pass (its state file cannot be read now: {})\n",
+            why()
+        )));
+    }
+    let deadline = super::deadline_after(timeout);
+    loop {
+        if let Some(state) = running_daemon(root).filter(|s| s.pid == pid && done(s)) {
+            return Ok(Outcome::ok(format!(
+                "{said}; irqwise (pid {pid}) applied it in pass {}: {}\n",
+                state.passes, state.status
+            )));
+        }
+        if super::is_past(deadline) || crate::sysfs::processes::process_name(pid).is_none() {
+            return Err(CliError::Failed(format!(
+                "{said}, but irqwise (pid {pid}) runs and its state file cannot tell whether it took it: {}",
+                why()
+            )));
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// The pid of an irqwise daemon of `root` whose state file gave no running daemon (unreadable,
+/// damaged, not written yet): the pid its instance lock names, when that process is irqwise.
+fn daemon_without_state(root: &Root) -> Option<u32> {
+    let text = root.read_small_optional(crate::daemon::lock::LOCK_FILE).ok().flatten()?;
+    let pid: u32 = text.trim().parse().ok()?;
+    (crate::sysfs::processes::process_name(pid).as_deref() == Some(crate::sysfs::processes::DAEMON_NAME)).then_some(pid)
 }
 
 /// Polls the state file until a later pass of the same daemon satisfies `done`.

@@ -28,7 +28,14 @@ pub(crate) enum OriginalsError {
     Write { path: PathBuf, source: std::io::Error },
     #[error("{path}: {problem}; starting a new record")]
     Unreadable { path: PathBuf, problem: String },
+    /// The file is damaged: kept aside (`aside`, or why it could not be), the entries that
+    /// still read whole kept.
+    #[error("{path}: {problem}; {aside}; {kept} entr(ies) that still read whole kept, restored at stop")]
+    Damaged { path: PathBuf, problem: String, aside: String, kept: usize },
 }
+
+/// Where a damaged record is kept aside, relative to the root (the evidence; never read).
+pub(crate) const DAMAGED_FILE: &str = "run/irqwise/originals.json.damaged";
 
 /// One IRQ's mask before irqwise first changed it, and whose it was.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,6 +84,41 @@ struct OriginalsFile {
     threads: Vec<OriginalThread>,
 }
 
+/// The entries of a damaged record that still read whole: those of a JSON document of this
+/// boot (or one whose boot cannot be read) that deserialize one by one with a CPU list that
+/// parses. Nothing from a document that is not JSON any more (cut short) or of another boot.
+fn salvage(bytes: &[u8], boot_id: Option<&str>) -> Originals {
+    let mut out = Originals::default();
+    let Ok(serde_json::Value::Object(doc)) = serde_json::from_slice::<serde_json::Value>(bytes) else { return out };
+    if doc.get("boot_id").and_then(serde_json::Value::as_str).is_some_and(|b| Some(b) != boot_id) {
+        return out;
+    }
+    let entries = |key: &str| doc.get(key).and_then(serde_json::Value::as_array).cloned().unwrap_or_default();
+    let list_ok = |cpus: &str| CpuSet::parse_list(cpus).is_ok();
+    for v in entries("irqs") {
+        if let Ok(o) = serde_json::from_value::<Original>(v) {
+            if list_ok(&o.cpus) {
+                out.entries.insert(o.irq, o);
+            }
+        }
+    }
+    for v in entries("xps") {
+        if let Ok(o) = serde_json::from_value::<OriginalXps>(v) {
+            if list_ok(&o.cpus) {
+                out.xps.insert(o.file.clone(), o);
+            }
+        }
+    }
+    for v in entries("threads") {
+        if let Ok(o) = serde_json::from_value::<OriginalThread>(v) {
+            if list_ok(&o.cpus) {
+                out.threads.insert(o.pid, o);
+            }
+        }
+    }
+    out
+}
+
 /// The record, by IRQ, by `xps_cpus` file and by thread pid. Invariant: one entry per IRQ, file
 /// or thread, the first value seen before a change.
 #[derive(Debug, Default)]
@@ -101,7 +143,16 @@ impl Originals {
         };
         let file: OriginalsFile = match serde_json::from_slice(&bytes) {
             Ok(f) => f,
-            Err(e) => return (fresh, Some(OriginalsError::Unreadable { path, problem: e.to_string() })),
+            Err(e) => {
+                let aside = match root.replace_own_file(Path::new(DAMAGED_FILE), &bytes, 0o600, true) {
+                    Ok(()) => format!("kept aside as {}", root.path(DAMAGED_FILE).display()),
+                    Err((p, e)) => format!("cannot keep it aside as {} ({e})", p.display()),
+                };
+                let salvaged = salvage(&bytes, boot_id.as_deref());
+                let kept = salvaged.len();
+                let error = OriginalsError::Damaged { path, problem: e.to_string(), aside, kept };
+                return (Originals { boot_id, ..salvaged }, Some(error));
+            }
         };
         if file.boot_id != boot_id {
             return (fresh, None);
@@ -438,5 +489,31 @@ mod tests {
         // The thread ended (its plan lists it no more): its record goes.
         assert!(again.note_plan(&plan("0000:01:00.0", &[(30, "2", "2")]), &gone));
         assert!(again.is_empty());
+    }
+
+    #[test]
+    fn a_damaged_record_is_kept_aside_and_its_whole_entries_restored() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        std::fs::create_dir_all(dir.path().join("proc/sys/kernel/random")).unwrap();
+        std::fs::write(dir.path().join(BOOT_ID), "b1\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("run/irqwise")).unwrap();
+        // One entry whole, one with a CPU list that is not one, one of the wrong shape, and a
+        // field of the wrong type that fails the file as a whole.
+        let text = r#"{"schema": "one", "boot_id": "b1", "irqs": [
+            {"irq": 30, "device": "0000:41:00.0", "name": "q0", "cpus": "0-3"},
+            {"irq": 31, "device": "0000:41:00.0", "name": "q1", "cpus": "zz"},
+            {"irq": "32"}]}"#;
+        std::fs::write(dir.path().join(ORIGINALS_FILE), text).unwrap();
+        let (originals, error) = Originals::load(&root);
+        let error = error.map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.contains("kept aside as") && error.contains("1 entr(ies)"), "{error}");
+        assert_eq!(originals.restore_list(), vec![(30, set("0-3"))]);
+        assert_eq!(std::fs::read_to_string(dir.path().join(DAMAGED_FILE)).unwrap(), text, "the evidence");
+        // Cut short: nothing to salvage, still kept aside.
+        std::fs::write(dir.path().join(ORIGINALS_FILE), &text[..40]).unwrap();
+        let (originals, error) = Originals::load(&root);
+        assert!(originals.is_empty());
+        assert!(error.is_some_and(|e| e.to_string().contains("0 entr(ies)")));
     }
 }

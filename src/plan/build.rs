@@ -247,11 +247,15 @@ fn with_rule_pattern(dev: &Device, pattern: &QueuePattern, rule: &RuleRef) -> De
 }
 
 /// The one warning for a device some of whose IRQs are left alone because their names were not
-/// recognised, naming the first such IRQ and how to teach irqwise the names. A device with no
-/// driver bound gets none: it is between drivers (being removed, unbound or probed), and its IRQs
-/// belong to nobody irqwise could be taught.
+/// recognised, naming the first such IRQ and how to teach irqwise the names. A device left alone
+/// gets none: one with no driver bound is between drivers (being removed, unbound or probed), one
+/// bound to a passthrough driver (vfio-pci) is a guest's, and a `leave` rule asked for it; their
+/// IRQs belong to nobody irqwise could be taught.
 fn unrecognised_warning(dev: &Device, plan: &DevicePlan) -> Option<String> {
     dev.driver.as_ref()?;
+    if plan.strategy == crate::choices::StrategyName::Leave {
+        return None;
+    }
     let left: Vec<&Placement> = plan
         .irqs
         .iter()

@@ -32,8 +32,10 @@ pub enum TopologyError {
 }
 
 /// A file discovery could not take as it stood, and what it did instead.
+/// Shown with the path's control characters escaped: a file's name is anyone's (a claim's
+/// owner), and a newline in it must not forge a line of the log.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{path}: {problem}; {instead}")]
+#[error("{}: {problem}; {instead}", crate::text::printable(&.path.display().to_string()))]
 pub struct TopologyWarning {
     pub path: PathBuf,
     /// What is wrong with it (the content quoted where it matters).

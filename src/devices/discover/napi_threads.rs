@@ -4,7 +4,8 @@
 //!
 //! Reads only, through a [`Root`]. NAPI threads are kernel threads, children of `kthreadd`
 //! (pid 2): their pids come from `proc/2/task/2/children` where the kernel shows it, else from
-//! the listing of `proc`. A thread that exits while it is read is left out.
+//! the listing of `proc`; only a kernel thread (`PF_KTHREAD`) counts, whatever its name. A thread
+//! that exits while it is read is left out.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -39,15 +40,29 @@ pub fn read_napi_threads(root: &Root, interfaces: &BTreeSet<String>) -> Vec<Napi
         if !interfaces.contains(interface) {
             continue;
         }
+        // Anyone may name a process `napi/eth0-1`: only a kernel thread is one of NAPI's.
+        let stat = root.read_small_optional(format!("proc/{pid}/stat")).ok().flatten().unwrap_or_default();
+        if !is_kernel_thread(&stat) {
+            continue;
+        }
         let status = root.read_small_optional(format!("proc/{pid}/status")).ok().flatten().unwrap_or_default();
         let current = status
             .lines()
             .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
             .and_then(|list| CpuSet::parse_list(list.trim()).ok());
-        let last_cpu = root.read_small_optional(format!("proc/{pid}/stat")).ok().flatten().and_then(|s| last_cpu(&s));
+        let last_cpu = last_cpu(&stat);
         threads.insert(pid, NapiThread { pid, interface: interface.to_string(), napi_id, current, last_cpu });
     }
     threads.into_values().collect()
+}
+
+/// The kernel's flag of its own threads (`PF_KTHREAD`, include/linux/sched.h).
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// Whether a `/proc/PID/stat` line is a kernel thread's: `flags` (field 9) has `PF_KTHREAD`.
+fn is_kernel_thread(stat: &str) -> bool {
+    let Some(close) = stat.rfind(')') else { return false };
+    stat[close + 1..].split_whitespace().nth(6).and_then(|f| f.parse::<u64>().ok()).is_some_and(|f| f & PF_KTHREAD != 0)
 }
 
 /// `processor` (field 39) of a `/proc/PID/stat` line; the name (field 2) may hold anything, so
@@ -71,17 +86,26 @@ mod tests {
         };
         put("sys/class/net/eth0/ifindex", "3\n");
         put("sys/class/net/eth0/threaded", "1\n");
-        let stat = |cpu: u32| {
+        // Field 9 (flags): PF_KTHREAD for a kernel thread; field 39: the last CPU.
+        let stat = |cpu: u32, kernel: bool| {
             let mut fields = vec!["S".to_string()];
-            fields.extend((4..=52).map(|i| if i == 39 { cpu.to_string() } else { "0".into() }));
+            fields.extend((4..=52).map(|i| match i {
+                39 => cpu.to_string(),
+                9 if kernel => (PF_KTHREAD | 0x40).to_string(),
+                _ => "0".into(),
+            }));
             format!("101 (napi/eth0-8193) {}\n", fields.join(" "))
         };
-        for (pid, comm, cpus, cpu) in
-            [(101, "napi/eth0-8193", "0-7", 5), (102, "napi/eth1-8200", "0-7", 1), (103, "kworker/1:0", "1", 1)]
-        {
+        for (pid, comm, cpus, cpu, kernel) in [
+            (101, "napi/eth0-8193", "0-7", 5, true),
+            (102, "napi/eth1-8200", "0-7", 1, true),
+            (103, "kworker/1:0", "1", 1, true),
+            // A user's process with a NAPI thread's name is none.
+            (104, "napi/eth0-1", "0-7", 2, false),
+        ] {
             put(&format!("proc/{pid}/comm"), &format!("{comm}\n"));
             put(&format!("proc/{pid}/status"), &format!("Name:\t{comm}\nCpus_allowed_list:\t{cpus}\n"));
-            put(&format!("proc/{pid}/stat"), &stat(cpu));
+            put(&format!("proc/{pid}/stat"), &stat(cpu, kernel));
         }
         let root = Root::new(dir.path());
         assert_eq!(read_interface(&root, "eth0"), InterfaceState { ifindex: Some(3), threaded: Some(true) });

@@ -112,4 +112,16 @@ mod tests {
         let (read, warnings) = read_claims(&Root::new(dir.path()), &set("0-7"));
         assert!(read.is_empty() && warnings.is_empty());
     }
+
+    #[test]
+    fn a_name_with_a_newline_is_said_on_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let claims = dir.path().join(CLAIMS_DIR);
+        std::fs::create_dir_all(&claims).unwrap();
+        std::fs::write(claims.join("evil\n2026-12-06T00:00:00Z  INFO forged"), "cpus=1\n").unwrap();
+        let (read, warnings) = read_claims(&Root::new(dir.path()), &set("0-7"));
+        assert!(read.is_empty());
+        let said = warnings[0].to_string();
+        assert!(!said.contains('\n') && said.contains("evil\\x0a2026"), "{said}");
+    }
 }
