@@ -68,6 +68,20 @@ fn kernel(a: Side, b: Side, out: &mut Vec<Difference>) {
     push(out, "kernel", "architecture", opt(ta.arch.as_ref()), opt(tb.arch.as_ref()));
     let rules = |s: Side| format!("{:?}", s.sample.group_rules);
     push(out, "kernel", "group_cpus_evenly() rules", rules(a), rules(b));
+    push(out, "kernel", "netdev netlink answers", netdev(a), netdev(b));
+}
+
+/// What a side's kernel said of its NICs' queues (queue → NAPI → IRQ): the NIC plans follow it.
+fn netdev(s: Side) -> String {
+    use crate::devices::napi::NetdevView;
+    match &s.sample.netdev {
+        NetdevView::Reported(r) => {
+            let irqs = r.napis.iter().filter(|n| n.irq.is_some()).count();
+            format!("{} NAPI instances ({irqs} with an IRQ), {} queues", r.napis.len(), r.queues.len())
+        }
+        NetdevView::NotThisMachine => "none (a root whose kernel cannot be asked, no answers kept)".into(),
+        NetdevView::Unavailable(why) => format!("unavailable: {why}"),
+    }
 }
 
 /// A CPU set that differs, naming the CPUs only one side has.

@@ -14,7 +14,8 @@
 //!   links); symlinks whose target or name a reader used without going through them (`driver`,
 //!   `cpuN/nodeM`) are recreated with the same target text.
 //! - The kernel's netdev netlink answers (queue → NAPI → IRQ) are kept below `OUT` as the
-//!   source's kernel gave them (`irqwise-snapshot/`), where a plan of `OUT` reads them.
+//!   source's kernel gave them (`irqwise-snapshot/`), where a plan of `OUT` reads them; a
+//!   snapshot of a snapshot keeps the ones its source kept.
 //! - A file that is absent on the source is simply absent in `OUT`; one that exists but cannot be
 //!   read (sysfs attributes can fail with EIO and friends) is skipped and listed in the report.
 //!   Failing to write `OUT` is an error.
@@ -28,7 +29,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::devices::discover::net_queues::read_net_queues;
-use crate::devices::discover::netdev_netlink::{capture_netdev, CAPTURED_NAPI_GET, CAPTURED_QUEUE_GET};
+use crate::devices::discover::netdev_netlink::{capture_netdev, CAPTURED_LIMIT, CAPTURED_NAPI_GET, CAPTURED_QUEUE_GET};
 use crate::devices::discover::{discover_devices, udev_properties};
 use crate::sysfs::{Access, EntryKind, Root};
 use crate::topology::discover::isolation::read_isolation;
@@ -97,8 +98,25 @@ pub fn snapshot(source: &Root, out: &Path) -> Result<SnapshotReport, SnapshotErr
             }
             Err(why) => c.report.netdev_not_kept = Some(why),
         }
+    } else {
+        keep_captured(source, &mut c)?;
     }
     Ok(c.report)
+}
+
+/// A snapshot of a snapshot keeps the answers its source kept (a plan of it reads them as a plan
+/// of the source does), each at most [`CAPTURED_LIMIT`]; an answer past it is said, not kept.
+fn keep_captured(source: &Root, c: &mut Copier) -> Result<(), SnapshotError> {
+    for rel in [CAPTURED_NAPI_GET, CAPTURED_QUEUE_GET] {
+        match source.read_bytes_limited_optional(rel, CAPTURED_LIMIT) {
+            Ok(Some(bytes)) => c.write_new(rel, &bytes)?,
+            Ok(None) => {}
+            Err(e) => {
+                c.report.netdev_not_kept = Some(format!("{}: {e}", source.path(rel).display()));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Runs every reader of a pass on `root`. Errors are ignored: what a reader read before it

@@ -310,3 +310,41 @@ fn host_snapshot_keeps_the_kernels_netdev_answers() {
         NetdevView::NotThisMachine => unreachable!("/ is this machine"),
     }
 }
+
+#[test]
+fn a_snapshot_of_a_snapshot_keeps_the_netdev_answers_and_diff_sees_them() {
+    use irqwise::devices::discover::netdev_netlink::{read_captured_netdev, CAPTURED_NAPI_GET, CAPTURED_QUEUE_GET};
+    use irqwise::devices::napi::NetdevView;
+    let hex = |text: &str| -> Vec<u8> {
+        let t: String = text.split_whitespace().collect();
+        (0..t.len()).step_by(2).map(|i| u8::from_str_radix(&t[i..i + 2], 16).unwrap()).collect()
+    };
+    let src = tempfile::tempdir().unwrap();
+    build_fixture(src.path());
+    fs::create_dir_all(src.path().join("irqwise-snapshot")).unwrap();
+    let napi = hex(include_str!("data/netlink/napi-get-6.18-virtio.hex"));
+    let queue = hex(include_str!("data/netlink/queue-get-6.18-virtio.hex"));
+    fs::write(src.path().join(CAPTURED_NAPI_GET), &napi).unwrap();
+    fs::write(src.path().join(CAPTURED_QUEUE_GET), &queue).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let report = snapshot(&Root::new(src.path()), out.path()).unwrap();
+    assert_eq!(report.netdev_not_kept, None);
+    assert_eq!(fs::read(out.path().join(CAPTURED_NAPI_GET)).unwrap(), napi);
+    assert_eq!(fs::read(out.path().join(CAPTURED_QUEUE_GET)).unwrap(), queue);
+    let kept = read_captured_netdev(&Root::new(out.path()));
+    assert!(matches!(kept, NetdevView::Reported(_)), "{kept:?}");
+    assert_eq!(kept, read_captured_netdev(&Root::new(src.path())));
+    // Without them, diff names the difference.
+    fs::remove_file(out.path().join(CAPTURED_NAPI_GET)).unwrap();
+    fs::remove_file(out.path().join(CAPTURED_QUEUE_GET)).unwrap();
+    let cfg = tempfile::tempdir().unwrap();
+    let diff = std::process::Command::new(env!("CARGO_BIN_EXE_irqwise"))
+        .arg("--config")
+        .arg(cfg.path())
+        .args(["diff", src.path().to_str().unwrap(), out.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&diff.stdout);
+    assert_eq!(diff.status.code(), Some(1), "{text}{}", String::from_utf8_lossy(&diff.stderr));
+    assert!(text.contains("netdev netlink answers"), "{text}");
+}

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use super::{Action, DevicePlan, Placement, Plan, QueueSource, ThreadPlacement};
 use crate::choices::NapiThreads;
-use crate::devices::napi::{NapiThread, NetdevReport, NetdevView, QueueKind};
+use crate::devices::napi::{InterfaceNapis, NapiThread, NetdevView, QueueKind};
 use crate::devices::{Device, DeviceClass, QueueRole};
 use crate::policy::Policy;
 use crate::sample::Sample;
@@ -37,21 +37,24 @@ pub fn plan_napi_threads(plan: &mut Plan, sample: &Sample, policies: &[Policy]) 
         }
         for interface in &dev.interfaces {
             let ifindex = sample.interfaces.get(interface).and_then(|s| s.ifindex);
+            let index = report.zip(ifindex).map(|(r, i)| r.interface(i));
+            let by_pid: BTreeMap<u32, u32> =
+                index.iter().flat_map(InterfaceNapis::instances).filter_map(|n| Some((n.pid?, n.id))).collect();
             // Each thread with its name as read, and the NAPI id the kernel reports for its pid.
             let mut threads: Vec<(String, NapiThread)> = sample
                 .napi_threads
                 .iter()
                 .filter(|t| &t.interface == interface)
-                .map(|t| (thread_name(t), with_reported_id(t, ifindex, report)))
+                .map(|t| (thread_name(t), with_reported_id(t, &by_pid)))
                 .collect();
             threads.sort_by_key(|(_, t)| t.napi_id);
             // A thread's rank in queue order: among every instance the kernel reports for the
             // interface (6.17 threads single instances: the threads alone skip queues), else
             // among the threads (an interface's switch threads every instance).
-            let instances = report.zip(ifindex).map(|(r, i)| r.instance_ids(i)).unwrap_or_default();
+            let instances = index.as_ref().map(InterfaceNapis::ids).unwrap_or_default();
             for (i, (name, t)) in threads.into_iter().enumerate() {
                 let rank = if instances.is_empty() { Some(i) } else { instances.binary_search(&t.napi_id).ok() };
-                let found = instance_irq(t.napi_id, rank, ifindex, report, dev, dp);
+                let found = instance_irq(t.napi_id, rank, index.as_ref(), dev, dp);
                 dp.napi_threads.push(place_thread(&t, name, found, dp, policy.napi_threads));
             }
         }
@@ -63,14 +66,11 @@ fn thread_name(t: &NapiThread) -> String {
     format!("napi/{}-{}", t.interface, t.napi_id)
 }
 
-/// `t` with the NAPI id of the instance the kernel reports its pid for (6.10 and later), which
-/// wins over the id its name gives (a name cut at 15 characters by a kernel before 5.17 ends in
-/// part of the id).
-fn with_reported_id(t: &NapiThread, ifindex: Option<u32>, report: Option<&NetdevReport>) -> NapiThread {
-    let reported = report
-        .zip(ifindex)
-        .and_then(|(r, ifindex)| r.napis.iter().find(|n| n.ifindex == ifindex && n.pid == Some(t.pid)));
-    NapiThread { napi_id: reported.map_or(t.napi_id, |n| n.id), ..t.clone() }
+/// `t` with the NAPI id of the instance the kernel reports its pid for (6.10 and later; `by_pid`
+/// of its interface), which wins over the id its name gives (a name cut at 15 characters by a
+/// kernel before 5.17 ends in part of the id).
+fn with_reported_id(t: &NapiThread, by_pid: &BTreeMap<u32, u32>) -> NapiThread {
+    NapiThread { napi_id: by_pid.get(&t.pid).copied().unwrap_or(t.napi_id), ..t.clone() }
 }
 
 /// The IRQ of NAPI instance `napi_id` (of rank `rank` in queue order) and how it was found: the
@@ -79,18 +79,16 @@ fn with_reported_id(t: &NapiThread, ifindex: Option<u32>, report: Option<&Netdev
 pub(super) fn instance_irq(
     napi_id: u32,
     rank: Option<usize>,
-    ifindex: Option<u32>,
-    report: Option<&NetdevReport>,
+    index: Option<&InterfaceNapis>,
     dev: &Device,
     dp: &DevicePlan,
 ) -> Option<(u32, &'static str)> {
     let owns = |irq: u32| dp.irqs.iter().any(|p| p.irq == irq);
-    if let (Some(report), Some(ifindex)) = (report, ifindex) {
-        let napi = report.napis.iter().find(|n| n.ifindex == ifindex && n.id == napi_id);
-        if let Some(irq) = napi.and_then(|n| n.irq).filter(|&i| owns(i)) {
+    if let Some(index) = index {
+        if let Some(irq) = index.instance(napi_id).and_then(|n| n.irq).filter(|&i| owns(i)) {
             return Some((irq, "netlink"));
         }
-        if let Some((kind, q)) = report.lowest_queue(ifindex, napi_id) {
+        if let Some((kind, q)) = index.lowest_queue(napi_id) {
             if let Some(p) = queue_irq(dp, q, kind) {
                 return Some((p.irq, "netlink"));
             }

@@ -42,14 +42,13 @@ fn napi_views(report: &NetdevReport, dev: &Device, sample: &Sample, dp: &DeviceP
     let mut out = Vec::new();
     for interface in &dev.interfaces {
         let Some(ifindex) = sample.interfaces.get(interface).and_then(|s| s.ifindex) else { continue };
-        let ids = report.instance_ids(ifindex);
-        for n in report.napis.iter().filter(|n| n.ifindex == ifindex) {
-            let rank = ids.binary_search(&n.id).ok();
-            let irq = instance_irq(n.id, rank, Some(ifindex), Some(report), dev, dp).map(|(irq, _)| irq);
+        let index = report.interface(ifindex);
+        for (rank, n) in index.instances().enumerate() {
+            let irq = instance_irq(n.id, Some(rank), Some(&index), dev, dp).map(|(irq, _)| irq);
             out.push(NapiView {
                 id: n.id,
                 irq,
-                queue: report.lowest_queue(ifindex, n.id).map(|(_, q)| q),
+                queue: index.lowest_queue(n.id).map(|(_, q)| q),
                 threaded: n.threaded.map(crate::devices::napi::NapiThreaded::as_str),
                 pid: n.pid,
             });

@@ -289,6 +289,16 @@ impl Root {
         optional(self.read_capped(rel.as_ref(), LARGE_FILE_LIMIT, 0))
     }
 
+    /// A whole file's bytes, at most `limit`; a missing file is `None`, a longer one an error
+    /// saying so (nothing of it read).
+    pub(crate) fn read_bytes_limited_optional(
+        &self,
+        rel: impl AsRef<Path>,
+        limit: u64,
+    ) -> Result<Option<Vec<u8>>, SysfsError> {
+        optional(self.read_capped(rel.as_ref(), limit, 0))
+    }
+
     /// A short sysfs/procfs value (at most [`SMALL_FILE_LIMIT`] bytes) as text, with trailing
     /// whitespace and NUL bytes removed (some firmware pads values with them).
     pub(crate) fn read_string(&self, rel: impl AsRef<Path>) -> Result<String, SysfsError> {

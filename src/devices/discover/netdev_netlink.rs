@@ -37,6 +37,10 @@ const MAX_DUMP: usize = 16 << 20;
 /// them as the source machine's kernel gave them.
 pub const CAPTURED_NAPI_GET: &str = "irqwise-snapshot/netdev-napi-get.bin";
 pub const CAPTURED_QUEUE_GET: &str = "irqwise-snapshot/netdev-queue-get.bin";
+/// The largest kept answer read: 8 MiB is over 100,000 queues or instances (a machine of 8,192
+/// CPUs with four NICs of a queue pair per CPU answers about 4 MiB); past it the snapshot is
+/// not a machine's, and its answers are not read.
+pub const CAPTURED_LIMIT: u64 = 8 << 20;
 
 /// What this machine's kernel reports (see the module documentation).
 pub fn read_netdev() -> NetdevView {
@@ -51,7 +55,7 @@ pub fn read_netdev() -> NetdevView {
 /// source's kernel could not be asked, or an older snapshot), `Unavailable` naming the file that
 /// cannot be read.
 pub fn read_captured_netdev(root: &Root) -> NetdevView {
-    let read = |rel: &str| root.read_bytes_optional(rel).map_err(|e| e.to_string());
+    let read = |rel: &str| root.read_bytes_limited_optional(rel, CAPTURED_LIMIT).map_err(|e| e.to_string());
     let (napi_get, queue_get) = match (read(CAPTURED_NAPI_GET), read(CAPTURED_QUEUE_GET)) {
         (Ok(None), Ok(None)) => return NetdevView::NotThisMachine,
         (Ok(n), Ok(q)) => (n.unwrap_or_default(), q.unwrap_or_default()),
@@ -188,6 +192,14 @@ mod tests {
         std::fs::write(dir.path().join(CAPTURED_NAPI_GET), &napi[..napi.len() - 3]).unwrap();
         let NetdevView::Unavailable(why) = read_captured_netdev(&root) else { panic!("a cut answer was read") };
         assert!(why.contains("netdev-napi-get.bin"), "{why}");
+        // Past the limit: not read at all (a 128 MiB answer took a plan past 1 GiB).
+        let big = std::fs::File::create(dir.path().join(CAPTURED_NAPI_GET)).unwrap();
+        big.set_len(CAPTURED_LIMIT + 1).unwrap();
+        let NetdevView::Unavailable(why) = read_captured_netdev(&root) else { panic!("a huge answer was read") };
+        assert!(
+            why.contains("netdev-napi-get.bin") && why.contains(&format!("longer than {CAPTURED_LIMIT} bytes")),
+            "{why}"
+        );
     }
 
     /// The real kernel of this machine, when it has the family: the read works and gives
