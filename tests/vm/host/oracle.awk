@@ -99,8 +99,8 @@ END {
       row = "| " release[versions[v]] " | " shapes[s] " | " st " |"
       for (i = 1; i <= n_q; i++) row = row " " cell(tag " q" qlist[i] "@" st) " |"
       if (tier == "arm64") row = row " " flipcell(tag " flip") " |"
-      b = boot[tag]; note = ""; if ((i = index(b, " ")) > 0) { note = substr(b, i); b = substr(b, 1, i - 1) }
-      out(row " " b " s" note " |")
+      bt = boot[tag]; note = ""; if ((i = index(bt, " ")) > 0) { note = substr(bt, i); bt = substr(bt, 1, i - 1) }
+      out(row " " bt " s" note " |")
     }
   }
   out("")
