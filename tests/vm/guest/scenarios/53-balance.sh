@@ -79,7 +79,10 @@ check alternating "alternating load: within balance_moves_per_minute (4)" -- bud
 # CPU of the node: after queue 1 leaves, the node's median rate is what each busy CPU carries,
 # and a return judged on that median would make queue 0's CPU hot again (back and forth every
 # hold). Judged on the load as it would be after the return, it stays: at most one move, no
-# return while the load lasts. First every queue home from the alternating load.
+# return while the load lasts. A row of measurement more than a trap: on this guest's rates
+# (queue 2 slower than 0 and 1) the old rule held too; the unit test
+# constant_load_moves_once_and_never_back_and_forth (plan/refine.rs) is the one the old rule
+# fails. First every queue home from the alternating load.
 now; T0=$NOW
 settle "$NIC_IRQS" '[ "$MASKS" = "$B_START" ]' 40000
 read -r B_HOME2 < /proc/irq/$B_Q2/smp_affinity_list
