@@ -5,7 +5,8 @@
 //! `tests/common/big_machine.rs` under `TMPDIR` (no `proc/interrupts`: nothing measured reads it).
 //!
 //! Per size: `irqwise plan --root` (best of 5, and the peak RSS of that process from `wait4`),
-//! then `irqwise run --root` (the daemon) from start to its first state file, and its VmRSS a
+//! `irqwise plan --json --root` (the bytes it writes and its peak RSS: documents stay linear in
+//! the machine), then `irqwise run --root` (the daemon) from start to its first state file, and its VmRSS a
 //! second later (steady: nothing changes in the root).
 //!
 //! `cargo bench --bench scale`; `SCALE_SIZES=1024,8192` for some sizes only; `SCALE_BIN=PATH`
@@ -30,27 +31,45 @@ const SIZES: [(u32, u32, u32); 4] = [(1024, 8, 64), (2048, 16, 64), (4096, 16, 1
 /// [`wrapper`]), so that the peak RSS of the children it reports is that one run's: wall time
 /// and peak RSS (kB).
 fn run_measured(bin: &Path, args: &[&std::ffi::OsStr]) -> (Duration, u64) {
+    let (took, kb, _) = run_measured_output(bin, args);
+    (took, kb)
+}
+
+/// [`run_measured`], and the bytes the command wrote to stdout (counted, not kept).
+fn run_measured_output(bin: &Path, args: &[&std::ffi::OsStr]) -> (Duration, u64, u64) {
     let me = std::env::current_exe().expect("current_exe");
     let out = Command::new(me).arg(WRAPPER).arg(bin).args(args).stderr(Stdio::inherit()).output().expect("wrapper");
     assert!(out.status.success(), "wrapper: {}", out.status);
     let text = String::from_utf8_lossy(&out.stdout);
     let mut words = text.split_whitespace().map(|w| w.parse::<u64>().expect("wrapper output"));
-    let (Some(micros), Some(kb)) = (words.next(), words.next()) else { panic!("wrapper printed {text:?}") };
-    (Duration::from_micros(micros), kb)
+    let (Some(micros), Some(kb), Some(bytes)) = (words.next(), words.next(), words.next()) else {
+        panic!("wrapper printed {text:?}")
+    };
+    (Duration::from_micros(micros), kb, bytes)
 }
 
 /// The first argument that makes this binary the wrapper of [`run_measured`].
 const WRAPPER: &str = "--measure-child";
 
-/// As the wrapper: runs the command in `args`, prints its wall time (µs) and the peak RSS of
-/// this process's children (kB: only that one).
+/// As the wrapper: runs the command in `args`, prints its wall time (µs), the peak RSS of
+/// this process's children (kB: only that one) and the bytes it wrote to stdout.
 fn wrapper(args: &[String]) {
+    use std::io::Read;
     let start = Instant::now();
-    let status = Command::new(&args[0]).args(&args[1..]).stdout(Stdio::null()).status().expect("spawn irqwise");
+    let mut child = Command::new(&args[0]).args(&args[1..]).stdout(Stdio::piped()).spawn().expect("spawn irqwise");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let (mut bytes, mut buf) = (0u64, vec![0u8; 1 << 16]);
+    loop {
+        match stdout.read(&mut buf).expect("read stdout") {
+            0 => break,
+            n => bytes += n as u64,
+        }
+    }
+    let status = child.wait().expect("wait irqwise");
     let took = start.elapsed();
     assert!(status.success(), "{args:?}: {status}");
     let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).expect("getrusage");
-    println!("{} {}", took.as_micros(), usage.max_rss());
+    println!("{} {} {bytes}", took.as_micros(), usage.max_rss());
 }
 
 fn vm_rss_kb(pid: u32) -> u64 {
@@ -106,8 +125,8 @@ fn main() {
     let bin =
         std::env::var_os("SCALE_BIN").map_or_else(|| env!("CARGO_BIN_EXE_irqwise").into(), std::path::PathBuf::from);
     let bin = bin.as_path();
-    println!("| CPUs | IRQs | `plan`, best of 5 | `plan` peak RSS | daemon: start to first pass done | daemon RSS after it |");
-    println!("|---|---|---|---|---|---|");
+    println!("| CPUs | IRQs | `plan`, best of 5 | `plan` peak RSS | `plan --json`: bytes; peak RSS | daemon: start to first pass done | daemon RSS after it |");
+    println!("|---|---|---|---|---|---|---|");
     for (cpus, nodes, cores) in SIZES {
         if only.as_ref().is_some_and(|o| !o.contains(&cpus)) {
             continue;
@@ -131,11 +150,15 @@ fn main() {
         let mut runs: Vec<(Duration, u64)> = (0..5).map(|_| run_measured(bin, &plan)).collect();
         runs.sort();
         let (best, peak) = runs[0];
+        let json = ["plan".as_ref(), "--json".as_ref(), "--root".as_ref(), dir.path().as_os_str()];
+        let (_, json_peak, json_bytes) = run_measured_output(bin, &json);
         let (first, rss) = daemon(bin, dir.path());
         println!(
-            "| {cpus} | {irqs} | {:.0} ms | {:.1} MB | {:.0} ms | {:.1} MB |",
+            "| {cpus} | {irqs} | {:.0} ms | {:.1} MB | {:.2} MB; {:.1} MB | {:.0} ms | {:.1} MB |",
             best.as_secs_f64() * 1e3,
             peak as f64 / 1024.0,
+            json_bytes as f64 / 1e6,
+            json_peak as f64 / 1024.0,
             first.as_secs_f64() * 1e3,
             rss as f64 / 1024.0
         );

@@ -40,4 +40,4 @@ pub mod topology;
 
 /// The version of every JSON document irqwise writes (plan, apply, status and its state file,
 /// topology, spread, check-config), its first key: tools check it before reading the rest.
-pub const JSON_SCHEMA: u32 = 1;
+pub const JSON_SCHEMA: u32 = 2;

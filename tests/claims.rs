@@ -145,7 +145,7 @@ fn a_claim_whose_process_died_while_no_daemon_ran_is_released_at_start() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| p["desired"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap() as u32).collect())
+        .map(|p| CpuSet::parse_list(p["desired"].as_str().unwrap()).unwrap())
         .collect();
     assert!(
         desired.len() == irqs.len() && desired.iter().all(|d| !d.is_empty() && !d.intersects(&set("4-7"))),

@@ -51,7 +51,11 @@ fn irqwise_json(root: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("irqwise {args:?}: bad JSON: {e}"))
 }
 
+/// A CPU list string (a set: a group) or an array of ids (an order).
 fn cpus_of(v: &Value) -> Vec<u32> {
+    if let Some(list) = v.as_str() {
+        return irqwise::cpuset::CpuSet::parse_list(list).expect("a CPU list").iter().collect();
+    }
     v.as_array().expect("array").iter().map(|c| c.as_u64().expect("cpu id") as u32).collect()
 }
 

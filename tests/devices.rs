@@ -72,7 +72,7 @@ fn ice_nic_with_16_queues_on_node_1() {
     let json = serde_json::to_value(&d).unwrap();
     assert_eq!(json["devices"][0]["class"], "nic");
     assert_eq!(json["devices"][0]["vectors"][1]["role"], "rxtx");
-    assert_eq!(json["devices"][0]["vectors"][1]["current"], serde_json::json!((0..32).collect::<Vec<u32>>()));
+    assert_eq!(json["devices"][0]["vectors"][1]["current"], "0-31");
 }
 
 #[test]

@@ -44,7 +44,7 @@ fn a_snapshot_against_itself_is_the_same() {
     let out = diff(a.path(), Path::new("-"), true);
     assert_eq!(out.status.code(), Some(0), "`-` is --root");
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((doc["schema"].as_u64(), doc["same"].as_bool()), (Some(1), Some(true)));
+    assert_eq!((doc["schema"].as_u64(), doc["same"].as_bool()), (Some(2), Some(true)));
 }
 
 #[test]

@@ -82,7 +82,7 @@ fn check_config_lists_every_error_of_every_file_in_file_order() {
     assert!(errors[2].contains("50-a.toml:4:1") && errors[2].contains("bogus"), "{err}");
     let json = irqwise(root.path(), cfg.path()).args(["check-config", "--json"]).output().unwrap();
     let v: Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert_eq!((v["schema"].as_u64(), v["ok"].as_bool()), (Some(1), Some(false)));
+    assert_eq!((v["schema"].as_u64(), v["ok"].as_bool()), (Some(2), Some(false)));
     assert_eq!(v["errors"].as_array().unwrap().len(), 3);
     assert_eq!(v["errors"][1]["line"], 3);
 }

@@ -141,7 +141,7 @@ fn json_stays_valid_whatever_bytes_names_and_versions_hold() {
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{args:?}: a raw control character: {text:?}");
         let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"));
-        assert_eq!(doc["schema"], 1, "{args:?}");
+        assert_eq!(doc["schema"], 2, "{args:?}");
         if args[0] == "plan" && args.len() == 2 {
             let all = doc.to_string();
             for name in names {

@@ -64,7 +64,7 @@ fn desired(root: &Path, cfg: &Path) -> (Vec<(u32, CpuSet)>, Vec<String>) {
         .unwrap()
         .iter()
         .map(|p| {
-            let cpus = p["desired"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap() as u32).collect();
+            let cpus = CpuSet::parse_list(p["desired"].as_str().unwrap()).unwrap();
             (p["irq"].as_u64().unwrap() as u32, cpus)
         })
         .collect();
@@ -129,10 +129,10 @@ fn every_source_keeps_device_irqs_off_its_cpus_and_topology_names_it() {
         assert_eq!(sources.len(), 1, "{rel}: {sources:?}");
         assert_eq!(sources[0]["kind"], kind);
         assert_eq!(sources[0]["since"], since, "{rel}");
-        assert_eq!(sources[0]["cpus"], serde_json::json!([6, 7]));
+        assert_eq!(sources[0]["cpus"], serde_json::json!("6-7"));
         assert_eq!(sources[0]["applied"], true);
         assert!(sources[0]["path"].as_str().unwrap().ends_with(rel), "{sources:?}");
-        assert_eq!(topo["isolation"]["avoid"], serde_json::json!([6, 7]));
+        assert_eq!(topo["isolation"]["avoid"], serde_json::json!("6-7"));
         let (_, table, _) = irqwise(root.path(), cfg.path(), &["topology"]);
         assert!(table.contains("isolation: device IRQs avoid CPUs 6-7"), "{table}");
         assert!(table.contains(&format!("{since} {}: ", root.path().join(rel).display())), "{table}");
@@ -240,7 +240,7 @@ fn the_guard_names_each_source_when_it_clears_a_left_alone_irq() {
         .find(|p| p["irq"] == usb)
         .unwrap()
         .clone();
-    let desired: CpuSet = p["desired"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap() as u32).collect();
+    let desired = CpuSet::parse_list(p["desired"].as_str().unwrap()).unwrap();
     assert_eq!(desired, set("0-5,10-23"), "{p}");
     let reason = p["reason"].as_str().unwrap();
     assert!(reason.contains("cgroup-isolated CPUs 6-7") && reason.contains("irqbalance-banned CPUs 8-9"), "{reason}");

@@ -72,16 +72,16 @@ fn every_json_document_validates_against_its_schema() {
 #[test]
 fn the_check_fails_on_a_missing_field_a_wrong_type_and_an_unchecked_keyword() {
     let s = schema("claims");
-    let good = serde_json::json!({"schema": 1, "daemon": null, "claims": [], "problems": []});
+    let good = serde_json::json!({"schema": 2, "daemon": null, "claims": [], "problems": []});
     assert!(violations(&s, &good).is_empty(), "{:?}", violations(&s, &good));
-    let missing = serde_json::json!({"schema": 1, "daemon": null, "claims": []});
+    let missing = serde_json::json!({"schema": 2, "daemon": null, "claims": []});
     assert_eq!(violations(&s, &missing), ["$: missing problems"]);
-    let wrong = serde_json::json!({"schema": 1, "daemon": "x", "claims": [{"owner": 1}], "problems": []});
+    let wrong = serde_json::json!({"schema": 2, "daemon": "x", "claims": [{"owner": 1}], "problems": []});
     let v = violations(&s, &wrong);
     assert!(v.iter().any(|m| m.starts_with("$.daemon: string")), "{v:?}");
     assert!(v.iter().any(|m| m.starts_with("$.claims[0].owner: integer")), "{v:?}");
     assert!(v.iter().any(|m| m == "$.claims[0]: missing cpus"), "{v:?}");
-    let version = serde_json::json!({"schema": 2, "daemon": null, "claims": [], "problems": []});
+    let version = serde_json::json!({"schema": 1, "daemon": null, "claims": [], "problems": []});
     assert!(!violations(&s, &version).is_empty());
     let unknown = serde_json::json!({"type": "object", "minProperties": 1});
     assert!(!violations(&unknown, &good).is_empty(), "a keyword the check does not implement");

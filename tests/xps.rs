@@ -153,7 +153,7 @@ fn every_cpu_transmits_on_the_queue_whose_irq_is_nearest_and_it_follows_a_cpu_of
     assert_eq!(xps["interface"], "eth1");
     for (q, s) in sets.iter().enumerate() {
         assert_eq!(xps["queues"][q]["action"], "keep", "after apply the plan keeps tx-{q}");
-        assert_eq!(xps["queues"][q]["desired"], serde_json::json!(s.iter().collect::<Vec<_>>()));
+        assert_eq!(xps["queues"][q]["desired"], serde_json::json!(s.to_list_string()));
     }
 
     // Queue 0's CPU goes offline; the next pass moves its IRQ and the steering with it.

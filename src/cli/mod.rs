@@ -177,7 +177,7 @@ struct Versioned<'a, T: serde::Serialize> {
     inner: &'a T,
 }
 
-/// `value` (a struct or object) as pretty JSON with the top-level `"schema": 1`, and a newline:
+/// `value` (a struct or object) as pretty JSON with the top-level `"schema": 2`, and a newline:
 /// the one JSON writer of every `--json` command. Guarantees valid JSON whatever bytes the
 /// machine's names hold, with no control character but its newlines (DEL and C1 characters are
 /// `\u` escapes), so the terminal-safe escaping of every output leaves it as it is.

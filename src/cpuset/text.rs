@@ -199,20 +199,39 @@ impl fmt::Debug for CpuSet {
     }
 }
 
-/// JSON form: an ascending array of CPU ids (`[0,1,2]`).
+/// JSON form: the kernel's CPU list (`"0-2,8"`, `""` for none): as long as the ranges, not the
+/// CPUs (a set of 8,192 CPUs is `"0-8191"`, not 8,192 numbers).
 impl Serialize for CpuSet {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.iter())
+        s.serialize_str(&self.to_list_string())
     }
 }
 
+/// Reads the list string, and the ascending array of CPU ids earlier versions wrote (state,
+/// originals and memory files of a daemon before schema 2).
 impl<'de> Deserialize<'de> for CpuSet {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let cpus = Vec::<u32>::deserialize(d)?;
-        if let Some(&bad) = cpus.iter().find(|&&c| c >= MAX_CPUS) {
-            return Err(serde::de::Error::custom(format!("CPU {bad} is not below {MAX_CPUS}")));
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = CpuSet;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a CPU list (\"0-3,8\") or an array of CPU ids")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<CpuSet, E> {
+                CpuSet::parse_list(v).map_err(E::custom)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<CpuSet, A::Error> {
+                let mut out = CpuSet::new();
+                while let Some(c) = seq.next_element::<u32>()? {
+                    if c >= MAX_CPUS {
+                        return Err(serde::de::Error::custom(format!("CPU {c} is not below {MAX_CPUS}")));
+                    }
+                    out.insert(c);
+                }
+                Ok(out)
+            }
         }
-        Ok(cpus.into_iter().collect())
+        d.deserialize_any(Either)
     }
 }
 
@@ -236,6 +255,18 @@ mod tests {
         assert_eq!(set.iter().collect::<Vec<_>>(), [1, 3, 8191]);
         let err = serde_json::from_str::<CpuSet>("[0,8192]").expect_err("8192 is MAX_CPUS");
         assert!(err.to_string().contains("CPU 8192 is not below 8192"), "{err}");
+    }
+
+    #[test]
+    fn json_is_the_kernel_list_and_reads_back_from_it_or_an_older_array() {
+        let all = CpuSet::first_n(MAX_CPUS);
+        assert_eq!(serde_json::to_string(&all).unwrap(), "\"0-8191\"", "one range, not 8,192 numbers");
+        assert_eq!(serde_json::to_string(&CpuSet::new()).unwrap(), "\"\"");
+        for text in ["\"0-3,8\"", "[0,1,2,3,8]"] {
+            assert_eq!(serde_json::from_str::<CpuSet>(text).unwrap(), list("0-3,8"), "{text}");
+        }
+        assert!(serde_json::from_str::<CpuSet>("\"0-8192\"").is_err());
+        assert!(serde_json::from_str::<CpuSet>("\"x\"").is_err());
     }
 
     #[test]

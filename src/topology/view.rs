@@ -52,9 +52,9 @@ fn lowest(mask: Option<&CpuSet>) -> Option<u32> {
     mask.and_then(CpuSet::first)
 }
 
-/// A CPU set as a JSON array of ids.
-fn list(set: &CpuSet) -> Vec<u32> {
-    set.iter().collect()
+/// A CPU set as the kernel's list (`"0-3,8"`): as long as its ranges, whatever the CPUs.
+fn list(set: &CpuSet) -> String {
+    set.to_list_string()
 }
 
 /// Which kinds of isolation source planning applies (`respect_isolation`,
@@ -254,8 +254,8 @@ mod tests {
     fn json_has_the_issue_shape_with_lowest_ids() {
         let v = to_json(&small());
         assert_eq!(v["kernel"], "6.1.0-57-amd64");
-        assert_eq!(v["online"], json!([0, 1, 2]));
-        assert_eq!(v["isolated"], json!([]));
+        assert_eq!(v["online"], json!("0-2"));
+        assert_eq!(v["isolated"], json!(""));
         // CPU 1 shares its core with CPU 0; CPU 2 is alone.
         assert_eq!(
             v["cpus"][1],
@@ -265,7 +265,7 @@ mod tests {
         assert_eq!(v["cpus"][2]["core"], 2);
         // Offline CPU 3: sysfs says nothing.
         assert_eq!(v["cpus"][3]["package"], Value::Null);
-        assert_eq!(v["nodes"], json!([{"node": 0, "cpus": [0, 1, 2, 3], "distance": [10]}]));
+        assert_eq!(v["nodes"], json!([{"node": 0, "cpus": "0-3", "distance": [10]}]));
     }
 
     #[test]

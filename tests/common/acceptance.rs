@@ -129,7 +129,8 @@ pub fn queue_irqs<'a>(dev: &'a Value, role: Option<&str>) -> Vec<&'a Value> {
 
 /// A JSON CPU array (or null) as a set.
 pub fn set_of(v: &Value) -> CpuSet {
-    v.as_array().unwrap_or_else(|| panic!("not a CPU array: {v}")).iter().map(|c| c.as_u64().unwrap() as u32).collect()
+    CpuSet::parse_list(v.as_str().unwrap_or_else(|| panic!("not a CPU list: {v}")))
+        .unwrap_or_else(|e| panic!("not a CPU list: {v}: {e}"))
 }
 
 /// The desired set of each queue IRQ, in queue order.

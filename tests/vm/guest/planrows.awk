@@ -1,7 +1,7 @@
 # planrows.awk: reads `irqwise plan --json` and prints one line per IRQ:
 #   IRQ ACTION MANAGED DESIRED CURRENT BDF DRIVER DEVNODE NAME
-# DESIRED/CURRENT are comma-separated CPU numbers, or a kernel list string where the document
-# has one ("-" when null); NAME is last as it may hold
+# DESIRED/CURRENT are comma-separated CPU numbers (from the kernel list strings documents
+# write; "-" when null or empty); NAME is last as it may hold
 # spaces. A tiny JSON reader (objects, arrays, strings, literals) flattens the document into
 # path -> value pairs first; it knows nothing of irqwise beyond the field names it prints.
 # -v base=plan. reads the plan inside a larger document (`irqwise status --json` keeps it under
@@ -42,11 +42,20 @@ function value(path,   c, k, i, s) {
   val[path] = s
 }
 function list(prefix,   j, s) {
-  # The state file writes CPU sets as kernel list strings ("0-3,8"): kept as they are.
-  if ((prefix in val) && val[prefix] != "null" && val[prefix] != "[]") return val[prefix]
+  # Documents write CPU sets as kernel list strings ("0-3,8"; schema 1 wrote arrays): both come
+  # out as comma-separated CPUs ("0,1,2,3,8"), "-" for none.
+  if ((prefix in val) && val[prefix] != "null" && val[prefix] != "[]") return val[prefix] == "" ? "-" : cpus(val[prefix])
   if (!((prefix ".0") in val)) return "-"
   s = val[prefix ".0"]
   for (j = 1; (prefix "." j) in val; j++) s = s "," val[prefix "." j]
+  return s
+}
+function cpus(l,   n, p, i, r, a, s) {
+  s = ""; n = split(l, p, ",")
+  for (i = 1; i <= n; i++) {
+    if (split(p[i], r, "-") == 2) { for (a = r[1] + 0; a <= r[2] + 0; a++) s = s (s == "" ? "" : ",") a }
+    else s = s (s == "" ? "" : ",") p[i]
+  }
   return s
 }
 function field(k) { return (k in val && val[k] != "null" && val[k] != "") ? val[k] : "-" }

@@ -84,17 +84,18 @@ END {
     for (i = 0; ("devices." d ".irqs." i ".irq") in p; i++) {
       q = "devices." d ".irqs." i; role = p[q ".role"]
       if (role != "rx" && role != "tx") continue
-      qi = p[q ".queue"]; have = p[q ".desired.0"]; nq++
-      if ((q ".desired.1") in p || have != order[qi % norder]) nbad = nbad "; " role " " qi ": irqwise " have ", expected " order[qi % norder]
+      qi = p[q ".queue"]; have = p[q ".desired"]; nq++
+      if (have ~ /[,-]/ || have != order[qi % norder]) nbad = nbad "; " role " " qi ": irqwise " have ", expected " order[qi % norder]
       irqcpu[qi] = have
     }
     # XPS: every online CPU transmits on exactly one queue, and no other queue's IRQ CPU is
     # nearer to it (same CPU, core, cluster, node, then distance): cluster-aware as documented.
     for (c in on) {
       owner = ""; owners = 0
-      for (j = 0; ("devices." d ".xps.queues." j ".txq") in p; j++)
-        for (k = 0; ("devices." d ".xps.queues." j ".desired." k) in p; k++)
-          if (p["devices." d ".xps.queues." j ".desired." k] == c) { owner = p["devices." d ".xps.queues." j ".irq_cpus.0"]; owners++ }
+      for (j = 0; ("devices." d ".xps.queues." j ".txq") in p; j++) {
+        expand(p["devices." d ".xps.queues." j ".desired"], xs)
+        if (c in xs) { split(canon(p["devices." d ".xps.queues." j ".irq_cpus"]), ic, ","); owner = ic[1]; owners++ }
+      }
       if (owners != 1) { nbad = nbad "; cpu " c " transmits on " owners " queues"; continue }
       best = 99999; for (j in irqcpu) { v = near(c, irqcpu[j]); if (v < best) best = v }
       if (near(c, owner) != best) nbad = nbad "; cpu " c " transmits on the queue of cpu " owner " (class " near(c, owner) "), a nearer one has class " best

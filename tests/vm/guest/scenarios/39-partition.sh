@@ -56,8 +56,8 @@ else
     local k
     k=$(awk '$1 ~ /^isolation\.sources\.[0-9]+\.kind$/ && $2 == "cgroup-partition" { sub(/\.kind$/, "", $1); print $1; exit }' /tmp/topo.dump)
     [ -n "$k" ] || { REPLY="no cgroup-partition source"; return 1; }
-    REPLY="source $(awk -v k="$k.since" '$1 == k { print $2 }' /tmp/topo.dump), cpus $(awk -v p="$k.cpus." 'index($1, p) == 1 { printf "%s ", $2 }' /tmp/topo.dump)"
-    case $REPLY in "source live, cpus 6 7 ") return 0;; esac; return 1
+    REPLY="source $(awk -v k="$k.since" '$1 == k { print $2 }' /tmp/topo.dump), cpus $(awk -v k="$k.cpus" '$1 == k { print $2 }' /tmp/topo.dump)"
+    case $REPLY in "source live, cpus 6-7") return 0;; esac; return 1
   }
   check topology_live "topology: the cgroup partition is a live source of CPUs 6-7" -- topology_live
   managed_named() {
