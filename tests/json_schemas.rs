@@ -6,6 +6,8 @@
 
 #[path = "common/acceptance.rs"]
 mod acceptance;
+#[path = "common/child_daemon.rs"]
+mod child_daemon;
 #[path = "common/schema_check.rs"]
 mod schema_check;
 
@@ -13,6 +15,7 @@ use std::path::Path;
 use std::process::Command;
 
 use acceptance::*;
+use child_daemon::Daemon;
 use schema_check::{schema, violations};
 
 fn run(root: &Path, cfg: &Path, args: &[&str]) -> (Option<i32>, String) {
@@ -160,38 +163,11 @@ fn every_json_document_validates_on_a_busy_machine() {
     );
 
     // A running daemon with one claim held and one refused.
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-        .arg("--root")
-        .arg(r)
-        .arg("--config")
-        .arg(c)
-        .args(["run"])
-        .env_remove("NOTIFY_SOCKET")
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let state = r.join("run/irqwise/state.json");
-    let passes = || -> u64 {
-        let text = std::fs::read_to_string(&state).unwrap_or_default();
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-        if v["pid"] == daemon.id() {
-            v["passes"].as_u64().unwrap_or(0)
-        } else {
-            0
-        }
-    };
-    let wait_pass = |after: u64| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while passes() <= after && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        assert!(passes() > after, "no pass after {after}");
-    };
-    wait_pass(0);
+    let daemon = Daemon::start(r, c, r.join("daemon.log"));
     assert_eq!(run(r, c, &["claim", "--cpus", "3", "--owner", "held"]).0, Some(0));
-    let before = passes();
+    let before = daemon.passes();
     std::fs::write(r.join("run/irqwise/claims/refused"), "cpus=0-15\n").unwrap();
-    wait_pass(before);
+    daemon.wait(before, "the refused claim seen", || true);
     validates(r, c, "status", &["status", "--json"], 0);
     validates(r, c, "claims", &["claims", "--json"], 0);
     let (_, text) = run(r, c, &["status", "--json"]);
@@ -199,6 +175,5 @@ fn every_json_document_validates_on_a_busy_machine() {
     assert_eq!(status["refused_claims"][0]["owner"], "refused", "{text}");
     validates(r, c, "topology", &["topology", "--json"], 0);
     validates(r, c, "plan", &["plan", "--json"], 0);
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    drop(daemon);
 }

@@ -157,7 +157,8 @@ fn finish(
     if timeout.is_zero() {
         return Ok(Outcome::ok(format!("{said}; irqwise (pid {}) takes it at its next pass\n", before.pid)));
     }
-    let state = wait_for(root, &before, timeout, done).map_err(|e| CliError::Failed(format!("{said}, but {e}")))?;
+    let state = wait_for(root, before.pid, before.passes, timeout, &done)
+        .map_err(|e| CliError::Failed(format!("{said}, but {e}")))?;
     // The plan's warnings that name the owner (a node left without a usable CPU, a void claim).
     let stderr: String = state
         .plan
@@ -202,22 +203,13 @@ fn wait_without_state(
             why()
         )));
     }
-    let deadline = super::deadline_after(timeout);
-    loop {
-        if let Some(state) = running_daemon(root).filter(|s| s.pid == pid && done(s)) {
-            return Ok(Outcome::ok(format!(
-                "{said}; irqwise (pid {pid}) applied it in pass {}: {}\n",
-                state.passes, state.status
-            )));
-        }
-        if super::is_past(deadline) || crate::sysfs::processes::process_name(pid).is_none() {
-            return Err(CliError::Failed(format!(
-                "{said}, but irqwise (pid {pid}) runs and its state file cannot tell whether it took it: {}",
-                why()
-            )));
-        }
-        std::thread::sleep(POLL);
-    }
+    let state = wait_for(root, pid, 0, timeout, done).map_err(|_| {
+        CliError::Failed(format!(
+            "{said}, but irqwise (pid {pid}) runs and its state file cannot tell whether it took it: {}",
+            why()
+        ))
+    })?;
+    Ok(Outcome::ok(format!("{said}; irqwise (pid {pid}) applied it in pass {}: {}\n", state.passes, state.status)))
 }
 
 /// The pid of an irqwise daemon of `root` whose state file gave no running daemon (unreadable,
@@ -228,29 +220,26 @@ fn daemon_without_state(root: &Root) -> Option<u32> {
     (crate::sysfs::processes::process_name(pid).as_deref() == Some(crate::sysfs::processes::DAEMON_NAME)).then_some(pid)
 }
 
-/// Polls the state file until a later pass of the same daemon satisfies `done`.
+/// Polls the state file until a pass of daemon `pid` later than pass `after` satisfies `done`.
 fn wait_for(
     root: &Root,
-    before: &StateView,
+    pid: u32,
+    after: u64,
     timeout: Duration,
-    done: impl Fn(&StateView) -> bool,
+    done: &impl Fn(&StateView) -> bool,
 ) -> Result<StateView, String> {
     let deadline = super::deadline_after(timeout);
     loop {
         if let Some((_, s)) = read_state(root).ok().flatten() {
-            if s.pid == before.pid && s.passes > before.passes && done(&s) {
+            if s.pid == pid && s.passes > after && done(&s) {
                 return Ok(s);
             }
         }
-        if process_identity(before.pid).is_none() {
-            return Err(format!("irqwise (pid {}) exited before it took the change", before.pid));
+        if process_identity(pid).is_none() {
+            return Err(format!("irqwise (pid {pid}) exited before it took the change"));
         }
         if super::is_past(deadline) {
-            return Err(format!(
-                "irqwise (pid {}) shows no pass that took it after {} s",
-                before.pid,
-                timeout.as_secs()
-            ));
+            return Err(format!("irqwise (pid {pid}) shows no pass that took it after {} s", timeout.as_secs()));
         }
         std::thread::sleep(POLL);
     }

@@ -93,30 +93,27 @@ fn salvage(bytes: &[u8], boot_id: Option<&str>) -> Originals {
     if doc.get("boot_id").and_then(serde_json::Value::as_str).is_some_and(|b| Some(b) != boot_id) {
         return out;
     }
-    let entries = |key: &str| doc.get(key).and_then(serde_json::Value::as_array).cloned().unwrap_or_default();
-    let list_ok = |cpus: &str| CpuSet::parse_list(cpus).is_ok();
-    for v in entries("irqs") {
-        if let Ok(o) = serde_json::from_value::<Original>(v) {
-            if list_ok(&o.cpus) {
-                out.entries.insert(o.irq, o);
-            }
-        }
-    }
-    for v in entries("xps") {
-        if let Ok(o) = serde_json::from_value::<OriginalXps>(v) {
-            if list_ok(&o.cpus) {
-                out.xps.insert(o.file.clone(), o);
-            }
-        }
-    }
-    for v in entries("threads") {
-        if let Ok(o) = serde_json::from_value::<OriginalThread>(v) {
-            if list_ok(&o.cpus) {
-                out.threads.insert(o.pid, o);
-            }
-        }
-    }
+    out.entries = whole(&doc, "irqs", |o: &Original| (o.irq, &o.cpus));
+    out.xps = whole(&doc, "xps", |o: &OriginalXps| (o.file.clone(), &o.cpus));
+    out.threads = whole(&doc, "threads", |o: &OriginalThread| (o.pid, &o.cpus));
     out
+}
+
+/// The entries of array `key` of `doc` that deserialize whole with a CPU list that parses, by
+/// the key `of` gives (with the CPU list).
+fn whole<T: serde::de::DeserializeOwned, K: Ord>(
+    doc: &serde_json::Map<String, serde_json::Value>,
+    key: &str,
+    of: impl Fn(&T) -> (K, &String),
+) -> BTreeMap<K, T> {
+    let entries = doc.get(key).and_then(serde_json::Value::as_array).into_iter().flatten();
+    entries
+        .filter_map(|v| serde_json::from_value::<T>(v.clone()).ok())
+        .filter_map(|o| {
+            let (k, cpus) = of(&o);
+            CpuSet::parse_list(cpus).is_ok().then_some((k, o))
+        })
+        .collect()
 }
 
 /// The record, by IRQ, by `xps_cpus` file and by thread pid. Invariant: one entry per IRQ, file

@@ -192,7 +192,7 @@ impl<'r> InterfaceNapis<'r> {
 pub fn queues_by_irq(report: &NetdevReport, ifindex: u32) -> BTreeMap<u32, KernelQueue> {
     let index = report.interface(ifindex);
     let mut out = BTreeMap::new();
-    for napi in report.napis.iter().filter(|n| n.ifindex == ifindex) {
+    for napi in index.instances() {
         let Some(irq) = napi.irq else { continue };
         let served = index.served(napi.id);
         let Some(&(kind, queue)) = served.first() else { continue };
