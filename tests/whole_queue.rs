@@ -16,7 +16,8 @@ use irqwise::choices::NapiThreads;
 use irqwise::config::Config;
 use irqwise::cpuset::CpuSet;
 use irqwise::devices::napi::{
-    InterfaceState, NapiInstance, NapiThread, NapiThreaded, NetdevReport, NetdevView, QueueKind, QueueNapi,
+    InterfaceState, NapiInstance, NapiSettings, NapiThread, NapiThreaded, NetdevReport, NetdevView, QueueKind,
+    QueueNapi,
 };
 use irqwise::devices::{Device, QueueRole};
 use irqwise::plan::from_sample::{plan_sample, PassMemory};
@@ -55,7 +56,14 @@ fn sample(config: Config, dev: Device) -> Sample {
 fn reported(instances: &[(u32, Option<u32>, u32)]) -> NetdevView {
     let mut report = NetdevReport::default();
     for &(napi, irq, queue) in instances {
-        report.napis.push(NapiInstance { ifindex: IFINDEX, id: napi, irq, pid: None, threaded: None });
+        report.napis.push(NapiInstance {
+            ifindex: IFINDEX,
+            id: napi,
+            irq,
+            pid: None,
+            threaded: None,
+            settings: NapiSettings::default(),
+        });
         for kind in [QueueKind::Rx, QueueKind::Tx] {
             report.queues.push(QueueNapi { ifindex: IFINDEX, id: queue, kind, napi: Some(napi) });
         }
@@ -139,7 +147,14 @@ fn a_thread_follows_its_instances_irq_even_when_no_queue_names_the_instance() {
     // short, or an instance between queues): the instance's own IRQ still answers.
     let mut s = sample(Config::default(), nic("ice"));
     let mut report = NetdevReport::default();
-    report.napis.push(NapiInstance { ifindex: IFINDEX, id: 8193, irq: Some(102), pid: None, threaded: None });
+    report.napis.push(NapiInstance {
+        ifindex: IFINDEX,
+        id: 8193,
+        irq: Some(102),
+        pid: None,
+        threaded: None,
+        settings: NapiSettings::default(),
+    });
     s.netdev = NetdevView::Reported(report);
     s.napi_threads = vec![thread(500, 8193)];
     let p = plan(&s);
@@ -279,7 +294,14 @@ fn a_thread_of_one_instance_made_threaded_follows_the_queue_of_its_rank_among_al
     for id in 8193..=8196 {
         let (threaded, pid) =
             if id == 8195 { (NapiThreaded::Enabled, Some(700)) } else { (NapiThreaded::Disabled, None) };
-        report.napis.push(NapiInstance { ifindex: IFINDEX, id, irq: None, pid, threaded: Some(threaded) });
+        report.napis.push(NapiInstance {
+            ifindex: IFINDEX,
+            id,
+            irq: None,
+            pid,
+            threaded: Some(threaded),
+            settings: NapiSettings::default(),
+        });
     }
     s.netdev = NetdevView::Reported(report);
     s.napi_threads = vec![thread(700, 8195)];

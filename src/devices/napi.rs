@@ -34,6 +34,32 @@ pub struct NapiInstance {
     /// Its own threaded mode (6.17 and later: `napi-set` sets it per instance, and the
     /// interface's `threaded` file does not show it); `None` where the kernel does not say.
     pub threaded: Option<NapiThreaded>,
+    /// Its interrupt mitigation (6.13 and later); all `None` before.
+    pub settings: NapiSettings,
+}
+
+/// An instance's interrupt mitigation as `napi-get` reports it (6.13 and later), or as
+/// `napi-set` is to write it: each `None` where the kernel leaves it out (or nothing is to be
+/// written).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NapiSettings {
+    /// How many times the instance re-arms its timer instead of its IRQ after an empty poll.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub defer_hard_irqs: Option<u32>,
+    /// The timer's timeout, in nanoseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gro_flush_timeout: Option<u64>,
+    /// How long, in nanoseconds, the IRQ stays suspended while a busy-polling application finds
+    /// events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub irq_suspend_timeout: Option<u64>,
+}
+
+impl NapiSettings {
+    /// Whether no key is set.
+    pub fn is_empty(&self) -> bool {
+        *self == NapiSettings::default()
+    }
 }
 
 /// An instance's `threaded` attribute (`enum netdev_napi_threaded`).
@@ -48,7 +74,7 @@ pub enum NapiThreaded {
 }
 
 impl NapiThreaded {
-    fn of(value: u64) -> NapiThreaded {
+    pub fn of(value: u64) -> NapiThreaded {
         match value {
             0 => NapiThreaded::Disabled,
             1 => NapiThreaded::Enabled,
@@ -64,6 +90,16 @@ impl NapiThreaded {
             NapiThreaded::Enabled => "enabled",
             NapiThreaded::BusyPoll => "busy-poll",
             NapiThreaded::Other(_) => "unknown",
+        }
+    }
+
+    /// The value `napi-set` takes (`enum netdev_napi_threaded`).
+    pub fn value(self) -> u64 {
+        match self {
+            NapiThreaded::Disabled => 0,
+            NapiThreaded::Enabled => 1,
+            NapiThreaded::BusyPoll => 2,
+            NapiThreaded::Other(v) => v,
         }
     }
 
@@ -325,7 +361,10 @@ const NAPI_IFINDEX: u16 = 1;
 const NAPI_ID: u16 = 2;
 const NAPI_IRQ: u16 = 3;
 const NAPI_PID: u16 = 4;
-const NAPI_THREADED: u16 = 8;
+pub const NAPI_DEFER_HARD_IRQS: u16 = 5;
+pub const NAPI_GRO_FLUSH_TIMEOUT: u16 = 6;
+pub const NAPI_IRQ_SUSPEND_TIMEOUT: u16 = 7;
+pub const NAPI_THREADED: u16 = 8;
 const QUEUE_ID: u16 = 1;
 const QUEUE_IFINDEX: u16 = 2;
 const QUEUE_TYPE: u16 = 3;
@@ -343,9 +382,33 @@ pub fn napis_of(messages: &[Vec<(u16, &[u8])>]) -> Vec<NapiInstance> {
                 irq: attr_u32(a, NAPI_IRQ),
                 pid: attr_u32(a, NAPI_PID).filter(|&p| p > 0),
                 threaded: attr_uint(a, NAPI_THREADED).map(NapiThreaded::of),
+                settings: NapiSettings {
+                    defer_hard_irqs: attr_u32(a, NAPI_DEFER_HARD_IRQS),
+                    gro_flush_timeout: attr_uint(a, NAPI_GRO_FLUSH_TIMEOUT),
+                    irq_suspend_timeout: attr_uint(a, NAPI_IRQ_SUSPEND_TIMEOUT),
+                },
             })
         })
         .collect()
+}
+
+/// The attributes of a `napi-set` of instance `id`: its id, then each key to write (`threaded`
+/// as the `u32` the kernel's policy takes; the timeouts as 8-byte `uint`s).
+pub fn napi_set_attributes(id: u32, settings: &NapiSettings, threaded: Option<NapiThreaded>) -> Vec<(u16, Vec<u8>)> {
+    let mut attrs = vec![(NAPI_ID, id.to_ne_bytes().to_vec())];
+    if let Some(v) = settings.defer_hard_irqs {
+        attrs.push((NAPI_DEFER_HARD_IRQS, v.to_ne_bytes().to_vec()));
+    }
+    if let Some(v) = settings.gro_flush_timeout {
+        attrs.push((NAPI_GRO_FLUSH_TIMEOUT, v.to_ne_bytes().to_vec()));
+    }
+    if let Some(v) = settings.irq_suspend_timeout {
+        attrs.push((NAPI_IRQ_SUSPEND_TIMEOUT, v.to_ne_bytes().to_vec()));
+    }
+    if let Some(t) = threaded {
+        attrs.push((NAPI_THREADED, (t.value() as u32).to_ne_bytes().to_vec()));
+    }
+    attrs
 }
 
 /// The queues of a `queue-get` dump's messages; one without an ifindex, id or known type is left
@@ -405,7 +468,12 @@ mod tests {
         assert!(done);
         // 6.17 and later say each instance's own threaded mode.
         let threaded = Some(NapiThreaded::Disabled);
-        assert_eq!(napis_of(&msgs), [NapiInstance { ifindex: 4, id: 257, irq: None, pid: None, threaded }]);
+        // 6.13 and later say its mitigation: the kernel's defaults, nothing deferred.
+        let zeros = NapiSettings { defer_hard_irqs: Some(0), gro_flush_timeout: Some(0), irq_suspend_timeout: Some(0) };
+        assert_eq!(
+            napis_of(&msgs),
+            [NapiInstance { ifindex: 4, id: 257, irq: None, pid: None, threaded, settings: zeros }]
+        );
         let queue = hex(include_str!("../../tests/data/netlink/queue-get-6.18-virtio.hex"));
         let (msgs, done) = parse_genl_messages(&queue).unwrap();
         assert!(done);
@@ -471,7 +539,14 @@ mod tests {
 
     #[test]
     fn an_irq_serves_the_lowest_rx_queue_of_its_napi_instance() {
-        let napi = |id, irq| NapiInstance { ifindex: 3, id, irq, pid: None, threaded: None };
+        let napi = |id, irq| NapiInstance {
+            ifindex: 3,
+            id,
+            irq,
+            pid: None,
+            threaded: None,
+            settings: NapiSettings::default(),
+        };
         let queue = |id, kind, napi| QueueNapi { ifindex: 3, id, kind, napi };
         let report = NetdevReport {
             napis: vec![napi(8193, Some(40)), napi(8194, Some(41)), napi(8195, None), napi(8196, Some(43))],
@@ -498,8 +573,16 @@ mod tests {
         // Each lookup went through every entry (hundreds of thousands of instances and queues
         // from a snapshot made a plan take minutes): now one index per interface.
         let n = 200_000u32;
-        let napis =
-            (0..n).map(|i| NapiInstance { ifindex: 3, id: i, irq: Some(i), pid: None, threaded: None }).collect();
+        let napis = (0..n)
+            .map(|i| NapiInstance {
+                ifindex: 3,
+                id: i,
+                irq: Some(i),
+                pid: None,
+                threaded: None,
+                settings: NapiSettings::default(),
+            })
+            .collect();
         let queues = (0..n)
             .flat_map(|i| {
                 [QueueKind::Rx, QueueKind::Tx].map(|kind| QueueNapi { ifindex: 3, id: i, kind, napi: Some(i) })

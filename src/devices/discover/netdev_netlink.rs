@@ -15,7 +15,8 @@ use nix::sys::socket::{bind, recv, send, setsockopt, socket, sockopt, AddressFam
 use nix::sys::socket::{SockFlag, SockProtocol, SockType};
 use nix::sys::time::TimeVal;
 
-use crate::devices::napi::{parse_genl_messages, NetdevDumps, NetdevView};
+use crate::devices::napi::{napi_set_attributes, napis_of, parse_genl_messages, NapiInstance, NapiSettings};
+use crate::devices::napi::{NapiThreaded, NetdevDumps, NetdevView};
 use crate::sysfs::Root;
 
 /// The generic-netlink controller's family id (`GENL_ID_CTRL`) and what is asked of it.
@@ -26,7 +27,11 @@ const CTRL_ATTR_FAMILY_NAME: u16 = 2;
 /// `NETDEV_CMD_QUEUE_GET` and `NETDEV_CMD_NAPI_GET`.
 const NETDEV_CMD_QUEUE_GET: u8 = 10;
 const NETDEV_CMD_NAPI_GET: u8 = 11;
+const NETDEV_CMD_NAPI_SET: u8 = 14;
 const NLM_F_REQUEST: u16 = 1;
+const NLM_F_ACK: u16 = 4;
+/// `NETDEV_A_NAPI_ID`: which instance a `napi-get` asks for.
+const NAPI_ID_ATTR: u16 = 2;
 const NLM_F_DUMP: u16 = 0x300;
 /// How long one answer may take: the kernel answers at once, a hung socket must not hang a pass.
 const TIMEOUT: Duration = Duration::from_secs(1);
@@ -73,10 +78,7 @@ pub fn read_captured_netdev(root: &Root) -> NetdevView {
 
 /// The raw answers of this machine's kernel to the two dumps, or why it cannot be asked.
 pub fn capture_netdev() -> Result<NetdevDumps, String> {
-    let fd = socket(AddressFamily::Netlink, SockType::Raw, SockFlag::SOCK_CLOEXEC, SockProtocol::NetlinkGeneric)
-        .map_err(|e| format!("cannot open a generic netlink socket ({e})"))?;
-    bind(fd.as_raw_fd(), &NetlinkAddr::new(0, 0)).map_err(|e| format!("cannot bind a generic netlink socket ({e})"))?;
-    let _ = setsockopt(&fd, sockopt::ReceiveTimeout, &TimeVal::new(TIMEOUT.as_secs() as i64, 0));
+    let fd = open_socket()?;
     let family = family_id(&fd)?;
     let dump = |cmd: u8, seq: u32| match exchange(&fd, &request(family, cmd, NLM_F_DUMP, seq, &[]), true) {
         Ok(bytes) => Ok(bytes),
@@ -85,6 +87,93 @@ pub fn capture_netdev() -> Result<NetdevDumps, String> {
         Err(Asked::Failed(why)) => Err(why),
     };
     Ok(NetdevDumps { napi_get: dump(NETDEV_CMD_NAPI_GET, 2)?, queue_get: dump(NETDEV_CMD_QUEUE_GET, 3)? })
+}
+
+/// Why a `napi-set` or a `napi-get` of one instance failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NapiSocketError {
+    /// The kernel refused it: `errno` is positive (`ENOENT`: no such instance now; `EPERM`:
+    /// no `CAP_NET_ADMIN`; `EINVAL`: a value or attribute this kernel does not take).
+    #[error("the kernel refused napi-{op} of NAPI instance {id}: {}", nix::errno::Errno::from_raw(*errno))]
+    Refused { op: &'static str, id: u32, errno: i32 },
+    /// The socket could not be opened or asked.
+    #[error("{0}")]
+    Socket(String),
+}
+
+impl NapiSocketError {
+    /// Whether the instance is gone (recreated under another id, or its interface removed).
+    pub fn is_gone(&self) -> bool {
+        matches!(self, NapiSocketError::Refused { errno, .. } if *errno == nix::errno::Errno::ENOENT as i32)
+    }
+}
+
+/// One socket to the kernel's `netdev` family for writing instances' settings (`napi-set`,
+/// which needs `CAP_NET_ADMIN`) and reading one instance back (`napi-get` of its id). Every
+/// request waits for the kernel's acknowledgement, within [`TIMEOUT`].
+pub struct NapiSocket {
+    fd: OwnedFd,
+    family: u16,
+    seq: u32,
+}
+
+impl NapiSocket {
+    /// Opens the socket and asks for the family's id.
+    pub fn open() -> Result<NapiSocket, NapiSocketError> {
+        let fd = open_socket().map_err(NapiSocketError::Socket)?;
+        let family = family_id(&fd).map_err(NapiSocketError::Socket)?;
+        Ok(NapiSocket { fd, family, seq: 100 })
+    }
+
+    /// Writes `settings` (the keys set) and `threaded` to instance `id`.
+    pub fn set(
+        &mut self,
+        id: u32,
+        settings: &NapiSettings,
+        threaded: Option<NapiThreaded>,
+    ) -> Result<(), NapiSocketError> {
+        let attrs = napi_set_attributes(id, settings, threaded);
+        let attrs: Vec<(u16, &[u8])> = attrs.iter().map(|(k, v)| (*k, v.as_slice())).collect();
+        self.ask("set", id, NETDEV_CMD_NAPI_SET, NLM_F_ACK, &attrs).map(drop)
+    }
+
+    /// Instance `id` as the kernel reports it now.
+    pub fn get(&mut self, id: u32) -> Result<NapiInstance, NapiSocketError> {
+        // No acknowledgement asked: the reply is the answer (an ack after it would be read as
+        // the next request's).
+        let answer = self.ask("get", id, NETDEV_CMD_NAPI_GET, 0, &[(NAPI_ID_ATTR, &id.to_ne_bytes())])?;
+        let (messages, _) = parse_genl_messages(&answer).map_err(|e| NapiSocketError::Socket(e.to_string()))?;
+        napis_of(&messages)
+            .into_iter()
+            .find(|n| n.id == id)
+            .ok_or_else(|| NapiSocketError::Socket(format!("napi-get of NAPI instance {id} answered no instance")))
+    }
+
+    /// One request and its one answer (the ack of a `set`, the reply of a `get`).
+    fn ask(
+        &mut self,
+        op: &'static str,
+        id: u32,
+        cmd: u8,
+        flags: u16,
+        attrs: &[(u16, &[u8])],
+    ) -> Result<Vec<u8>, NapiSocketError> {
+        self.seq = self.seq.wrapping_add(1);
+        match exchange(&self.fd, &request(self.family, cmd, flags, self.seq, attrs), false) {
+            Ok(bytes) => Ok(bytes),
+            Err(Asked::Kernel(errno)) => Err(NapiSocketError::Refused { op, id, errno: -errno }),
+            Err(Asked::Failed(why)) => Err(NapiSocketError::Socket(why)),
+        }
+    }
+}
+
+/// A bound generic-netlink socket with the receive timeout.
+fn open_socket() -> Result<OwnedFd, String> {
+    let fd = socket(AddressFamily::Netlink, SockType::Raw, SockFlag::SOCK_CLOEXEC, SockProtocol::NetlinkGeneric)
+        .map_err(|e| format!("cannot open a generic netlink socket ({e})"))?;
+    bind(fd.as_raw_fd(), &NetlinkAddr::new(0, 0)).map_err(|e| format!("cannot bind a generic netlink socket ({e})"))?;
+    let _ = setsockopt(&fd, sockopt::ReceiveTimeout, &TimeVal::new(TIMEOUT.as_secs() as i64, 0));
+    Ok(fd)
 }
 
 /// A failed question: the kernel's answer was an error (errno), or the socket failed (why).
