@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::devices::napi::{NapiSettings, NapiThreaded};
 use crate::devices::DeviceClass;
 
 /// `strategy = ...` in the config, and the strategy a plan names.
@@ -135,6 +136,69 @@ impl Spill {
         match self {
             Spill::Kernel => "kernel",
             Spill::Local => "local",
+        }
+    }
+}
+
+/// A NAPI instance's threaded mode as a `[napi]` table asks for it (`threaded = ...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NapiMode {
+    /// Polled in softirq context (the kernel's default).
+    Off,
+    /// Polled by the instance's own kernel thread (6.17).
+    On,
+    /// Its thread also busy-polls (6.19).
+    BusyPoll,
+}
+
+impl NapiMode {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NapiMode::Off => "off",
+            NapiMode::On => "on",
+            NapiMode::BusyPoll => "busy-poll",
+        }
+    }
+
+    /// The value the kernel's `napi-set` takes for it.
+    pub fn kernel(self) -> NapiThreaded {
+        match self {
+            NapiMode::Off => NapiThreaded::Disabled,
+            NapiMode::On => NapiThreaded::Enabled,
+            NapiMode::BusyPoll => NapiThreaded::BusyPoll,
+        }
+    }
+}
+
+/// What a `[napi]` table writes to each NAPI instance it covers: every key `None` is left as
+/// the kernel has it (nothing is set unless configured).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NapiProfile {
+    /// `defer_hard_irqs`, `gro_flush_timeout` and `irq_suspend_timeout` (nanoseconds).
+    #[serde(flatten)]
+    pub settings: NapiSettings,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threaded: Option<NapiMode>,
+}
+
+impl NapiProfile {
+    /// Whether it sets nothing.
+    pub fn is_empty(&self) -> bool {
+        self.settings.is_empty() && self.threaded.is_none()
+    }
+
+    /// `self` with every key `later` sets replaced by `later`'s.
+    pub fn overlay(&self, later: &NapiProfile) -> NapiProfile {
+        let s = &later.settings;
+        NapiProfile {
+            settings: NapiSettings {
+                defer_hard_irqs: s.defer_hard_irqs.or(self.settings.defer_hard_irqs),
+                gro_flush_timeout: s.gro_flush_timeout.or(self.settings.gro_flush_timeout),
+                irq_suspend_timeout: s.irq_suspend_timeout.or(self.settings.irq_suspend_timeout),
+            },
+            threaded: later.threaded.or(self.threaded),
         }
     }
 }

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::choices::{Balance, NapiThreads, Spill, SpreadOrder, StrategyName};
-use crate::config::{Config, Match, Rule, RuleRef};
+use crate::choices::{Balance, NapiProfile, NapiThreads, Spill, SpreadOrder, StrategyName};
+use crate::config::{Config, Match, NapiRange, Rule, RuleRef};
 use crate::cpuset::CpuSet;
 use crate::devices::{Device, DeviceClass, QueuePattern};
 
@@ -86,6 +86,10 @@ pub struct Policy {
     pub queue_pattern: Option<(QueuePattern, RuleRef)>,
     /// The last matching rule's `xps` (`None`: the global setting).
     pub xps: Option<bool>,
+    /// `[napi]` (covering every queue) and the matching rules' `[device.napi]` tables, in
+    /// order; see [`Policy::napi_profile`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub napi: Vec<NapiRange>,
     /// Every rule that matched, in application order (what `plan` shows as "decided by").
     pub matched_rules: Vec<RuleRef>,
     /// Settings of the deciding rules this machine made void, by key, with the words plan
@@ -99,6 +103,12 @@ impl Policy {
     pub fn allowed_cpus(&self, usable: &CpuSet) -> CpuSet {
         let base = self.cpus.as_ref().map_or_else(|| usable.clone(), |c| c.intersection(usable));
         base.difference(&self.exclude_cpus)
+    }
+
+    /// What the NAPI instance serving queue `queue` gets: every table covering it, a later one
+    /// winning key by key. Empty when nothing is configured for it.
+    pub fn napi_profile(&self, queue: Option<u32>) -> NapiProfile {
+        self.napi.iter().filter(|r| r.covers(queue)).fold(NapiProfile::default(), |p, r| p.overlay(&r.profile))
     }
 }
 
@@ -126,6 +136,9 @@ pub fn matches(m: &Match, facts: &DeviceFacts) -> bool {
 /// same key of earlier rules. Global `banned_cpus` always joins `exclude_cpus`.
 pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
     let mut policy = Policy::default();
+    if !config.global.napi.is_empty() {
+        policy.napi.push(NapiRange { queues: None, profile: config.global.napi });
+    }
     let mut exclude: Option<&CpuSet> = None;
     let mut spill = None;
     let mut napi_threads = None;
@@ -146,6 +159,7 @@ pub fn resolve(config: &Config, facts: &DeviceFacts) -> Policy {
         allow_isolated = s.allow_isolated.or(allow_isolated);
         overwrite(&mut policy.queue_pattern, s.queue_pattern.clone().map(|p| (p, rule.source.clone())));
         overwrite(&mut policy.xps, s.xps);
+        policy.napi.extend(s.napi.iter().cloned());
         if s.exclude_cpus.is_some() {
             exclude = s.exclude_cpus.as_ref();
         }

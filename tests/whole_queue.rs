@@ -324,7 +324,7 @@ fn a_thread_of_one_instance_made_threaded_follows_the_queue_of_its_rank_among_al
     let napi = &p.devices[0].napi;
     assert_eq!(napi.iter().map(|n| n.id).collect::<Vec<_>>(), [8193, 8194, 8195, 8196]);
     let n = napi.iter().find(|n| n.id == 8194).unwrap();
-    assert_eq!((n.irq, n.threaded, n.pid), (Some(102), Some("enabled"), Some(700)));
+    assert_eq!((n.irq, n.threaded, n.pid), (Some(102), Some(NapiThreaded::Enabled), Some(700)));
     assert_eq!(napi.iter().find(|n| n.id == 8193).unwrap().irq, Some(101));
     assert_eq!(napi.iter().find(|n| n.id == 8196).unwrap().irq, None, "no queue 3 on this NIC");
 }

@@ -49,15 +49,20 @@ pub struct ApplyReport {
     /// NAPI threads the pass tried to move (see [`super::threads::apply_threads`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<super::threads::ThreadChange>,
+    /// NAPI instances whose settings the pass wrote (see [`super::napi_write::apply_napi`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub napi: Vec<super::napi_write::NapiChange>,
 }
 
 impl ApplyReport {
     /// True when every IRQ ended as planned or was correctly left alone, and every planned
-    /// `xps_cpus` was written, and every planned NAPI thread moved (or gone).
+    /// `xps_cpus` was written, and every planned NAPI thread moved and NAPI instance written (or
+    /// gone).
     pub fn all_ok(&self) -> bool {
         self.summary.failed == 0
             && !self.xps.iter().any(super::xps_write::XpsChange::is_failure)
             && !self.threads.iter().any(super::threads::ThreadChange::is_failure)
+            && !self.napi.iter().any(super::napi_write::NapiChange::is_failure)
     }
 }
 

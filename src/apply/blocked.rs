@@ -138,7 +138,14 @@ mod tests {
 
     fn report(results: Vec<WriteOutcome>) -> ApplyReport {
         let changes = results.into_iter().enumerate().map(|(i, r)| change(30 + i as u32, r)).collect();
-        ApplyReport { changes, summary: Summary::default(), learned_managed: vec![], xps: vec![], threads: vec![] }
+        ApplyReport {
+            changes,
+            summary: Summary::default(),
+            learned_managed: vec![],
+            xps: vec![],
+            threads: vec![],
+            napi: vec![],
+        }
     }
 
     fn failed(class: FailureClass) -> WriteOutcome {

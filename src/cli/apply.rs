@@ -4,12 +4,16 @@ use std::collections::BTreeSet;
 
 use super::{to_json_text, CliError, Outcome};
 use crate::apply::blocked::writes_blocked;
+use crate::apply::napi_write::{apply_napi, HostNapi, NapiOutcome};
 use crate::apply::threads::{apply_threads, HostThreads, ThreadOutcome};
 use crate::apply::{apply_plan, apply_xps, ProcIrq, WriteOutcome, XpsOutcome};
+use crate::choices::NapiProfile;
 use crate::config::{load_config, ConfigPaths};
 use crate::cpuset::CpuSet;
 use crate::pass::plan_pass_refined;
+use crate::plan::napi_profile::describe;
 use crate::sysfs::Root;
+use crate::text::printable;
 
 /// Exit status of `apply` when not one IRQ could be written, all for one cause of the machine or
 /// the sandbox (a read-only `/proc/irq`, no permission): see [`writes_blocked`].
@@ -109,6 +113,7 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
     let mut report = apply_plan(&pass.plan, &ProcIrq::new(root.clone()));
     report.xps = apply_xps(&pass.plan, root);
     report.threads = apply_threads(&pass.plan, &HostThreads, root.is_this_machine());
+    report.napi = apply_napi(&pass.plan, &mut HostNapi::default(), root.is_this_machine());
     let blocked = writes_blocked(&report);
     let exit = match (&blocked, report.all_ok()) {
         (Some(_), _) => EXIT_NOTHING_WRITTEN,
@@ -173,6 +178,27 @@ pub fn apply(root: &Root, paths: &ConfigPaths, dry_run: bool, json: bool) -> Res
             }
         };
         text.push_str(&line);
+        text.push('\n');
+    }
+    for n in &report.napi {
+        let whose = format!(
+            "napi {} instance {}{}",
+            n.interface.as_deref().unwrap_or(&n.device),
+            n.napi_id,
+            n.queue.map_or(String::new(), |q| format!(" (queue {q})"))
+        );
+        let line = match &n.result {
+            NapiOutcome::Written => format!("{whose}: {}", describe(&n.old, &n.new)),
+            NapiOutcome::Gone => format!("{whose}: gone (recreated by a reset?), skipped"),
+            NapiOutcome::NotThisMachine => format!("{whose}: not written (--root is not this machine's)"),
+            NapiOutcome::Unverified { read } => format!(
+                "{whose}: FAILED: wrote {}, read back {}",
+                describe(&NapiProfile::default(), &n.new),
+                describe(&NapiProfile::default(), read)
+            ),
+            NapiOutcome::Failed { error, .. } => format!("{whose}: FAILED: {error}"),
+        };
+        text.push_str(&printable(&line));
         text.push('\n');
     }
     let s = report.summary;

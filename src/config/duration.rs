@@ -21,6 +21,25 @@ pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     Some(Duration::from_millis(n.checked_mul(millis_per_unit)?))
 }
 
+/// Parses `<digits><unit>` with unit `ns`, `us`, `ms` or `s` (the NAPI timeouts, which the kernel
+/// takes in nanoseconds); `None` for anything else.
+pub(crate) fn parse_fine_duration(text: &str) -> Option<Duration> {
+    let digits_end = text.find(|c: char| !c.is_ascii_digit())?;
+    let (digits, unit) = text.split_at(digits_end);
+    if digits.is_empty() {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    let nanos_per_unit: u64 = match unit {
+        "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => return None,
+    };
+    Some(Duration::from_nanos(n.checked_mul(nanos_per_unit)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -32,6 +51,17 @@ mod tests {
         assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
         assert_eq!(parse_duration("1h"), Some(Duration::from_secs(3600)));
         assert_eq!(parse_duration("0s"), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn fine_durations_take_nanoseconds_to_seconds() {
+        assert_eq!(parse_fine_duration("50us"), Some(Duration::from_micros(50)));
+        assert_eq!(parse_fine_duration("200ns"), Some(Duration::from_nanos(200)));
+        assert_eq!(parse_fine_duration("20ms"), Some(Duration::from_millis(20)));
+        assert_eq!(parse_fine_duration("1s"), Some(Duration::from_secs(1)));
+        for bad in ["", "5", "5m", "5 us", "-5us", "1.5ms", "18446744073709551615s"] {
+            assert_eq!(parse_fine_duration(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -109,5 +109,6 @@ fn finish_global(layer: GlobalLayer) -> Global {
             moves_per_minute: layer.balance_moves_per_minute.unwrap_or(d.balance_knobs.moves_per_minute),
         },
         guard: layer.guard.unwrap_or(d.guard),
+        napi: layer.napi,
     }
 }

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::choices::{Balance, NapiThreads, Spill, SpreadOrder, StrategyName};
+use crate::choices::{Balance, NapiProfile, NapiThreads, Spill, SpreadOrder, StrategyName};
 use crate::cpuset::CpuSet;
 use crate::devices::{DeviceClass, QueuePattern};
 
@@ -92,6 +92,8 @@ pub struct Global {
     /// Where the daemon writes its Prometheus metrics (default: node_exporter's textfile
     /// directory when it exists).
     pub metrics_file: MetricsFile,
+    /// `[napi]`: what every placed NIC's NAPI instances get (default: nothing is set).
+    pub napi: NapiProfile,
 }
 
 /// `metrics_file = ...`: where the daemon writes its metrics for node_exporter's textfile
@@ -126,6 +128,7 @@ impl Default for Global {
             guard: GuardScope::All,
             balance: Balance::Off,
             balance_knobs: BalanceKnobs::default(),
+            napi: NapiProfile::default(),
         }
     }
 }
@@ -179,6 +182,27 @@ impl Match {
     }
 }
 
+/// One `[device.napi]` table: its profile and the queues it covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NapiRange {
+    /// Queue indexes (`queues = "0-3"`); `None`: every queue of the device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queues: Option<std::collections::BTreeSet<u32>>,
+    pub profile: NapiProfile,
+}
+
+impl NapiRange {
+    /// Whether it covers queue `queue` (an instance serving no known queue is covered only by
+    /// a table without `queues`).
+    pub fn covers(&self, queue: Option<u32>) -> bool {
+        match (&self.queues, queue) {
+            (None, _) => true,
+            (Some(set), Some(q)) => set.contains(&q),
+            (Some(_), None) => false,
+        }
+    }
+}
+
 /// What a rule sets; `None` leaves the key to earlier rules or the class default.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Settings {
@@ -206,6 +230,10 @@ pub struct Settings {
     pub napi_threads: Option<NapiThreads>,
     /// Load refinement for the devices matched (overrides the global `balance`).
     pub balance: Option<Balance>,
+    /// `[device.napi]` tables, in file order (a later one wins, key by key, on the queues both
+    /// cover).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub napi: Vec<NapiRange>,
     /// `false`: the guard leaves this device's IRQs alone even on banned CPUs.
     pub guard: Option<bool>,
     /// `true`: isolated and nohz_full CPUs named in `cpus` are used (without it they are left out,

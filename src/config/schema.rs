@@ -12,13 +12,15 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::{GuardScope, LogFormat, OnDrift};
-use crate::choices::{Balance, NapiThreads, Spill, SpreadOrder, StrategyName};
+use crate::choices::{Balance, NapiMode, NapiThreads, Spill, SpreadOrder, StrategyName};
 use crate::devices::DeviceClass;
 
 /// One config file (main file or drop-in).
 #[derive(Debug, Default)]
 pub(crate) struct RawFile {
     pub global: Option<RawGlobal>,
+    /// The top-level `[napi]` table: every placed NIC's instances.
+    pub napi: Option<Spanned<RawNapi>>,
     pub device: Vec<Spanned<RawRule>>,
 }
 
@@ -62,8 +64,21 @@ pub(crate) struct RawRule {
     pub allow_isolated: Option<bool>,
     pub napi_threads: Option<NapiThreads>,
     pub balance: Option<Balance>,
+    /// `[device.napi]` (one table) or `[[device.napi]]` (one per queue range).
+    pub napi: Vec<Spanned<RawNapi>>,
     /// Some key of this rule had the wrong type or name (already an error).
     pub refused_key: bool,
+}
+
+/// A `[napi]` or `[device.napi]` table.
+#[derive(Debug, Default)]
+pub(crate) struct RawNapi {
+    /// The queue indexes it covers (a device's tables only).
+    pub queues: Option<Spanned<String>>,
+    pub defer_hard_irqs: Option<Spanned<i64>>,
+    pub gro_flush_timeout: Option<Spanned<String>>,
+    pub irq_suspend_timeout: Option<Spanned<String>>,
+    pub threaded: Option<Spanned<NapiMode>>,
 }
 
 /// `[device.match]`.
@@ -86,7 +101,7 @@ pub(crate) struct SchemaError {
 }
 
 /// The keys of each table, for "unknown field" messages.
-const TOP: &[&str] = &["global", "device"];
+const TOP: &[&str] = &["global", "napi", "device"];
 const GLOBAL: &[&str] = &[
     "banned_cpus",
     "respect_isolation",
@@ -122,7 +137,11 @@ pub(crate) const RULE: &[&str] = &[
     "allow_isolated",
     "napi_threads",
     "balance",
+    "napi",
 ];
+/// The keys of a `[napi]` table (`queues` only in a device's).
+pub(crate) const NAPI: &[&str] = &["defer_hard_irqs", "gro_flush_timeout", "irq_suspend_timeout", "threaded"];
+const DEVICE_NAPI: &[&str] = &["queues", "defer_hard_irqs", "gro_flush_timeout", "irq_suspend_timeout", "threaded"];
 const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "nvme_serial", "property"];
 
 /// Reads `text` into the raw structure, keeping every key that has the right type, and returns
@@ -139,6 +158,10 @@ pub fn read(text: &str) -> (RawFile, Vec<SchemaError>) {
     for (key, value) in table.into_inner() {
         match key.get_ref().as_ref() {
             "global" => file.global = r.table(value).map(|t| r.global(t)),
+            "napi" => {
+                let span = value.span();
+                file.napi = r.table(value).map(|t| Spanned::new(span, r.napi(t, NAPI)));
+            }
             "device" => match value.get_ref() {
                 DeValue::Array(items) => {
                     for item in items.iter().cloned() {
@@ -245,11 +268,44 @@ impl Reader {
                 "allow_isolated" => r.allow_isolated = self.value(v),
                 "napi_threads" => r.napi_threads = self.value(v),
                 "balance" => r.balance = self.value(v),
+                "napi" => r.napi = self.napi_tables(v),
                 other => self.unknown(&key, other, RULE),
             }
         }
         r.refused_key = self.errors.len() > errors_before;
         r
+    }
+
+    /// `[device.napi]` as one table or `[[device.napi]]` as several.
+    fn napi_tables(&mut self, v: Spanned<DeValue<'_>>) -> Vec<Spanned<RawNapi>> {
+        let items = match v.get_ref() {
+            DeValue::Array(items) => items.iter().cloned().collect(),
+            _ => vec![v],
+        };
+        let mut out = Vec::new();
+        for item in items {
+            let span = item.span();
+            if let Some(t) = self.table(item) {
+                out.push(Spanned::new(span, self.napi(t, DEVICE_NAPI)));
+            }
+        }
+        out
+    }
+
+    /// One `[napi]` table; `keys` are the ones its place allows.
+    fn napi(&mut self, t: Spanned<DeTable<'_>>, keys: &[&str]) -> RawNapi {
+        let mut n = RawNapi::default();
+        for (key, v) in t.into_inner() {
+            match key.get_ref().as_ref() {
+                "queues" if keys.contains(&"queues") => n.queues = self.value(v),
+                "defer_hard_irqs" => n.defer_hard_irqs = self.value(v),
+                "gro_flush_timeout" => n.gro_flush_timeout = self.value(v),
+                "irq_suspend_timeout" => n.irq_suspend_timeout = self.value(v),
+                "threaded" => n.threaded = self.value(v),
+                other => self.unknown(&key, other, keys),
+            }
+        }
+        n
     }
 
     fn matcher(&mut self, t: Spanned<DeTable<'_>>) -> RawMatch {

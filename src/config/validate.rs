@@ -10,12 +10,13 @@ use toml::Spanned;
 
 use crate::cpuset::{CpuSet, CpuSetError};
 
-use super::duration::parse_duration;
+use super::duration::{parse_duration, parse_fine_duration};
 use super::error::{ConfigError, ConfigWarning, LineIndex, Location};
 use super::glob::Glob;
-use super::schema::{read, RawGlobal, RawMatch, RawRule};
-use super::{GuardScope, LogFormat, MachineShape, Match, MetricsFile, OnDrift, Rule, RuleRef, Settings};
-use crate::choices::{Balance, NapiThreads, Spill, StrategyName};
+use super::schema::{read, RawGlobal, RawMatch, RawNapi, RawRule};
+use super::{GuardScope, LogFormat, MachineShape, Match, MetricsFile, NapiRange, OnDrift, Rule, RuleRef, Settings};
+use crate::choices::{Balance, NapiProfile, NapiThreads, Spill, StrategyName};
+use crate::devices::napi::NapiSettings;
 use crate::devices::{DeviceClass, QueuePattern};
 use crate::topology::MAX_NUMNODES;
 
@@ -40,6 +41,8 @@ pub(super) struct GlobalLayer {
     pub balance_interval: Option<Duration>,
     pub balance_hold: Option<Duration>,
     pub balance_moves_per_minute: Option<u32>,
+    /// `[napi]`, key by key (a later file's key wins).
+    pub napi: NapiProfile,
 }
 
 impl GlobalLayer {
@@ -67,6 +70,7 @@ impl GlobalLayer {
         take(&mut self.balance_interval, later.balance_interval);
         take(&mut self.balance_hold, later.balance_hold);
         take(&mut self.balance_moves_per_minute, later.balance_moves_per_minute);
+        self.napi = self.napi.overlay(&later.napi);
     }
 }
 
@@ -128,6 +132,17 @@ const BALANCE_HOLD: DurationRange = DurationRange {
     expected: "a duration from \"0s\" to \"24h\" (a whole number followed by ms, s, m or h)",
 };
 
+/// `gro_flush_timeout` and `irq_suspend_timeout`: the kernel takes nanoseconds; past ten
+/// seconds an instance's IRQ would stay off longer than any watchdog waits for a packet.
+const NAPI_TIMEOUT: DurationRange = DurationRange {
+    min: Duration::ZERO,
+    max: Duration::from_secs(10),
+    expected: "a duration from \"0ns\" to \"10s\" (a whole number followed by ns, us, ms or s)",
+};
+
+/// `defer_hard_irqs`: the kernel's policy stops at `S32_MAX`.
+const DEFER_HARD_IRQS_MAX: i64 = i32::MAX as i64;
+
 /// Validation context of one file: its path and text (for locations) and the machine's CPUs.
 struct FileCtx<'a> {
     path: &'a Path,
@@ -153,7 +168,10 @@ pub(super) fn validate_file(
         let at = ctx.loc(e.span.start);
         ctx.errors.push(ConfigError::Schema { at, message: schema_message(&e.message) });
     }
-    let global = raw.global.map(|g| ctx.global(g)).unwrap_or_default();
+    let mut global = raw.global.map(|g| ctx.global(g)).unwrap_or_default();
+    if let Some(n) = raw.napi {
+        global.napi = ctx.napi(n.get_ref()).profile;
+    }
     let rules = raw.device.into_iter().filter_map(|r| ctx.rule(r)).collect();
     let mut errors = ctx.errors;
     errors.sort_by(|a, b| a.location().cmp(&b.location()));
@@ -224,6 +242,7 @@ impl FileCtx<'_> {
                 });
                 None
             }),
+            napi: NapiProfile::default(),
         }
     }
 
@@ -245,6 +264,44 @@ impl FileCtx<'_> {
         let at = self.loc(v.span().start);
         self.errors.push(ConfigError::MetricsFile { at, value: text.clone() });
         None
+    }
+
+    /// A `[napi]` or `[device.napi]` table: its values checked, each bad one an error.
+    fn napi(&mut self, n: &RawNapi) -> NapiRange {
+        let queues = n.queues.as_ref().and_then(|v| {
+            let set = self.cpu_list("napi.queues", v)?;
+            Some(set.iter().collect())
+        });
+        let defer_hard_irqs = n.defer_hard_irqs.as_ref().and_then(|v| {
+            let d = *v.get_ref();
+            if (0..=DEFER_HARD_IRQS_MAX).contains(&d) {
+                return u32::try_from(d).ok();
+            }
+            let at = self.loc(v.span().start);
+            self.errors.push(ConfigError::OutOfRange {
+                at,
+                key: "napi.defer_hard_irqs",
+                value: d.to_string(),
+                expected: "an integer from 0 to 2147483647 (the kernel's limit)",
+            });
+            None
+        });
+        let timeout = |this: &mut Self, key: &'static str, v: &Option<Spanned<String>>| {
+            let v = v.as_ref()?;
+            match parse_fine_duration(v.get_ref()) {
+                Some(d) if d <= NAPI_TIMEOUT.max => u64::try_from(d.as_nanos()).ok(),
+                _ => {
+                    let at = this.loc(v.span().start);
+                    let (value, expected) = (v.get_ref().clone(), NAPI_TIMEOUT.expected);
+                    this.errors.push(ConfigError::Duration { at, key, value, expected });
+                    None
+                }
+            }
+        };
+        let gro_flush_timeout = timeout(self, "napi.gro_flush_timeout", &n.gro_flush_timeout);
+        let irq_suspend_timeout = timeout(self, "napi.irq_suspend_timeout", &n.irq_suspend_timeout);
+        let settings = NapiSettings { defer_hard_irqs, gro_flush_timeout, irq_suspend_timeout };
+        NapiRange { queues, profile: NapiProfile { settings, threaded: n.threaded.as_ref().map(|t| *t.get_ref()) } }
     }
 
     /// A duration value within `range`, whose words say what it is.
@@ -402,6 +459,7 @@ impl FileCtx<'_> {
                 .ok()
         });
 
+        let napi: Vec<NapiRange> = r.napi.iter().map(|t| self.napi(t.get_ref())).collect();
         if self.errors.len() != errors_before {
             return None;
         }
@@ -459,6 +517,7 @@ impl FileCtx<'_> {
             allow_isolated: r.allow_isolated,
             napi_threads: r.napi_threads,
             balance: r.balance,
+            napi,
             voided,
         };
         self.rule_warnings(&rule_at, &settings, matcher.class, &r);
@@ -492,6 +551,14 @@ impl FileCtx<'_> {
                 at,
                 key: "queues_per_cpu",
                 why: "it applies to NICs only and this rule matches another class",
+            });
+        }
+        if !s.napi.is_empty() && class.is_some_and(|c| c != DeviceClass::Nic) {
+            let at = r.napi.first().map_or(at.clone(), |v| self.loc(v.span().start));
+            self.warnings.push(ConfigWarning::SettingIgnored {
+                at,
+                key: "napi",
+                why: "NAPI instances belong to NICs only and this rule matches another class",
             });
         }
         if s.xps.is_some() && class.is_some_and(|c| c != DeviceClass::Nic) {

@@ -34,6 +34,8 @@ pub const XPS_APPLIED: &str = "ff26480e154d4be8896f1ef76de0b628";
 pub const QUEUE_IDENTITY_DISAGREES: &str = "3a8f2c5e7d1b4e69a0c4b2f6d8e19a73";
 /// A NAPI thread moved to the CPUs of its queue's IRQ (INFO).
 pub const NAPI_THREAD_APPLIED: &str = "b6e4d19f2a7c4c38915e0d7a4f2b6c81";
+/// A NAPI instance's interrupt mitigation written with `napi-set` and read back (INFO).
+pub const NAPI_PROFILE_APPLIED: &str = "5f3a9c1e7b2d4a86b0e4c6d8f1a3b5c7";
 
 /// Not one IRQ could be written, all for one cause of the machine or the sandbox (a read-only
 /// `/proc/irq`, no permission): said once, instead of one warning per IRQ (WARNING).
@@ -47,7 +49,7 @@ pub const FIGHT_DETECTED: &str = "9c0e5a7f3b2d4d1e8f6a0b3c5d7e9f12";
 pub const LOAD_MOVED: &str = "c02e9727d8b544f295ddf6123025047e";
 
 /// Every id with its name, in catalog order.
-pub const ALL: [(&str, &str); 17] = [
+pub const ALL: [(&str, &str); 18] = [
     ("MAPPING_APPLIED", MAPPING_APPLIED),
     ("WRITE_FAILED", WRITE_FAILED),
     ("IRQ_MANAGED", IRQ_MANAGED),
@@ -62,6 +64,7 @@ pub const ALL: [(&str, &str); 17] = [
     ("XPS_APPLIED", XPS_APPLIED),
     ("QUEUE_IDENTITY_DISAGREES", QUEUE_IDENTITY_DISAGREES),
     ("NAPI_THREAD_APPLIED", NAPI_THREAD_APPLIED),
+    ("NAPI_PROFILE_APPLIED", NAPI_PROFILE_APPLIED),
     ("WRITES_BLOCKED", WRITES_BLOCKED),
     ("FIGHT_DETECTED", FIGHT_DETECTED),
     ("LOAD_MOVED", LOAD_MOVED),

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::apply::napi_write::NapiOutcome;
 use crate::apply::threads::ThreadOutcome;
 use crate::apply::{ApplyReport, WriteOutcome};
 use crate::plan::{Action, DevicePlan, Plan, QueueSource};
@@ -150,6 +151,10 @@ pub struct Counters {
     /// NAPI thread moves per result (`written`, `gone`, `failed`).
     #[serde(default)]
     pub thread_writes: BTreeMap<String, u64>,
+    /// NAPI instances' settings writes (`[napi]`) per result (`written`, `gone`, `unverified`,
+    /// `failed`).
+    #[serde(default)]
+    pub napi_settings_writes: BTreeMap<String, u64>,
     /// NAPI threads after the last pass, per state (`placed`: on their IRQ's CPUs, `left`: left
     /// alone, `failed`: their move failed).
     #[serde(default)]
@@ -252,6 +257,7 @@ impl Counters {
             write_failures: zeros(&FAILURE_CLASSES),
             xps_writes: zeros(&["written", "failed"]),
             thread_writes: zeros(&["written", "gone", "failed"]),
+            napi_settings_writes: zeros(&["written", "gone", "unverified", "failed"]),
             napi_threads: zeros(&["placed", "left", "failed"]),
             queue_identity: zeros(&["netlink", "name"]),
             writes_blocked: zeros(&["readonly", "permission"]),
@@ -306,6 +312,16 @@ impl Counters {
                 ThreadOutcome::NotThisMachine => continue,
             };
             *self.thread_writes.entry(result.to_string()).or_default() += 1;
+        }
+        for n in &report.napi {
+            let result = match n.result {
+                NapiOutcome::Written => "written",
+                NapiOutcome::Gone => "gone",
+                NapiOutcome::Unverified { .. } => "unverified",
+                NapiOutcome::Failed { .. } => "failed",
+                NapiOutcome::NotThisMachine => continue,
+            };
+            *self.napi_settings_writes.entry(result.to_string()).or_default() += 1;
         }
     }
 

@@ -41,6 +41,12 @@ impl Counters {
             "result",
             &self.thread_writes,
         );
+        out.counter_by(
+            "irqwise_napi_settings_writes_total",
+            "NAPI instances' interrupt mitigation ([napi]) written with napi-set, by result: written (read back as written), gone (the instance was recreated or removed first), unverified (read back otherwise), failed.",
+            "result",
+            &self.napi_settings_writes,
+        );
         out.metric(
             "irqwise_napi_threads",
             "gauge",

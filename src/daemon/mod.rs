@@ -41,6 +41,8 @@ pub mod logging;
 pub mod malloc;
 pub mod metrics_file;
 mod napi_news;
+mod napi_originals;
+mod napi_profiles;
 pub mod notify;
 mod once;
 pub mod originals;
@@ -111,6 +113,8 @@ pub struct Daemon {
     started_at: std::time::Instant,
     /// The masks to restore on exit, as recorded on disk.
     originals: Originals,
+    /// Writes NAPI instances' settings (`[napi]`): one netdev socket, kept while it works.
+    napi_writer: crate::apply::napi_write::HostNapi,
     originals_failed: SaidOnce,
     /// What passes did: counters, ledger, the last plan and report, the state and metrics files.
     records: Records,
@@ -174,6 +178,7 @@ impl Daemon {
             balancer: balance::Balancer::default(),
             started_at: std::time::Instant::now(),
             originals: Originals::default(),
+            napi_writer: crate::apply::napi_write::HostNapi::default(),
             originals_failed: SaidOnce::default(),
             records: Records::new(unix_now()),
             debounce: watch::channel(debounce).0,

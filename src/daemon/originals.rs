@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::napi_originals::{note_napi, restore_napi, OriginalNapi};
 use crate::apply::{AffinityWriter, ProcIrq};
 use crate::cpuset::CpuSet;
 use crate::plan::{Action, Plan};
@@ -82,6 +83,8 @@ struct OriginalsFile {
     xps: Vec<OriginalXps>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     threads: Vec<OriginalThread>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    napi: Vec<OriginalNapi>,
 }
 
 /// The entries of a damaged record that still read whole: those of a JSON document of this
@@ -96,6 +99,9 @@ fn salvage(bytes: &[u8], boot_id: Option<&str>) -> Originals {
     out.entries = whole(&doc, "irqs", |o: &Original| (o.irq, &o.cpus));
     out.xps = whole(&doc, "xps", |o: &OriginalXps| (o.file.clone(), &o.cpus));
     out.threads = whole(&doc, "threads", |o: &OriginalThread| (o.pid, &o.cpus));
+    let napi = doc.get("napi").and_then(serde_json::Value::as_array).into_iter().flatten();
+    out.napi =
+        napi.filter_map(|v| serde_json::from_value::<OriginalNapi>(v.clone()).ok()).map(|o| (o.napi_id, o)).collect();
     out
 }
 
@@ -124,6 +130,8 @@ pub(crate) struct Originals {
     entries: BTreeMap<u32, Original>,
     xps: BTreeMap<String, OriginalXps>,
     threads: BTreeMap<u32, OriginalThread>,
+    /// NAPI instances' settings, by instance id.
+    napi: BTreeMap<u32, OriginalNapi>,
 }
 
 impl Originals {
@@ -157,7 +165,8 @@ impl Originals {
         let entries = file.irqs.into_iter().map(|o| (o.irq, o)).collect();
         let xps = file.xps.into_iter().map(|o| (o.file.clone(), o)).collect();
         let threads = file.threads.into_iter().map(|o| (o.pid, o)).collect();
-        (Originals { boot_id, entries, xps, threads }, None)
+        let napi = file.napi.into_iter().map(|o| (o.napi_id, o)).collect();
+        (Originals { boot_id, entries, xps, threads, napi }, None)
     }
 
     /// Records, for every IRQ `plan` is about to write that has no record yet, its current mask;
@@ -186,7 +195,7 @@ impl Originals {
             self.entries.insert(p.irq, entry);
             changed = true;
         }
-        changed | self.note_xps(plan) | self.note_threads(plan)
+        changed | self.note_xps(plan) | self.note_threads(plan) | note_napi(&mut self.napi, plan)
     }
 
     /// [`Originals::note_plan`] for NAPI threads: the CPUs of every thread about to be moved;
@@ -252,6 +261,7 @@ impl Originals {
             irqs: self.entries.values().cloned().collect(),
             xps: self.xps.values().cloned().collect(),
             threads: self.threads.values().cloned().collect(),
+            napi: self.napi.values().cloned().collect(),
         };
         let mut bytes = serde_json::to_vec(&file).unwrap_or_default();
         bytes.push(b'\n');
@@ -318,6 +328,9 @@ impl Originals {
             );
         }
         self.restore_threads(root);
+        if root.is_this_machine() {
+            restore_napi(&self.napi, &mut crate::apply::napi_write::HostNapi::default());
+        }
         self.clear(root);
     }
 
@@ -351,18 +364,19 @@ impl Originals {
         self.entries.clear();
         self.xps.clear();
         self.threads.clear();
+        self.napi.clear();
         if let Err((path, e)) = root.remove_own_file(Path::new(ORIGINALS_FILE)) {
             tracing::warn!("cannot remove {}: {e}; the next daemon of this boot restores from it", path.display());
         }
     }
 
-    /// Recorded IRQs, `xps_cpus` files and NAPI threads.
+    /// Recorded IRQs, `xps_cpus` files, NAPI threads and NAPI instances.
     pub fn len(&self) -> usize {
-        self.entries.len() + self.xps.len() + self.threads.len()
+        self.entries.len() + self.xps.len() + self.threads.len() + self.napi.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty() && self.xps.is_empty() && self.threads.is_empty()
+        self.len() == 0
     }
 }
 

@@ -16,6 +16,7 @@ use super::respect::{classify, DriftCause, KernelDefaults, RespectNews};
 use super::state::STATE_FILE;
 use super::Daemon;
 use crate::apply::blocked::{probe, probe_target};
+use crate::apply::napi_write::apply_napi;
 use crate::apply::threads::{apply_threads, HostThreads};
 use crate::apply::{apply_plan, apply_xps, ProcIrq};
 use crate::config::OnDrift;
@@ -114,6 +115,8 @@ impl Daemon {
         } else {
             self.stop_fights(&mut planned, &sample, &drift);
         }
+        let respect = self.config.global.on_drift == OnDrift::Respect;
+        self.records.napi_profiles.observe(&mut planned.plan, respect);
         self.reader.give_back(sample.devices);
         Ok(planned)
     }
@@ -291,6 +294,7 @@ impl Daemon {
         self.reader.stale_irqs(plan.writes().map(|(_, p)| p.irq));
         report.xps = apply_xps(&plan, &self.root);
         report.threads = apply_threads(&plan, &HostThreads, self.root.is_this_machine());
+        report.napi = apply_napi(&plan, &mut self.napi_writer, self.root.is_this_machine());
         self.known_managed.extend(report.learned_managed.iter().copied());
         let probe = if probing && report.changes.is_empty() {
             probe_target(&plan).and_then(|(irq, cpus)| probe(&ProcIrq::new(self.root.clone()), irq, &cpus))

@@ -64,6 +64,8 @@ pub(crate) struct Records {
     xps_failing: SaidOnceEach<(String, u32), FailureClass>,
     /// Moved NAPI threads, queue identity disagreements and notices.
     napi: NapiNews,
+    /// NAPI instances' settings written (`[napi]`), and drift from them.
+    pub napi_profiles: super::napi_profiles::NapiProfiles,
     /// IRQs of this pass whose drift the kernel or a driver made (not logged as drift).
     pub kernel_rewrites: BTreeSet<u32>,
     /// The queues load refinement keeps away from home (for the state file).
@@ -97,6 +99,7 @@ impl Records {
             config_error: None,
             xps_failing: SaidOnceEach::default(),
             napi: NapiNews::default(),
+            napi_profiles: super::napi_profiles::NapiProfiles::default(),
             kernel_rewrites: BTreeSet::new(),
             claims: Vec::new(),
             refused_claims: Vec::new(),
@@ -239,6 +242,7 @@ impl Records {
         let blocked = self.say_blocked(&report, probe);
         self.log_xps(&report.xps);
         self.napi.record(&plan, &report.threads);
+        self.napi_profiles.record(&report.napi);
         let targets: BTreeMap<u32, &CpuSet> =
             plan.writes().filter_map(|(_, p)| Some((p.irq, p.desired.as_ref()?))).collect();
         for c in &report.changes {
@@ -268,7 +272,8 @@ impl Records {
         }
         let r = report.summary;
         self.last_counts = r;
-        let threads_moved = report.threads.iter().any(|t| matches!(t.result, ThreadOutcome::Written { .. }));
+        let threads_moved = report.threads.iter().any(|t| matches!(t.result, ThreadOutcome::Written { .. }))
+            || report.napi.iter().any(|n| !n.is_failure());
         if !report.changes.is_empty() || report.xps.iter().any(|x| !x.is_failure()) || threads_moved {
             let status = self.last_counts.status_line();
             tracing::info!(

@@ -24,6 +24,7 @@ impl Daemon {
                     );
                 }
                 self.respected.clear();
+                self.records.napi_profiles.forget_left();
                 if self.fights.len() > 0 {
                     tracing::info!(
                         "{} IRQ(s) fought over with another writer are restored again under the reloaded configuration",

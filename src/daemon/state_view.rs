@@ -196,6 +196,13 @@ pub(crate) fn render_status_section(c: &Counters, recent: &[RecentChange], now: 
         out.push_str(&format!("  failed writes by class{}\n", nonzero(&c.write_failures)));
     }
     out.push_str(&irq_writes_line(&c.irq_writes));
+    if sum(&c.napi_settings_writes) > 0 {
+        out.push_str(&format!(
+            "  napi settings writes: {}{}\n",
+            sum(&c.napi_settings_writes),
+            nonzero(&c.napi_settings_writes)
+        ));
+    }
     let drift: u64 = c.drift_corrections.iter().map(|d| d.value).sum();
     let by_device: Vec<String> =
         c.drift_corrections.iter().map(|d| format!("{} {}", d.labels.device, d.value)).collect();

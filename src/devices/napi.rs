@@ -62,7 +62,8 @@ impl NapiSettings {
     }
 }
 
-/// An instance's `threaded` attribute (`enum netdev_napi_threaded`).
+/// An instance's `threaded` attribute (`enum netdev_napi_threaded`), written as the kernel's
+/// spec names it (`disabled`, `enabled`, `busy-poll`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum NapiThreaded {
     Disabled,
@@ -71,6 +72,12 @@ pub enum NapiThreaded {
     BusyPoll,
     /// A value this irqwise does not know, kept as sent.
     Other(u64),
+}
+
+impl serde::Serialize for NapiThreaded {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
 }
 
 impl NapiThreaded {

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::guard::{guard, Forbidden, GuardInput};
 use super::held_claims::hold_claims;
+use super::napi_profile::plan_napi_settings;
 use super::napi_threads::{identity_notice, kernel_queues, plan_napi_threads};
 use super::nic_kernel::describe_nics;
 use super::refine::{apply_moves, candidates, Candidate, Moved};
@@ -130,6 +131,7 @@ pub fn plan_sample_refined(sample: &Sample, memory: PassMemory, moved: &BTreeMap
     plan_transmit_steering(sample, config, &topology, &policies, &mut plan);
     plan_napi_threads(&mut plan, sample, &policies);
     describe_nics(&mut plan, sample);
+    plan_napi_settings(&mut plan, sample, &policies);
     plan.notices.extend(identity_notice(sample));
     plan.notices.extend(isolation_notice(isolation));
     plan.warnings.splice(0..0, warnings);

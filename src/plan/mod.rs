@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::choices::StrategyName;
 use crate::cpuset::CpuSet;
+use crate::devices::napi::{NapiSettings, NapiThreaded};
 use crate::devices::{DeviceClass, QueueRole, Recognition};
 pub use crate::kernel::nic_resets::ResetRule;
 use crate::strategy::Fallback;
@@ -19,6 +20,7 @@ pub mod build;
 pub mod from_sample;
 pub mod guard;
 pub(crate) mod held_claims;
+pub mod napi_profile;
 pub mod napi_threads;
 pub mod nic_kernel;
 pub mod refine;
@@ -185,10 +187,16 @@ pub struct NapiView {
     pub queue: Option<u32>,
     /// Its own threaded mode (6.17 and later): `disabled`, `enabled`, `busy-poll`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub threaded: Option<&'static str>,
+    pub threaded: Option<NapiThreaded>,
     /// The pid of its thread, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// Its interrupt mitigation as read (6.13 and later; empty before).
+    #[serde(skip_serializing_if = "NapiSettings::is_empty")]
+    pub settings: NapiSettings,
+    /// What the config's `[napi]` tables ask of it, and what a pass writes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<napi_profile::NapiProfilePlan>,
 }
 
 /// The counts of one pass: the plan's actions ([`Plan::summary`]), and once applied what the
@@ -283,6 +291,15 @@ impl Plan {
     pub(crate) fn has_pending_writes(&self) -> bool {
         self.writes().next().is_some()
             || self.devices.iter().flat_map(|d| &d.napi_threads).any(|t| t.action == Action::Set)
+            || self.napi_writes().next().is_some()
+    }
+
+    /// NAPI instances whose settings a pass writes, with their device.
+    pub fn napi_writes(&self) -> impl Iterator<Item = (&DevicePlan, &NapiView)> {
+        self.devices
+            .iter()
+            .flat_map(|d| d.napi.iter().map(move |n| (d, n)))
+            .filter(|(_, n)| n.profile.as_ref().is_some_and(|p| p.action == Action::Set))
     }
 
     /// The plan reduced to what needs attention: placements to write and kernel-managed ones that
@@ -297,7 +314,12 @@ impl Plan {
                     d.irqs.iter().filter(|p| p.action == Action::Set || p.mismatch == Some(true)).cloned().collect();
                 let napi_threads: Vec<ThreadPlacement> =
                     d.napi_threads.iter().filter(|t| t.action == Action::Set).cloned().collect();
-                (!irqs.is_empty() || !napi_threads.is_empty()).then(|| DevicePlan { irqs, napi_threads, ..d.clone() })
+                let napi_set = d.napi.iter().any(|n| n.profile.as_ref().is_some_and(|p| p.action == Action::Set));
+                (!irqs.is_empty() || !napi_threads.is_empty() || napi_set).then(|| DevicePlan {
+                    irqs,
+                    napi_threads,
+                    ..d.clone()
+                })
             })
             .collect();
         Plan {

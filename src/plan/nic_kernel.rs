@@ -6,7 +6,7 @@
 
 use super::napi_threads::instance_irq;
 use super::{DevicePlan, NapiView, Plan};
-use crate::devices::napi::NetdevReport;
+use crate::devices::napi::{NapiThreaded, NetdevReport};
 use crate::devices::{Device, DeviceClass};
 use crate::kernel::nic_resets::{reset_rule, MaskKeeper};
 use crate::kernel::KernelVersion;
@@ -49,8 +49,10 @@ fn napi_views(report: &NetdevReport, dev: &Device, sample: &Sample, dp: &DeviceP
                 id: n.id,
                 irq,
                 queue: index.lowest_queue(n.id).map(|(_, q)| q),
-                threaded: n.threaded.map(crate::devices::napi::NapiThreaded::as_str),
+                threaded: n.threaded,
                 pid: n.pid,
+                settings: n.settings,
+                profile: None,
             });
         }
     }
@@ -76,7 +78,7 @@ pub(super) fn render(dp: &super::DevicePlan) -> String {
         let threaded: Vec<String> = dp
             .napi
             .iter()
-            .filter(|n| n.threaded.is_some_and(|t| t != "disabled"))
+            .filter(|n| n.threaded.is_some_and(NapiThreaded::is_threaded))
             .map(|n| match n.pid {
                 Some(pid) => format!("{} (pid {pid})", n.id),
                 None => n.id.to_string(),
@@ -84,6 +86,9 @@ pub(super) fn render(dp: &super::DevicePlan) -> String {
             .collect();
         let threaded = if threaded.is_empty() { String::new() } else { format!("; threaded: {}", threaded.join(", ")) };
         out.push_str(&format!("  napi: {} instances, ids {ids}{kept}{threaded}\n", dp.napi.len()));
+        for line in dp.napi.iter().filter_map(super::napi_profile::render_instance) {
+            out.push_str(&line);
+        }
     }
     out
 }
@@ -100,9 +105,20 @@ mod tests {
         dp.resets = Some(ResetRule { mask: MaskKeeper::Unknown, napi_ids_kept: None, why: "no rule" });
         assert_eq!(render(&dp), "", "an unknown driver gets no line");
         dp.resets = Some(reset_rule("bnxt_en", KernelVersion::parse("6.15").ok()));
-        let view = |id, threaded, pid| NapiView { id, irq: None, queue: None, threaded, pid };
-        dp.napi =
-            vec![view(8193, Some("disabled"), None), view(8194, Some("enabled"), Some(700)), view(8195, None, None)];
+        let view = |id, threaded, pid| NapiView {
+            id,
+            irq: None,
+            queue: None,
+            threaded,
+            pid,
+            settings: crate::devices::napi::NapiSettings::default(),
+            profile: None,
+        };
+        dp.napi = vec![
+            view(8193, Some(NapiThreaded::Disabled), None),
+            view(8194, Some(NapiThreaded::Enabled), Some(700)),
+            view(8195, None, None),
+        ];
         let text = render(&dp);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("  resets: hint-only (from 6.13 bnxt_en sets only the hint"), "{text}");

@@ -102,6 +102,14 @@ pub enum NapiSocketError {
 }
 
 impl NapiSocketError {
+    /// Whether it fails every instance alike: the socket, or no `CAP_NET_ADMIN`.
+    pub fn is_machine_wide(&self) -> bool {
+        match self {
+            NapiSocketError::Socket(_) => true,
+            NapiSocketError::Refused { errno, .. } => *errno == nix::errno::Errno::EPERM as i32,
+        }
+    }
+
     /// Whether the instance is gone (recreated under another id, or its interface removed).
     pub fn is_gone(&self) -> bool {
         matches!(self, NapiSocketError::Refused { errno, .. } if *errno == nix::errno::Errno::ENOENT as i32)

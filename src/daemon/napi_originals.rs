@@ -1,0 +1,106 @@
+//! The NAPI settings instances had before irqwise first wrote them (`[napi]`), kept beside the
+//! masks in `originals.json` and written back at stop with `restore_on_exit`.
+//!
+//! One entry per instance id (NAPI ids are unique on a machine), holding only the keys irqwise
+//! wrote, each as first seen. An instance recreated under another id by a reset starts a new
+//! entry from the kernel's fresh values; entries of devices that went away are dropped.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::apply::napi_write::NapiWriter;
+use crate::choices::NapiProfile;
+use crate::devices::napi::NapiThreaded;
+use crate::plan::Plan;
+
+/// One instance's settings before irqwise first wrote them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct OriginalNapi {
+    /// The PCI address of the NIC.
+    pub device: String,
+    pub interface: Option<String>,
+    pub napi_id: u32,
+    /// The keys irqwise wrote, as they were.
+    pub settings: NapiProfile,
+}
+
+/// Records, for every instance `plan` is about to write, the current value of each key to be
+/// written that has no record yet; drops the entries of devices the plan no longer has.
+/// Returns whether the record changed.
+pub(crate) fn note_napi(record: &mut BTreeMap<u32, OriginalNapi>, plan: &Plan) -> bool {
+    let present: std::collections::BTreeSet<&str> = plan.devices.iter().map(|d| d.bdf.as_str()).collect();
+    let before = record.len();
+    record.retain(|_, o| present.contains(o.device.as_str()));
+    let mut changed = record.len() != before;
+    for (d, view) in plan.napi_writes() {
+        let Some(p) = &view.profile else { continue };
+        let current = current_of(&p.write, view);
+        let entry = record.entry(view.id).or_insert_with(|| {
+            changed = true;
+            OriginalNapi {
+                device: d.bdf.clone(),
+                interface: d.name.clone(),
+                napi_id: view.id,
+                settings: NapiProfile::default(),
+            }
+        });
+        let merged = current.overlay(&entry.settings);
+        if merged != entry.settings {
+            entry.settings = merged;
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// The keys of `write` as `view` has them now.
+fn current_of(write: &NapiProfile, view: &crate::plan::NapiView) -> NapiProfile {
+    let (w, s) = (&write.settings, &view.settings);
+    NapiProfile {
+        settings: crate::devices::napi::NapiSettings {
+            defer_hard_irqs: w.defer_hard_irqs.and(s.defer_hard_irqs),
+            gro_flush_timeout: w.gro_flush_timeout.and(s.gro_flush_timeout),
+            irq_suspend_timeout: w.irq_suspend_timeout.and(s.irq_suspend_timeout),
+        },
+        threaded: write.threaded.and(view.threaded.and_then(mode_of)),
+    }
+}
+
+/// The config's word for a kernel threaded mode.
+fn mode_of(t: NapiThreaded) -> Option<crate::choices::NapiMode> {
+    use crate::choices::NapiMode;
+    match t {
+        NapiThreaded::Disabled => Some(NapiMode::Off),
+        NapiThreaded::Enabled => Some(NapiMode::On),
+        NapiThreaded::BusyPoll => Some(NapiMode::BusyPoll),
+        NapiThreaded::Other(_) => None,
+    }
+}
+
+/// Writes every recorded instance back (those gone since are skipped); logs each failure and
+/// how many were restored.
+pub(crate) fn restore_napi(record: &BTreeMap<u32, OriginalNapi>, writer: &mut dyn NapiWriter) {
+    if record.is_empty() {
+        return;
+    }
+    let (mut restored, mut gone) = (0, 0);
+    for o in record.values() {
+        let s = &o.settings;
+        match writer.set(o.napi_id, &s.settings, s.threaded.map(crate::choices::NapiMode::kernel)) {
+            Ok(()) => restored += 1,
+            Err(e) if e.is_gone() => gone += 1,
+            Err(e) => tracing::warn!(
+                device = o.device.as_str(),
+                napi_id = o.napi_id,
+                "napi instance {} of {}: not restored: {e}",
+                o.napi_id,
+                o.interface.as_deref().unwrap_or(&o.device)
+            ),
+        }
+    }
+    tracing::info!(
+        "restored the settings of {restored} of {} NAPI instances to what they were before irqwise ({gone} gone since)",
+        record.len()
+    );
+}

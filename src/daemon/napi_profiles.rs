@@ -1,0 +1,175 @@
+//! What the daemon knows and says of the NAPI settings it writes (`[napi]`): each instance
+//! written (INFO, `NAPI_PROFILE_APPLIED`, one entry per instance), a failure (WARN once per
+//! instance and error), a socket the sandbox refuses (WARN once until it changes), and another
+//! writer's change of what irqwise wrote: written back, or with `on_drift = "respect"` left to
+//! it until the configuration is reloaded.
+//!
+//! Pure bookkeeping over plans and apply reports; the daemon holds one.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::catalog;
+use super::once::{SaidOnce, SaidOnceEach};
+use crate::apply::napi_write::{NapiChange, NapiOutcome};
+use crate::choices::NapiProfile;
+use crate::plan::napi_profile::{describe, nanos};
+use crate::plan::{Action, NapiView, Plan};
+use crate::text::printable;
+
+/// What was written and said, so that drift is told from the kernel's own values and nothing
+/// is said twice.
+#[derive(Debug, Default)]
+pub(crate) struct NapiProfiles {
+    /// What irqwise wrote to each instance and read back, by id.
+    written: BTreeMap<u32, NapiProfile>,
+    /// Instances another writer changed, left to it (`on_drift = "respect"`): what it set.
+    left: BTreeMap<u32, NapiProfile>,
+    failing: SaidOnceEach<u32, String>,
+    refused: SaidOnce<String>,
+}
+
+impl NapiProfiles {
+    /// Compares `plan`'s instances with what irqwise wrote to them: a key someone else changed
+    /// is drift. With `respect`, such an instance (and every one already left) is not written
+    /// (`skip`) and said once; otherwise it is written back, and said. Instances gone from the
+    /// plan are forgotten.
+    pub fn observe(&mut self, plan: &mut Plan, respect: bool) {
+        let present: BTreeSet<u32> = plan.devices.iter().flat_map(|d| d.napi.iter().map(|n| n.id)).collect();
+        self.written.retain(|id, _| present.contains(id));
+        self.left.retain(|id, _| present.contains(id));
+        for d in &mut plan.devices {
+            let name = d.name.clone().unwrap_or_else(|| d.bdf.clone());
+            for view in &mut d.napi {
+                let Some(p) = view.profile.as_mut() else { continue };
+                if self.left.contains_key(&view.id) {
+                    p.action = Action::Skip;
+                    p.write = NapiProfile::default();
+                    continue;
+                }
+                let Some(wrote) = self.written.get(&view.id) else { continue };
+                let changed = changed_keys(wrote, view);
+                if changed.is_empty() {
+                    continue;
+                }
+                if respect {
+                    tracing::warn!(
+                        napi_id = view.id,
+                        interface = name.as_str(),
+                        "napi instance {} of {}: {} changed by another writer; left as it is (on_drift = respect) until the configuration is reloaded",
+                        view.id,
+                        printable(&name),
+                        changed.join(", ")
+                    );
+                    self.left.insert(view.id, *wrote);
+                    if let Some(p) = view.profile.as_mut() {
+                        p.action = Action::Skip;
+                        p.write = NapiProfile::default();
+                    }
+                } else {
+                    tracing::info!(
+                        napi_id = view.id,
+                        interface = name.as_str(),
+                        "napi instance {} of {}: {} changed by another writer; written back",
+                        view.id,
+                        printable(&name),
+                        changed.join(", ")
+                    );
+                }
+                self.written.remove(&view.id);
+            }
+        }
+    }
+
+    /// A reload gives every instance left to another writer back to the configuration.
+    pub fn forget_left(&mut self) {
+        self.left.clear();
+    }
+
+    /// Says each write of a pass and remembers what was written.
+    pub fn record(&mut self, changes: &[NapiChange]) {
+        for c in changes {
+            let name = c.interface.clone().unwrap_or_else(|| c.device.clone());
+            match &c.result {
+                NapiOutcome::Written => {
+                    self.failing.worked(&c.napi_id);
+                    self.refused.worked();
+                    let entry = self.written.entry(c.napi_id).or_default();
+                    *entry = entry.overlay(&c.new);
+                    let what = describe(&c.old, &c.new);
+                    tracing::info!(
+                        message_id = catalog::NAPI_PROFILE_APPLIED,
+                        device = c.device.as_str(),
+                        interface = name.as_str(),
+                        napi_id = c.napi_id,
+                        irq = c.irq,
+                        queue = c.queue,
+                        settings = what.as_str(),
+                        "napi profile of {} ({}): instance {}{}: {what}",
+                        printable(&name),
+                        c.device,
+                        c.napi_id,
+                        c.queue.map_or(String::new(), |q| format!(" (queue {q})"))
+                    );
+                }
+                NapiOutcome::Gone | NapiOutcome::NotThisMachine => {
+                    self.written.remove(&c.napi_id);
+                    tracing::debug!(napi_id = c.napi_id, "napi instance {}: gone before it was written", c.napi_id);
+                }
+                NapiOutcome::Unverified { read } => {
+                    let said = format!("read back {}", describe(&NapiProfile::default(), read));
+                    if self.failing.failed(c.napi_id, said.clone()) {
+                        tracing::warn!(
+                            napi_id = c.napi_id,
+                            device = c.device.as_str(),
+                            "napi instance {} of {}: wrote {}, but the kernel {said}",
+                            c.napi_id,
+                            printable(&name),
+                            describe(&NapiProfile::default(), &c.new)
+                        );
+                    }
+                }
+                NapiOutcome::Failed { error, machine } => {
+                    // A socket the sandbox refuses fails every instance alike: said once.
+                    if *machine {
+                        if self.refused.failed(error.clone()) {
+                            tracing::warn!(
+                                "NAPI settings cannot be written: {error} (a sandbox that refuses AF_NETLINK or CAP_NET_ADMIN; [napi] is not applied until it can)"
+                            );
+                        }
+                    } else if self.failing.failed(c.napi_id, error.clone()) {
+                        tracing::warn!(
+                            napi_id = c.napi_id,
+                            device = c.device.as_str(),
+                            "napi instance {} of {}: not written: {error}",
+                            c.napi_id,
+                            printable(&name)
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The keys of `wrote` that `view` has otherwise now, as `key wrote -> now`.
+fn changed_keys(wrote: &NapiProfile, view: &NapiView) -> Vec<String> {
+    let (w, s) = (&wrote.settings, &view.settings);
+    let mut out = Vec::new();
+    let mut check = |key: &str, wrote: Option<u64>, now: Option<u64>, time: bool| {
+        if let (Some(a), Some(b)) = (wrote, now) {
+            if a != b {
+                let show = |v: u64| if time { nanos(v) } else { v.to_string() };
+                out.push(format!("{key} {} -> {}", show(a), show(b)));
+            }
+        }
+    };
+    check("defer_hard_irqs", w.defer_hard_irqs.map(u64::from), s.defer_hard_irqs.map(u64::from), false);
+    check("gro_flush_timeout", w.gro_flush_timeout, s.gro_flush_timeout, true);
+    check("irq_suspend_timeout", w.irq_suspend_timeout, s.irq_suspend_timeout, true);
+    if let (Some(mode), Some(now)) = (wrote.threaded, view.threaded) {
+        if mode.kernel() != now {
+            out.push(format!("threaded {} -> {}", mode.kernel().as_str(), now.as_str()));
+        }
+    }
+    out
+}
