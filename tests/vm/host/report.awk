@@ -64,6 +64,7 @@ function systemd_tables(   i, k, p) {
   out("| CPU offline to re-placed; online to restored | " msx("events offline_react_ms") "; " msx("events online_react_ms") " |")
   out("| link up to the daemon's pass for it | " msx("events link_seen_ms") " |")
   out("| threaded NAPI on to every NAPI thread on its IRQ's CPUs (2 s reconcile drop-in) | " msx("napi follow_ms") " |")
+  out("| `systemctl reload` with [napi] to the profile on every NAPI instance (napi-set from the sandbox) | " ((("napi-profile napi_set") in m && val("napi-profile napi_set") != "yes") ? "no napi-set on " val("harness kernel") : msx("napi-profile applied_ms")) " |")
   out("| `irqwise claim --cpus 4-5 --pid` beside the unit, until it returned; the process killed to queues back | " msx("claim claim_ms") "; " msx("claim release_ms") " |")
   out("")
 }
