@@ -107,7 +107,7 @@ if [ -n "$NP_IF" ]; then
 fi
 # napi-set is there when napi-get tells defer-hard-irqs (6.13 and later).
 NP_SET=0
-napi list eth0 > /tmp/np.list 2>&1 && awk '$10 != -1 { ok = 1 } END { exit !ok }' /tmp/np.list && NP_SET=1
+napi list eth0 > /tmp/np.list 2>&1 && awk '$9 == "defer" && $10 != -1 { ok = 1 } END { exit !ok }' /tmp/np.list && NP_SET=1
 measure napi_set "$([ $NP_SET = 1 ] && echo yes || echo "no: $(head -c 100 /tmp/np.list)")"
 NP_ETH0_FIRST=""
 if [ $NP_SET = 1 ]; then

@@ -32,8 +32,9 @@ nps_denied() {
 }
 nps_needs_lines() { jsince -u $UNIT | grep -c 'needs 6\.13'; }
 
-$NAPI list "$NIC" > /tmp/nps.boot 2>&1
-NPS_SET=0; awk '$10 != -1 { ok = 1 } END { exit !ok }' /tmp/nps.boot && NPS_SET=1
+# napi-set is there when napi-get tells defer-hard-irqs (6.13 and later; 6.1: no netdev family).
+NPS_SET=0
+$NAPI list "$NIC" > /tmp/nps.boot 2>&1 && awk '$9 == "defer" && $10 != -1 { ok = 1 } END { exit !ok }' /tmp/nps.boot && NPS_SET=1
 measure napi_set "$([ $NPS_SET = 1 ] && echo yes || echo "no: $(head -c 100 /tmp/nps.boot)")"
 if [ $NPS_SET = 1 ]; then
   NPS_FIRST=$(awk '{ print $2; exit }' /tmp/nps.boot)
