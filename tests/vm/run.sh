@@ -152,7 +152,7 @@ boot_retried() {
 # expected_checks SCENARIO_FILE...: every `check NAME` / `result NAME` in the files, with the
 # scenario (the last SCEN= before it) it runs in.
 expected_checks() {
-  awk '/^SCEN=/ { s = substr($1, 6) } match($0, /(^|[ ;])(check|result) [a-z_0-9]+/) {
+  awk '/^SCEN=/ { s = substr($1, 6) } match($0, /(^|[ ;])(check|result) [A-Za-z_0-9]+/) {
          c = substr($0, RSTART, RLENGTH); sub(/^[ ;]?(check|result) /, "", c); print s, c }' "$@"
 }
 

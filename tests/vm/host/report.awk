@@ -64,6 +64,7 @@ function systemd_tables(   i, k, p) {
   out("| CPU offline to re-placed; online to restored | " msx("events offline_react_ms") "; " msx("events online_react_ms") " |")
   out("| link up to the daemon's pass for it | " msx("events link_seen_ms") " |")
   out("| threaded NAPI on to every NAPI thread on its IRQ's CPUs (2 s reconcile drop-in) | " msx("napi follow_ms") " |")
+  out("| `systemctl reload` with [napi] to the profile on every NAPI instance (napi-set from the sandbox) | " ((("napi-profile napi_set") in m && val("napi-profile napi_set") != "yes") ? "no napi-set on " val("harness kernel") : msx("napi-profile applied_ms")) " |")
   out("| `irqwise claim --cpus 4-5 --pid` beside the unit, until it returned; the process killed to queues back | " msx("claim claim_ms") "; " msx("claim release_ms") " |")
   out("")
 }
@@ -74,7 +75,7 @@ function kernel_tables() {
   out("")
   out("| Scenario | Checks passed | Reaction time (TCG, pessimistic) |")
   out("|---|---|---|")
-  split("harness report startup cpu-offline xps napi-threads netdev-survey napi-instance reconfig partition link-flap nic-hotplug sighup claim balance idle storm cli-agree two-nics irqbalance", sc, " ")
+  split("harness report startup cpu-offline xps napi-threads netdev-survey napi-instance reconfig partition link-flap nic-hotplug napi-profile sighup claim balance idle storm cli-agree two-nics irqbalance", sc, " ")
   r["harness"] = "-"
   r["report"] = "-"
   r["startup"] = "daemon start to all NIC queues placed: " ms("startup place_ms")
@@ -87,6 +88,7 @@ function kernel_tables() {
   r["partition"] = (("partition result") in m) ? val("partition result") : "isolated partition made to IRQs off its CPUs: " ms("partition off_ms") "; removed to back: " ms("partition back_ms")
   r["link-flap"] = "link up to placed: " ms("link-flap up_react_ms") (val("link-flap kernel_kept") == "yes" ? " (nothing to restore: the kernel kept the masks across free_irq/request_irq)" : "")
   r["nic-hotplug"] = "link up of the new NIC to placed: " ms("nic-hotplug place_ms") "; device_del to gone: " ms("nic-hotplug remove_ms")
+  r["napi-profile"] = (("napi-profile napi_set") in m && val("napi-profile napi_set") != "yes") ? "no napi-set on " val("harness kernel") " (6.13 and later)" : "[napi] on every instance after start: " msx("napi-profile start_ms") "; per-queue table (reload): " msx("napi-profile per_queue_ms") "; ethtool -L 1 / 4: " msx("napi-profile ethtool_L1_ms") " / " msx("napi-profile ethtool_L4_ms") "; link up (virtio, eth0): " msx("napi-profile link_" val("napi-profile virtio_if") "_ms") ", " msx("napi-profile link_eth0_ms")
   r["sighup"] = "SIGHUP to re-placed on node 0: " ms("sighup node0_react_ms") "; back: " ms("sighup restore_react_ms")
   r["claim"] = "`irqwise claim --cpus 4-5 --pid` until it returned (movable IRQs off 4-5): " ms("claim claim_ms") "; claimed process killed to queues back (pidfd, no reconcile): " ms("claim release_ms")
   r["balance"] = "two busy queues on one CPU to split (balance = \"load\", 2 s samples): " ms("balance split_ms") "; load stopped to back home (10 s hold): " ms("balance return_ms")
