@@ -25,8 +25,9 @@
 # the tables, "N passed, M failed" per tier and for the whole suite. A kernel that cannot be
 # fetched stops the suite with its reason (exit 2), never a skipped tier.
 # Exit status: 0 when every check passed, 1 when one failed, 2 when the suite could not run.
-# env: IRQWISE_VM_TIERS="kernel kernel-sid kernel-6.12 oracle arm64 systemd"  the tiers to run
-#                           (default: kernel kernel-sid oracle arm64 systemd)
+# env: IRQWISE_VM_TIERS="kernel kernel-sid kernel-6.12 oracle arm64 systemd systemd-sid"  the
+#                           tiers to run (default: kernel kernel-sid oracle arm64 systemd
+#                           systemd-sid; systemd-sid: the systemd guest on 7.x, scenarios 10 56 90)
 #      IRQWISE_VM_ARCHIVE_MIRROR=URL  Debian archive for the kernels newer than Debian 12's
 #                           (default http://deb.debian.org/debian; unstable's current is found
 #                           anew from the archive, never named here)
@@ -67,7 +68,7 @@ REPO=$(cd "$VM_DIR/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$REPO/target}
 WORK=${IRQWISE_VM_WORK:-$TARGET/vm}
 TIMEOUT=${IRQWISE_VM_TIMEOUT:-720}
-TIERS=${IRQWISE_VM_TIERS:-kernel kernel-sid oracle arm64 systemd}
+TIERS=${IRQWISE_VM_TIERS:-kernel kernel-sid oracle arm64 systemd systemd-sid}
 . "$VM_DIR/host/deps.sh"
 . "$VM_DIR/host/initramfs.sh"
 . "$VM_DIR/host/qemu.sh"
@@ -105,7 +106,7 @@ t=$(secs); ensure_packages || exit 2
 use_kernel 6.1 || exit 2
 # The 6.12 package is fetched only when a tier boots it.
 case " $TIERS " in *" kernel-6.12 "*) use_kernel 6.12 || exit 2;; esac
-case " $TIERS " in *" kernel-sid "*) use_kernel sid || exit 2;; esac
+case " $TIERS " in *" kernel-sid "* | *" systemd-sid "*) use_kernel sid || exit 2;; esac
 case " $TIERS $ORACLE_RUNS " in *" oracle "*6.12:*) use_kernel 6.12 || exit 2;; esac
 case " $TIERS $ORACLE_RUNS " in *" oracle "*sid:*) use_kernel sid || exit 2;; esac
 T_PKG=$(since "$t")
@@ -342,9 +343,15 @@ tier_arm64() {
 
 # The systemd tier: the Debian root (cached), the .deb, the disk image, a boot with systemd.
 tier_systemd() {
-  local w=$WORK/systemd t deb base=$WORK/cache/debroot-$DEBROOT_SUITE
+  local version=${1:-6.1} tier=systemd modules="virtio_pci virtio_blk crc32c_generic ext4"
+  if [ "$version" = sid ]; then
+    # The hardened unit on 7.x: what needs a newer kernel (napi-set) and the sandbox itself.
+    tier=systemd-sid modules="virtio_pci virtio_blk ext4"   # 7.x has crc32c in the core
+    local IRQWISE_VM_SCENARIOS=${IRQWISE_VM_SCENARIOS:-10 56 90}
+  fi
+  local w=$WORK/$tier t deb base=$WORK/cache/debroot-$DEBROOT_SUITE
   mkdir -p "$w"
-  use_kernel 6.1 || return 2
+  use_kernel "$version" || return 2
   t=$(secs); debian_base "$base" || return 2; local t_base; t_base=$(since "$t")
   t=$(secs)
   if ! (cd "$REPO" && make deb) > "$w/make-deb.log" 2>&1; then
@@ -354,10 +361,11 @@ tier_systemd() {
   deb=$(ls -t "$REPO"/target/packages/irqwise_*.deb | head -1)
   t=$(secs)
   guest_disk "$base" "$w/stage" "$deb" "$w/root.img" "$w/chroot-install.log" || return 2
-  build_boot_initramfs "$w/initramfs-root" "$w/initramfs.cpio.gz" "$VM_DIR/guest/systemd/init" virtio_pci virtio_blk crc32c_generic ext4 || return 2
+  # shellcheck disable=SC2086
+  build_boot_initramfs "$w/initramfs-root" "$w/initramfs.cpio.gz" "$VM_DIR/guest/systemd/init" $modules || return 2
   rm -rf "$w/stage" "$w/initramfs-root"
   local t_img; t_img=$(since "$t")
-  echo "test-vm: systemd tier: booting $KVER with the Debian root of $(basename "$deb"), log in $w" >&2
+  echo "test-vm: $tier tier: booting $KVER with the Debian root of $(basename "$deb"), log in $w" >&2
   t=$(secs); boot_retried "$w" "$w/initramfs.cpio.gz" "$w/root.img"; local t_boot; t_boot=$(since "$t")
   rm -f "$w/root.img"
   between @@JOURNAL_BEGIN @@JOURNAL_END "$w/guest.out" > "$w/journal.log"
@@ -371,9 +379,10 @@ tier_systemd() {
     echo
     echo "Timings on this host: Debian root ${t_base} s ($base_note), make deb ${t_deb} s, disk image and initramfs ${t_img} s, guest run ${t_boot} s${BOOT_NOTE}."
   } | tee -a "$w/RESULTS.md"
-  [ -z "${IRQWISE_VM_BROKEN_UNIT:-}" ] && grep -q '^@@DONE' "$w/guest.out" && COMPLETE="$COMPLETE systemd"
+  [ -z "${IRQWISE_VM_BROKEN_UNIT:-}" ] && grep -q '^@@DONE' "$w/guest.out" && COMPLETE="$COMPLETE $tier"
   return $rc
 }
+tier_systemd-sid() { tier_systemd sid; }
 
 # update_results TIER FILE: TIER's section of tests/vm/RESULTS.md becomes FILE (kept between
 # marker comments, so a run of one tier leaves the other's section as it was).
@@ -391,7 +400,7 @@ update_results() {
 
 RC=0 COMPLETE="" TOTAL_PASS=0 TOTAL_FAIL=0 TOTAL_SKIP=0
 for tier in $TIERS; do
-  case $tier in kernel|kernel-6.12|kernel-sid|oracle|arm64|systemd) ;; *) echo "test-vm: unknown tier $tier (kernel, kernel-6.12, kernel-sid, oracle, arm64, systemd)" >&2; exit 2;; esac
+  case $tier in kernel|kernel-6.12|kernel-sid|oracle|arm64|systemd|systemd-sid) ;; *) echo "test-vm: unknown tier $tier (kernel, kernel-6.12, kernel-sid, oracle, arm64, systemd, systemd-sid)" >&2; exit 2;; esac
   echo "=== test-vm: $tier tier ==="
   trc=0; "tier_$tier" || trc=$?
   [ $trc = 2 ] && { echo "test-vm: the $tier tier could not run" >&2; exit 2; }
