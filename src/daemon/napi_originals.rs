@@ -104,3 +104,107 @@ pub(crate) fn restore_napi(record: &BTreeMap<u32, OriginalNapi>, writer: &mut dy
         record.len()
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::apply::napi_write::NapiWriter;
+    use crate::choices::NapiMode;
+    use crate::devices::discover::netdev_netlink::NapiSocketError;
+    use crate::devices::napi::{NapiInstance, NapiSettings};
+    use crate::plan::napi_profile::NapiProfilePlan;
+    use crate::plan::{Action, NapiView};
+
+    fn settings(defer: u32, gro: u64) -> NapiSettings {
+        NapiSettings { defer_hard_irqs: Some(defer), gro_flush_timeout: Some(gro), irq_suspend_timeout: Some(0) }
+    }
+
+    /// A plan of one NIC whose instance `id` has `now` and is to get `write`.
+    fn plan(instances: &[(u32, NapiSettings, NapiProfile)]) -> Plan {
+        let mut dp = crate::plan::test_nic_plan("0000:81:00.0", Vec::new(), Vec::new());
+        dp.napi = instances
+            .iter()
+            .map(|&(id, now, write)| NapiView {
+                id,
+                irq: None,
+                queue: None,
+                threaded: Some(NapiThreaded::Disabled),
+                pid: None,
+                settings: now,
+                profile: Some(NapiProfilePlan {
+                    desired: write,
+                    write,
+                    action: if write.is_empty() { Action::Keep } else { Action::Set },
+                    unsupported: Vec::new(),
+                }),
+            })
+            .collect();
+        Plan { devices: vec![dp], ..Plan::default() }
+    }
+
+    fn profile(defer: Option<u32>, gro: Option<u64>, threaded: Option<NapiMode>) -> NapiProfile {
+        NapiProfile {
+            settings: NapiSettings { defer_hard_irqs: defer, gro_flush_timeout: gro, irq_suspend_timeout: None },
+            threaded,
+        }
+    }
+
+    #[test]
+    fn the_first_value_of_each_key_written_is_kept_and_devices_gone_are_dropped() {
+        let mut record = BTreeMap::new();
+        // First pass writes defer only: only defer is recorded, as it was.
+        assert!(note_napi(&mut record, &plan(&[(8193, settings(0, 0), profile(Some(3), None, None))])));
+        assert_eq!(record[&8193].settings, profile(Some(0), None, None));
+        // Another writer set defer 9 and the pass writes it again, with gro now: defer keeps its
+        // first value, gro joins; the threaded mode is recorded in the config's words.
+        let again = plan(&[(8193, settings(9, 7), profile(Some(3), Some(50_000), Some(NapiMode::On)))]);
+        assert!(note_napi(&mut record, &again));
+        assert_eq!(record[&8193].settings, profile(Some(0), Some(7), Some(NapiMode::Off)));
+        assert!(!note_napi(&mut record, &again), "nothing new");
+        // The device left the plan: its entries go.
+        assert!(note_napi(&mut record, &Plan::default()));
+        assert!(record.is_empty());
+    }
+
+    /// A kernel stand-in that keeps what is set, with `gone` instances refusing.
+    struct Kernel {
+        set: BTreeMap<u32, (NapiSettings, Option<NapiThreaded>)>,
+        gone: Vec<u32>,
+    }
+
+    impl NapiWriter for Kernel {
+        fn set(&mut self, id: u32, s: &NapiSettings, t: Option<NapiThreaded>) -> Result<(), NapiSocketError> {
+            if self.gone.contains(&id) {
+                return Err(NapiSocketError::Refused { op: "set", id, errno: 2 });
+            }
+            self.set.insert(id, (*s, t));
+            Ok(())
+        }
+
+        fn get(&mut self, id: u32) -> Result<NapiInstance, NapiSocketError> {
+            Err(NapiSocketError::Socket(format!("not asked ({id})")))
+        }
+    }
+
+    #[test]
+    fn restore_writes_each_recorded_key_back_and_skips_instances_gone() {
+        let mut record = BTreeMap::new();
+        note_napi(
+            &mut record,
+            &plan(&[
+                (8193, settings(1, 20_000), profile(Some(3), Some(50_000), None)),
+                (8194, settings(0, 0), profile(Some(3), None, Some(NapiMode::On))),
+            ]),
+        );
+        let mut kernel = Kernel { set: BTreeMap::new(), gone: vec![8194] };
+        restore_napi(&record, &mut kernel);
+        assert_eq!(kernel.set.len(), 1);
+        let (s, t) = kernel.set[&8193];
+        assert_eq!(
+            (s.defer_hard_irqs, s.gro_flush_timeout, s.irq_suspend_timeout, t),
+            (Some(1), Some(20_000), None, None)
+        );
+    }
+}

@@ -173,3 +173,83 @@ fn changed_keys(wrote: &NapiProfile, view: &NapiView) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::napi_write::NapiChange;
+    use crate::devices::napi::NapiSettings;
+    use crate::plan::napi_profile::NapiProfilePlan;
+
+    fn profile(defer: u32) -> NapiProfile {
+        NapiProfile {
+            settings: NapiSettings { defer_hard_irqs: Some(defer), ..NapiSettings::default() },
+            threaded: None,
+        }
+    }
+
+    /// A plan whose instance 8193 reads `now` and is configured for defer 3.
+    fn plan(now: u32) -> Plan {
+        let mut dp = crate::plan::test_nic_plan("0000:81:00.0", Vec::new(), Vec::new());
+        let differs = now != 3;
+        dp.napi = vec![NapiView {
+            id: 8193,
+            irq: None,
+            queue: Some(0),
+            threaded: None,
+            pid: None,
+            settings: NapiSettings { defer_hard_irqs: Some(now), ..NapiSettings::default() },
+            profile: Some(NapiProfilePlan {
+                desired: profile(3),
+                write: if differs { profile(3) } else { NapiProfile::default() },
+                action: if differs { Action::Set } else { Action::Keep },
+                unsupported: Vec::new(),
+            }),
+        }];
+        Plan { devices: vec![dp], ..Plan::default() }
+    }
+
+    fn written(old: u32) -> NapiChange {
+        NapiChange {
+            device: "0000:81:00.0".into(),
+            interface: Some("eth0".into()),
+            napi_id: 8193,
+            irq: None,
+            queue: Some(0),
+            old: profile(old),
+            new: profile(3),
+            result: NapiOutcome::Written,
+        }
+    }
+
+    fn action(p: &Plan) -> Action {
+        p.devices[0].napi[0].profile.as_ref().map_or(Action::Skip, |p| p.action)
+    }
+
+    #[test]
+    fn another_writers_change_is_written_back_or_left_to_it() {
+        for respect in [false, true] {
+            let mut news = NapiProfiles::default();
+            let mut first = plan(0);
+            news.observe(&mut first, respect);
+            assert_eq!(action(&first), Action::Set, "nothing written yet: no drift");
+            news.record(&[written(0)]);
+            let mut same = plan(3);
+            news.observe(&mut same, respect);
+            assert_eq!(action(&same), Action::Keep);
+            // Someone sets defer 9.
+            let mut drifted = plan(9);
+            news.observe(&mut drifted, respect);
+            let want = if respect { Action::Skip } else { Action::Set };
+            assert_eq!(action(&drifted), want, "respect = {respect}");
+            // Left stays left on later passes, until a reload.
+            let mut later = plan(9);
+            news.observe(&mut later, respect);
+            assert_eq!(action(&later), want, "respect = {respect}");
+            news.forget_left();
+            let mut reloaded = plan(9);
+            news.observe(&mut reloaded, respect);
+            assert_eq!(action(&reloaded), Action::Set, "a reload gives it back to the configuration");
+        }
+    }
+}

@@ -332,7 +332,7 @@ impl Plan {
     }
 
     /// The human table printed by `irqwise plan`.
-    pub(crate) fn to_table(&self) -> String {
+    pub fn to_table(&self) -> String {
         table::render(self, self)
     }
 

@@ -49,7 +49,7 @@ const SETTINGS_SINCE: &str = "6.13";
 /// a device left alone (`strategy = "leave"`), or a key the kernel does not report.
 pub fn plan_napi_settings(plan: &mut Plan, sample: &Sample, policies: &[Policy]) {
     let version = sample.topology.kernel.as_deref().and_then(|k| KernelVersion::parse(k).ok());
-    let mut lacking: Vec<String> = Vec::new();
+    let mut lacking = false;
     let mut warnings = Vec::new();
     for (dp, policy) in plan.devices.iter_mut().zip(policies) {
         if policy.napi.is_empty() || dp.strategy == StrategyName::Leave || dp.class != crate::devices::DeviceClass::Nic
@@ -78,29 +78,26 @@ pub fn plan_napi_settings(plan: &mut Plan, sample: &Sample, policies: &[Policy])
         }
         let only_settings = unsupported.iter().all(|u| u.needs == SETTINGS_SINCE);
         if only_settings && version.is_some_and(|v| v < KernelVersion { major: 6, minor: 13 }) {
-            lacking.push(device_name(dp));
+            lacking = true;
         } else {
             warnings.push(unsupported_warning(dp, &unsupported));
         }
     }
-    if !lacking.is_empty() {
+    // The machine's line names no device: it stays the same line (said once) while NICs come,
+    // go and lose their links.
+    if lacking {
         let running = sample.topology.kernel.as_deref().unwrap_or("an older kernel");
-        warnings.insert(0, machine_too_old(running, &lacking));
+        warnings
+            .insert(0, format!("[napi] needs {SETTINGS_SINCE} (this kernel is {running}): no NAPI setting is written"));
     } else if let NetdevView::Unavailable(why) = &sample.netdev {
-        let configured: Vec<String> = plan
-            .devices
-            .iter()
-            .zip(policies)
-            .filter(|(dp, p)| !p.napi.is_empty() && dp.class == crate::devices::DeviceClass::Nic)
-            .filter(|(dp, _)| dp.strategy != StrategyName::Leave)
-            .map(|(dp, _)| device_name(dp))
-            .collect();
-        if !configured.is_empty() {
+        let configured = plan.devices.iter().zip(policies).any(|(dp, p)| {
+            !p.napi.is_empty() && dp.class == crate::devices::DeviceClass::Nic && dp.strategy != StrategyName::Leave
+        });
+        if configured {
             warnings.insert(
                 0,
                 format!(
-                    "[napi] needs {SETTINGS_SINCE} and the kernel's netdev netlink family, which cannot be asked here ({why}): no NAPI setting is written to {}",
-                    configured.join(", ")
+                    "[napi] needs {SETTINGS_SINCE} and the kernel's netdev netlink family, which cannot be asked here ({why}): no NAPI setting is written"
                 ),
             );
         }
@@ -187,14 +184,6 @@ fn unsupported_warning(dp: &DevicePlan, unsupported: &[Unsupported]) -> String {
         "{}: [napi] {} (this kernel's napi-get does not report it or cannot take it): not written, the rest applies",
         device_name(dp),
         parts.join("; ")
-    )
-}
-
-/// The one line for a kernel older than the whole feature.
-fn machine_too_old(running: &str, devices: &[String]) -> String {
-    format!(
-        "[napi] needs {SETTINGS_SINCE} (this kernel is {running}): no NAPI setting is written to {}",
-        devices.join(", ")
     )
 }
 
