@@ -2,7 +2,7 @@
 CARGO ?= cargo
 BIN := target/release/irqwise
 
-.PHONY: run test deps build bench fmt clippy assets deb rpm install uninstall package-test fuzz mutants
+.PHONY: run test deps build bench fmt clippy assets deb rpm install uninstall package-test fuzz mutants image
 
 build: deps
 	$(CARGO) build --release
@@ -71,6 +71,11 @@ deb: deps assets
 	@$(CARGO) deb --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-deb
 	mkdir -p $(PACKAGES) && rm -f $(PACKAGES)/*.deb
 	$(CARGO) deb --output $(PACKAGES)/
+
+# An OCI image archive of the .deb (offline: no registry, no runtime): `podman load -i` it.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+image: deb
+	packaging/image/build.sh $$(ls -t $(PACKAGES)/irqwise_*.deb | head -1) target/image/irqwise-$(VERSION).oci.tar
 
 # .rpm with cargo-generate-rpm (installed when missing); it neither builds nor strips, so we do.
 rpm: deps assets

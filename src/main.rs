@@ -44,7 +44,7 @@ fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::ImportIrqbalance { file } => cli::import_irqbalance(&root, file.as_deref()),
         Command::Snapshot { out } => cli::snapshot(&root, &out).map(ok),
         Command::Advise { what: AdviseCommand::Boot { json } } => cli::advise(&root, &paths, json),
-        Command::Run { once } => cli::run(&root, &paths, cli.global.log_format, once),
+        Command::Run { once, watch_config } => cli::run(&root, &paths, cli.global.log_format, once, watch_config),
         Command::Status { json } => cli::status(&root, json),
         Command::Claim { cpus, owner, pid, timeout } => {
             cli::claim(&root, &paths, &owner, &cpus, pid, std::time::Duration::from_secs(timeout))

@@ -22,8 +22,14 @@ struct Daemon(Child);
 
 impl Daemon {
     fn start(root: &Path, cfg: &Path) -> Daemon {
+        Daemon::start_with(root, cfg, &[])
+    }
+
+    fn start_with(root: &Path, cfg: &Path, extra: &[&str]) -> Daemon {
         let child = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-            .args(["run", "--log-format", "text", "--root"])
+            .args(["run", "--log-format", "text"])
+            .args(extra)
+            .arg("--root")
             .arg(root)
             .arg("--config")
             .arg(cfg)
@@ -202,4 +208,64 @@ fn a_reload_switches_the_log_format_the_configuration_names() {
     assert!(entry["fields"]["message"].as_str().unwrap().contains("configuration reloaded"));
     let first = log.lines().next().unwrap();
     assert!(serde_json::from_str::<Value>(first).is_err(), "before the reload the log was text: {first}");
+}
+
+/// What a kubelet does to a ConfigMap volume on each update: the files in a new timestamped
+/// directory, a `..data_tmp` link to it renamed over `..data`; the visible names are links
+/// through `..data`, made once.
+fn configmap_update(dir: &Path, version: u32, files: &[(&str, &str)]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let data = format!("..2026_12_06_{version:02}");
+    std::fs::create_dir_all(dir.join(&data)).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.join(&data).join(name), text).unwrap();
+    }
+    let _ = std::fs::remove_file(dir.join("..data_tmp"));
+    std::os::unix::fs::symlink(&data, dir.join("..data_tmp")).unwrap();
+    std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap();
+    for (name, _) in files {
+        let link = dir.join(name);
+        if std::fs::symlink_metadata(&link).is_err() {
+            std::os::unix::fs::symlink(format!("..data/{name}"), &link).unwrap();
+        }
+    }
+}
+
+#[test]
+fn with_watch_config_a_configmap_update_reloads_without_a_signal() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    let dropins = cfg.path().join("etc/irqwise/conf.d");
+    configmap_update(&dropins, 1, &[("50-fleet.toml", "[global]\nbanned_cpus = \"4\"\n")]);
+    let d = Daemon::start_with(root.path(), cfg.path(), &["--watch-config"]);
+    assert!(affinities(root.path(), &irqs).values().all(|c| !c.contains(4)));
+    let reloads = |s: &Value| s["counters"]["reloads"]["applied"].as_u64().unwrap_or(0);
+    let before = reloads(&state(root.path()).unwrap());
+
+    // The kubelet's swap: only `..data` changes.
+    configmap_update(&dropins, 2, &[("50-fleet.toml", "[global]\nbanned_cpus = \"5\"\n")]);
+    let s = d.wait_state(root.path(), |s| reloads(s) > before);
+    assert!(s["triggers"].as_array().unwrap().iter().any(|t| t == "reload"), "{s}");
+    let after = affinities(root.path(), &irqs);
+    assert!(after.values().all(|c| !c.contains(5)), "CPU 5 banned after the update: {after:?}");
+    assert!(after.values().any(|c| c.contains(4)), "CPU 4 usable again: {after:?}");
+
+    // A bad update is rejected and the last good configuration stays.
+    configmap_update(&dropins, 3, &[("50-fleet.toml", "[global]\nbanned_cpus = \"x\"\n")]);
+    let s = d.wait_state(root.path(), |s| !s["config_error"].is_null());
+    assert!(s["config_error"].as_str().unwrap().contains("50-fleet.toml"), "{s}");
+    assert_eq!(affinities(root.path(), &irqs), after);
+}
+
+#[test]
+fn without_watch_config_a_changed_file_waits_for_a_signal() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    write_config(cfg.path(), "[global]\nbanned_cpus = \"4\"\n");
+    let _d = Daemon::start(root.path(), cfg.path());
+    let passes = state(root.path()).unwrap()["passes"].clone();
+    write_config(cfg.path(), "[global]\nbanned_cpus = \"5\"\n");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(state(root.path()).unwrap()["passes"], passes, "no pass without the flag");
+    assert!(affinities(root.path(), &irqs).values().all(|c| !c.contains(4)));
 }

@@ -48,6 +48,10 @@ pub enum Command {
         /// Run the initial pass only, then exit (tests and one-shot journal checks).
         #[arg(long, hide = true)]
         once: bool,
+        /// Reload when a configuration file or drop-in changes, as SIGHUP does (for a Kubernetes
+        /// ConfigMap mounted at /etc/irqwise/conf.d, whose updates no one signals).
+        #[arg(long)]
+        watch_config: bool,
     },
     /// What the running daemon last applied and why (reads ROOT/run/irqwise/state.json).
     Status {

@@ -13,10 +13,16 @@ fn cli_error(e: DaemonError) -> CliError {
     }
 }
 
-/// `irqwise run [--once]`: loads the config (invalid → exit 2), sets up logging (`--log-format`
+/// `irqwise run [--once] [--watch-config]`: loads the config (invalid → exit 2), sets up logging (`--log-format`
 /// over the config's `log_format`), then runs until stopped. `--once` runs the initial pass and
 /// exits (exit 1 if a write failed), without the systemd protocol.
-pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormat>, once: bool) -> Result<Outcome, CliError> {
+pub fn run(
+    root: &Root,
+    paths: &ConfigPaths,
+    format: Option<LogFormat>,
+    once: bool,
+    watch_config: bool,
+) -> Result<Outcome, CliError> {
     crate::daemon::malloc::one_arena();
     // Held until this function returns: the daemon's whole life.
     let _lock = lock::acquire(root).map_err(|e| match e {
@@ -35,6 +41,9 @@ pub fn run(root: &Root, paths: &ConfigPaths, format: Option<LogFormat>, once: bo
     let mut daemon = Daemon::new(root.clone(), paths.clone(), config);
     if pinned {
         daemon.pin_log_format();
+    }
+    if watch_config {
+        daemon.watch_config();
     }
     daemon.note_config_warnings(&warnings);
     if once {

@@ -31,6 +31,7 @@ mod backoff;
 mod balance;
 pub mod catalog;
 pub(crate) mod claims;
+mod container;
 pub mod counters;
 mod descriptors;
 mod exposition;
@@ -123,6 +124,8 @@ pub struct Daemon {
     reconcile: watch::Sender<std::time::Duration>,
     /// `--log-format` was given: the configuration's `log_format` does not apply.
     log_format_pinned: bool,
+    /// `run --watch-config`: a change of the configuration files reloads them.
+    watch_config: bool,
     /// Configuration warnings already logged.
     config_warned: once::SaidOnceEach<String>,
     passes: watch::Sender<u64>,
@@ -184,6 +187,7 @@ impl Daemon {
             debounce: watch::channel(debounce).0,
             reconcile: watch::channel(reconcile).0,
             log_format_pinned: false,
+            watch_config: false,
             config_warned: once::SaidOnceEach::default(),
             passes: watch::channel(0).0,
             notifier: Notifier::new(),
@@ -244,6 +248,12 @@ impl Daemon {
         self.log_format_pinned = true;
     }
 
+    /// `run --watch-config`: the configuration files and drop-in directories are watched, and a
+    /// change reloads them as `SIGHUP` does (a Kubernetes ConfigMap update, which no one signals).
+    pub(crate) fn watch_config(&mut self) {
+        self.watch_config = true;
+    }
+
     /// `irqwise run`: warns about irqbalance, starts the event sources (kernel uevents and
     /// rtnetlink when they can be opened, signals, the reconcile timer) and runs the loop.
     pub async fn run(&mut self) -> Result<(), DaemonError> {
@@ -257,10 +267,14 @@ impl Daemon {
         if let Err((path, e)) = self.root.make_own_dir(claims) {
             tracing::warn!("cannot create {}: {e}; `irqwise claim` cannot be used", path.display());
         }
+        let mut watch_files = sources::isolation_files(&self.root);
+        if self.watch_config {
+            watch_files.extend(sources::config_files(&self.paths));
+        }
         let events = EventConfig {
             reconcile_interval: Some(self.config.global.reconcile_interval),
             kernel_timer: true,
-            watch_files: sources::isolation_files(&self.root),
+            watch_files,
             ..EventConfig::default()
         };
         let (_sources, triggers) = sources::start(events, &self.reconcile)?;

@@ -60,6 +60,9 @@ impl Daemon {
     /// Before the first pass: what an earlier daemon of this boot left (temporary files of one
     /// that did not finish, the record of original masks, the topology memory).
     fn start_up(&mut self) {
+        for line in super::container::diagnose(&super::container::ContainerFacts::read(&self.root)) {
+            tracing::warn!("{line}");
+        }
         let removed = [STATE_FILE, ORIGINALS_FILE, memory_file::MEMORY_FILE]
             .iter()
             .map(|rel| self.root.remove_stale_temps(Path::new(rel), process_exists))

@@ -25,6 +25,14 @@ pub(crate) fn isolation_files(root: &Root) -> Vec<WatchTarget> {
     targets
 }
 
+/// The configuration's files for `run --watch-config`: the main file and every drop-in
+/// directory (a ConfigMap volume's `..data` swap included).
+pub(crate) fn config_files(paths: &crate::config::ConfigPaths) -> Vec<WatchTarget> {
+    let mut targets = vec![WatchTarget { path: paths.main.clone(), how: WatchHow::ConfigFile }];
+    targets.extend(paths.dropin_dirs.iter().map(|d| WatchTarget { path: d.clone(), how: WatchHow::ConfigDir }));
+    targets
+}
+
 /// Starts the sources; a netlink source that cannot be opened (not root, no netlink in this
 /// namespace) is dropped with a warning, and the daemon runs on the rest.
 pub(super) fn start(

@@ -54,7 +54,7 @@ impl Batch {
                 self.links.insert(ifindex, LinkState { name, up });
             }
             Trigger::Overflow => self.overflow = true,
-            Trigger::Reload => self.reload = true,
+            Trigger::Reload | Trigger::Config { .. } => self.reload = true,
             Trigger::Stop => self.stop = true,
             Trigger::Reconcile => self.reconcile = true,
             Trigger::Isolation { .. } => self.isolation = true,

@@ -25,6 +25,10 @@ use tokio::sync::mpsc;
 use super::cgroup_tree::{self, is_partition, is_partition_file, PARTITION_FILE};
 use super::{EventsError, Trigger};
 
+/// The link a Kubernetes ConfigMap volume replaces (by a rename) on every update; the files are
+/// links through it.
+const CONFIGMAP_DATA: &str = "..data";
+
 /// How a file is watched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WatchHow {
@@ -38,6 +42,13 @@ pub enum WatchHow {
     /// `path` is the top of the cgroup v2 tree: every cgroup's partition file, and cgroups
     /// created later ([`super::cgroup_tree`]).
     CgroupTree,
+    /// A configuration drop-in directory: every file as [`WatchHow::EveryFile`], and the
+    /// `..data` link a Kubernetes ConfigMap volume swaps atomically on each update. Its changes
+    /// are [`Trigger::Config`].
+    ConfigDir,
+    /// A configuration file, through its directory as [`WatchHow::InDirectory`]; its changes are
+    /// [`Trigger::Config`].
+    ConfigFile,
 }
 
 /// A file whose changes should run a pass.
@@ -50,8 +61,9 @@ pub struct WatchTarget {
 /// What one watch descriptor stands for.
 #[derive(Debug, Clone)]
 enum Watch {
-    /// A directory holding watched files, by name (`every`: all but dot files).
-    Dir { dir: PathBuf, names: BTreeSet<OsString>, every: bool },
+    /// A directory holding watched files, by name (`every`: all but dot files; `config`: its
+    /// changes are the configuration's).
+    Dir { dir: PathBuf, names: BTreeSet<OsString>, every: bool, config: bool },
     /// The parent of watched directories that do not exist yet.
     Parent { children: BTreeSet<PathBuf> },
     /// A watched file itself.
@@ -82,6 +94,8 @@ pub(crate) struct FileWatch {
     wanted: BTreeMap<PathBuf, BTreeSet<OsString>>,
     /// Directories whose every file is watched.
     every: BTreeSet<PathBuf>,
+    /// Directories whose changes are the configuration's.
+    config: BTreeSet<PathBuf>,
     /// Watches on cgroup trees (directories and partition files), at most
     /// [`cgroup_tree::MAX_WATCHES`]; whether that limit was met (said once).
     cgroup_watches: usize,
@@ -105,6 +119,7 @@ impl FileWatch {
             watches: BTreeMap::new(),
             wanted: BTreeMap::new(),
             every: BTreeSet::new(),
+            config: BTreeSet::new(),
             cgroup_watches: 0,
             cgroup_full: false,
         };
@@ -123,9 +138,17 @@ impl FileWatch {
                 WatchHow::CgroupTree => {
                     watch.watch_cgroups(&t.path);
                 }
-                WatchHow::InDirectory => {
+                WatchHow::InDirectory | WatchHow::ConfigFile => {
                     let (Some(dir), Some(name)) = (t.path.parent(), t.path.file_name()) else { continue };
                     watch.wanted.entry(dir.to_path_buf()).or_default().insert(name.to_os_string());
+                    if t.how == WatchHow::ConfigFile {
+                        watch.config.insert(dir.to_path_buf());
+                    }
+                }
+                WatchHow::ConfigDir => {
+                    watch.wanted.entry(t.path.clone()).or_default().insert(OsString::from(CONFIGMAP_DATA));
+                    watch.every.insert(t.path.clone());
+                    watch.config.insert(t.path.clone());
                 }
             }
         }
@@ -141,7 +164,8 @@ impl FileWatch {
         let names = self.wanted.get(dir).cloned().unwrap_or_default();
         if let Ok(wd) = inotify::add_watch(self.fd.get_ref(), dir, dir_events()) {
             let every = self.every.contains(dir);
-            self.watches.insert(wd, Watch::Dir { dir: dir.to_path_buf(), names, every });
+            let config = self.config.contains(dir);
+            self.watches.insert(wd, Watch::Dir { dir: dir.to_path_buf(), names, every, config });
             return true;
         }
         if let Some(parent) = dir.parent() {
@@ -274,10 +298,15 @@ impl FileWatch {
                 continue;
             }
             match watch {
-                Watch::Dir { dir, names, every } => {
+                Watch::Dir { dir, names, every, config } => {
                     let wanted = |n: &OsString| names.contains(n) || (every && !n.as_bytes().starts_with(b"."));
                     if let Some(name) = name.filter(wanted) {
-                        triggers.push(Trigger::Isolation { path: Some(dir.join(name)) });
+                        let path = dir.join(name);
+                        triggers.push(if config {
+                            Trigger::Config { path }
+                        } else {
+                            Trigger::Isolation { path: Some(path) }
+                        });
                     }
                 }
                 Watch::Parent { mut children } => {
@@ -295,7 +324,11 @@ impl FileWatch {
                         self.watches.insert(wd, Watch::Parent { children });
                     }
                     // Files may have been created in it before the watch was added.
-                    triggers.push(Trigger::Isolation { path: Some(child) });
+                    triggers.push(if self.config.contains(&child) {
+                        Trigger::Config { path: child }
+                    } else {
+                        Trigger::Isolation { path: Some(child) }
+                    });
                 }
                 Watch::File { path } => triggers.push(Trigger::Isolation { path: Some(path) }),
                 Watch::CgroupDir { dir } => {

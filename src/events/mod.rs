@@ -61,6 +61,8 @@ pub enum Trigger {
     Reconcile,
     /// A file that isolates or bans CPUs changed (`None`: the watch overflowed, any may have).
     Isolation { path: Option<std::path::PathBuf> },
+    /// A configuration file or drop-in directory changed (`run --watch-config`): reload.
+    Config { path: std::path::PathBuf },
 }
 
 /// The `ACTION` of a kernel uevent.
