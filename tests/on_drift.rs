@@ -160,3 +160,31 @@ async fn a_driver_that_writes_its_own_spread_is_placed_again_and_not_counted_as_
     let resets = daemon.last_plan().devices.iter().find(|d| d.bdf == "0000:82:00.0").and_then(|d| d.resets).unwrap();
     assert_eq!(resets.mask.as_str(), "driver-spreads");
 }
+
+#[tokio::test]
+async fn an_irq_left_to_a_named_peer_is_listed_as_its_own() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    write_config(cfg.path(), RESPECT);
+    // CRI-O runs on this node (its process, as /proc shows it).
+    let proc = root.path().join("proc/4242");
+    std::fs::create_dir_all(&proc).unwrap();
+    std::fs::write(proc.join("comm"), "crio\n").unwrap();
+    std::fs::write(proc.join("cmdline"), b"/usr/bin/crio\0").unwrap();
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    set_affinity(root.path(), irqs[0], &set("0-1"));
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(affinity(root.path(), irqs[0]), set("0-1"), "left to its writer");
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.path().join("run/irqwise/state.json")).unwrap()).unwrap();
+    let left = state["left_to_others"].as_array().expect("left_to_others in the state");
+    assert_eq!(left.len(), 1, "{state}");
+    assert_eq!((left[0]["irq"].as_u64(), left[0]["owner"].as_str()), (Some(u64::from(irqs[0])), Some("crio")));
+    assert_eq!(left[0]["mask"], "0-1");
+    assert_eq!(state["counters"]["left_by_owner"]["crio"], 1);
+    let daemon = d.stop().await;
+    let p = daemon.last_plan().devices[0].irqs.iter().find(|p| p.irq == irqs[0]).unwrap();
+    assert_eq!(p.action, Action::Skip);
+    assert!(p.reason.contains("mask set by crio"), "{}", p.reason);
+}

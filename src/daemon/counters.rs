@@ -151,6 +151,9 @@ pub struct Counters {
     /// NAPI thread moves per result (`written`, `gone`, `failed`).
     #[serde(default)]
     pub thread_writes: BTreeMap<String, u64>,
+    /// IRQs left to other writers now (`on_drift = "respect"`), by who most likely set them.
+    #[serde(default)]
+    pub left_by_owner: BTreeMap<String, u64>,
     /// NAPI instances' settings writes (`[napi]`) per result (`written`, `gone`, `unverified`,
     /// `failed`).
     #[serde(default)]

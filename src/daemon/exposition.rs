@@ -48,6 +48,14 @@ impl Counters {
             &self.napi_settings_writes,
         );
         out.metric(
+            "irqwise_left_irqs",
+            "gauge",
+            "IRQs left to another writer (on_drift = respect), by who most likely set them: a known IRQ writer (crio, nri-resource-policy, intel_lpmd, tuned, irqbalance, a set_irq_affinity script) or unknown.",
+        );
+        for (owner, n) in &self.left_by_owner {
+            out.sample("irqwise_left_irqs", &[("owner", owner)], *n as f64);
+        }
+        out.metric(
             "irqwise_napi_threads",
             "gauge",
             "NAPI threads of NICs running threaded NAPI after the last pass, by state: placed (on their queue IRQ's CPUs), left (left alone), failed (their move failed).",

@@ -10,7 +10,7 @@ use super::fights::FightNews;
 use super::ledger::{others_drift, Drift};
 use super::originals::{Originals, ORIGINALS_FILE};
 use super::peers::process_exists;
-use super::peers::{irq_writer_runs, known_irq_writer};
+use super::peers::{irq_writer_runs, known_irq_writer, likely_writer, running_peers};
 use super::record::{Applied, PassOutcome};
 use super::respect::{classify, DriftCause, KernelDefaults, RespectNews};
 use super::state::STATE_FILE;
@@ -234,7 +234,16 @@ impl Daemon {
     /// keeps its mask; transmit steering follows those IRQs where they are.
     fn respect_owners(&mut self, planned: &mut PlannedPass, sample: &Sample, drift: &[Drift]) {
         let defaults = Self::kernel_defaults(planned, sample);
-        let news = self.respected.observe(&mut planned.plan, drift, &defaults);
+        let root = self.root.clone();
+        let mut peers: Option<Option<String>> = None;
+        // Read /proc once per pass, and only when some drift needs an owner.
+        let mut owner = || peers.get_or_insert_with(|| likely_writer(&running_peers(&root))).clone();
+        let news = self.respected.observe(&mut planned.plan, drift, &defaults, &mut owner);
+        self.records.left_to_others = self.respected.left();
+        self.records.counters.left_by_owner = BTreeMap::new();
+        for l in &self.records.left_to_others {
+            *self.records.counters.left_by_owner.entry(l.owner.clone()).or_default() += 1;
+        }
         for d in &mut planned.plan.devices {
             let moved: BTreeMap<u32, CpuSet> = d
                 .irqs
@@ -252,12 +261,14 @@ impl Daemon {
                 RespectNews::Respected(o) => tracing::warn!(
                     irq = o.irq,
                     device = o.device.as_str(),
-                    "irq {} ({}) of {}: moved from {} to {} by another owner; left as it is (on_drift = respect) until the device goes away or the configuration is reloaded",
+                    writer = o.owner.as_deref().unwrap_or(""),
+                    "irq {} ({}) of {}: moved from {} to {} by {}; left as it is (on_drift = respect) until the device goes away or the configuration is reloaded",
                     o.irq,
                     crate::text::printable(o.name.as_deref().unwrap_or("")),
                     o.device,
                     o.placed,
-                    o.mask
+                    o.mask,
+                    o.owner_words()
                 ),
                 RespectNews::Released(o) => tracing::info!(
                     irq = o.irq,

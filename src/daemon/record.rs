@@ -70,6 +70,8 @@ pub(crate) struct Records {
     pub kernel_rewrites: BTreeSet<u32>,
     /// The queues load refinement keeps away from home (for the state file).
     pub away: Vec<crate::plan::refine::Moved>,
+    /// IRQs left to other writers (`on_drift = "respect"`), with who (for the state file).
+    pub left_to_others: Vec<super::respect::LeftToOther>,
     /// The runtime claims this pass held (for the state file).
     pub claims: Vec<super::claims::HeldClaim>,
     /// The live claims this pass refused (for the state file).
@@ -101,6 +103,7 @@ impl Records {
             napi: NapiNews::default(),
             napi_profiles: super::napi_profiles::NapiProfiles::default(),
             kernel_rewrites: BTreeSet::new(),
+            left_to_others: Vec::new(),
             claims: Vec::new(),
             refused_claims: Vec::new(),
             away: Vec::new(),
@@ -211,6 +214,7 @@ impl Records {
             claims: &self.claims,
             refused_claims: &self.refused_claims,
             away: &self.away,
+            left_to_others: &self.left_to_others,
         };
         self.state.write(root, inputs);
         self.publish_metrics(root, config);

@@ -78,6 +78,28 @@ pub(crate) struct Owned {
     pub mask: CpuSet,
     /// What irqwise had placed.
     pub placed: CpuSet,
+    /// Who most likely set it: a known IRQ writer that ran when the drift was seen
+    /// ([`super::peers::likely_writer`]); `None` when none did.
+    pub owner: Option<String>,
+}
+
+impl Owned {
+    /// The owner as the journal and `status` name it.
+    pub fn owner_words(&self) -> String {
+        self.owner.clone().unwrap_or_else(|| "another owner (no known IRQ writer runs)".to_string())
+    }
+}
+
+/// An IRQ left to another writer, as the state file and `status` list it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct LeftToOther {
+    pub irq: u32,
+    pub name: Option<String>,
+    pub device: String,
+    /// A known IRQ writer's name (`crio`, `tuned`, `one of crio, tuned`), or `unknown`.
+    pub owner: String,
+    /// The mask it set, as a kernel list string.
+    pub mask: String,
 }
 
 /// What changed in the respected set this pass, for the log.
@@ -99,7 +121,14 @@ impl Respected {
     /// Takes in this pass's drift: every [`DriftCause::Foreign`] drift becomes respected. Drops
     /// IRQs whose device went away, releases those whose other owner's CPUs all went offline,
     /// and turns every respected IRQ of `plan` into a `skip` that keeps its current mask.
-    pub(crate) fn observe(&mut self, plan: &mut Plan, drift: &[Drift], k: &KernelDefaults) -> Vec<RespectNews> {
+    /// `owner` names who most likely wrote this pass's drift (asked only when there is some).
+    pub(crate) fn observe(
+        &mut self,
+        plan: &mut Plan,
+        drift: &[Drift],
+        k: &KernelDefaults,
+        owner: &mut dyn FnMut() -> Option<String>,
+    ) -> Vec<RespectNews> {
         let mut news = Vec::new();
         let owners: BTreeMap<u32, &str> =
             plan.devices.iter().flat_map(|d| d.irqs.iter().map(move |p| (p.irq, d.bdf.as_str()))).collect();
@@ -116,6 +145,7 @@ impl Respected {
                 device: device.to_string(),
                 mask: found.clone(),
                 placed: d.placed.clone(),
+                owner: owner(),
             };
             news.push(RespectNews::Respected(owned.clone()));
             self.owned.insert(d.irq, owned);
@@ -130,9 +160,23 @@ impl Respected {
                 self.owned.remove(&p.irq);
                 continue;
             }
-            leave_as_set(p, "mask set by another owner: left as it is (on_drift = respect)".to_string());
+            leave_as_set(p, format!("mask set by {}: left as it is (on_drift = respect)", owned.owner_words()));
         }
         news
+    }
+
+    /// Every IRQ left to another writer, for the state file.
+    pub fn left(&self) -> Vec<LeftToOther> {
+        self.owned
+            .values()
+            .map(|o| LeftToOther {
+                irq: o.irq,
+                name: o.name.clone(),
+                device: o.device.clone(),
+                owner: o.owner.clone().unwrap_or_else(|| "unknown".to_string()),
+                mask: o.mask.to_list_string(),
+            })
+            .collect()
     }
 
     /// Whether `irq` is left to another owner.

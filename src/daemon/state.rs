@@ -75,6 +75,9 @@ pub(crate) struct StateRecord<'a> {
     pub refused_claims: &'a [RefusedClaim],
     /// The queues load refinement keeps away from home (`balance = "load"`).
     pub away_from_home: &'a [Moved],
+    /// IRQs left to other writers (`on_drift = "respect"`), each with who most likely set it.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub left_to_others: &'a [super::respect::LeftToOther],
 }
 
 /// The plan as the state keeps it: every IRQ's action and CPUs, as list strings. The devices
@@ -251,6 +254,7 @@ pub(crate) struct StateInputs<'a> {
     pub claims: &'a [HeldClaim],
     pub refused_claims: &'a [RefusedClaim],
     pub away: &'a [Moved],
+    pub left_to_others: &'a [super::respect::LeftToOther],
 }
 
 /// Writes the state file after every pass, keeping its buffer and its devices' encodings
@@ -303,6 +307,7 @@ impl StateWriter {
                     claims: inputs.claims,
                     refused_claims: inputs.refused_claims,
                     away_from_home: inputs.away,
+                    left_to_others: inputs.left_to_others,
                 };
                 write_state(root, &record, &mut self.buf)
             });

@@ -51,6 +51,9 @@ pub(crate) struct StateView {
     /// Absent in state files of versions without load refinement.
     #[serde(default)]
     pub away_from_home: Vec<crate::plan::refine::Moved>,
+    /// Absent in state files of versions that did not name other writers.
+    #[serde(default)]
+    pub left_to_others: Vec<super::respect::LeftToOther>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -135,6 +138,16 @@ pub(crate) fn render_status(s: &StateView, now: u64, alive: bool) -> String {
     }
     for r in &s.refused_claims {
         out.push_str(&format!("claim {} refused: {}\n", crate::text::printable(&r.owner), r.reason));
+    }
+    for l in &s.left_to_others {
+        out.push_str(&format!(
+            "left to {} (on_drift = respect): irq {} ({}) of {} on {}\n",
+            crate::text::printable(&l.owner),
+            l.irq,
+            crate::text::printable(l.name.as_deref().unwrap_or("-")),
+            l.device,
+            l.mask
+        ));
     }
     for m in &s.away_from_home {
         out.push_str(&format!("away from home by load: irq {} of {}: home {}, {}\n", m.irq, m.device, m.home, m.why));
