@@ -1,0 +1,3 @@
+module irqwise/tests/k8s/render
+
+go 1.19
