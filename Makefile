@@ -21,13 +21,16 @@ deps:
 		else echo "missing build dependencies; install them with: sudo apt-get install -y$$missing" >&2; exit 1; fi; \
 	fi
 
-# Style first (formatting, then clippy with warnings as errors), then every test target.
+# Style first (formatting, then clippy with warnings as errors), then every test target, then the
+# Kubernetes manifest and Helm chart rendered (Helm's template engine, Go text/template) and
+# validated against the Kubernetes API types (tests/k8s/check.sh).
 test: deps
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
 		$(CARGO) nextest run --all-targets --no-fail-fast && $(CARGO) test --doc; \
 	else $(CARGO) test --all-targets --no-fail-fast; fi
+	tests/k8s/check.sh
 
 # Hostile input at length: 500 mutated fixture roots through the real plan, topology and apply
 # (every --json output checked to be valid JSON whatever bytes the names hold), and
