@@ -260,7 +260,11 @@ fn promtool_and_node_exporter_read_the_metrics_file() {
     // The broken IRQ fails once per pass: the start's, the reload's and any retry the backoff ran
     // between them (a slow machine reaches the reload after the first retry).
     let retries = get(&m, "irqwise_passes_total", &[("trigger", "retry")]).unwrap_or(0.0);
-    assert_eq!(get(&m, "irqwise_writes_total", &[("result", "failed")]), Some(2.0 + retries), "the broken IRQ, per pass");
+    assert_eq!(
+        get(&m, "irqwise_writes_total", &[("result", "failed")]),
+        Some(2.0 + retries),
+        "the broken IRQ, per pass"
+    );
     assert_eq!(get(&m, "irqwise_write_failures_total", &[("class", "invalid")]), Some(2.0 + retries));
     let eth1_labels = [("device", "eth1"), ("driver", "ixgbe"), ("class", "nic")];
     assert_eq!(get(&m, "irqwise_drift_corrections_total", &eth1_labels), Some(2.0));

@@ -110,5 +110,6 @@ fn finish_global(layer: GlobalLayer) -> Global {
         },
         guard: layer.guard.unwrap_or(d.guard),
         napi: layer.napi,
+        irqbalance_socket: layer.irqbalance_socket.unwrap_or(d.irqbalance_socket),
     }
 }

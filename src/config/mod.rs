@@ -94,6 +94,9 @@ pub struct Global {
     pub metrics_file: MetricsFile,
     /// `[napi]`: what every placed NIC's NAPI instances get (default: nothing is set).
     pub napi: NapiProfile,
+    /// Speak irqbalance's control socket (`/run/irqbalance/irqbalance<PID>.sock`) for
+    /// `irqbalance-ui` and intel-lpmd (default false; never while irqbalance runs; read at start).
+    pub irqbalance_socket: bool,
 }
 
 /// `metrics_file = ...`: where the daemon writes its metrics for node_exporter's textfile
@@ -129,6 +132,7 @@ impl Default for Global {
             balance: Balance::Off,
             balance_knobs: BalanceKnobs::default(),
             napi: NapiProfile::default(),
+            irqbalance_socket: false,
         }
     }
 }

@@ -44,6 +44,7 @@ pub(crate) struct RawGlobal {
     pub balance_interval: Option<Spanned<String>>,
     pub balance_hold: Option<Spanned<String>>,
     pub balance_moves_per_minute: Option<Spanned<u32>>,
+    pub irqbalance_socket: Option<bool>,
 }
 
 /// One `[[device]]` table.
@@ -120,6 +121,7 @@ const GLOBAL: &[&str] = &[
     "balance_interval",
     "balance_hold",
     "balance_moves_per_minute",
+    "irqbalance_socket",
 ];
 pub(crate) const RULE: &[&str] = &[
     "match",
@@ -239,6 +241,7 @@ impl Reader {
                 "balance_interval" => g.balance_interval = self.value(v),
                 "balance_hold" => g.balance_hold = self.value(v),
                 "balance_moves_per_minute" => g.balance_moves_per_minute = self.value(v),
+                "irqbalance_socket" => g.irqbalance_socket = self.value(v),
                 other => self.unknown(&key, other, GLOBAL),
             }
         }

@@ -43,6 +43,7 @@ pub(super) struct GlobalLayer {
     pub balance_moves_per_minute: Option<u32>,
     /// `[napi]`, key by key (a later file's key wins).
     pub napi: NapiProfile,
+    pub irqbalance_socket: Option<bool>,
 }
 
 impl GlobalLayer {
@@ -71,6 +72,7 @@ impl GlobalLayer {
         take(&mut self.balance_hold, later.balance_hold);
         take(&mut self.balance_moves_per_minute, later.balance_moves_per_minute);
         self.napi = self.napi.overlay(&later.napi);
+        take(&mut self.irqbalance_socket, later.irqbalance_socket);
     }
 }
 
@@ -243,6 +245,7 @@ impl FileCtx<'_> {
                 None
             }),
             napi: NapiProfile::default(),
+            irqbalance_socket: g.irqbalance_socket,
         }
     }
 

@@ -36,6 +36,9 @@ pub mod counters;
 mod descriptors;
 mod exposition;
 mod fights;
+mod irqbalance_answers;
+mod irqbalance_protocol;
+mod irqbalance_socket;
 mod ledger;
 pub mod lock;
 pub mod logging;
@@ -126,6 +129,10 @@ pub struct Daemon {
     log_format_pinned: bool,
     /// `run --watch-config`: a change of the configuration files reloads them.
     watch_config: bool,
+    /// irqbalance's control socket (`irqbalance_socket = true`) and what its clients set.
+    irqbalance: irqbalance_answers::IrqbalanceSocket,
+    /// The CPUs the last pass kept free of device IRQs (irqbalance's "banned" CPUs).
+    last_forbidden: crate::cpuset::CpuSet,
     /// Configuration warnings already logged.
     config_warned: once::SaidOnceEach<String>,
     passes: watch::Sender<u64>,
@@ -188,6 +195,8 @@ impl Daemon {
             reconcile: watch::channel(reconcile).0,
             log_format_pinned: false,
             watch_config: false,
+            irqbalance: irqbalance_answers::IrqbalanceSocket::default(),
+            last_forbidden: crate::cpuset::CpuSet::new(),
             config_warned: once::SaidOnceEach::default(),
             passes: watch::channel(0).0,
             notifier: Notifier::new(),
@@ -248,6 +257,26 @@ impl Daemon {
         self.log_format_pinned = true;
     }
 
+    /// `irqbalance_socket = true`: listens on irqbalance's socket below the root (never beside a
+    /// running irqbalance); a socket that cannot be opened is said, and the daemon runs
+    /// without it.
+    fn open_irqbalance_socket(&mut self) {
+        match irqbalance_socket::open(&self.root) {
+            Ok((listener, file)) => {
+                tracing::info!(
+                    "irqbalance socket: listening on {} (irqbalance-ui {})",
+                    file.path().display(),
+                    std::process::id()
+                );
+                let (tx, rx) = mpsc::channel(16);
+                tokio::spawn(irqbalance_socket::serve(listener, tx));
+                self.irqbalance.requests = Some(rx);
+                self.irqbalance.file = Some(file);
+            }
+            Err(e) => tracing::warn!("irqbalance socket: {e}; running without it"),
+        }
+    }
+
     /// `run --watch-config`: the configuration files and drop-in directories are watched, and a
     /// change reloads them as `SIGHUP` does (a Kubernetes ConfigMap update, which no one signals).
     pub(crate) fn watch_config(&mut self) {
@@ -266,6 +295,9 @@ impl Daemon {
         let claims = std::path::Path::new(crate::topology::discover::claims::CLAIMS_DIR);
         if let Err((path, e)) = self.root.make_own_dir(claims) {
             tracing::warn!("cannot create {}: {e}; `irqwise claim` cannot be used", path.display());
+        }
+        if self.config.global.irqbalance_socket {
+            self.open_irqbalance_socket();
         }
         let mut watch_files = sources::isolation_files(&self.root);
         if self.watch_config {
@@ -338,6 +370,7 @@ impl Daemon {
                     }
                 }
                 () = deadline(metrics_due) => self.records.publish_metrics(&self.root, &self.config),
+                Some(request) = next_request(&mut self.irqbalance.requests) => self.answer_irqbalance(request),
             }
         }
         collector.abort();
@@ -377,9 +410,20 @@ impl Daemon {
     /// the record.
     fn shutdown(&mut self) {
         self.notifier.stopping();
+        self.close_irqbalance();
         if self.config.global.restore_on_exit {
             self.originals.restore(&self.root, &self.records.last_plan);
         }
+    }
+}
+
+/// The next command of irqbalance's socket; never, when it is not open.
+async fn next_request(
+    requests: &mut Option<mpsc::Receiver<irqbalance_socket::Request>>,
+) -> Option<irqbalance_socket::Request> {
+    match requests {
+        Some(r) => r.recv().await,
+        None => std::future::pending().await,
     }
 }
 

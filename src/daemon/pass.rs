@@ -120,6 +120,8 @@ impl Daemon {
         }
         let respect = self.config.global.on_drift == OnDrift::Respect;
         self.records.napi_profiles.observe(&mut planned.plan, respect);
+        self.irqbalance.leave_banned(&mut planned.plan);
+        self.last_forbidden = planned.forbidden.cpus();
         self.reader.give_back(sample.devices);
         Ok(planned)
     }

@@ -146,6 +146,11 @@ impl SampleReader {
         self.stale.irqs.extend(irqs);
     }
 
+    /// The topology of the last read, if any.
+    pub(crate) fn topology(&self) -> Option<&crate::topology::Topology> {
+        self.topology.as_ref().map(|(t, _, _)| t)
+    }
+
     /// The PCI address of the kept device with network interface `name`.
     pub(crate) fn device_of_interface(&self, name: &str) -> Option<String> {
         self.devices.as_ref().and_then(|d| d.bdf_of_interface(name))

@@ -66,6 +66,7 @@ function systemd_tables(   i, k, p) {
   out("| threaded NAPI on to every NAPI thread on its IRQ's CPUs (2 s reconcile drop-in) | " msx("napi follow_ms") " |")
   out("| `systemctl reload` with [napi] to the profile on every NAPI instance (napi-set from the sandbox) | " ((("napi-profile napi_set") in m && val("napi-profile napi_set") != "yes") ? "no napi-set on " val("harness kernel") : msx("napi-profile applied_ms")) " |")
   out("| `irqwise claim --cpus 4-5 --pid` beside the unit, until it returned; the process killed to queues back | " msx("claim claim_ms") "; " msx("claim release_ms") " |")
+  out("| irqbalance's socket: `settings cpus 4,5` to the queues off them; `settings cpus NULL` to back | " msx("irqbalance-socket cpus_ms") "; " msx("irqbalance-socket null_ms") " |")
   out("")
 }
 function kernel_tables() {

@@ -1,0 +1,137 @@
+//! The daemon's side of irqbalance's control socket ([`super::irqbalance_socket`]): answers
+//! from the last pass, settings as irqwise's own ideas. `settings cpus LIST` is a runtime claim
+//! owned by `irqbalance-socket` (replaced by the next such command, released by `NULL`, at stop
+//! unless `restore_on_exit` is off); `settings ban irqs LIST` leaves those IRQs alone;
+//! `settings sleep N` is accepted without effect (irqwise places on events), said once.
+
+use std::path::Path;
+
+use tokio::sync::mpsc;
+
+use super::irqbalance_protocol::{setup_reply, stats_reply, Command};
+use super::irqbalance_socket::{Request, SocketFile};
+use super::respect::leave_as_set;
+use super::Daemon;
+use crate::cpuset::CpuSet;
+use crate::plan::Plan;
+use crate::topology::claims::{render_claim, Claim};
+use crate::topology::discover::claims::CLAIMS_DIR;
+
+/// The claim `settings cpus` writes.
+pub(crate) const SOCKET_CLAIM: &str = "irqbalance-socket";
+
+/// What the socket's clients set, and the socket while it is open.
+#[derive(Debug)]
+pub(crate) struct IrqbalanceSocket {
+    /// `settings sleep`'s last value (irqbalance's default 10).
+    pub sleep: u32,
+    /// `settings ban irqs`' list.
+    pub banned_irqs: Vec<u32>,
+    pub requests: Option<mpsc::Receiver<Request>>,
+    pub file: Option<SocketFile>,
+    said_sleep: bool,
+}
+
+impl Default for IrqbalanceSocket {
+    fn default() -> Self {
+        IrqbalanceSocket { sleep: 10, banned_irqs: Vec::new(), requests: None, file: None, said_sleep: false }
+    }
+}
+
+impl IrqbalanceSocket {
+    /// Turns every IRQ banned through the socket into a `skip` that keeps its mask.
+    pub fn leave_banned(&self, plan: &mut Plan) {
+        if self.banned_irqs.is_empty() {
+            return;
+        }
+        for p in plan.devices.iter_mut().flat_map(|d| d.irqs.iter_mut()) {
+            if self.banned_irqs.binary_search(&p.irq).is_ok() {
+                leave_as_set(p, "banned through irqbalance's socket (settings ban irqs): left as it is".to_string());
+            }
+        }
+    }
+}
+
+impl Daemon {
+    /// Answers one client's command.
+    pub(super) fn answer_irqbalance(&mut self, request: Request) {
+        let reply = match request.command {
+            Command::Stats => {
+                let forbidden = &self.last_forbidden;
+                let banned = &self.irqbalance.banned_irqs;
+                Some(match self.reader.topology() {
+                    Some(t) => stats_reply(t, &self.records.last_plan, forbidden, banned),
+                    None => "TYPE 3 NUMBER -1 LOAD 0 SAVE_MODE 0 ".to_string(),
+                })
+            }
+            Command::Setup => {
+                Some(setup_reply(self.irqbalance.sleep, &self.irqbalance.banned_irqs, &self.last_forbidden))
+            }
+            Command::Sleep(n) => {
+                self.irqbalance.sleep = n;
+                if !std::mem::replace(&mut self.irqbalance.said_sleep, true) {
+                    tracing::info!("irqbalance socket: settings sleep {n} accepted; it has no effect (irqwise places on events, not every few seconds)");
+                }
+                None
+            }
+            Command::Cpus(cpus) => {
+                self.irqbalance_claim(cpus.as_ref());
+                None
+            }
+            Command::BanIrqs(irqs) => {
+                tracing::info!(
+                    "irqbalance socket: settings ban irqs {}; those IRQs are left as they are",
+                    if irqs.is_empty() {
+                        "NONE".to_string()
+                    } else {
+                        irqs.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")
+                    }
+                );
+                self.irqbalance.banned_irqs = irqs;
+                let _ = request.reply.send(None);
+                self.run_pass(vec!["irqbalance socket".into()]);
+                return;
+            }
+            Command::Ignored(why) => {
+                tracing::warn!("irqbalance socket: {why}; ignored");
+                None
+            }
+        };
+        let _ = request.reply.send(reply);
+    }
+
+    /// `settings cpus`: writes (or with `None` removes) the socket's claim; the claims' watch
+    /// runs the pass that moves IRQs off the CPUs.
+    fn irqbalance_claim(&mut self, cpus: Option<&CpuSet>) {
+        let rel = format!("{CLAIMS_DIR}/{SOCKET_CLAIM}");
+        match cpus {
+            Some(cpus) => {
+                let claim = Claim { owner: SOCKET_CLAIM.into(), cpus: cpus.clone(), pid: None, pid_start: None };
+                match self.root.replace_own_file(Path::new(&rel), render_claim(&claim).as_bytes(), 0o644, false) {
+                    Ok(()) => tracing::info!("irqbalance socket: settings cpus {cpus}: claimed for {SOCKET_CLAIM}"),
+                    Err((path, e)) => {
+                        tracing::warn!("irqbalance socket: settings cpus {cpus}: cannot write {}: {e}", path.display())
+                    }
+                }
+            }
+            None => {
+                if let Err((path, e)) = self.root.remove_own_file(Path::new(&rel)) {
+                    tracing::warn!("irqbalance socket: settings cpus NULL: cannot remove {}: {e}", path.display());
+                } else {
+                    tracing::info!("irqbalance socket: settings cpus NULL: the claim of {SOCKET_CLAIM} released");
+                }
+            }
+        }
+    }
+
+    /// At stop: the socket file goes; its claim too, unless `restore_on_exit` is off.
+    pub(super) fn close_irqbalance(&mut self) {
+        self.irqbalance.file = None;
+        if self.config.global.restore_on_exit {
+            let rel = format!("{CLAIMS_DIR}/{SOCKET_CLAIM}");
+            if self.root.exists(&rel) {
+                self.irqbalance_claim(None);
+            }
+        }
+    }
+}
