@@ -110,10 +110,7 @@ async fn answer(mut stream: UnixStream, requests: mpsc::Sender<Request>) -> std:
         return Ok(());
     }
     let mut buf = vec![0u8; COMMAND_MAX];
-    let n = match tokio::time::timeout(READ_TIMEOUT, stream.read(&mut buf)).await {
-        Ok(Ok(n)) => n,
-        _ => return Ok(()),
-    };
+    let Ok(Ok(n)) = tokio::time::timeout(READ_TIMEOUT, stream.read(&mut buf)).await else { return Ok(()) };
     // A connection closed without a word (intel-lpmd's probe) asks nothing.
     if n == 0 {
         return Ok(());
