@@ -110,7 +110,7 @@ impl Daemon {
                 match self.root.replace_own_file(Path::new(&rel), render_claim(&claim).as_bytes(), 0o644, false) {
                     Ok(()) => tracing::info!("irqbalance socket: settings cpus {cpus}: claimed for {SOCKET_CLAIM}"),
                     Err((path, e)) => {
-                        tracing::warn!("irqbalance socket: settings cpus {cpus}: cannot write {}: {e}", path.display())
+                        tracing::warn!("irqbalance socket: settings cpus {cpus}: cannot write {}: {e}", path.display());
                     }
                 }
             }
