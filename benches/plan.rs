@@ -29,7 +29,7 @@
 //! directory and the files of the few dozen IRQs on that CPU; the rest of it is planning and
 //! the state file. The fixture is written under `TMPDIR` (`/tmp` by default, a disk here, where
 //! ext4 starts the write-back of the replaced state file and of each rewritten affinity file
-//! inside the pass; `TMPDIR=/dev/shm` puts it in memory, as `/run`, sysfs and procfs are). The README's "Measured" section has the figures.
+//! inside the pass; `TMPDIR=/dev/shm` puts it in memory, as `/run`, sysfs and procfs are). docs/measurements.md has the figures.
 
 #[path = "../tests/common/big_machine.rs"]
 mod big_machine;
