@@ -54,8 +54,7 @@ pub fn cause_of(class: FailureClass) -> Option<&'static str> {
         FailureClass::ReadOnly => Some(
             "/proc/irq is read-only (EROFS): a systemd unit or drop-in sets ProtectKernelTunables=yes \
              (irqwise's own unit leaves it off: remove it from the drop-in), or irqwise runs in a container \
-             whose /proc is mounted read-only (run it privileged: Kubernetes securityContext.privileged: true, \
-             podman --privileged)",
+             that is not privileged (its /proc is mounted read-only: run the container privileged)",
         ),
         FailureClass::Permission => Some(
             "writing /proc/irq is not permitted (EACCES): irqwise is not running as root (uid 0), or a \
