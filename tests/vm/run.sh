@@ -18,7 +18,8 @@
 #            (host/arm64.sh);
 #   systemd  the package (`make deb`) installed with dpkg in a debootstrapped Debian 12 root,
 #            booted with systemd as PID 1: the unit's start, reload, watchdog, restarts, stop,
-#            sandbox, journal fields and exposure, irqbalance's conflict and the install warning.
+#            sandbox, journal fields and exposure, irqbalance's conflict and the install warning;
+#            the image (`make image`) under podman as a DaemonSet runs it, and the claim hook.
 # Installs missing packages (as root), boots one guest per tier (each runs all of its scenarios;
 # the oracle and arm64 tiers boot one per kernel and shape;
 # a guest line "HOST <command>" is relayed to QEMU's monitor), then prints one line per check,
@@ -27,7 +28,7 @@
 # Exit status: 0 when every check passed, 1 when one failed, 2 when the suite could not run.
 # env: IRQWISE_VM_TIERS="kernel kernel-sid kernel-6.12 oracle arm64 systemd systemd-sid"  the
 #                           tiers to run (default: kernel kernel-sid oracle arm64 systemd
-#                           systemd-sid; systemd-sid: the systemd guest on 7.x, scenarios 10 56 90)
+#                           systemd-sid; systemd-sid: the systemd guest on 7.x, scenarios 10 56 65 90)
 #      IRQWISE_VM_ARCHIVE_MIRROR=URL  Debian archive for the kernels newer than Debian 12's
 #                           (default http://deb.debian.org/debian; unstable's current is found
 #                           anew from the archive, never named here)
@@ -345,11 +346,12 @@ tier_arm64() {
 tier_systemd() {
   local version=${1:-6.1} tier=systemd modules="virtio_pci virtio_blk crc32c_generic ext4"
   if [ "$version" = sid ]; then
-    # The hardened unit on 7.x: what needs a newer kernel (napi-set) and the sandbox itself.
+    # The hardened unit on 7.x: what needs a newer kernel (napi-set), the sandbox itself, and
+    # the image under podman with the claim hook (65-podman: about 40 s of guest time).
     tier=systemd-sid modules="virtio_pci virtio_blk ext4"   # 7.x has crc32c in the core
-    local IRQWISE_VM_SCENARIOS=${IRQWISE_VM_SCENARIOS:-10 56 90}
+    local IRQWISE_VM_SCENARIOS=${IRQWISE_VM_SCENARIOS:-10 56 65 90}
   fi
-  local w=$WORK/$tier t deb base=$WORK/cache/debroot-$DEBROOT_SUITE
+  local w=$WORK/$tier t deb oci base=$WORK/cache/debroot-$DEBROOT_SUITE
   mkdir -p "$w"
   use_kernel "$version" || return 2
   t=$(secs); debian_base "$base" || return 2; local t_base; t_base=$(since "$t")
@@ -358,9 +360,16 @@ tier_systemd() {
     echo "test-vm: make deb failed; last lines of $w/make-deb.log:" >&2; tail -15 "$w/make-deb.log" >&2; return 2
   fi
   local t_deb; t_deb=$(since "$t")
-  deb=$(ls -t "$REPO"/target/packages/irqwise_*.deb | head -1)
+  # The OCI image of that .deb (65-podman.sh runs it under podman); `-o deb`: the package just built.
   t=$(secs)
-  guest_disk "$base" "$w/stage" "$deb" "$w/root.img" "$w/chroot-install.log" || return 2
+  if ! (cd "$REPO" && make -o deb image) > "$w/make-image.log" 2>&1; then
+    echo "test-vm: make image failed; last lines of $w/make-image.log:" >&2; tail -15 "$w/make-image.log" >&2; return 2
+  fi
+  local t_oci; t_oci=$(since "$t")
+  deb=$(ls -t "$REPO"/target/packages/irqwise_*.deb | head -1)
+  oci=$(ls -t "$REPO"/target/image/irqwise-*.oci.tar | head -1)
+  t=$(secs)
+  guest_disk "$base" "$w/stage" "$deb" "$w/root.img" "$w/chroot-install.log" "$oci" || return 2
   # shellcheck disable=SC2086
   build_boot_initramfs "$w/initramfs-root" "$w/initramfs.cpio.gz" "$VM_DIR/guest/systemd/init" $modules || return 2
   rm -rf "$w/stage" "$w/initramfs-root"
@@ -377,7 +386,7 @@ tier_systemd() {
   local base_note="reused"; [ "$DEBROOT_BUILT" = yes ] && base_note="built"
   {
     echo
-    echo "Timings on this host: Debian root ${t_base} s ($base_note), make deb ${t_deb} s, disk image and initramfs ${t_img} s, guest run ${t_boot} s${BOOT_NOTE}."
+    echo "Timings on this host: Debian root ${t_base} s ($base_note), make deb ${t_deb} s, make image ${t_oci} s, disk image and initramfs ${t_img} s, guest run ${t_boot} s${BOOT_NOTE}."
   } | tee -a "$w/RESULTS.md"
   [ -z "${IRQWISE_VM_BROKEN_UNIT:-}" ] && grep -q '^@@DONE' "$w/guest.out" && COMPLETE="$COMPLETE $tier"
   return $rc

@@ -67,6 +67,10 @@ function systemd_tables(   i, k, p) {
   out("| `systemctl reload` with [napi] to the profile on every NAPI instance (napi-set from the sandbox) | " ((("napi-profile napi_set") in m && val("napi-profile napi_set") != "yes") ? "no napi-set on " val("harness kernel") : msx("napi-profile applied_ms")) " |")
   out("| `irqwise claim --cpus 4-5 --pid` beside the unit, until it returned; the process killed to queues back | " msx("claim claim_ms") "; " msx("claim release_ms") " |")
   out("| irqbalance's socket: `settings cpus 4,5` to the queues off them; `settings cpus NULL` to back | " msx("irqbalance-socket cpus_ms") "; " msx("irqbalance-socket null_ms") " |")
+  out("| `podman load` of the image archive (" val("podman archive_bytes") " bytes); the image's size (podman) | " msx("podman load_ms") "; " val("podman image_size_bytes") " bytes |")
+  out("| the image as the DaemonSet runs it: `podman run -d` returned; the container's first pass; its daemon's VmRSS | " msx("podman run_returned_ms") "; " msx("podman first_pass_ms") "; " val("podman container_rss_kb") " kB (" val("podman container_rss_split") ") |")
+  out("| the ConfigMap's `..data` swapped (a banned CPU) to the IRQs off it; `podman stop` (SIGTERM, masks restored) | " msx("podman reload_ms") "; " msx("podman stop_ms") " |")
+  out("| the claim hook: annotated `podman run --cpuset-cpus` returned; to the NIC off the cpuset; `podman stop` to the IRQs back | " msx("podman hook_run_returned_ms") "; " msx("podman hook_claim_ms") "; " msx("podman hook_release_ms") " |")
   out("")
 }
 function kernel_tables() {
