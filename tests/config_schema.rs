@@ -63,7 +63,10 @@ fn table<'a>(root: &'a Value, name: &str) -> &'a Value {
 
 fn properties<'a>(root: &'a Value, name: &str) -> Vec<(&'a str, &'a Value)> {
     let t = table(root, name);
-    t["properties"].as_object().map(|p| p.iter().map(|(k, v)| (k.as_str(), resolve(root, v))).collect()).unwrap_or_default()
+    t["properties"]
+        .as_object()
+        .map(|p| p.iter().map(|(k, v)| (k.as_str(), resolve(root, v))).collect())
+        .unwrap_or_default()
 }
 
 /// (a): each table's keys are the reader's, unknown keys are refused, every key is described.
@@ -113,7 +116,7 @@ fn key_problems(root: &Value) -> Vec<String> {
 
 /// A TOML value's text for a JSON value.
 fn toml_text(v: &Value) -> String {
-    toml::Value::try_from(v).map(|t| t.to_string()).unwrap_or_else(|e| panic!("{v}: {e}"))
+    toml::Value::try_from(v).map_or_else(|e| panic!("{v}: {e}"), |t| t.to_string())
 }
 
 fn errors_of(text: &str) -> Vec<String> {
@@ -143,7 +146,9 @@ fn default_problems(root: &Value) -> Vec<String> {
             let r = parse_files(&[SourceFile { path: "t.toml".into(), text: text.clone() }], &possible());
             match r.config {
                 Some(c) if c.global == Global::default() => {}
-                Some(c) => out.push(format!("global `{k}`: the schema's default {d} is not the reader's: {:?}", c.global)),
+                Some(c) => {
+                    out.push(format!("global `{k}`: the schema's default {d} is not the reader's: {:?}", c.global));
+                }
                 None => out.push(format!("global `{k}`: the default {d} is refused: {:?}", r.errors)),
             }
         }
@@ -204,10 +209,42 @@ fn enum_problems(root: &Value) -> Vec<String> {
 
 /// Values the reader takes or refuses, for the `pattern` check.
 const SAMPLES: &[&str] = &[
-    "", "0", "7", "0-3,8,10-11", " 1 , 2-3 ", "4, 5, 6, 7", "0-3\n", "0-", "3-1", ",", "a", "0x3", "1s", "100ms",
-    "2m", "1h", "0ms", "24h", "25h", "5 s", "1.5s", "5S", "-5s", "200us", "0ns", "10s", "20ms",
-    "/var/lib/prometheus/node-exporter/irqwise.prom", "/x.prom", "/.prom", "/a/../b.prom", "rel.prom",
-    "/a/b.txt", "/a/b.prom/", "0000:81:*", "mlx5_core",
+    "",
+    "0",
+    "7",
+    "0-3,8,10-11",
+    " 1 , 2-3 ",
+    "4, 5, 6, 7",
+    "0-3\n",
+    "0-",
+    "3-1",
+    ",",
+    "a",
+    "0x3",
+    "1s",
+    "100ms",
+    "2m",
+    "1h",
+    "0ms",
+    "24h",
+    "25h",
+    "5 s",
+    "1.5s",
+    "5S",
+    "-5s",
+    "200us",
+    "0ns",
+    "10s",
+    "20ms",
+    "/var/lib/prometheus/node-exporter/irqwise.prom",
+    "/x.prom",
+    "/.prom",
+    "/a/../b.prom",
+    "rel.prom",
+    "/a/b.txt",
+    "/a/b.prom/",
+    "0000:81:*",
+    "mlx5_core",
 ];
 
 /// (d'): the schema's types, bounds and patterns never refuse what the reader takes, and a
@@ -249,7 +286,9 @@ fn type_problems(root: &Value) -> Vec<String> {
                 for sample in SAMPLES {
                     let taken = errors_of(&snippet(name, k, &toml_text(&Value::String((*sample).into())))).is_empty();
                     if taken && !re.is_match(sample) {
-                        out.push(format!("table {name:?}: the reader takes `{k} = {sample:?}`, the pattern refuses it"));
+                        out.push(format!(
+                            "table {name:?}: the reader takes `{k} = {sample:?}`, the pattern refuses it"
+                        ));
                     }
                 }
             }
@@ -289,7 +328,8 @@ fn every_default_is_the_readers_default() {
 #[test]
 fn every_enum_lists_exactly_the_spellings_the_reader_accepts() {
     let s = shipped_schema();
-    let enums = known_keys().iter().flat_map(|(n, _)| properties(&s, n)).filter(|(_, p)| p.get("enum").is_some()).count();
+    let enums =
+        known_keys().iter().flat_map(|(n, _)| properties(&s, n)).filter(|(_, p)| p.get("enum").is_some()).count();
     assert_eq!(enums, 14, "the enum keys: 6 global, 5 of a rule, match.class and threaded in both [napi] tables");
     let p = enum_problems(&s);
     assert!(p.is_empty(), "schemas/config.schema.json enums:\n{}", p.join("\n"));
@@ -411,7 +451,8 @@ fn the_schema_check_refuses_what_the_reader_refuses() {
         assert!(!violations(&s, &toml_as_json(bad)).is_empty(), "the schema takes {bad:?}");
         assert!(!errors_of(bad).is_empty(), "the reader takes {bad:?}");
     }
-    let good = "[[device]]\nmatch = { driver = \"x\", property.ID_PATH = \"pci-*\" }\n[[device.napi]]\nqueues = \"0-3\"\n\
+    let good =
+        "[[device]]\nmatch = { driver = \"x\", property.ID_PATH = \"pci-*\" }\n[[device.napi]]\nqueues = \"0-3\"\n\
                 threaded = \"busy-poll\"\n[[device.napi]]\nqueues = \"4\"\ndefer_hard_irqs = 2\n";
     assert_eq!(violations(&s, &toml_as_json(good)), Vec::<String>::new());
     assert_eq!(errors_of(good), Vec::<String>::new());

@@ -150,7 +150,14 @@ const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "n
 /// `device`, `device.match` and `device.napi` are a `[[device]]` rule's), for the tests that
 /// keep `schemas/config.schema.json` and the documentation in step with this reader.
 pub fn known_keys() -> [(&'static str, &'static [&'static str]); 6] {
-    [("", TOP), ("global", GLOBAL), ("napi", NAPI), ("device", RULE), ("device.match", MATCH), ("device.napi", DEVICE_NAPI)]
+    [
+        ("", TOP),
+        ("global", GLOBAL),
+        ("napi", NAPI),
+        ("device", RULE),
+        ("device.match", MATCH),
+        ("device.napi", DEVICE_NAPI),
+    ]
 }
 
 /// Reads `text` into the raw structure, keeping every key that has the right type, and returns
