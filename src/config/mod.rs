@@ -43,6 +43,7 @@ pub use load::{check, check_files, load, load_config, load_config_with_warnings,
 pub use merge::CheckReport;
 pub use merge::Masked;
 pub use merge::{parse_files, SourceFile};
+pub use schema::known_keys;
 
 /// The validated, merged configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -146,6 +146,20 @@ pub(crate) const NAPI: &[&str] = &["defer_hard_irqs", "gro_flush_timeout", "irq_
 const DEVICE_NAPI: &[&str] = &["queues", "defer_hard_irqs", "gro_flush_timeout", "irq_suspend_timeout", "threaded"];
 const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "nvme_serial", "property"];
 
+/// Every table of a configuration file with the keys its reader accepts (`""` is the top level;
+/// `device`, `device.match` and `device.napi` are a `[[device]]` rule's), for the tests that
+/// keep `schemas/config.schema.json` and the documentation in step with this reader.
+pub fn known_keys() -> [(&'static str, &'static [&'static str]); 6] {
+    [
+        ("", TOP),
+        ("global", GLOBAL),
+        ("napi", NAPI),
+        ("device", RULE),
+        ("device.match", MATCH),
+        ("device.napi", DEVICE_NAPI),
+    ]
+}
+
 /// Reads `text` into the raw structure, keeping every key that has the right type, and returns
 /// every error found, ordered by position in the file.
 pub fn read(text: &str) -> (RawFile, Vec<SchemaError>) {

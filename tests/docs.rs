@@ -1,0 +1,915 @@
+//! The documentation (`README.md` and `docs/**/*.md`, whichever exist) checked against the code,
+//! so that it cannot drift from it:
+//!
+//! - **links**: every relative link (`[text](path)`, `[text](path#anchor)`, `[text](#anchor)`,
+//!   reference definitions) names a file or directory of the repository, and every `#anchor` into
+//!   a Markdown file names one of its headings by GitHub's slug (lower case, punctuation dropped,
+//!   each space a `-`; a repeated heading gets `-1`, `-2`, ...) or an `<a id=...>`/`<a name=...>`;
+//! - **configuration keys**: every key of `schemas/config.schema.json` (itself kept equal to the
+//!   reader's keys by `tests/config_schema.rs`) appears in the docs, in backticks (`` `key` ``,
+//!   `` `key = ...` ``, `` `[table.key]` ``, `` `property.<KEY>` ``) or as `key =` or a `[table]`
+//!   header in a ` ```toml ` block; and every ` ```toml ` block that parses as TOML goes through
+//!   the real reader (`irqwise::config::parse_files`) without an unknown key, a wrong type or an
+//!   unknown spelling. A block that is not TOML (`...` placeholders) is skipped and counted; write
+//!   ` ```toml ignore ` for a block that is TOML but not a configuration, or shows an error;
+//! - **the command line**: every command of clap's definition (`irqwise plan`, and a subcommand
+//!   with its parent: `irqwise spread numa`) and every long option (`--json`), hidden ones aside,
+//!   appears; every `irqwise WORD` in a command position of code (inline code, or a line of a
+//!   `sh`/`bash`/`console`/`shell`/unlabelled block, after a prompt, `sudo`, `|`, `;`, `&&` or
+//!   `$(`) names a command;
+//! - **metrics**: every metric the daemon writes (the `# TYPE` lines of the real exposition of a
+//!   `Counters` with a last pass) appears, and every `irqwise_...` name in the docs is one of them
+//!   (`irqwise_last_pass_*` is a prefix of some), and every recording rule named
+//!   (`instance:irqwise_degraded:bool`) is one of `packaging/prometheus/irqwise-rules.yml`;
+//! - **journal**: every `MESSAGE_ID` of `daemon::catalog::ALL` appears, and every 32-hex-digit
+//!   word is one of them;
+//! - **JSON Schemas**: every `schemas/*.schema.json` is named (as a whole name:
+//!   `check-config.schema.json` does not name `config.schema.json`);
+//! - **runnable examples**: a fenced block whose info string is ` ```sh runnable ` (every line a
+//!   command) or ` ```console runnable ` (only the `$ ` lines; the others are output) is run by
+//!   `bash -e`, in a fresh temporary directory, where `irqwise` is a shell function calling the
+//!   built binary as `irqwise --root FIXTURE --config EMPTY ARGS...`: FIXTURE is a 2-node,
+//!   16-CPU machine with an ice, an mlx5 and a virtio NIC and two NVMe drives
+//!   (`tests/common/fixture.rs`), EMPTY an empty configuration tree. It must exit 0 within 60 s.
+//!   Such a block passes neither `--root` nor `--config` itself and never starts the daemon
+//!   without `--once`. There may be none: the check then passes and says so.
+//!
+//! Each problem names `file:line` and the offending item. The checks take the documents as
+//! (path, text) pairs, so the tests at the end feed them broken documents.
+
+#[path = "common/acceptance.rs"]
+mod acceptance;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use clap::CommandFactory;
+use irqwise::config::{parse_files, ConfigError, MachineShape, SourceFile};
+use irqwise::cpuset::CpuSet;
+use regex_lite::Regex;
+
+/// One Markdown file: its path relative to the repository and its text.
+#[derive(Debug, Clone)]
+struct Doc {
+    path: PathBuf,
+    text: String,
+}
+
+fn doc(path: &str, text: &str) -> Doc {
+    Doc { path: path.into(), text: text.into() }
+}
+
+/// A fenced code block: its info string (first word: the language) and where its text starts.
+#[derive(Debug, Clone)]
+struct Block {
+    info: String,
+    /// Line number (1-based) of the block's first line of content.
+    first_line: usize,
+    text: String,
+}
+
+impl Block {
+    fn lang(&self) -> &str {
+        self.info.split_whitespace().next().unwrap_or("")
+    }
+
+    fn has_flag(&self, flag: &str) -> bool {
+        self.info.split_whitespace().skip(1).any(|w| w == flag)
+    }
+}
+
+/// What the checks read of a document: prose lines (outside fenced blocks), inline code spans,
+/// fenced blocks, headings.
+#[derive(Debug, Default)]
+struct Parsed {
+    prose: Vec<(usize, String)>,
+    spans: Vec<(usize, String)>,
+    blocks: Vec<Block>,
+    headings: Vec<(usize, String)>,
+}
+
+/// The inline code spans of one line, and the line with each span blanked out.
+fn code_spans(line: &str) -> (Vec<String>, String) {
+    let mut spans = Vec::new();
+    let mut rest = String::new();
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'`' {
+            let c = line[i..].chars().next().unwrap();
+            rest.push(c);
+            i += c.len_utf8();
+            continue;
+        }
+        let run = b[i..].iter().take_while(|&&c| c == b'`').count();
+        let ticks = &line[i..i + run];
+        let after = i + run;
+        // The closing run: exactly as many backticks.
+        let mut j = after;
+        let mut close = None;
+        while let Some(k) = line[j..].find(ticks) {
+            let at = j + k;
+            let len = b[at..].iter().take_while(|&&c| c == b'`').count();
+            if len == run {
+                close = Some(at);
+                break;
+            }
+            j = at + len;
+        }
+        if let Some(at) = close {
+            let inner = &line[after..at];
+            let inner = if inner.len() > 1 && inner.starts_with(' ') && inner.ends_with(' ') {
+                &inner[1..inner.len() - 1]
+            } else {
+                inner
+            };
+            spans.push(inner.to_string());
+            rest.push_str(&" ".repeat(at + run - i));
+            i = at + run;
+        } else {
+            rest.push_str(ticks);
+            i = after;
+        }
+    }
+    (spans, rest)
+}
+
+fn parse(d: &Doc) -> Parsed {
+    let mut p = Parsed::default();
+    let mut open: Option<(char, usize, Block)> = None;
+    for (i, line) in d.text.lines().enumerate() {
+        let n = i + 1;
+        let t = line.trim_start();
+        if let Some((ch, len, block)) = &mut open {
+            let run = t.chars().take_while(|c| c == ch).count();
+            if run >= *len && t[run..].trim().is_empty() {
+                p.blocks.push(block.clone());
+                open = None;
+            } else {
+                block.text.push_str(line);
+                block.text.push('\n');
+            }
+            continue;
+        }
+        let fence = t.chars().next().filter(|c| *c == '`' || *c == '~');
+        if let Some(ch) = fence {
+            let run = t.chars().take_while(|c| *c == ch).count();
+            if run >= 3 {
+                let info = t[run..].trim().to_string();
+                open = Some((ch, run, Block { info, first_line: n + 1, text: String::new() }));
+                continue;
+            }
+        }
+        let (spans, rest) = code_spans(line);
+        p.spans.extend(spans.into_iter().map(|s| (n, s)));
+        if line.len() - t.len() <= 3 && t.starts_with('#') {
+            let level = t.chars().take_while(|c| *c == '#').count();
+            if level <= 6 && t[level..].starts_with(' ') {
+                let text = t[level..].trim().trim_end_matches('#').trim();
+                p.headings.push((n, text.to_string()));
+            }
+        }
+        p.prose.push((n, rest));
+    }
+    if let Some((_, _, block)) = open {
+        p.blocks.push(block); // an unclosed fence runs to the end, as GitHub renders it
+    }
+    p
+}
+
+/// GitHub's anchor of a heading: its rendered text in lower case, everything but letters,
+/// digits, `_`, `-` and spaces dropped, each space a `-`.
+fn slug(heading: &str) -> String {
+    let link = Regex::new(r"!?\[([^\]]*)\]\([^)]*\)").unwrap();
+    let tag = Regex::new(r"<[^>]*>").unwrap();
+    let text = link.replace_all(heading, "$1");
+    let text = tag.replace_all(&text, "");
+    text.to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '_' || c == '-' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every anchor of a document: heading slugs (repeats numbered as GitHub numbers them) and
+/// explicit `<a id/name=...>` anchors.
+fn anchors(p: &Parsed) -> BTreeSet<String> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut out = BTreeSet::new();
+    for (_, h) in &p.headings {
+        let base = slug(h);
+        let mut s = base.clone();
+        while out.contains(&s) {
+            let n = seen.entry(base.clone()).or_insert(0);
+            *n += 1;
+            s = format!("{base}-{n}");
+        }
+        out.insert(s);
+    }
+    let explicit = Regex::new(r#"<a\s+(?:id|name)="([^"]+)""#).unwrap();
+    for (_, line) in &p.prose {
+        for c in explicit.captures_iter(line) {
+            out.insert(c[1].to_string());
+        }
+    }
+    out
+}
+
+/// The link targets of a document's prose, with their lines.
+fn links(p: &Parsed) -> Vec<(usize, String)> {
+    let inline = Regex::new(r#"\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)"#).unwrap();
+    let reference = Regex::new(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)").unwrap();
+    let mut out = Vec::new();
+    for (n, line) in &p.prose {
+        for c in inline.captures_iter(line) {
+            out.push((*n, c[1].to_string()));
+        }
+        if let Some(c) = reference.captures(line) {
+            out.push((*n, c[1].to_string()));
+        }
+    }
+    out
+}
+
+/// `base/rel` without `.` and `..` components; `None` when it climbs out of the repository.
+fn normalize(base: &Path, rel: &str) -> Option<PathBuf> {
+    let joined = if let Some(abs) = rel.strip_prefix('/') { PathBuf::from(abs) } else { base.join(rel) };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::Normal(x) => out.push(x),
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+fn percent_decode(s: &str) -> String {
+    let mut out = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            if let Some(Ok(v)) = s.get(i + 1..i + 3).map(|h| u8::from_str_radix(h, 16)) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Links: every relative target exists in `repo` (or among `docs`), every anchor into a
+/// Markdown file names one of its anchors.
+fn link_problems(repo: &Path, docs: &[Doc]) -> Vec<String> {
+    let parsed: BTreeMap<PathBuf, Parsed> = docs.iter().map(|d| (d.path.clone(), parse(d))).collect();
+    let mut out = Vec::new();
+    for d in docs {
+        for (n, target) in links(&parsed[&d.path]) {
+            let at = format!("{}:{n}", d.path.display());
+            if target.contains("://") || target.starts_with("mailto:") || target.is_empty() {
+                continue;
+            }
+            let (file, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let file = percent_decode(file);
+            let path = if file.is_empty() {
+                d.path.clone()
+            } else {
+                let Some(p) = normalize(d.path.parent().unwrap_or(Path::new("")), &file) else {
+                    out.push(format!("{at}: link {target} points outside the repository"));
+                    continue;
+                };
+                p
+            };
+            let in_docs = parsed.contains_key(&path);
+            if !in_docs && !repo.join(&path).exists() {
+                out.push(format!("{at}: link {target}: no file {}", path.display()));
+                continue;
+            }
+            if anchor.is_empty() || path.extension().is_none_or(|e| e != "md") {
+                continue;
+            }
+            let found = if let Some(p) = parsed.get(&path) {
+                anchors(p).contains(anchor)
+            } else {
+                let text = std::fs::read_to_string(repo.join(&path)).unwrap_or_default();
+                anchors(&parse(&Doc { path: path.clone(), text })).contains(anchor)
+            };
+            if !found {
+                out.push(format!("{at}: link {target}: no heading #{anchor} in {}", path.display()));
+            }
+        }
+    }
+    out
+}
+
+/// Every key of the configuration's JSON Schema: the names of every `properties` object.
+fn schema_keys(schema: &serde_json::Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    fn walk(v: &serde_json::Value, out: &mut BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let Some(serde_json::Value::Object(props)) = m.get("properties") {
+                    out.extend(props.keys().cloned());
+                }
+                m.values().for_each(|x| walk(x, out));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    walk(schema, &mut out);
+    out
+}
+
+fn shipped_schema_keys() -> BTreeSet<String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/config.schema.json");
+    schema_keys(&serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
+}
+
+/// The key names a piece of code documents: `key`, `key = ...`, `[table.key]`, `a.b.c`.
+fn keys_in_span(span: &str) -> Vec<String> {
+    let re = Regex::new(r"^\[*\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_<>][A-Za-z0-9_<>]*)*)\s*\]*(?:\s|=|$)").unwrap();
+    re.captures(span.trim()).map(|c| c[1].split('.').map(String::from).collect()).unwrap_or_default()
+}
+
+/// The key names a TOML block shows: `key =` (dotted and inline-table keys too) and headers.
+fn keys_in_toml(text: &str) -> Vec<String> {
+    let assign = Regex::new(r"([A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*=").unwrap();
+    let header = Regex::new(r"(?m)^\s*\[\[?\s*([A-Za-z0-9_.]+)\s*\]\]?").unwrap();
+    let mut out: Vec<String> = Vec::new();
+    for c in assign.captures_iter(text).chain(header.captures_iter(text)) {
+        out.extend(c[1].split('.').map(|s| s.trim().to_string()));
+    }
+    out
+}
+
+fn machine() -> MachineShape {
+    MachineShape::with_cpus(CpuSet::parse_list("0-63").unwrap())
+}
+
+/// How many ` ```toml ` blocks were checked by the reader, skipped as not TOML, marked ignore.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct TomlBlocks {
+    checked: usize,
+    not_toml: usize,
+    ignored: usize,
+}
+
+/// Configuration keys: every key of `keys` is documented somewhere, and every TOML block the
+/// reader can read has no unknown key, wrong type or unknown spelling.
+fn config_key_problems(docs: &[Doc], keys: &BTreeSet<String>) -> (Vec<String>, TomlBlocks) {
+    let mut out = Vec::new();
+    let mut counts = TomlBlocks::default();
+    let mut documented: BTreeSet<String> = BTreeSet::new();
+    for d in docs {
+        let p = parse(d);
+        for (_, s) in &p.spans {
+            documented.extend(keys_in_span(s));
+        }
+        for b in p.blocks.iter().filter(|b| b.lang() == "toml") {
+            documented.extend(keys_in_toml(&b.text));
+            if b.has_flag("ignore") {
+                counts.ignored += 1;
+                continue;
+            }
+            if toml::from_str::<toml::Table>(&b.text).is_err() {
+                counts.not_toml += 1;
+                continue;
+            }
+            counts.checked += 1;
+            let report = parse_files(&[SourceFile { path: d.path.clone(), text: b.text.clone() }], &machine());
+            for e in &report.errors {
+                if let ConfigError::Schema { at, message } = e {
+                    let line = b.first_line + at.line - 1;
+                    out.push(format!("{}:{line}: the reader refuses this ```toml block: {message}", d.path.display()));
+                }
+            }
+        }
+    }
+    for k in keys.difference(&documented) {
+        out.push(format!("schemas/config.schema.json: the configuration key `{k}` is documented nowhere"));
+    }
+    (out, counts)
+}
+
+/// The command line: command paths (`irqwise spread numa`) and long options, hidden ones aside.
+#[derive(Debug, Default)]
+struct CliItems {
+    commands: BTreeSet<String>,
+    options: BTreeMap<String, String>,
+    /// Subcommand names under each command path (`irqwise` for the top level).
+    children: BTreeMap<String, BTreeSet<String>>,
+}
+
+fn cli_items() -> CliItems {
+    fn walk(cmd: &clap::Command, path: &str, out: &mut CliItems) {
+        for a in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+            if let Some(long) = a.get_long().filter(|l| !["help", "version"].contains(l)) {
+                out.options.entry(format!("--{long}")).or_insert_with(|| path.to_string());
+            }
+        }
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
+            let p = format!("{path} {}", sub.get_name());
+            out.children.entry(path.to_string()).or_default().insert(sub.get_name().to_string());
+            out.commands.insert(p.clone());
+            walk(sub, &p, out);
+        }
+    }
+    let mut out = CliItems::default();
+    walk(&irqwise::cli::args::Cli::command(), "irqwise", &mut out);
+    out
+}
+
+/// The commands a line of shell names: the word after each `irqwise` in a command position
+/// (options skipped), with the word after it (a subcommand's).
+fn commands_named(line: &str) -> Vec<(String, Option<String>)> {
+    let mut out = Vec::new();
+    let line = line.trim_start();
+    let line = line.strip_prefix("$ ").or_else(|| line.strip_prefix("# ")).unwrap_or(line);
+    let split = Regex::new(r"\|\||&&|[|;(`]").unwrap();
+    for segment in split.split(line) {
+        let mut words = segment.split_whitespace().peekable();
+        while let Some(w) = words.peek() {
+            if *w == "sudo" || *w == "exec" || *w == "$" || (w.contains('=') && !w.starts_with('-')) {
+                words.next();
+            } else {
+                break;
+            }
+        }
+        let Some(first) = words.next() else { continue };
+        if first.rsplit('/').next() != Some("irqwise") {
+            continue;
+        }
+        let mut rest = Vec::new();
+        while let Some(w) = words.next() {
+            if w.starts_with('-') {
+                if ["--root", "--config", "--log-format"].contains(&w) {
+                    words.next();
+                }
+                continue;
+            }
+            rest.push(w);
+            if rest.len() == 2 {
+                break;
+            }
+        }
+        let word = Regex::new(r"^[a-z][a-z-]*$").unwrap();
+        if let Some(cmd) = rest.first().filter(|w| word.is_match(w)) {
+            let sub = rest.get(1).filter(|w| word.is_match(w)).map(|s| (*s).to_string());
+            out.push(((*cmd).to_string(), sub));
+        }
+    }
+    out
+}
+
+/// The command line: every command and option appears; every command named exists.
+fn cli_problems(docs: &[Doc], cli: &CliItems) -> Vec<String> {
+    let mut out = Vec::new();
+    let all: String = docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
+    let spaced = Regex::new(r"[ \t]+").unwrap().replace_all(&all, " ").into_owned();
+    for c in &cli.commands {
+        if !spaced.contains(c.as_str()) {
+            out.push(format!("the command `{c}` is documented nowhere"));
+        }
+    }
+    for (o, cmd) in &cli.options {
+        let re = Regex::new(&format!(r"(?:^|[^A-Za-z0-9-]){}(?:$|[^A-Za-z0-9-])", regex_lite::escape(o))).unwrap();
+        if !re.is_match(&all) {
+            out.push(format!("the option `{o}` (of `{cmd}`) is documented nowhere"));
+        }
+    }
+    let top = cli.children.get("irqwise").cloned().unwrap_or_default();
+    for d in docs {
+        let p = parse(d);
+        let mut code: Vec<(usize, String)> = p.spans.clone();
+        for b in p.blocks.iter().filter(|b| ["", "sh", "bash", "console", "shell"].contains(&b.lang())) {
+            code.extend(b.text.lines().enumerate().map(|(i, l)| (b.first_line + i, l.to_string())));
+        }
+        for (n, line) in code {
+            for (cmd, sub) in commands_named(&line) {
+                if cmd == "help" {
+                    continue;
+                }
+                if !top.contains(&cmd) {
+                    out.push(format!("{}:{n}: `irqwise {cmd}` is not a command", d.path.display()));
+                    continue;
+                }
+                let children = cli.children.get(&format!("irqwise {cmd}"));
+                if let (Some(children), Some(sub)) = (children, sub) {
+                    if !children.contains(&sub) && sub != "help" {
+                        out.push(format!("{}:{n}: `irqwise {cmd} {sub}` is not a command", d.path.display()));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The metrics the daemon writes: the `# TYPE` names of the real exposition of counters with a
+/// last pass (the only metrics written conditionally).
+fn metric_names() -> BTreeSet<String> {
+    use irqwise::daemon::counters::{Counters, LastPass};
+    let mut counters = Counters::default();
+    counters.last_pass = Some(LastPass { timestamp: 1.0, duration_seconds: 0.1, ok: true, files_opened: 3 });
+    counters
+        .render("0")
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.split(' ').next().map(String::from))
+        .collect()
+}
+
+/// Names matching `pattern` in every line of every document, with `file:line`.
+fn occurrences(docs: &[Doc], pattern: &Regex) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for d in docs {
+        for (i, line) in d.text.lines().enumerate() {
+            for m in pattern.find_iter(line) {
+                out.push((format!("{}:{}", d.path.display(), i + 1), m.as_str().to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// The recording rules the packages install (`record:` of `packaging/prometheus/irqwise-rules.yml`).
+fn recording_rules() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(repo().join("packaging/prometheus/irqwise-rules.yml")).unwrap();
+    Regex::new(r"record:\s*(\S+)").unwrap().captures_iter(&text).map(|c| c[1].to_string()).collect()
+}
+
+/// Metrics: every metric appears, every `irqwise_...` name in the docs is one (or, followed by
+/// `*`, a prefix of one), and every recording rule named (`level:irqwise_...:ops`) is one of
+/// `rules`.
+fn metric_problems(docs: &[Doc], names: &BTreeSet<String>, rules: &BTreeSet<String>) -> Vec<String> {
+    let rule = Regex::new(r"\b[a-z_]+:irqwise_[a-z_]+:[a-z_]+\b").unwrap();
+    let metric = Regex::new(r"\birqwise_[a-z_]*(?:[a-z]|_\*)").unwrap();
+    let mut out = Vec::new();
+    let mut found = Vec::new();
+    for d in docs {
+        for (i, line) in d.text.lines().enumerate() {
+            let at = format!("{}:{}", d.path.display(), i + 1);
+            for m in rule.find_iter(line) {
+                if !rules.contains(m.as_str()) {
+                    out.push(format!("{at}: `{}` is not a recording rule of irqwise-rules.yml", m.as_str()));
+                }
+            }
+            let rest = rule.replace_all(line, " ");
+            found.extend(metric.find_iter(&rest).map(|m| (at.clone(), m.as_str().to_string())));
+        }
+    }
+    let mut missing: Vec<String> = names
+        .iter()
+        .filter(|name| !found.iter().any(|(_, n)| n == *name))
+        .map(|name| format!("the metric `{name}` is documented nowhere"))
+        .collect();
+    missing.append(&mut out);
+    for (at, n) in &found {
+        let known = match n.strip_suffix('*') {
+            Some(prefix) => names.iter().any(|m| m.starts_with(prefix)),
+            None => names.contains(n),
+        };
+        if !known {
+            missing.push(format!("{at}: `{n}` is not a metric the daemon writes"));
+        }
+    }
+    missing
+}
+
+/// Journal: every MESSAGE_ID appears; every 32-hex-digit word of the docs is one.
+fn message_id_problems(docs: &[Doc], ids: &[(&str, &str)]) -> Vec<String> {
+    let found = occurrences(docs, &Regex::new(r"\b[0-9a-f]{32}\b").unwrap());
+    let mut out = Vec::new();
+    for (name, id) in ids {
+        if !found.iter().any(|(_, f)| f == id) {
+            out.push(format!("the MESSAGE_ID {id} ({name}) is documented nowhere"));
+        }
+    }
+    for (at, f) in &found {
+        if !ids.iter().any(|(_, id)| id == f) {
+            out.push(format!("{at}: {f} is not a MESSAGE_ID of daemon::catalog::ALL"));
+        }
+    }
+    out
+}
+
+/// Files: every name of `files` (`config.schema.json`) appears as a whole name (not inside
+/// `check-config.schema.json`).
+fn file_name_problems(docs: &[Doc], files: &[String]) -> Vec<String> {
+    let all: String = docs.iter().map(|d| d.text.as_str()).collect::<Vec<_>>().join("\n");
+    files
+        .iter()
+        .filter(|f| {
+            let re =
+                Regex::new(&format!(r"(?:^|[^A-Za-z0-9_.-]){}(?:$|[^A-Za-z0-9_-])", regex_lite::escape(f))).unwrap();
+            !re.is_match(&all)
+        })
+        .map(|f| format!("{f} is named nowhere"))
+        .collect()
+}
+
+/// The script of a runnable block: `sh` as it is, `console` its `$ ` lines (with their `\`
+/// continuations).
+fn runnable_script(b: &Block) -> String {
+    if b.lang() != "console" {
+        return b.text.clone();
+    }
+    let mut out = String::new();
+    let mut continued = false;
+    for line in b.text.lines() {
+        let command = if continued { Some(line) } else { line.strip_prefix("$ ") };
+        if let Some(c) = command {
+            out.push_str(c);
+            out.push('\n');
+            continued = c.trim_end().ends_with('\\');
+        }
+    }
+    out
+}
+
+/// Runs every runnable block; returns the problems and how many blocks ran.
+fn runnable_problems(docs: &[Doc]) -> (Vec<String>, usize) {
+    let mut out = Vec::new();
+    let mut ran = 0;
+    for d in docs {
+        for b in parse(d).blocks.iter().filter(|b| ["sh", "console"].contains(&b.lang()) && b.has_flag("runnable")) {
+            ran += 1;
+            let root = acceptance::five_device_machine();
+            let config = acceptance::empty_config();
+            let cwd = tempfile::tempdir().unwrap();
+            let script = format!(
+                "set -e\nirqwise() {{ \"$IRQWISE_BIN\" --root \"$IRQWISE_ROOT\" --config \"$IRQWISE_CONFIG\" \"$@\"; }}\n{}",
+                runnable_script(b)
+            );
+            let result = Command::new("timeout")
+                .arg(Duration::from_secs(60).as_secs().to_string())
+                .args(["bash", "-e", "-c", &script])
+                .current_dir(cwd.path())
+                .env("IRQWISE_BIN", env!("CARGO_BIN_EXE_irqwise"))
+                .env("IRQWISE_ROOT", root.path())
+                .env("IRQWISE_CONFIG", config.path())
+                .output()
+                .unwrap();
+            if !result.status.success() {
+                out.push(format!(
+                    "{}:{}: the runnable ```{} block exited {:?}: {}",
+                    d.path.display(),
+                    b.first_line - 1,
+                    b.info,
+                    result.status.code(),
+                    String::from_utf8_lossy(&result.stderr).trim()
+                ));
+            }
+        }
+    }
+    (out, ran)
+}
+
+// ---------------------------------------------------------------- the repository's docs
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `README.md` and every `docs/**/*.md`, in path order.
+fn repo_docs() -> Vec<Doc> {
+    fn walk(repo: &Path, dir: &Path, out: &mut Vec<Doc>) {
+        let Ok(entries) = std::fs::read_dir(repo.join(dir)) else { return };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(std::fs::DirEntry::file_name);
+        for e in entries {
+            let rel = dir.join(e.file_name());
+            if e.path().is_dir() {
+                walk(repo, &rel, out);
+            } else if rel.extension().is_some_and(|x| x == "md") {
+                out.push(Doc { text: std::fs::read_to_string(e.path()).unwrap(), path: rel });
+            }
+        }
+    }
+    let repo = repo();
+    let mut out =
+        vec![Doc { path: "README.md".into(), text: std::fs::read_to_string(repo.join("README.md")).unwrap() }];
+    walk(&repo, Path::new("docs"), &mut out);
+    out
+}
+
+fn assert_none(what: &str, problems: &[String]) {
+    assert!(problems.is_empty(), "{what}: {} problem(s):\n{}", problems.len(), problems.join("\n"));
+}
+
+#[test]
+fn links_and_anchors_resolve() {
+    let docs = repo_docs();
+    let count: usize = docs.iter().map(|d| links(&parse(d)).len()).sum();
+    eprintln!("links in {} document(s): {count}", docs.len());
+    assert_none("links", &link_problems(&repo(), &docs));
+}
+
+#[test]
+fn every_config_key_is_documented_and_every_toml_block_is_read_cleanly() {
+    let (problems, counts) = config_key_problems(&repo_docs(), &shipped_schema_keys());
+    eprintln!("```toml blocks: {counts:?}");
+    assert!(counts.checked > 0, "no ```toml block was read: {counts:?}");
+    assert_none("configuration keys", &problems);
+}
+
+#[test]
+fn every_command_and_option_is_documented_and_every_command_named_exists() {
+    let cli = cli_items();
+    eprintln!("commands: {}, long options: {}", cli.commands.len(), cli.options.len());
+    assert!(cli.commands.len() >= 18, "{cli:?}");
+    assert_none("command line", &cli_problems(&repo_docs(), &cli));
+}
+
+#[test]
+fn every_metric_is_documented_and_every_metric_named_exists() {
+    let names = metric_names();
+    assert!(names.len() >= 30 && names.contains("irqwise_last_pass_success"), "{names:?}");
+    let rules = recording_rules();
+    assert!(rules.contains("instance:irqwise_degraded:bool"), "{rules:?}");
+    assert_none("metrics", &metric_problems(&repo_docs(), &names, &rules));
+}
+
+#[test]
+fn every_message_id_is_documented_and_every_id_named_exists() {
+    assert_none("journal MESSAGE_IDs", &message_id_problems(&repo_docs(), &irqwise::daemon::catalog::ALL));
+}
+
+#[test]
+fn every_json_schema_is_named() {
+    let mut files: Vec<String> = std::fs::read_dir(repo().join("schemas"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".schema.json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 12, "{files:?}");
+    assert_none("schemas/", &file_name_problems(&repo_docs(), &files));
+}
+
+#[test]
+fn runnable_examples_exit_zero() {
+    let (problems, ran) = runnable_problems(&repo_docs());
+    eprintln!("runnable blocks run: {ran}");
+    assert_none("runnable examples", &problems);
+}
+
+// ---------------------------------------------------------------- the checks can fail
+
+#[test]
+fn slugs_are_githubs() {
+    assert_eq!(slug("Interrupt mitigation per queue: `[napi]`"), "interrupt-mitigation-per-queue-napi");
+    assert_eq!(slug("Kubernetes, CRI-O and tuned"), "kubernetes-cri-o-and-tuned");
+    assert_eq!(slug("Where interrupts land: `irqwise report`"), "where-interrupts-land-irqwise-report");
+    assert_eq!(slug("Scale: 1,024 to 8,192 CPUs"), "scale-1024-to-8192-cpus");
+    assert_eq!(slug("A [link](x.md) and *emphasis*"), "a-link-and-emphasis");
+    let p = parse(&doc("a.md", "# Setup\n## Setup\n```\n# Setup\n```\n### Setup\n"));
+    let want: BTreeSet<String> = ["setup", "setup-1", "setup-2"].iter().map(|s| (*s).to_string()).collect();
+    assert_eq!(anchors(&p), want, "a heading inside a code block is no heading");
+}
+
+#[test]
+fn a_broken_link_or_anchor_is_reported_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    std::fs::write(dir.path().join("config/irqwise.toml"), "").unwrap();
+    let docs = [
+        doc("README.md", "# Top\n\nSee [install](docs/install.md#from-source) and [cfg](config/irqwise.toml).\n"),
+        doc(
+            "docs/install.md",
+            "# Install\n## From a package\n[back](../README.md#top), [gone](../README.md#bottom),\n\
+             [missing](nothing.md), [here](#from-a-package), [out](../../etc/passwd)\n\
+             `[not a link](nowhere.md)` and [web](https://example.com/x.md)\n[ref]: ../config/absent.toml\n",
+        ),
+    ];
+    let p = link_problems(dir.path(), &docs);
+    assert_eq!(
+        p,
+        [
+            "README.md:3: link docs/install.md#from-source: no heading #from-source in docs/install.md",
+            "docs/install.md:3: link ../README.md#bottom: no heading #bottom in README.md",
+            "docs/install.md:4: link nothing.md: no file docs/nothing.md",
+            "docs/install.md:4: link ../../etc/passwd points outside the repository",
+            "docs/install.md:6: link ../config/absent.toml: no file config/absent.toml",
+        ]
+    );
+}
+
+#[test]
+fn an_undocumented_or_unknown_config_key_is_reported() {
+    let keys: BTreeSet<String> = ["global", "banned_cpus", "debounce", "device", "match", "driver", "node"]
+        .iter()
+        .map(|s| (*s).to_string())
+        .collect();
+    let docs = [doc(
+        "docs/configuration.md",
+        "Set `banned_cpus = \"1\"` and [`device.match`](#x).\n\n```toml\n[global]\nbanned_cpus = \"1\"\n\
+         debounse = \"1s\"\n\n[[device]]\nmatch = { driver = \"ice\" }\nnode = \"one\"\n```\n\n\
+         ```toml\n[global]\nbanned_cpus = ...\n```\n\n```toml ignore\n[package]\nname = \"x\"\n```\n",
+    )];
+    let (p, counts) = config_key_problems(&docs, &keys);
+    assert_eq!(counts, TomlBlocks { checked: 1, not_toml: 1, ignored: 1 });
+    assert_eq!(p.len(), 3, "{p:#?}");
+    assert!(
+        p[0].starts_with("docs/configuration.md:6: the reader refuses this ```toml block: unknown field `debounse`"),
+        "{p:#?}"
+    );
+    assert!(
+        p[1].starts_with("docs/configuration.md:10: the reader refuses this ```toml block: invalid type"),
+        "{p:#?}"
+    );
+    assert_eq!(p[2], "schemas/config.schema.json: the configuration key `debounce` is documented nowhere");
+}
+
+#[test]
+fn an_undocumented_option_or_unknown_command_is_reported() {
+    let cli = cli_items();
+    assert!(cli.commands.contains("irqwise spread numa") && cli.options.contains_key("--exit-code"), "{cli:?}");
+    assert!(!cli.options.contains_key("--once"), "hidden options are left out");
+    let docs = [doc(
+        "README.md",
+        "Run `irqwise plan --json` or `irqwise --root /x placement`.\n\n```sh\n$ sudo irqwise spread numbers --node 1\n\
+         systemctl reload irqwise && irqwise status\n# irqwise places interrupts\n```\n",
+    )];
+    let p = cli_problems(&docs, &cli);
+    assert!(p.contains(&"the command `irqwise apply` is documented nowhere".to_string()), "{p:#?}");
+    assert!(p.contains(&"the option `--exit-code` (of `irqwise plan`) is documented nowhere".to_string()), "{p:#?}");
+    assert!(!p.iter().any(|x| x.contains("`--json`") || x.contains("`irqwise status` is")), "{p:#?}");
+    assert!(p.contains(&"README.md:1: `irqwise placement` is not a command".to_string()), "{p:#?}");
+    assert!(p.contains(&"README.md:4: `irqwise spread numbers` is not a command".to_string()), "{p:#?}");
+    assert!(p.contains(&"README.md:6: `irqwise places` is not a command".to_string()), "{p:#?}");
+}
+
+#[test]
+fn an_undocumented_or_unknown_metric_or_message_id_is_reported() {
+    let names: BTreeSet<String> = ["irqwise_passes_total", "irqwise_last_pass_success", "irqwise_claims"]
+        .iter()
+        .map(|s| (*s).to_string())
+        .collect();
+    let rules: BTreeSet<String> = ["instance:irqwise_degraded:bool".to_string()].into();
+    let docs = [doc(
+        "docs/monitoring.md",
+        "`irqwise_passes_total` and `irqwise_last_pass_*`;\nalert on irqwise_pass_total.\n\
+         `instance:irqwise_degraded:bool`, `fleet:irqwise_hosts:count`\n",
+    )];
+    let p = metric_problems(&docs, &names, &rules);
+    assert_eq!(
+        p,
+        [
+            "the metric `irqwise_claims` is documented nowhere",
+            "the metric `irqwise_last_pass_success` is documented nowhere",
+            "docs/monitoring.md:3: `fleet:irqwise_hosts:count` is not a recording rule of irqwise-rules.yml",
+            "docs/monitoring.md:2: `irqwise_pass_total` is not a metric the daemon writes",
+        ]
+    );
+    let ids = [("A", "8ecce3473d944b3c8c6fde38160ae753"), ("B", "e5cb5fa2c27345efbed92da95ac4c142")];
+    let docs = [doc(
+        "docs/monitoring.md",
+        "MESSAGE_ID=8ecce3473d944b3c8c6fde38160ae753\nMESSAGE_ID=8ecce3473d944b3c8c6fde38160ae754\n",
+    )];
+    let p = message_id_problems(&docs, &ids);
+    assert_eq!(
+        p,
+        [
+            "the MESSAGE_ID e5cb5fa2c27345efbed92da95ac4c142 (B) is documented nowhere",
+            "docs/monitoring.md:2: 8ecce3473d944b3c8c6fde38160ae754 is not a MESSAGE_ID of daemon::catalog::ALL",
+        ]
+    );
+}
+
+#[test]
+fn a_failing_runnable_block_is_reported_and_others_run() {
+    let docs = [doc(
+        "docs/commands.md",
+        "```sh runnable\nirqwise plan --json > plan.json\ntest -s plan.json\n```\n\n\
+         ```console runnable\n$ irqwise topology\nNode 0: ...\n$ irqwise check-config --strict\n```\n\n\
+         ```console runnable\n$ irqwise plan --no-such-option\n```\n\n```sh\nirqwise run\n```\n",
+    )];
+    let (p, ran) = runnable_problems(&docs);
+    assert_eq!(ran, 3);
+    assert_eq!(p.len(), 1, "{p:#?}");
+    assert!(p[0].starts_with("docs/commands.md:12: the runnable ```console runnable block exited Some(2)"), "{p:#?}");
+}
+
+#[test]
+fn a_schema_named_only_inside_another_name_is_reported() {
+    let docs = [doc("docs/commands.md", "`check-config.schema.json` and plan.schema.json.\n")];
+    let files = ["config.schema.json".to_string(), "check-config.schema.json".into(), "plan.schema.json".into()];
+    assert_eq!(file_name_problems(&docs, &files), ["config.schema.json is named nowhere"]);
+}
