@@ -261,7 +261,10 @@ fn promtool_and_node_exporter_read_the_metrics_file() {
     // ran between them (a backoff retry, a recheck), as many as the state file counts.
     let passes = state_passes(root.path()) as f64;
     let failed = get(&m, "irqwise_writes_total", &[("result", "failed")]);
-    assert!(failed.is_some_and(|f| (2.0..=passes).contains(&f)), "the broken IRQ, per pass: {failed:?} in {passes} passes");
+    assert!(
+        failed.is_some_and(|f| (2.0..=passes).contains(&f)),
+        "the broken IRQ, per pass: {failed:?} in {passes} passes"
+    );
     assert_eq!(get(&m, "irqwise_write_failures_total", &[("class", "invalid")]), failed);
     let eth1_labels = [("device", "eth1"), ("driver", "ixgbe"), ("class", "nic")];
     assert_eq!(get(&m, "irqwise_drift_corrections_total", &eth1_labels), Some(2.0));
