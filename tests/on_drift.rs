@@ -188,3 +188,29 @@ async fn an_irq_left_to_a_named_peer_is_listed_as_its_own() {
     assert_eq!(p.action, Action::Skip);
     assert!(p.reason.contains("mask set by crio"), "{}", p.reason);
 }
+
+#[tokio::test]
+async fn a_fight_with_a_named_peer_names_it() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    // intel-lpmd runs and keeps moving queue 0 to CPUs 0-1 (on_drift = "restore", the default).
+    let proc = root.path().join("proc/5150");
+    std::fs::create_dir_all(&proc).unwrap();
+    std::fs::write(proc.join("comm"), "intel_lpmd\n").unwrap();
+    std::fs::write(proc.join("cmdline"), b"/usr/sbin/intel_lpmd\0--systemd\0").unwrap();
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let placed = affinity(root.path(), irqs[0]);
+    for _ in 0..3 {
+        set_affinity(root.path(), irqs[0], &set("0-1"));
+        d.trigger(Trigger::Reconcile).await;
+        assert_eq!(affinity(root.path(), irqs[0]), placed, "restored");
+    }
+    set_affinity(root.path(), irqs[0], &set("0-1"));
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(affinity(root.path(), irqs[0]), set("0-1"), "after 3 restores: left to it");
+    let daemon = d.stop().await;
+    let p = daemon.last_plan().devices[0].irqs.iter().find(|p| p.irq == irqs[0]).unwrap();
+    assert_eq!(p.action, Action::Skip);
+    assert!(p.reason.starts_with("intel_lpmd keeps writing it"), "{}", p.reason);
+}

@@ -121,8 +121,9 @@ impl Fights {
                 self.fought.remove(&p.irq);
                 continue;
             }
+            let who = f.writer.as_ref().map_or_else(|| "someone else".to_string(), |(_, name)| name.clone());
             let reason = format!(
-                "someone else keeps writing it ({} restores in {} minutes): left as they set it until SIGHUP",
+                "{who} keeps writing it ({} restores in {} minutes): left as they set it until SIGHUP",
                 f.restores,
                 FIGHT_WINDOW_SECS / 60.0
             );
