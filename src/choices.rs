@@ -162,6 +162,16 @@ impl NapiMode {
         }
     }
 
+    /// The config's word for a kernel threaded mode (`None` for a value irqwise does not know).
+    pub fn of(t: NapiThreaded) -> Option<NapiMode> {
+        match t {
+            NapiThreaded::Disabled => Some(NapiMode::Off),
+            NapiThreaded::Enabled => Some(NapiMode::On),
+            NapiThreaded::BusyPoll => Some(NapiMode::BusyPoll),
+            NapiThreaded::Other(_) => None,
+        }
+    }
+
     /// The value the kernel's `napi-set` takes for it.
     pub fn kernel(self) -> NapiThreaded {
         match self {
@@ -187,6 +197,20 @@ impl NapiProfile {
     /// Whether it sets nothing.
     pub fn is_empty(&self) -> bool {
         self.settings.is_empty() && self.threaded.is_none()
+    }
+
+    /// The keys `self` sets, with the values an instance has (`settings`, `threaded`): what a
+    /// write of `self` changes, as it was (or as it reads back).
+    pub fn keys_of(&self, settings: &NapiSettings, threaded: Option<NapiThreaded>) -> NapiProfile {
+        let w = &self.settings;
+        NapiProfile {
+            settings: NapiSettings {
+                defer_hard_irqs: w.defer_hard_irqs.and(settings.defer_hard_irqs),
+                gro_flush_timeout: w.gro_flush_timeout.and(settings.gro_flush_timeout),
+                irq_suspend_timeout: w.irq_suspend_timeout.and(settings.irq_suspend_timeout),
+            },
+            threaded: self.threaded.and(threaded.and_then(NapiMode::of)),
+        }
     }
 
     /// `self` with every key `later` sets replaced by `later`'s.

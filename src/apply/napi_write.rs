@@ -92,26 +92,6 @@ impl NapiWriter for HostNapi {
     }
 }
 
-/// The keys of `written` as `instance` has them.
-fn as_read(written: &NapiProfile, instance: &NapiInstance) -> NapiProfile {
-    let (w, s) = (&written.settings, &instance.settings);
-    NapiProfile {
-        settings: NapiSettings {
-            defer_hard_irqs: w.defer_hard_irqs.and(s.defer_hard_irqs),
-            gro_flush_timeout: w.gro_flush_timeout.and(s.gro_flush_timeout),
-            irq_suspend_timeout: w.irq_suspend_timeout.and(s.irq_suspend_timeout),
-        },
-        threaded: written.threaded.and_then(|_| {
-            instance.threaded.and_then(|t| match t {
-                NapiThreaded::Disabled => Some(crate::choices::NapiMode::Off),
-                NapiThreaded::Enabled => Some(crate::choices::NapiMode::On),
-                NapiThreaded::BusyPoll => Some(crate::choices::NapiMode::BusyPoll),
-                NapiThreaded::Other(_) => None,
-            })
-        }),
-    }
-}
-
 /// Writes every planned instance of `plan` through `writer`, each verified by reading it back.
 pub fn apply_napi(plan: &Plan, writer: &mut dyn NapiWriter, this_machine: bool) -> Vec<NapiChange> {
     let mut out = Vec::new();
@@ -129,7 +109,7 @@ pub fn apply_napi(plan: &Plan, writer: &mut dyn NapiWriter, this_machine: bool) 
                         machine: e.is_machine_wide(),
                     },
                     Ok(now) => {
-                        let read = as_read(&write, &now);
+                        let read = write.keys_of(&now.settings, now.threaded);
                         if read == write {
                             NapiOutcome::Written
                         } else {
@@ -141,21 +121,13 @@ pub fn apply_napi(plan: &Plan, writer: &mut dyn NapiWriter, this_machine: bool) 
         } else {
             NapiOutcome::NotThisMachine
         };
-        let current = NapiInstance {
-            ifindex: 0,
-            id: view.id,
-            irq: None,
-            pid: None,
-            threaded: view.threaded,
-            settings: view.settings,
-        };
         out.push(NapiChange {
             device: d.bdf.clone(),
             interface: d.name.clone(),
             napi_id: view.id,
             irq: view.irq,
             queue: view.queue,
-            old: as_read(&write, &current),
+            old: write.keys_of(&view.settings, view.threaded),
             new: write,
             result,
         });

@@ -5,39 +5,25 @@ use std::time::Duration;
 /// Parses `<digits><unit>` with unit `ms`, `s`, `m` or `h`; `None` for anything else (spaces,
 /// signs, fractions, missing unit, overflow).
 pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
+    parse_in(text, &[("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000), ("h", 3_600_000_000_000)])
+}
+
+/// `<digits><unit>` with a unit of `units` (each with its length in nanoseconds).
+fn parse_in(text: &str, units: &[(&str, u64)]) -> Option<Duration> {
     let digits_end = text.find(|c: char| !c.is_ascii_digit())?;
     let (digits, unit) = text.split_at(digits_end);
     if digits.is_empty() {
         return None;
     }
     let n: u64 = digits.parse().ok()?;
-    let millis_per_unit: u64 = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        _ => return None,
-    };
-    Some(Duration::from_millis(n.checked_mul(millis_per_unit)?))
+    let (_, nanos) = units.iter().find(|(u, _)| *u == unit)?;
+    Some(Duration::from_nanos(n.checked_mul(*nanos)?))
 }
 
 /// Parses `<digits><unit>` with unit `ns`, `us`, `ms` or `s` (the NAPI timeouts, which the kernel
 /// takes in nanoseconds); `None` for anything else.
 pub(crate) fn parse_fine_duration(text: &str) -> Option<Duration> {
-    let digits_end = text.find(|c: char| !c.is_ascii_digit())?;
-    let (digits, unit) = text.split_at(digits_end);
-    if digits.is_empty() {
-        return None;
-    }
-    let n: u64 = digits.parse().ok()?;
-    let nanos_per_unit: u64 = match unit {
-        "ns" => 1,
-        "us" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        _ => return None,
-    };
-    Some(Duration::from_nanos(n.checked_mul(nanos_per_unit)?))
+    parse_in(text, &[("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000)])
 }
 
 #[cfg(test)]

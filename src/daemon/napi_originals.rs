@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::apply::napi_write::NapiWriter;
 use crate::choices::NapiProfile;
-use crate::devices::napi::NapiThreaded;
 use crate::plan::Plan;
 
 /// One instance's settings before irqwise first wrote them.
@@ -35,7 +34,7 @@ pub(crate) fn note_napi(record: &mut BTreeMap<u32, OriginalNapi>, plan: &Plan) -
     let mut changed = record.len() != before;
     for (d, view) in plan.napi_writes() {
         let Some(p) = &view.profile else { continue };
-        let current = current_of(&p.write, view);
+        let current = p.write.keys_of(&view.settings, view.threaded);
         let entry = record.entry(view.id).or_insert_with(|| {
             changed = true;
             OriginalNapi {
@@ -52,30 +51,6 @@ pub(crate) fn note_napi(record: &mut BTreeMap<u32, OriginalNapi>, plan: &Plan) -
         }
     }
     changed
-}
-
-/// The keys of `write` as `view` has them now.
-fn current_of(write: &NapiProfile, view: &crate::plan::NapiView) -> NapiProfile {
-    let (w, s) = (&write.settings, &view.settings);
-    NapiProfile {
-        settings: crate::devices::napi::NapiSettings {
-            defer_hard_irqs: w.defer_hard_irqs.and(s.defer_hard_irqs),
-            gro_flush_timeout: w.gro_flush_timeout.and(s.gro_flush_timeout),
-            irq_suspend_timeout: w.irq_suspend_timeout.and(s.irq_suspend_timeout),
-        },
-        threaded: write.threaded.and(view.threaded.and_then(mode_of)),
-    }
-}
-
-/// The config's word for a kernel threaded mode.
-fn mode_of(t: NapiThreaded) -> Option<crate::choices::NapiMode> {
-    use crate::choices::NapiMode;
-    match t {
-        NapiThreaded::Disabled => Some(NapiMode::Off),
-        NapiThreaded::Enabled => Some(NapiMode::On),
-        NapiThreaded::BusyPoll => Some(NapiMode::BusyPoll),
-        NapiThreaded::Other(_) => None,
-    }
 }
 
 /// Writes every recorded instance back (those gone since are skipped); logs each failure and
@@ -113,7 +88,7 @@ mod tests {
     use crate::apply::napi_write::NapiWriter;
     use crate::choices::NapiMode;
     use crate::devices::discover::netdev_netlink::NapiSocketError;
-    use crate::devices::napi::{NapiInstance, NapiSettings};
+    use crate::devices::napi::{NapiInstance, NapiSettings, NapiThreaded};
     use crate::plan::napi_profile::NapiProfilePlan;
     use crate::plan::{Action, NapiView};
 
