@@ -7,6 +7,10 @@
 
 #[path = "common/config_text.rs"]
 mod config_text;
+#[path = "common/daemon_fixture.rs"]
+mod daemon_fixture;
+#[path = "common/fixture.rs"]
+mod fixture;
 #[path = "common/memory_devices.rs"]
 mod memory_devices;
 #[path = "common/schema_check.rs"]
@@ -24,6 +28,7 @@ use irqwise::devices::napi::{
     InterfaceState, NapiInstance, NapiSettings, NapiThreaded, NetdevReport, NetdevView, QueueKind, QueueNapi,
 };
 use irqwise::devices::{Device, QueueRole};
+use irqwise::events::Trigger;
 use irqwise::plan::from_sample::{plan_sample, PassMemory};
 use irqwise::plan::{Action, NapiView, Plan};
 use irqwise::sample::Sample;
@@ -313,4 +318,179 @@ fn each_write_is_read_back_and_gone_unverified_and_refused_are_told_apart() {
     assert!(changes
         .iter()
         .all(|c| matches!(&c.result, NapiOutcome::Failed { machine: true, error } if error.contains("not permitted"))));
+}
+
+#[test]
+fn a_kernel_older_than_the_feature_is_said_without_its_netdev_answers_too() {
+    // A snapshot or `--root` of a 6.1 machine keeps no netdev answers (the kernel has no family
+    // to ask), and a 6.3-6.7 kernel has the family without napi-get: neither reports an
+    // instance, and the plan must still say why [napi] is not applied.
+    let cases = [
+        ("6.1.0-41-amd64", NetdevView::NotThisMachine),
+        ("6.5.0-1-amd64", NetdevView::Reported(NetdevReport::default())),
+    ];
+    for (kernel, netdev) in cases {
+        let p = plan(&sample(parse_ok(PROFILE), kernel, netdev));
+        let said: Vec<&String> = p.warnings.iter().filter(|w| w.contains("[napi]")).collect();
+        assert_eq!(said.len(), 1, "{kernel}: {:?}", p.warnings);
+        assert!(said[0].contains("needs 6.13") && said[0].contains(kernel), "{}", said[0]);
+        assert!(p.to_table().contains(&format!("warning: {}", said[0])), "{kernel}: the table says it");
+        let json = serde_json::to_value(&p).unwrap();
+        assert!(json["warnings"].as_array().unwrap().iter().any(|w| w == said[0].as_str()), "{kernel}: --json says it");
+        assert_eq!(p.napi_writes().count(), 0);
+    }
+    // Without [napi], nothing of it.
+    let p = plan(&sample(Config::default(), "6.1.0-41-amd64", NetdevView::NotThisMachine));
+    assert!(!p.warnings.iter().any(|w| w.contains("napi")), "{:?}", p.warnings);
+}
+
+// ---------------------------------------------------------------- the daemon's originals
+
+/// A generic-netlink dump as the kernel sends it: one message per entry (its attributes), then
+/// `NLMSG_DONE`.
+fn genl_dump(messages: &[Vec<(u16, Vec<u8>)>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (seq, attrs) in messages.iter().enumerate() {
+        let mut body = vec![11u8, 1, 0, 0];
+        for (kind, value) in attrs {
+            body.extend_from_slice(&((4 + value.len()) as u16).to_ne_bytes());
+            body.extend_from_slice(&kind.to_ne_bytes());
+            body.extend_from_slice(value);
+            body.resize(body.len().next_multiple_of(4), 0);
+        }
+        out.extend_from_slice(&((16 + body.len()) as u32).to_ne_bytes());
+        out.extend_from_slice(&0x20u16.to_ne_bytes());
+        out.extend_from_slice(&2u16.to_ne_bytes());
+        out.extend_from_slice(&(seq as u32).to_ne_bytes());
+        out.extend_from_slice(&0u32.to_ne_bytes());
+        out.extend_from_slice(&body);
+    }
+    out.extend_from_slice(&20u32.to_ne_bytes());
+    out.extend_from_slice(&3u16.to_ne_bytes());
+    out.extend_from_slice(&[0; 14]);
+    out
+}
+
+/// The daemon fixture's NIC eth1 (ifindex 3) with its 8 queues served by instances `first`..,
+/// each polled from its queue's IRQ and holding `defer` and `suspend`, as netdev netlink dumps
+/// below the root (where a plan of another root reads them).
+fn write_instances(root: &std::path::Path, irqs: &[u32], first: u32, defer: u32, suspend: u64) {
+    use irqwise::devices::discover::netdev_netlink::{CAPTURED_NAPI_GET, CAPTURED_QUEUE_GET};
+    let u32b = |v: u32| v.to_ne_bytes().to_vec();
+    let u64b = |v: u64| v.to_ne_bytes().to_vec();
+    let mut napis = Vec::new();
+    let mut queues = Vec::new();
+    for q in 0..8u32 {
+        let id = first + q;
+        napis.push(vec![
+            (1, u32b(IFINDEX)),
+            (2, u32b(id)),
+            (3, u32b(irqs[q as usize])),
+            (5, u32b(defer)),
+            (6, u64b(0)),
+            (7, u64b(suspend)),
+        ]);
+        for kind in [0, 1] {
+            queues.push(vec![(1, u32b(q)), (2, u32b(IFINDEX)), (3, u32b(kind)), (4, u32b(id))]);
+        }
+    }
+    std::fs::create_dir_all(root.join(CAPTURED_NAPI_GET).parent().unwrap()).unwrap();
+    std::fs::write(root.join(CAPTURED_NAPI_GET), genl_dump(&napis)).unwrap();
+    std::fs::write(root.join(CAPTURED_QUEUE_GET), genl_dump(&queues)).unwrap();
+}
+
+/// The daemon fixture (eth1, ifindex 3) with [napi] `config` and instances 8193.. at the
+/// kernel's defaults; its IRQs.
+fn napi_daemon_root(root: &std::path::Path, cfg: &std::path::Path, config: &str) -> Vec<u32> {
+    let irqs = daemon_fixture::nic_root(root);
+    std::fs::create_dir_all(root.join("sys/class/net/eth1")).unwrap();
+    std::fs::write(root.join("sys/class/net/eth1/ifindex"), format!("{IFINDEX}\n")).unwrap();
+    write_instances(root, &irqs, 8193, 0, 0);
+    daemon_fixture::write_config(cfg, config);
+    irqs
+}
+
+/// The NAPI entries of the daemon's `originals.json`.
+fn napi_originals(root: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(root.join("run/irqwise/originals.json")).unwrap_or_default();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    doc["napi"].as_array().cloned().unwrap_or_default()
+}
+
+const SUSPENDING: &str = "[napi]\ndefer_hard_irqs = 3\nirq_suspend_timeout = \"2ms\"\n";
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_reset_that_renumbers_the_instances_keeps_one_original_per_queue() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = napi_daemon_root(root.path(), cfg.path(), SUSPENDING);
+    let mut d = daemon_fixture::Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    assert_eq!(napi_originals(root.path()).len(), 8, "one entry per instance written");
+    // Three resets (ethtool -L, a link flap): the driver's instances come back under new ids,
+    // at the kernel's defaults.
+    for reset in 1..=3 {
+        write_instances(root.path(), &irqs, 8193 + 8 * reset, 0, 0);
+        d.trigger(Trigger::Reconcile).await;
+    }
+    let kept = napi_originals(root.path());
+    assert_eq!(kept.len(), 8, "at most one entry per queue after 3 resets: {kept:#?}");
+    let ids: BTreeSet<u64> = kept.iter().filter_map(|o| o["napi_id"].as_u64()).collect();
+    assert_eq!(ids, (8217..8225).collect(), "each entry names the instance serving its queue now");
+    d.stop().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_key_removed_from_the_config_is_given_back_and_then_forgotten() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = napi_daemon_root(root.path(), cfg.path(), SUSPENDING);
+    let mut d = daemon_fixture::Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    // The kernel holds what irqwise wrote (a root of another machine is never written: its
+    // answers say it instead).
+    write_instances(root.path(), &irqs, 8193, 3, 2_000_000);
+    daemon_fixture::write_config(cfg.path(), "[napi]\ndefer_hard_irqs = 3\n");
+    d.trigger(Trigger::Reload).await;
+    let kept = napi_originals(root.path());
+    assert!(kept.iter().all(|o| o["settings"]["irq_suspend_timeout"] == 0), "not given back yet: {kept:#?}");
+    let daemon = d.stop().await;
+    for view in daemon.last_plan().devices.iter().flat_map(|d| &d.napi) {
+        let p = view.profile.as_ref().unwrap_or_else(|| panic!("instance {} has no profile", view.id));
+        assert_eq!(p.action, Action::Set, "instance {}: {p:?}", view.id);
+        assert_eq!(
+            (p.write.settings.irq_suspend_timeout, p.write.settings.defer_hard_irqs),
+            (Some(0), None),
+            "instance {}: irq_suspend_timeout written back to what it was before irqwise, defer kept",
+            view.id
+        );
+    }
+    // The plan's JSON says what is given back, as its schema describes.
+    let mut doc = serde_json::to_value(daemon.last_plan()).unwrap();
+    assert_eq!(doc["devices"][0]["napi"][0]["profile"]["restore"], serde_json::json!({"irq_suspend_timeout": 0}));
+    doc["schema"] = serde_json::json!(irqwise::JSON_SCHEMA);
+    let wrong = schema_check::violations(&schema_check::schema("plan"), &doc);
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    // Once the kernel holds the original again, the key leaves the record; the rest stays.
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = napi_daemon_root(root.path(), cfg.path(), SUSPENDING);
+    let mut d = daemon_fixture::Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    write_instances(root.path(), &irqs, 8193, 3, 2_000_000);
+    daemon_fixture::write_config(cfg.path(), "[napi]\ndefer_hard_irqs = 3\n");
+    d.trigger(Trigger::Reload).await;
+    write_instances(root.path(), &irqs, 8193, 3, 0);
+    d.trigger(Trigger::Reconcile).await;
+    let kept = napi_originals(root.path());
+    assert_eq!(kept.len(), 8, "{kept:#?}");
+    assert!(
+        kept.iter()
+            .all(|o| o["settings"].get("irq_suspend_timeout").is_none() && o["settings"]["defer_hard_irqs"] == 0),
+        "irq_suspend_timeout is no longer held, defer_hard_irqs is: {kept:#?}"
+    );
+    // Without [napi] at all, every key goes back, and the record empties once they are.
+    daemon_fixture::write_config(cfg.path(), "");
+    d.trigger(Trigger::Reload).await;
+    write_instances(root.path(), &irqs, 8193, 0, 0);
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(napi_originals(root.path()), Vec::<serde_json::Value>::new());
+    d.stop().await;
 }

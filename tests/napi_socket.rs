@@ -6,11 +6,12 @@
 #[path = "common/skip.rs"]
 mod skip;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::process::Command;
 
 use irqwise::devices::discover::netdev_netlink::{capture_netdev, NapiSocket};
-use irqwise::devices::napi::{NapiInstance, NapiSettings, NapiThreaded};
+use irqwise::devices::napi::{NapiInstance, NapiSettings, NapiSlot, NapiThreaded};
 
 fn run(tool: &str, args: &[&str]) -> Result<(), String> {
     let out = Command::new(tool).args(args).output().map_err(|e| format!("cannot run {tool} {args:?}: {e}"))?;
@@ -111,4 +112,28 @@ fn napi_set_writes_what_napi_get_reads_back_and_refusals_are_typed() {
     let gone = socket.get(ids[0]).expect_err("the veth is deleted");
     assert!(gone.is_gone(), "{gone}");
     assert!(socket.set(ids[0], &want, None).expect_err("gone").is_gone());
+}
+
+#[test]
+fn a_link_flap_renumbers_the_instances_and_each_keeps_its_slot() {
+    let test = "a_link_flap_renumbers_the_instances_and_each_keeps_its_slot";
+    let (veth, ifindex) = match veth_with_napi("rs") {
+        Ok(v) => v,
+        Err(why) => return skip::skip(test, &why),
+    };
+    let slots = || -> BTreeMap<NapiSlot, u32> {
+        let report = capture_netdev().expect("the netdev family answers").report().expect("its answer reads");
+        report.by_slot().into_iter().filter(|((i, _), _)| *i == ifindex).map(|((_, slot), id)| (slot, id)).collect()
+    };
+    let before = slots();
+    if before.is_empty() {
+        return skip::skip(test, "this kernel gives a veth with GRO on no NAPI instance");
+    }
+    run("ip", &["link", "set", &veth.a, "down"]).unwrap();
+    run("ip", &["link", "set", &veth.a, "up"]).unwrap();
+    let after = slots();
+    // The daemon keeps the settings it gives back by slot: the same slots after the reset, each
+    // served by a new instance (6.18's veth renumbers on every flap).
+    assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>(), "{before:?} -> {after:?}");
+    assert!(before.values().all(|id| !after.values().any(|a| a == id)), "renumbered: {before:?} -> {after:?}");
 }

@@ -24,7 +24,8 @@ pub enum NapiOutcome {
     NotThisMachine,
     /// Written, but `napi-get` reads back something else: what it read.
     Unverified { read: NapiProfile },
-    /// `machine`: the socket or the permission failed, so every instance fails alike.
+    /// `machine`: the socket or the permission failed, so every instance fails alike (`error`
+    /// then names no instance: the one problem of them all).
     Failed { error: String, machine: bool },
 }
 
@@ -101,11 +102,11 @@ pub fn apply_napi(plan: &Plan, writer: &mut dyn NapiWriter, this_machine: bool) 
         let result = if this_machine {
             match writer.set(view.id, &write.settings, write.threaded.map(crate::choices::NapiMode::kernel)) {
                 Err(e) if e.is_gone() => NapiOutcome::Gone,
-                Err(e) => NapiOutcome::Failed { error: e.to_string(), machine: e.is_machine_wide() },
+                Err(e) => NapiOutcome::Failed { error: e.problem(), machine: e.is_machine_wide() },
                 Ok(()) => match writer.get(view.id) {
                     Err(e) if e.is_gone() => NapiOutcome::Gone,
                     Err(e) => NapiOutcome::Failed {
-                        error: format!("written, but not read back: {e}"),
+                        error: format!("written, but not read back: {}", e.problem()),
                         machine: e.is_machine_wide(),
                     },
                     Ok(now) => {

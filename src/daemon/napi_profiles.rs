@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::catalog;
 use super::once::{SaidOnce, SaidOnceEach};
 use crate::apply::napi_write::{NapiChange, NapiOutcome};
-use crate::choices::NapiProfile;
+use crate::choices::{NapiMode, NapiProfile};
 use crate::plan::napi_profile::{describe, nanos};
-use crate::plan::{Action, NapiView, Plan};
+use crate::plan::{NapiView, Plan};
 use crate::text::printable;
 
 /// What was written and said, so that drift is told from the kernel's own values and nothing
@@ -42,12 +42,13 @@ impl NapiProfiles {
             for view in &mut d.napi {
                 let Some(p) = view.profile.as_mut() else { continue };
                 if self.left.contains_key(&view.id) {
-                    p.action = Action::Skip;
-                    p.write = NapiProfile::default();
+                    p.leave();
                     continue;
                 }
                 let Some(wrote) = self.written.get(&view.id) else { continue };
-                let changed = changed_keys(wrote, view);
+                // Only what the config still asks is irqwise's to keep: a key given back is not.
+                let wrote = p.desired.keys_of(&wrote.settings, wrote.threaded.map(NapiMode::kernel));
+                let changed = changed_keys(&wrote, view);
                 if changed.is_empty() {
                     continue;
                 }
@@ -60,10 +61,9 @@ impl NapiProfiles {
                         printable(&name),
                         changed.join(", ")
                     );
-                    self.left.insert(view.id, *wrote);
+                    self.left.insert(view.id, wrote);
                     if let Some(p) = view.profile.as_mut() {
-                        p.action = Action::Skip;
-                        p.write = NapiProfile::default();
+                        p.leave();
                     }
                 } else {
                     tracing::info!(
@@ -89,10 +89,15 @@ impl NapiProfiles {
     pub fn record(&mut self, changes: &[NapiChange]) {
         for c in changes {
             let name = c.interface.clone().unwrap_or_else(|| c.device.clone());
+            // The kernel took the request (written, read back otherwise, or the instance gone):
+            // a refusal of the machine has ended, said once.
+            let taken = matches!(c.result, NapiOutcome::Written | NapiOutcome::Gone | NapiOutcome::Unverified { .. });
+            if taken && self.refused.worked() {
+                tracing::info!("NAPI settings can be written again: [napi] is applied");
+            }
             match &c.result {
                 NapiOutcome::Written => {
                     self.failing.worked(&c.napi_id);
-                    self.refused.worked();
                     let entry = self.written.entry(c.napi_id).or_default();
                     *entry = entry.overlay(&c.new);
                     let what = describe(&c.old, &c.new);
@@ -129,7 +134,8 @@ impl NapiProfiles {
                     }
                 }
                 NapiOutcome::Failed { error, machine } => {
-                    // A socket the sandbox refuses fails every instance alike: said once.
+                    // A socket the sandbox refuses fails every instance alike, with the same
+                    // words (they name no instance): said once until it ends.
                     if *machine {
                         if self.refused.failed(error.clone()) {
                             tracing::warn!(
@@ -178,8 +184,10 @@ fn changed_keys(wrote: &NapiProfile, view: &NapiView) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::apply::napi_write::NapiChange;
+    use crate::devices::discover::netdev_netlink::NapiSocketError;
     use crate::devices::napi::NapiSettings;
     use crate::plan::napi_profile::NapiProfilePlan;
+    use crate::plan::Action;
 
     fn profile(defer: u32) -> NapiProfile {
         NapiProfile {
@@ -194,6 +202,8 @@ mod tests {
         let differs = now != 3;
         dp.napi = vec![NapiView {
             id: 8193,
+            ifindex: 3,
+            slot: crate::devices::napi::NapiSlot::Rx(0),
             irq: None,
             queue: Some(0),
             threaded: None,
@@ -202,6 +212,7 @@ mod tests {
             profile: Some(NapiProfilePlan {
                 desired: profile(3),
                 write: if differs { profile(3) } else { NapiProfile::default() },
+                restore: NapiProfile::default(),
                 action: if differs { Action::Set } else { Action::Keep },
                 unsupported: Vec::new(),
             }),
@@ -251,5 +262,78 @@ mod tests {
             news.observe(&mut reloaded, respect);
             assert_eq!(action(&reloaded), Action::Set, "a reload gives it back to the configuration");
         }
+    }
+
+    /// A log sink the test reads.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().map(|mut b| b.extend_from_slice(buf)).ok();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What `f` logs.
+    fn logged(f: impl FnOnce()) -> String {
+        use tracing_subscriber::layer::SubscriberExt;
+        let log = Captured::default();
+        let sink = log.clone();
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(move || sink.clone()));
+        tracing::subscriber::with_default(subscriber, f);
+        let text = log.0.lock().map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+        text
+    }
+
+    /// A kernel stand-in: every `napi-set` fails with `errno`, or none does.
+    struct Refusing(Option<i32>);
+
+    impl crate::apply::napi_write::NapiWriter for Refusing {
+        fn set(
+            &mut self,
+            id: u32,
+            _: &NapiSettings,
+            _: Option<crate::devices::napi::NapiThreaded>,
+        ) -> Result<(), NapiSocketError> {
+            self.0.map_or(Ok(()), |errno| Err(NapiSocketError::Refused { op: "set", id, errno }))
+        }
+
+        fn get(&mut self, id: u32) -> Result<crate::devices::napi::NapiInstance, NapiSocketError> {
+            let settings = NapiSettings { defer_hard_irqs: Some(3), ..NapiSettings::default() };
+            Ok(crate::devices::napi::NapiInstance { ifindex: 3, id, irq: None, pid: None, threaded: None, settings })
+        }
+    }
+
+    #[test]
+    fn a_refused_permission_is_said_once_while_it_lasts_and_once_when_it_ends() {
+        // Four instances to write, pass after pass.
+        let mut four = plan(0);
+        let view = four.devices[0].napi[0].clone();
+        four.devices[0].napi = (8193..8197).map(|id| NapiView { id, ..view.clone() }).collect();
+        let pass = |writer: &mut Refusing| crate::apply::napi_write::apply_napi(&four, writer, true);
+        // Without CAP_NET_ADMIN every instance's napi-set fails alike.
+        let mut sandboxed = Refusing(Some(nix::errno::Errno::EPERM as i32));
+        let mut news = NapiProfiles::default();
+        let text = logged(|| {
+            for _ in 0..3 {
+                news.record(&pass(&mut sandboxed));
+            }
+        });
+        assert_eq!(text.matches("cannot be written").count(), 1, "one line for the condition:\n{text}");
+        // It ends (the capability granted): said once, not per instance or pass.
+        let mut granted = Refusing(None);
+        let text = logged(|| {
+            news.record(&pass(&mut granted));
+            news.record(&pass(&mut granted));
+        });
+        assert_eq!(text.matches("can be written again").count(), 1, "{text}");
+        // It starting again is news again.
+        let text = logged(|| news.record(&pass(&mut sandboxed)));
+        assert_eq!(text.matches("cannot be written").count(), 1, "{text}");
     }
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::napi_originals::{note_napi, restore_napi, OriginalNapi};
+use super::napi_originals::{give_back_napi, note_napi, restore_napi, NapiKey, OriginalNapi};
 use crate::apply::{AffinityWriter, ProcIrq};
 use crate::cpuset::CpuSet;
 use crate::plan::{Action, Plan};
@@ -101,7 +101,7 @@ fn salvage(bytes: &[u8], boot_id: Option<&str>) -> Originals {
     out.threads = whole(&doc, "threads", |o: &OriginalThread| (o.pid, &o.cpus));
     let napi = doc.get("napi").and_then(serde_json::Value::as_array).into_iter().flatten();
     out.napi =
-        napi.filter_map(|v| serde_json::from_value::<OriginalNapi>(v.clone()).ok()).map(|o| (o.napi_id, o)).collect();
+        napi.filter_map(|v| serde_json::from_value::<OriginalNapi>(v.clone()).ok()).map(|o| (o.key(), o)).collect();
     out
 }
 
@@ -130,8 +130,8 @@ pub(crate) struct Originals {
     entries: BTreeMap<u32, Original>,
     xps: BTreeMap<String, OriginalXps>,
     threads: BTreeMap<u32, OriginalThread>,
-    /// NAPI instances' settings, by instance id.
-    napi: BTreeMap<u32, OriginalNapi>,
+    /// NAPI instances' settings, by interface and slot.
+    napi: BTreeMap<NapiKey, OriginalNapi>,
 }
 
 impl Originals {
@@ -165,7 +165,7 @@ impl Originals {
         let entries = file.irqs.into_iter().map(|o| (o.irq, o)).collect();
         let xps = file.xps.into_iter().map(|o| (o.file.clone(), o)).collect();
         let threads = file.threads.into_iter().map(|o| (o.pid, o)).collect();
-        let napi = file.napi.into_iter().map(|o| (o.napi_id, o)).collect();
+        let napi = file.napi.into_iter().map(|o| (o.key(), o)).collect();
         (Originals { boot_id, entries, xps, threads, napi }, None)
     }
 
@@ -196,6 +196,12 @@ impl Originals {
             changed = true;
         }
         changed | self.note_xps(plan) | self.note_threads(plan) | note_napi(&mut self.napi, plan)
+    }
+
+    /// Puts into `plan` the NAPI settings irqwise wrote that the config no longer asks for,
+    /// to be written back to what they were ([`give_back_napi`]).
+    pub(crate) fn give_back_napi(&self, plan: &mut Plan) {
+        give_back_napi(&self.napi, plan);
     }
 
     /// [`Originals::note_plan`] for NAPI threads: the CPUs of every thread about to be moved;
@@ -328,8 +334,10 @@ impl Originals {
             );
         }
         self.restore_threads(root);
-        if root.is_this_machine() {
-            restore_napi(&self.napi, &mut crate::apply::napi_write::HostNapi::default());
+        if root.is_this_machine() && !self.napi.is_empty() {
+            // Which instance serves each slot now: a reset since the last pass renumbered them.
+            let now = crate::devices::discover::netdev_netlink::read_netdev();
+            restore_napi(&self.napi, now.report(), &mut crate::apply::napi_write::HostNapi::default());
         }
         self.clear(root);
     }

@@ -119,6 +119,7 @@ impl Daemon {
             self.stop_fights(&mut planned, &sample, &drift);
         }
         let respect = self.config.global.on_drift == OnDrift::Respect;
+        self.originals.give_back_napi(&mut planned.plan);
         self.records.napi_profiles.observe(&mut planned.plan, respect);
         self.irqbalance.leave_banned(&mut planned.plan);
         self.last_forbidden = planned.forbidden.cpus();

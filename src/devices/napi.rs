@@ -141,6 +141,20 @@ pub struct NetdevReport {
     pub queues: Vec<QueueNapi>,
 }
 
+/// Where a NAPI instance sits on its interface, as a reset leaves it: a driver that renumbers
+/// its instances (`ethtool -L`, a link flap) gives the queue's new instance the same slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NapiSlot {
+    /// It serves receive queue N (its lowest).
+    Rx(u32),
+    /// It serves transmit queue N (its lowest) and no receive queue.
+    Tx(u32),
+    /// It serves no queue the kernel names (a driver that does not link them, as veth): its rank
+    /// by id among the interface's instances that serve none (drivers add them in queue order).
+    Position(u32),
+}
+
 /// Whether and how the kernel reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NetdevView {
@@ -226,6 +240,41 @@ impl<'r> InterfaceNapis<'r> {
     /// The queues instance `napi` serves, ascending.
     pub fn served(&self, napi: u32) -> &[(QueueKind, u32)] {
         self.served.get(&napi).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every instance's slot, by id. Guarantees: every instance has one; instances serving
+    /// queues are told by their lowest queue, the others numbered 0, 1, ... in id order.
+    pub fn slots(&self) -> BTreeMap<u32, NapiSlot> {
+        let mut unlinked = 0;
+        self.by_id
+            .keys()
+            .map(|&id| {
+                let slot = match self.lowest_queue(id) {
+                    Some((QueueKind::Rx, q)) => NapiSlot::Rx(q),
+                    Some((QueueKind::Tx, q)) => NapiSlot::Tx(q),
+                    None => {
+                        unlinked += 1;
+                        NapiSlot::Position(unlinked - 1)
+                    }
+                };
+                (id, slot)
+            })
+            .collect()
+    }
+}
+
+impl NetdevReport {
+    /// The instance now in each slot of each interface, by (ifindex, slot); where two share
+    /// one, the lowest id.
+    pub fn by_slot(&self) -> BTreeMap<(u32, NapiSlot), u32> {
+        let ifindexes: std::collections::BTreeSet<u32> = self.napis.iter().map(|n| n.ifindex).collect();
+        let mut out = BTreeMap::new();
+        for ifindex in ifindexes {
+            for (id, slot) in self.interface(ifindex).slots() {
+                out.entry((ifindex, slot)).or_insert(id);
+            }
+        }
+        out
     }
 }
 

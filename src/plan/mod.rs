@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::choices::StrategyName;
 use crate::cpuset::CpuSet;
-use crate::devices::napi::{NapiSettings, NapiThreaded};
+use crate::devices::napi::{NapiSettings, NapiSlot, NapiThreaded};
 use crate::devices::{DeviceClass, QueueRole, Recognition};
 pub use crate::kernel::nic_resets::ResetRule;
 use crate::strategy::Fallback;
@@ -181,6 +181,13 @@ pub struct DevicePlan {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NapiView {
     pub id: u32,
+    /// Its interface's `ifindex`, and its slot there: what a reset that renumbers the instances
+    /// leaves (the daemon's key for the settings it gives back). Not in the JSON: `queue` and
+    /// the device say it.
+    #[serde(skip)]
+    pub ifindex: u32,
+    #[serde(skip)]
+    pub slot: NapiSlot,
     /// Its IRQ: the one the kernel names, else the IRQ of the queue the kernel says it serves.
     pub irq: Option<u32>,
     /// The lowest receive queue it serves (a transmit queue when it serves none).

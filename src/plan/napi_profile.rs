@@ -25,11 +25,25 @@ pub struct NapiProfilePlan {
     /// The keys to write (`action` is `set` exactly when this is not empty).
     #[serde(skip_serializing_if = "NapiProfile::is_empty")]
     pub write: NapiProfile,
+    /// The keys of `write` the config no longer sets that irqwise wrote: given back to what they
+    /// were before irqwise (the daemon's record of originals; never in `irqwise plan`'s).
+    #[serde(skip_serializing_if = "NapiProfile::is_empty")]
+    pub restore: NapiProfile,
     /// `set`, `keep` (every key it takes is as configured) or `skip` (it takes none of them).
     pub action: Action,
     /// The keys this kernel cannot take, with the release that brought each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unsupported: Vec<Unsupported>,
+}
+
+impl NapiProfilePlan {
+    /// Leaves the instance as it is (another writer's, `on_drift = "respect"`): nothing written
+    /// or given back, `skip`.
+    pub fn leave(&mut self) {
+        self.action = Action::Skip;
+        self.write = NapiProfile::default();
+        self.restore = NapiProfile::default();
+    }
 }
 
 /// A configured key the running kernel does not take.
@@ -46,19 +60,22 @@ const SETTINGS_SINCE: &str = "6.13";
 /// Fills `profile` of every NAPI instance of each NIC of `plan` (`plan.devices[i]` is
 /// `sample.devices[i]`, decided by `policies[i]`) and adds the warnings for keys this kernel
 /// cannot take. Guarantees: nothing is planned for an instance the config sets nothing for, for
-/// a device left alone (`strategy = "leave"`), or a key the kernel does not report.
+/// a device left alone (`strategy = "leave"`), or a key the kernel does not report; when the
+/// config asks something of a placed NIC that no instance can take because the kernel is older
+/// than the feature or cannot be asked, one line for the machine says why, whether or not its
+/// instances are reported (a snapshot of a 6.1 machine keeps no answers; 6.3 to 6.7 have no
+/// `napi-get`; a NIC whose link is down has no instance).
 pub fn plan_napi_settings(plan: &mut Plan, sample: &Sample, policies: &[Policy]) {
     let version = sample.topology.kernel.as_deref().and_then(|k| KernelVersion::parse(k).ok());
-    let mut lacking = false;
+    let too_old = version.is_some_and(|v| v < KernelVersion { major: 6, minor: 13 });
+    let (mut configured, mut taken) = (false, false);
     let mut warnings = Vec::new();
     for (dp, policy) in plan.devices.iter_mut().zip(policies) {
         if policy.napi.is_empty() || dp.strategy == StrategyName::Leave || dp.class != crate::devices::DeviceClass::Nic
         {
             continue;
         }
-        if dp.napi.is_empty() {
-            continue;
-        }
+        configured = true;
         let mut unsupported: Vec<Unsupported> = Vec::new();
         for view in &mut dp.napi {
             let desired = policy.napi_profile(view.queue);
@@ -66,6 +83,7 @@ pub fn plan_napi_settings(plan: &mut Plan, sample: &Sample, policies: &[Policy])
                 continue;
             }
             let planned = plan_instance(view, desired, version);
+            taken |= planned.action != Action::Skip;
             for u in &planned.unsupported {
                 if !unsupported.contains(u) {
                     unsupported.push(*u);
@@ -73,36 +91,29 @@ pub fn plan_napi_settings(plan: &mut Plan, sample: &Sample, policies: &[Policy])
             }
             view.profile = Some(planned);
         }
-        if unsupported.is_empty() {
-            continue;
-        }
-        let only_settings = unsupported.iter().all(|u| u.needs == SETTINGS_SINCE);
-        if only_settings && version.is_some_and(|v| v < KernelVersion { major: 6, minor: 13 }) {
-            lacking = true;
-        } else {
+        if !unsupported.is_empty() {
             warnings.push(unsupported_warning(dp, &unsupported));
         }
     }
-    // The machine's line names no device: it stays the same line (said once) while NICs come,
-    // go and lose their links.
-    if lacking {
-        let running = sample.topology.kernel.as_deref().unwrap_or("an older kernel");
-        warnings
-            .insert(0, format!("[napi] needs {SETTINGS_SINCE} (this kernel is {running}): no NAPI setting is written"));
-    } else if let NetdevView::Unavailable(why) = &sample.netdev {
-        let configured = plan.devices.iter().zip(policies).any(|(dp, p)| {
-            !p.napi.is_empty() && dp.class == crate::devices::DeviceClass::Nic && dp.strategy != StrategyName::Leave
-        });
-        if configured {
-            warnings.insert(
-                0,
-                format!(
-                    "[napi] needs {SETTINGS_SINCE} and the kernel's netdev netlink family, which cannot be asked here ({why}): no NAPI setting is written"
-                ),
-            );
-        }
+    // Nothing taken anywhere for a reason of the machine: its one line instead of the devices'
+    // (it names no device, so it stays the same line, said once, while NICs come, go and lose
+    // their links).
+    if let Some(line) = (configured && !taken).then(|| machine_line(sample, too_old)).flatten() {
+        warnings = vec![line];
     }
     plan.warnings.extend(warnings);
+}
+
+/// The one line saying why no NAPI setting is written on this machine: its netdev family
+/// cannot be asked, or (`too_old`) its kernel is older than the feature; `None` otherwise.
+fn machine_line(sample: &Sample, too_old: bool) -> Option<String> {
+    if let NetdevView::Unavailable(why) = &sample.netdev {
+        return Some(format!(
+            "[napi] needs {SETTINGS_SINCE} and the kernel's netdev netlink family, which cannot be asked here ({why}): no NAPI setting is written"
+        ));
+    }
+    let running = sample.topology.kernel.as_deref().unwrap_or("an older kernel");
+    too_old.then(|| format!("[napi] needs {SETTINGS_SINCE} (this kernel is {running}): no NAPI setting is written"))
 }
 
 /// What one instance gets: the keys that differ and the kernel takes.
@@ -149,7 +160,7 @@ fn plan_instance(view: &NapiView, desired: NapiProfile, version: Option<KernelVe
     } else {
         Action::Skip
     };
-    NapiProfilePlan { desired, write, action, unsupported }
+    NapiProfilePlan { desired, write, restore: NapiProfile::default(), action, unsupported }
 }
 
 /// How many keys `p` sets.
@@ -245,6 +256,10 @@ pub(super) fn render_instance(view: &NapiView) -> Option<String> {
             (Some(_), Some(now)) => format!("threaded {} -> {}", now.as_str(), mode.kernel().as_str()),
             _ => format!("threaded {}", mode.kernel().as_str()),
         });
+    }
+    if !p.restore.is_empty() {
+        let back = describe(&p.restore.keys_of(&view.settings, view.threaded), &p.restore);
+        parts.push(format!("given back to what they were before irqwise: {back}"));
     }
     let state = match p.action {
         Action::Set => "set",

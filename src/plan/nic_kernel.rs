@@ -6,7 +6,7 @@
 
 use super::napi_threads::instance_irq;
 use super::{DevicePlan, NapiView, Plan};
-use crate::devices::napi::{NapiThreaded, NetdevReport};
+use crate::devices::napi::{NapiSlot, NapiThreaded, NetdevReport};
 use crate::devices::{Device, DeviceClass};
 use crate::kernel::nic_resets::{reset_rule, MaskKeeper};
 use crate::kernel::KernelVersion;
@@ -43,10 +43,13 @@ fn napi_views(report: &NetdevReport, dev: &Device, sample: &Sample, dp: &DeviceP
     for interface in &dev.interfaces {
         let Some(ifindex) = sample.interfaces.get(interface).and_then(|s| s.ifindex) else { continue };
         let index = report.interface(ifindex);
+        let slots = index.slots();
         for (rank, n) in index.instances().enumerate() {
             let irq = instance_irq(n.id, Some(rank), Some(&index), dev, dp).map(|(irq, _)| irq);
             out.push(NapiView {
                 id: n.id,
+                ifindex,
+                slot: slots.get(&n.id).copied().unwrap_or(NapiSlot::Position(rank as u32)),
                 irq,
                 queue: index.lowest_queue(n.id).map(|(_, q)| q),
                 threaded: n.threaded,
@@ -107,6 +110,8 @@ mod tests {
         dp.resets = Some(reset_rule("bnxt_en", KernelVersion::parse("6.15").ok()));
         let view = |id, threaded, pid| NapiView {
             id,
+            ifindex: 3,
+            slot: NapiSlot::Position(id - 8193),
             irq: None,
             queue: None,
             threaded,

@@ -110,6 +110,17 @@ impl NapiSocketError {
         }
     }
 
+    /// The failure said without its instance when it fails every instance alike (the same
+    /// problem for each, so said once); as it is otherwise.
+    pub fn problem(&self) -> String {
+        match self {
+            NapiSocketError::Refused { op, errno, .. } if self.is_machine_wide() => {
+                format!("the kernel refused napi-{op}: {}", nix::errno::Errno::from_raw(*errno))
+            }
+            _ => self.to_string(),
+        }
+    }
+
     /// Whether the instance is gone (recreated under another id, or its interface removed).
     pub fn is_gone(&self) -> bool {
         matches!(self, NapiSocketError::Refused { errno, .. } if *errno == nix::errno::Errno::ENOENT as i32)

@@ -7,10 +7,12 @@
 # daemon starts, a [[device.napi]] table with `queues` must override its key on those receive
 # queues only (reload), the profile must be back on the instances within a few seconds of
 # `ethtool -L` (1 queue pair, then 4) and of link down/up, and after SIGTERM (restore_on_exit)
-# every instance must hold the values it had before the daemon (an instance made since: the
-# kernel's defaults), the profile having been on them just before: eth0's first instance and the
-# virtio NIC's rxq 2 are given their own values with `napi set` beforehand so that the restore is
-# per instance (vmxnet3 makes new instances at link up; virtio-net keeps its). Before each
+# every instance must hold the values its queue had before the daemon (the daemon keeps them by
+# interface and queue, or rank where the driver links no queue: an instance made since by a reset
+# gets those of the one it replaced; one of a queue new since, the kernel's defaults), the profile
+# having been on them just before: eth0's first instance and the virtio NIC's rxq 2 are given
+# their own values with `napi set` beforehand so that the restore is per queue (vmxnet3 makes new
+# instances at link up; virtio-net keeps its). Before each
 # event every instance is set back to the kernel's defaults with `napi set`, so only a pass
 # after the event can show the profile (a kernel that keeps per-queue settings across resets,
 # 6.13's persistent NAPI config, would otherwise pass without the daemon). On a kernel without
@@ -76,15 +78,17 @@ np_zero() {
 }
 np_note() { local ifc; for ifc in "$@"; do note "$ifc id:rxq:defer/gro/suspend $(napi list "$ifc" 2>&1 | awk '{ printf "%s:q%s:%s/%s/%s ", $2, $16, $10, $12, $14 }')"; done; }
 # np_restored IFACE...: every instance present holds the values recorded in /tmp/np.orig.IFACE
-# before the daemon started; an instance made since (a new NAPI id) holds that interface's
-# untouched values (its last recorded instance's).
+# before the daemon started for its slot, as the daemon keeps them: the receive queue it serves,
+# else its rank by id among the instances serving none (vmxnet3 links no queue); a slot nobody
+# had before holds that interface's untouched values (its last recorded instance's).
 np_restored() {
   local ifc bad n=0
   for ifc in "$@"; do
     napi list "$ifc" > /tmp/np.now 2>&1 || { REPLY="napi list $ifc: $(cat /tmp/np.now)"; return 1; }
-    bad=$(awk -v ifc="$ifc" 'NR == FNR { v[$2] = $10 " " $12 " " $14; last = v[$2]; next }
-      { have = $10 " " $12 " " $14; want = ($2 in v) ? v[$2] : last
-        if (have != want) { printf "%s instance %s%s: %s, was %s", ifc, $2, ($2 in v) ? "" : " (new)", have, want; exit } }' /tmp/np.orig.$ifc /tmp/np.now)
+    sort -n -k2 /tmp/np.now -o /tmp/np.now; sort -n -k2 /tmp/np.orig.$ifc > /tmp/np.was
+    bad=$(awk -v ifc="$ifc" 'NR == FNR { s = ($16 != -1) ? "q" $16 : "p" pw++; v[s] = $10 " " $12 " " $14; last = v[s]; next }
+      { s = ($16 != -1) ? "q" $16 : "p" pn++; have = $10 " " $12 " " $14; want = (s in v) ? v[s] : last
+        if (have != want) { printf "%s instance %s (%s%s): %s, was %s", ifc, $2, s, (s in v) ? "" : ", new", have, want; exit } }' /tmp/np.was /tmp/np.now)
     [ -z "$bad" ] || { REPLY=$bad; return 1; }
     n=$((n + $(wc -l < /tmp/np.now)))
   done
