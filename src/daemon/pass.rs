@@ -71,7 +71,7 @@ impl Daemon {
             tracing::info!("removed {removed} temporary file(s) left by a process that did not finish");
         }
         let (originals, problem) = Originals::load(&self.root);
-        if let Some(e) = problem {
+        for e in problem.into_iter().chain(originals.unreadable_entries(&self.root)) {
             tracing::warn!("{e}");
         }
         if !originals.is_empty() {
