@@ -479,3 +479,44 @@ fn a_daemon_whose_state_file_cannot_be_read_is_not_taken_for_no_daemon() {
     );
     assert!(!text(&out.stdout).contains("no irqwise daemon runs"), "{}", text(&out.stdout));
 }
+
+#[test]
+fn a_claim_waits_for_the_claims_lock_no_longer_than_its_timeout() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    nic_root(root.path());
+    write_config(cfg.path(), QUIET);
+    // Another process (this one) holds the lock every `claim` takes, and never lets go.
+    let lock = root.path().join("run/irqwise/claims.lock");
+    std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+    let held = std::fs::File::create(&lock).unwrap();
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_irqwise"))
+        .arg("--root")
+        .arg(root.path())
+        .arg("--config")
+        .arg(cfg.path())
+        .args(["claim", "--cpus", "12-13", "--owner", "pod", "--timeout", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A generous bound: the command must have given up long before.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("`irqwise claim --timeout 2` still waits for the claims lock after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}{stderr}", text(&out.stdout));
+    assert!(stderr.contains(&lock.display().to_string()) && stderr.contains("another process holds it"), "{stderr}");
+    assert!(!root.path().join("run/irqwise/claims/pod").exists(), "nothing claimed");
+    // Once the lock is free, the same claim goes through.
+    drop(held);
+    let out = irqwise(root.path(), &["claim", "--cpus", "12-13", "--owner", "pod", "--timeout", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}

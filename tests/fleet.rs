@@ -157,6 +157,41 @@ fn originals_are_restored_after_a_daemon_restart_in_between() {
 }
 
 #[test]
+fn an_original_whose_cpu_list_cannot_be_read_is_said_at_start_and_counted_at_stop() {
+    let root = cpu_root(2, 4, 2, "6.1.0");
+    let mut fx = FixtureRoot::at(root.path());
+    fx.nic(NIC, "ixgbe", "eth0", Some(1), 4, NamingScheme::TxRx);
+    let irqs = fx.irqs_of(NIC).to_vec();
+    for &irq in &irqs {
+        fx.irq_affinity(irq, &cpus("0"));
+    }
+    let cfg = config_with("[global]\nrestore_on_exit = true\n");
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let a = Daemon::start(root.path(), cfg.path(), log.path().to_path_buf());
+    a.kill();
+    // The record of the first daemon, one entry's CPU list damaged (the file still JSON).
+    let file = root.path().join("run/irqwise/originals.json");
+    let mut doc: Value = serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+    let entries = doc["irqs"].as_array_mut().unwrap();
+    let total = entries.len();
+    assert!(total >= 2, "{doc}");
+    let bad = entries[0]["irq"].as_u64().unwrap();
+    entries[0]["cpus"] = Value::from("0-3,zz");
+    fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let b = Daemon::start(root.path(), cfg.path(), log.path().to_path_buf());
+    let text = b.stop();
+    let said = text.lines().find(|l| l.contains(&format!("irq {bad}")) && l.contains("\"0-3,zz\""));
+    assert!(said.is_some_and(|l| l.contains(&file.display().to_string())), "the entry said at start:\n{text}");
+    assert!(
+        text.contains(&format!("restored {} of {total} IRQs", total - 1)) && text.contains("1 unreadable"),
+        "counted honestly at stop:\n{text}"
+    );
+    for &irq in irqs.iter().filter(|&&i| u64::from(i) != bad) {
+        assert_eq!(affinity(root.path(), irq), cpus("0"), "irq {irq} restored");
+    }
+}
+
+#[test]
 fn a_write_that_fails_on_every_pass_is_one_warning_and_a_count() {
     let root = cpu_root(1, 4, 1, "6.1.0");
     let mut fx = FixtureRoot::at(root.path());

@@ -5,6 +5,8 @@
 
 #[path = "common/acceptance.rs"]
 mod acceptance;
+#[path = "common/child_daemon.rs"]
+mod child_daemon;
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
 
@@ -293,4 +295,135 @@ async fn a_root_whose_sys_or_proc_vanishes_makes_the_daemon_degraded_and_says_so
         assert!(state()["degraded"].is_null(), "{top}: back to health: {}", state());
         d.stop().await;
     }
+}
+
+/// A daemon on a fixture root (`daemon_fixture::nic_root`) that leaves a moved IRQ to its
+/// writer and looks for drift every second, so each move makes it name who moved it (the peer
+/// scan of `ROOT/proc`).
+const RESPECT_EVERY_SECOND: &str = "[global]\non_drift = \"respect\"\nreconcile_interval = \"1s\"\n";
+
+/// Waits (60 s at most) until `d`'s state file satisfies `done`; kills the daemon and fails
+/// naming `what` otherwise (a daemon stuck in a read must not hang the test).
+fn await_state(d: child_daemon::Daemon, what: &str, done: impl Fn(&Value) -> bool) -> child_daemon::Daemon {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if done(&d.state()) {
+            return d;
+        }
+        if Instant::now() > deadline {
+            let log = d.log_text();
+            d.kill();
+            panic!("{what}: not within 60 s (the daemon was killed); log:\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Moves the NIC's first IRQ to CPUs 0-1 behind the daemon's back and waits until it is left
+/// to its writer (the pass that did so scanned the processes).
+fn drift_and_wait(d: child_daemon::Daemon, root: &Path, irq: u32) -> child_daemon::Daemon {
+    daemon_fixture::set_affinity(root, irq, &cpus("0-1"));
+    await_state(d, "the moved IRQ left to its writer", |s| {
+        s["left_to_others"].as_array().is_some_and(|l| l.iter().any(|o| o["irq"].as_u64() == Some(u64::from(irq))))
+    })
+}
+
+/// The largest resident size of process `pid` so far, in bytes (`VmHWM` of its status).
+fn peak_resident(pid: i32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap().trim().trim_end_matches("kB").trim();
+    kib.parse::<u64>().unwrap() * 1024
+}
+
+#[test]
+fn other_processes_long_command_lines_cost_the_daemon_a_bounded_read_each() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = daemon_fixture::nic_root(root.path());
+    daemon_fixture::write_config(cfg.path(), RESPECT_EVERY_SECOND);
+    // Forty sleeping processes of a user, sharing one 5 MiB command line (one file, linked):
+    // kept whole, they alone would pass the chart's 128 MiB memory limit.
+    let mut argv = b"sleep\0".to_vec();
+    argv.extend(std::iter::repeat_n(b'x', 5 << 20));
+    argv.push(0);
+    daemon_fixture::process(root.path(), 1000, 1000, "sleep", &argv);
+    let shared = root.path().join("proc/1000/cmdline");
+    for pid in 1001..1040 {
+        daemon_fixture::process(root.path(), pid, 1000, "sleep", b"");
+        let own = root.path().join(format!("proc/{pid}/cmdline"));
+        fs::remove_file(&own).unwrap();
+        fs::hard_link(&shared, own).unwrap();
+    }
+    let d = child_daemon::Daemon::spawn(root.path(), cfg.path(), root.path().join("daemon.log"));
+    let d = await_state(d, "the first pass", |s| s["passes"].as_u64() >= Some(1));
+    let d = drift_and_wait(d, root.path(), irqs[0]);
+    let peak = peak_resident(d.pid().as_raw());
+    assert!(peak < 128 << 20, "the daemon peaked at {} MiB; log:\n{}", peak >> 20, d.log_text());
+    d.stop();
+}
+
+/// A FIFO at `path`.
+fn mkfifo(path: &Path) {
+    nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+}
+
+#[test]
+fn a_fifo_or_an_endless_file_as_a_processs_name_or_command_line_is_refused_without_blocking() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = daemon_fixture::nic_root(root.path());
+    daemon_fixture::write_config(cfg.path(), RESPECT_EVERY_SECOND);
+    let proc = |pid: u32, file: &str| root.path().join(format!("proc/{pid}/{file}"));
+    // Root's processes (they may be peers), each with one file that never ends or never opens.
+    for pid in [2000, 2001, 2002, 2003] {
+        daemon_fixture::process(root.path(), pid, 0, "tuned", b"/usr/sbin/tuned\0-l\0");
+    }
+    for (pid, file) in [(2000, "comm"), (2001, "cmdline")] {
+        fs::remove_file(proc(pid, file)).unwrap();
+        mkfifo(&proc(pid, file));
+    }
+    for (pid, file) in [(2002, "comm"), (2003, "cmdline")] {
+        fs::remove_file(proc(pid, file)).unwrap();
+        symlink("/dev/zero", proc(pid, file)).unwrap();
+    }
+    // The link's target inside the root: the device itself where this test may make one.
+    fs::create_dir_all(root.path().join("dev")).unwrap();
+    let dev_zero = nix::sys::stat::makedev(1, 5);
+    let _ = nix::sys::stat::mknod(
+        &root.path().join("dev/zero"),
+        nix::sys::stat::SFlag::S_IFCHR,
+        nix::sys::stat::Mode::from_bits_truncate(0o666),
+        dev_zero,
+    );
+    let d = child_daemon::Daemon::spawn(root.path(), cfg.path(), root.path().join("daemon.log"));
+    let d = await_state(d, "the first pass", |s| s["passes"].as_u64() >= Some(1));
+    let d = drift_and_wait(d, root.path(), irqs[0]);
+    let peak = peak_resident(d.pid().as_raw());
+    assert!(peak < 128 << 20, "the daemon peaked at {} MiB", peak >> 20);
+    // Stops on SIGTERM (within the helper's 30 s).
+    let log = d.stop();
+    assert!(log.contains("moved from"), "{log}");
+}
+
+#[test]
+fn other_processes_names_are_escaped_and_only_roots_processes_are_peers() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = daemon_fixture::nic_root(root.path());
+    daemon_fixture::write_config(cfg.path(), &format!("{RESPECT_EVERY_SECOND}irqbalance_socket = true\n"));
+    // A user's processes named like peers: they cannot write /proc/irq.
+    daemon_fixture::process(root.path(), 3000, 1000, "irqbalance", b"irqbalance\0--foreground\0");
+    daemon_fixture::process(root.path(), 3001, 1000, "tuned", b"/usr/sbin/tuned\0");
+    // Root's script, whose name holds a line of its own.
+    let script = b"bash\0/opt/set_irq_affinity.sh\nirq 99 of 0000:00:00.0: FORGED\0eth1\0";
+    daemon_fixture::process(root.path(), 3002, 0, "bash", script);
+    let d = child_daemon::Daemon::spawn(root.path(), cfg.path(), root.path().join("daemon.log"));
+    let d = await_state(d, "the first pass", |s| s["passes"].as_u64() >= Some(1));
+    let socket = root.path().join(format!("run/irqbalance/irqbalance{}.sock", d.pid()));
+    assert!(socket.exists(), "a user's process named irqbalance does not keep irqwise from opening its socket");
+    let d = drift_and_wait(d, root.path(), irqs[0]);
+    let owner = d.state()["left_to_others"][0]["owner"].as_str().unwrap_or_default().to_string();
+    let log = d.stop();
+    assert!(!log.contains("irqbalance (pid 3000)"), "a user's process is not irqbalance:\n{log}");
+    assert!(owner.starts_with("set_irq_affinity.sh") && !owner.contains('\n'), "{owner:?}");
+    assert!(!owner.contains("tuned"), "a user's process named tuned is no peer: {owner:?}");
+    let said: Vec<&str> = log.lines().filter(|l| l.contains("FORGED")).collect();
+    assert!(!said.is_empty() && said.iter().all(|l| l.contains("moved from")), "no line of its own:\n{log}");
 }

@@ -117,9 +117,7 @@ fn no_socket_unless_asked_and_never_beside_irqbalance() {
     assert!(!socket_of(root.path(), &d).exists(), "opt-in");
     d.stop();
     // irqbalance runs (as /proc shows it): the socket is its own.
-    let proc = root.path().join("proc/777");
-    std::fs::create_dir_all(&proc).unwrap();
-    std::fs::write(proc.join("comm"), "irqbalance\n").unwrap();
+    daemon_fixture::process(root.path(), 777, 0, "irqbalance", b"/usr/sbin/irqbalance\0--foreground\0");
     write_config(cfg.path(), "[global]\nirqbalance_socket = true\n");
     let d = Daemon::start(root.path(), cfg.path(), root.path().join("daemon2.log"));
     assert!(!socket_of(root.path(), &d).exists());

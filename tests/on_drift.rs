@@ -167,10 +167,7 @@ async fn an_irq_left_to_a_named_peer_is_listed_as_its_own() {
     let irqs = nic_root(root.path());
     write_config(cfg.path(), RESPECT);
     // CRI-O runs on this node (its process, as /proc shows it).
-    let proc = root.path().join("proc/4242");
-    std::fs::create_dir_all(&proc).unwrap();
-    std::fs::write(proc.join("comm"), "crio\n").unwrap();
-    std::fs::write(proc.join("cmdline"), b"/usr/bin/crio\0").unwrap();
+    daemon_fixture::process(root.path(), 4242, 0, "crio", b"/usr/bin/crio\0");
     let mut d = Running::start(root.path(), cfg.path());
     d.wait_passes(1).await;
     set_affinity(root.path(), irqs[0], &set("0-1"));
@@ -194,10 +191,7 @@ async fn a_fight_with_a_named_peer_names_it() {
     let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let irqs = nic_root(root.path());
     // intel-lpmd runs and keeps moving queue 0 to CPUs 0-1 (on_drift = "restore", the default).
-    let proc = root.path().join("proc/5150");
-    std::fs::create_dir_all(&proc).unwrap();
-    std::fs::write(proc.join("comm"), "intel_lpmd\n").unwrap();
-    std::fs::write(proc.join("cmdline"), b"/usr/sbin/intel_lpmd\0--systemd\0").unwrap();
+    daemon_fixture::process(root.path(), 5150, 0, "intel_lpmd", b"/usr/sbin/intel_lpmd\0--systemd\0");
     let mut d = Running::start(root.path(), cfg.path());
     d.wait_passes(1).await;
     let placed = affinity(root.path(), irqs[0]);

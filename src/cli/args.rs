@@ -136,7 +136,8 @@ pub enum Command {
         /// The claim ends when this process exits.
         #[arg(long)]
         pid: Option<u32>,
-        /// Seconds to wait for the daemon to apply the claim; 0: do not wait.
+        /// Seconds to wait for the claims lock, then for the daemon to apply the claim; 0: do not
+        /// wait for the daemon (the lock, held by another claim for milliseconds, up to 1 s).
         #[arg(long, default_value_t = 30, value_name = "SECONDS")]
         timeout: u64,
     },

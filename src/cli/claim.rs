@@ -25,8 +25,11 @@ use crate::topology::Topology;
 /// would wake the daemon's watch).
 const CLAIMS_LOCK: &str = "run/irqwise/claims.lock";
 
-/// How often the state file is polled while waiting.
+/// How often the state file (or the claims lock) is polled while waiting.
 const POLL: Duration = Duration::from_millis(10);
+
+/// The least `claim` waits for the claims lock, even with `--timeout 0`.
+const LOCK_WAIT_AT_LEAST: Duration = Duration::from_secs(1);
 
 /// `irqwise claim`: exit 0 once the daemon holds the claim (or no daemon runs), 2 for a bad
 /// owner, CPU list or pid, 1 when the claim cannot hold (with it, beside the bans, the isolated
@@ -62,7 +65,7 @@ pub fn claim(
         Config::default()
     });
     let claim = Claim { owner: owner.to_string(), cpus, pid, pid_start };
-    let lock = lock_claims(root)?;
+    let lock = lock_claims(root, timeout)?;
     if let Some(refused) = refused_beside_the_others(root, &config, &topo, &claim) {
         return Err(CliError::Failed(format!("{}; not claimed", refused.reason)));
     }
@@ -91,16 +94,34 @@ pub fn claim(
     Ok(outcome)
 }
 
-/// Takes the lock every `claim` holds while it checks the claims and writes its own: released
-/// when dropped (or the process ends).
-fn lock_claims(root: &Root) -> Result<std::fs::File, CliError> {
+/// Takes the lock every `claim` holds while it checks the claims and writes its own, waiting
+/// for it at most `timeout` (and at least [`LOCK_WAIT_AT_LEAST`]: another `claim` holds it for
+/// the milliseconds of its check); released when dropped (or the process ends). Past that, an
+/// error naming the lock file: a process that holds it for good (a hung hook) cannot make
+/// `claim`, and the container start waiting on it, hang.
+fn lock_claims(root: &Root, timeout: Duration) -> Result<std::fs::File, CliError> {
     let rel = Path::new(CLAIMS_LOCK);
     let file = root
         .open_own_file(rel, 0o644)
         .map_err(|(path, e)| CliError::Failed(format!("cannot open {}: {e}", path.display())))?;
-    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
-        .map_err(|e| CliError::Failed(format!("cannot lock {}: {e}", root.path(rel).display())))?;
-    Ok(file)
+    let patience = timeout.max(LOCK_WAIT_AT_LEAST);
+    let deadline = super::deadline_after(patience);
+    loop {
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(file),
+            Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR) if !super::is_past(deadline) => {
+                std::thread::sleep(POLL);
+            }
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                return Err(CliError::Failed(format!(
+                    "cannot lock {} within {} s: another process holds it (another irqwise claim, or one that hangs); nothing claimed",
+                    root.path(rel).display(),
+                    patience.as_secs()
+                )))
+            }
+            Err(e) => return Err(CliError::Failed(format!("cannot lock {}: {e}", root.path(rel).display()))),
+        }
+    }
 }
 
 /// The refusal `claim` would get as the newest claim, beside the live claims of other owners

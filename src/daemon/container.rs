@@ -29,15 +29,7 @@ impl ContainerFacts {
         if !root.is_this_machine() {
             return ContainerFacts { host_pids: true, ..ContainerFacts::default() };
         }
-        let runtime = if root.exists("run/.containerenv") {
-            Some("podman or CRI-O (/run/.containerenv)".to_string())
-        } else if root.exists(".dockerenv") {
-            Some("docker (/.dockerenv)".to_string())
-        } else if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
-            Some("Kubernetes (KUBERNETES_SERVICE_HOST)".to_string())
-        } else {
-            std::env::var("container").ok().map(|c| format!("{c} (the container variable)"))
-        };
+        let runtime = runtime_mark(&|rel| root.exists(rel), &|name| std::env::var_os(name));
         let host_pids = root.read_small_optional("proc/2/comm").ok().flatten().is_some_and(|c| c.trim() == "kthreadd");
         let pci_nics = root
             .list_dir_optional("sys/bus/pci/devices")
@@ -57,6 +49,27 @@ impl ContainerFacts {
         let proc_irq_readonly = nix::sys::statvfs::statvfs(&root.path("proc/irq"))
             .is_ok_and(|s| s.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY));
         ContainerFacts { runtime, host_pids, pci_nics, device_interfaces, proc_irq_readonly }
+    }
+}
+
+/// Characters of the `container` variable kept in the diagnosis.
+const RUNTIME_CHARS: usize = 64;
+
+/// A container runtime's mark, from whether a file exists below the root (`exists`) and the
+/// environment (`var`); `None` on a host. The `container` variable is anyone's text: cut to
+/// [`RUNTIME_CHARS`] characters and escaped ([`crate::text::printable`]), so the line that
+/// names it stays one line in every log format.
+fn runtime_mark(exists: &dyn Fn(&str) -> bool, var: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Option<String> {
+    if exists("run/.containerenv") {
+        Some("podman or CRI-O (/run/.containerenv)".to_string())
+    } else if exists(".dockerenv") {
+        Some("docker (/.dockerenv)".to_string())
+    } else if var("KUBERNETES_SERVICE_HOST").is_some() {
+        Some("Kubernetes (KUBERNETES_SERVICE_HOST)".to_string())
+    } else {
+        let value = var("container")?;
+        let value: String = value.to_string_lossy().chars().take(RUNTIME_CHARS).collect();
+        Some(format!("{} (the container variable)", crate::text::printable(&value)))
     }
 }
 
@@ -103,6 +116,23 @@ mod tests {
         assert!(diagnose(&host_like()).is_empty());
         let host = ContainerFacts { runtime: None, host_pids: false, pci_nics: 2, ..ContainerFacts::default() };
         assert!(diagnose(&host).is_empty(), "a host is never told to use container settings");
+    }
+
+    #[test]
+    fn the_container_variable_is_named_escaped_and_cut() {
+        let none = |_: &str| false;
+        let env = |value: &'static str| move |name: &str| (name == "container").then(|| value.into());
+        assert_eq!(runtime_mark(&none, &|_| None), None, "a host");
+        assert_eq!(runtime_mark(&none, &env("podman")).as_deref(), Some("podman (the container variable)"));
+        let forged = runtime_mark(&none, &env("x\nWARN forged line\x1b[2J")).unwrap();
+        assert_eq!(forged, "x\\x0aWARN forged line\\x1b[2J (the container variable)");
+        let long = runtime_mark(&none, &env(Box::leak("y".repeat(10_000).into_boxed_str()))).unwrap();
+        assert_eq!(long, format!("{} (the container variable)", "y".repeat(RUNTIME_CHARS)));
+        let facts = ContainerFacts { runtime: Some(forged), host_pids: false, ..host_like() };
+        assert!(diagnose(&facts).iter().all(|l| !l.contains('\n')), "{:?}", diagnose(&facts));
+        // The files first, then Kubernetes' variables.
+        let docker = |rel: &str| rel == ".dockerenv";
+        assert_eq!(runtime_mark(&docker, &env("podman")).as_deref(), Some("docker (/.dockerenv)"));
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub(crate) enum OriginalsError {
     /// still read whole kept.
     #[error("{path}: {problem}; {aside}; {kept} entr(ies) that still read whole kept, restored at stop")]
     Damaged { path: PathBuf, problem: String, aside: String, kept: usize },
+    /// One entry whose recorded CPUs are no CPU list: kept in the record, never restored.
+    #[error("{path}: {what}: the recorded CPUs {cpus:?} are not a CPU list: it cannot be restored at stop and is left as irqwise places it")]
+    UnreadableEntry { path: PathBuf, what: String, cpus: String },
 }
 
 /// Where a damaged record is kept aside, relative to the root (the evidence; never read).
@@ -167,6 +170,38 @@ impl Originals {
         let threads = file.threads.into_iter().map(|o| (o.pid, o)).collect();
         let napi = file.napi.into_iter().map(|o| (o.key(), o)).collect();
         (Originals { boot_id, entries, xps, threads, napi }, None)
+    }
+
+    /// Every entry whose recorded CPUs do not read as a CPU list, one error each naming the file,
+    /// the entry and the value: said when the record is loaded, counted at stop.
+    pub(crate) fn unreadable_entries(&self, root: &Root) -> Vec<OriginalsError> {
+        let path = root.path(ORIGINALS_FILE);
+        self.unreadable()
+            .into_iter()
+            .map(|(what, cpus)| OriginalsError::UnreadableEntry { path: path.clone(), what, cpus: cpus.to_string() })
+            .collect()
+    }
+
+    /// The entries (IRQs, `xps_cpus` files, NAPI threads) whose CPUs are no CPU list, as what
+    /// they are and the value.
+    fn unreadable(&self) -> Vec<(String, &str)> {
+        let bad = |cpus: &String| CpuSet::parse_list(cpus).is_err();
+        let irqs = self
+            .entries
+            .values()
+            .filter(|o| bad(&o.cpus))
+            .map(|o| (format!("irq {} of {}", o.irq, o.device), o.cpus.as_str()));
+        let xps = self
+            .xps
+            .values()
+            .filter(|o| bad(&o.cpus))
+            .map(|o| (format!("xps_cpus of tx-{} of {}", o.txq, o.device), o.cpus.as_str()));
+        let threads = self
+            .threads
+            .values()
+            .filter(|o| bad(&o.cpus))
+            .map(|o| (format!("thread {} (pid {})", o.name, o.pid), o.cpus.as_str()));
+        irqs.chain(xps).chain(threads).collect()
     }
 
     /// Records, for every IRQ `plan` is about to write that has no record yet, its current mask;
@@ -310,8 +345,15 @@ impl Originals {
                 }
             }
         }
-        if !todo.is_empty() {
-            tracing::info!("restored {restored} of {} IRQs to the masks they had before irqwise", todo.len());
+        let total = self.entries.len();
+        let unreadable = total - todo.len();
+        if unreadable > 0 {
+            tracing::warn!(
+                "restored {restored} of {total} IRQs to the masks they had before irqwise; {unreadable} unreadable in {} (no CPU list), left as irqwise placed them",
+                root.path(ORIGINALS_FILE).display()
+            );
+        } else if total > 0 {
+            tracing::info!("restored {restored} of {total} IRQs to the masks they had before irqwise");
         }
         let xps = self.restore_xps_list();
         let mut restored = 0;
@@ -327,10 +369,12 @@ impl Originals {
                 ),
             }
         }
-        if !xps.is_empty() {
+        let unreadable = self.xps.len() - xps.len();
+        if !self.xps.is_empty() {
             tracing::info!(
-                "restored the xps_cpus of {restored} of {} tx queues to what they were before irqwise",
-                xps.len()
+                "restored the xps_cpus of {restored} of {} tx queues to what they were before irqwise{}",
+                self.xps.len(),
+                unreadable_note(unreadable)
             );
         }
         self.restore_threads(root);
@@ -360,9 +404,11 @@ impl Originals {
                 }
             }
         }
+        let unreadable = self.threads.values().filter(|o| CpuSet::parse_list(&o.cpus).is_err()).count();
         tracing::info!(
-            "restored {restored} of {} NAPI threads to the CPUs they had before irqwise",
-            self.threads.len()
+            "restored {restored} of {} NAPI threads to the CPUs they had before irqwise{}",
+            self.threads.len(),
+            unreadable_note(unreadable)
         );
     }
 
@@ -385,6 +431,15 @@ impl Originals {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// What a restore line adds for `unreadable` entries of the record: nothing for none.
+fn unreadable_note(unreadable: usize) -> String {
+    if unreadable == 0 {
+        String::new()
+    } else {
+        format!("; {unreadable} unreadable in the record (no CPU list), left as irqwise placed them")
     }
 }
 
@@ -508,6 +563,37 @@ mod tests {
         // The thread ended (its plan lists it no more): its record goes.
         assert!(again.note_plan(&plan("0000:01:00.0", &[(30, "2", "2")]), &gone));
         assert!(again.is_empty());
+    }
+
+    #[test]
+    fn an_entry_whose_cpus_are_no_cpu_list_is_named_once_loaded_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        std::fs::create_dir_all(dir.path().join("run/irqwise")).unwrap();
+        let text = r#"{"schema": 1, "boot_id": null, "irqs": [
+            {"irq": 30, "device": "0000:41:00.0", "name": "q0", "cpus": "0-3"},
+            {"irq": 31, "device": "0000:41:00.0", "name": "q1", "cpus": "0-3,zz"}],
+            "threads": [{"device": "0000:41:00.0", "pid": 9, "name": "napi/eth0-1", "cpus": "x"}]}"#;
+        std::fs::write(dir.path().join(ORIGINALS_FILE), text).unwrap();
+        let (mut originals, error) = Originals::load(&root);
+        assert!(error.is_none(), "{error:?}");
+        let said: Vec<String> = originals.unreadable_entries(&root).iter().map(ToString::to_string).collect();
+        assert_eq!(said.len(), 2, "{said:#?}");
+        let file = root.path(ORIGINALS_FILE).display().to_string();
+        assert!(
+            said[0].starts_with(&file) && said[0].contains("irq 31 of 0000:41:00.0") && said[0].contains("\"0-3,zz\"")
+        );
+        assert!(said[1].contains("thread napi/eth0-1 (pid 9)") && said[1].contains("\"x\""), "{}", said[1]);
+        // Kept: the IRQ is not recorded again (with irqwise's own mask), and counted at stop.
+        assert_eq!(originals.len(), 3);
+        originals.note_plan(&plan("0000:41:00.0", &[(31, "2", "5")]), &|_| true);
+        assert_eq!(originals.entries.get(&31).map(|o| o.cpus.as_str()), Some("0-3,zz"), "not recorded again");
+        assert_eq!(originals.restore_list(), vec![(30, set("0-3"))]);
+        originals.save(&root).unwrap();
+        let again = Originals::load(&root).0.unreadable_entries(&root);
+        assert_eq!(again.len(), 1, "saved as it was (the thread ended): {again:?}");
+        assert_eq!(unreadable_note(0), "");
+        assert!(unreadable_note(2).starts_with("; 2 unreadable"));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use super::fights::FightNews;
 use super::ledger::{others_drift, Drift};
 use super::originals::{Originals, ORIGINALS_FILE};
 use super::peers::process_exists;
-use super::peers::{irq_writer_runs, known_irq_writer, likely_writer, running_peers};
+use super::peers::{irq_writer_runs, known_irq_writer, likely_writer, running_peers, what_it_writes};
 use super::record::{Applied, PassOutcome};
 use super::respect::{classify, DriftCause, KernelDefaults, RespectNews};
 use super::state::STATE_FILE;
@@ -71,7 +71,7 @@ impl Daemon {
             tracing::info!("removed {removed} temporary file(s) left by a process that did not finish");
         }
         let (originals, problem) = Originals::load(&self.root);
-        if let Some(e) = problem {
+        for e in problem.into_iter().chain(originals.unreadable_entries(&self.root)) {
             tracing::warn!("{e}");
         }
         if !originals.is_empty() {
@@ -201,7 +201,7 @@ impl Daemon {
                 FightNews::Stopped(f) => {
                     let who = f.writer.as_ref().map_or_else(
                         || "no known IRQ tuner runs (a script, another daemon?)".to_string(),
-                        |(pid, name)| format!("{name} (pid {pid}) runs and writes IRQ affinities"),
+                        |(pid, name)| format!("{name} (pid {pid}) runs and writes {}", what_it_writes(name)),
                     );
                     tracing::warn!(
                         message_id = super::catalog::FIGHT_DETECTED,

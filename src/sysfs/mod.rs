@@ -257,12 +257,34 @@ impl Root {
         with_mode: bool,
     ) -> Result<(Vec<u8>, u32), SysfsError> {
         self.note(rel, Access::Read);
-        let trusted = !with_mode && self.in_kernel_fs(rel);
-        let read = self.open(rel, OFlags::RDONLY | OFlags::NONBLOCK).and_then(|fd| {
-            let r = if trusted { open::unchecked(fd) } else { open::regular_file(fd)? };
+        let read = self.open_regular(rel, with_mode).and_then(|r| {
             let mode = r.mode;
             open::read_capped(r, limit, first_read).map(|bytes| (bytes, mode))
         });
+        read.map_err(|source| SysfsError::Read { path: self.path(rel), source })
+    }
+
+    /// `rel` opened for reading without blocking, refused unless a regular file (`fstat`),
+    /// which a file of a kernel file system of the root is without asking, unless `with_mode`
+    /// wants its mode.
+    fn open_regular(&self, rel: &Path, with_mode: bool) -> io::Result<open::Regular> {
+        let trusted = !with_mode && self.in_kernel_fs(rel);
+        let fd = self.open(rel, OFlags::RDONLY | OFlags::NONBLOCK)?;
+        if trusted {
+            Ok(open::unchecked(fd))
+        } else {
+            open::regular_file(fd)
+        }
+    }
+
+    /// The first `limit` bytes of regular file `rel` (all of a shorter one; the rest of a longer
+    /// one neither read nor kept): for files another process makes as long as it likes, of which
+    /// a reader needs the start (`proc/PID/cmdline`). Inside the root, never blocking, never a
+    /// FIFO or device, like every read.
+    pub(crate) fn read_start(&self, rel: impl AsRef<Path>, limit: u64) -> Result<Vec<u8>, SysfsError> {
+        let rel = rel.as_ref();
+        self.note(rel, Access::Read);
+        let read = self.open_regular(rel, false).and_then(|r| open::read_start(r, limit));
         read.map_err(|source| SysfsError::Read { path: self.path(rel), source })
     }
 

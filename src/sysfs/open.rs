@@ -181,6 +181,15 @@ pub(super) fn read_capped(r: Regular, limit: u64, first_read: usize) -> io::Resu
     Ok(bytes)
 }
 
+/// Reads the first `limit` bytes of `r` (all of a shorter file): a longer file is no error, its
+/// rest is neither read nor kept. For other processes' files, of which a reader needs only the
+/// start (`/proc/PID/cmdline`, which a process makes as long as it likes).
+pub(super) fn read_start(r: Regular, limit: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    r.file.take(limit).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Reads the regular file at `path` (links followed, as for any file an administrator names):
 /// without blocking on a FIFO, refusing devices and sockets, at most `limit` bytes. For files
 /// outside a root: the configuration and the daemon's own state.

@@ -112,12 +112,24 @@ impl Daemon {
     /// SIGTERM and wait for the exit (deadline 30 s); the log.
     pub fn stop(mut self) -> String {
         self.signal(Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "no exit after SIGTERM");
-            std::thread::sleep(Duration::from_millis(10));
+        if !self.exits_within(Duration::from_secs(30)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            panic!("no exit within 30 s of SIGTERM (killed); log:\n{}", self.log_text());
         }
         self.log_text()
+    }
+
+    /// Whether the process exits within `patience`.
+    fn exits_within(&mut self, patience: Duration) -> bool {
+        let deadline = Instant::now() + patience;
+        while self.child.try_wait().unwrap().is_none() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
     }
 
     /// SIGKILL: nothing restored, the state file left behind.
@@ -129,9 +141,13 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
+        // A daemon that does not heed SIGTERM (a failing test) is killed, never waited for forever.
         if let Ok(None) = self.child.try_wait() {
             let _ = kill(self.pid(), Signal::SIGTERM);
-            let _ = self.child.wait();
+            if !self.exits_within(Duration::from_secs(30)) {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+            }
         }
     }
 }

@@ -127,6 +127,16 @@ impl Hotplug {
     }
 }
 
+/// Process `pid` as `DIR/proc` shows it: its `comm`, its `cmdline` (words NUL-terminated) and
+/// the `Uid:` line of its `status` (real, effective, saved, file system: all `uid`).
+pub fn process(dir: &Path, pid: u32, uid: u32, comm: &str, cmdline: &[u8]) {
+    let proc = dir.join(format!("proc/{pid}"));
+    fs::create_dir_all(&proc).unwrap();
+    fs::write(proc.join("comm"), format!("{comm}\n")).unwrap();
+    fs::write(proc.join("cmdline"), cmdline).unwrap();
+    fs::write(proc.join("status"), format!("Name:\t{comm}\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n")).unwrap();
+}
+
 /// Writes `DIR/etc/irqwise/irqwise.toml` with `text`.
 pub fn write_config(cfg: &Path, text: &str) {
     let main = cfg.join("etc/irqwise/irqwise.toml");
