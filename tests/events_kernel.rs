@@ -76,6 +76,7 @@ fn sources(uevents: bool, rtnetlink: bool, recv_buffer_bytes: usize, capacity: u
         recv_buffer_bytes,
         channel_capacity: capacity,
         watch_files: Vec::new(),
+        watch_config: None,
     }
 }
 

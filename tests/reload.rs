@@ -1,7 +1,11 @@
 //! `irqwise reload --pid PID` (the unit's `ExecReload=`) against the real `irqwise run` on a
 //! fixture root: a valid configuration is applied by the time the command returns; an invalid
 //! one fails with exit 2 and every error on stderr, and the daemon is not signalled; a process
-//! that is not irqwise is never signalled.
+//! that is not irqwise is never signalled. With `run --watch-config`, a change of anything the
+//! loader reads reloads without a signal: a ConfigMap's `..data` swap (drop-ins or main file),
+//! `conf.d` made after start, made again, renamed into place or a re-pointed link, the main
+//! file's link target edited, a drop-in named with a leading dot, a change lost in an inotify
+//! queue overflow.
 
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
@@ -13,6 +17,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use daemon_fixture::{affinities, nic_root, write_config};
+use irqwise::cpuset::CpuSet;
 use serde_json::Value;
 
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -62,7 +67,10 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid() as i32), nix::sys::signal::SIGTERM);
+        let pid = nix::unistd::Pid::from_raw(self.pid() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::SIGTERM);
+        // A test that stopped it (SIGSTOP) and failed before continuing it.
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::SIGCONT);
         let _ = self.0.wait();
     }
 }
@@ -229,6 +237,8 @@ fn configmap_update(dir: &Path, version: u32, files: &[(&str, &str)]) {
             std::os::unix::fs::symlink(format!("..data/{name}"), &link).unwrap();
         }
     }
+    // The previous version's directory goes.
+    let _ = std::fs::remove_dir_all(dir.join(format!("..2026_12_06_{:02}", version.saturating_sub(1))));
 }
 
 #[test]
@@ -268,4 +278,194 @@ fn without_watch_config_a_changed_file_waits_for_a_signal() {
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(state(root.path()).unwrap()["passes"], passes, "no pass without the flag");
     assert!(affinities(root.path(), &irqs).values().all(|c| !c.contains(4)));
+}
+
+/// The CPUs the daemon's last plan gives each IRQ (its state file's `desired` lists).
+fn planned(s: &Value) -> Vec<CpuSet> {
+    let devices = s["plan"]["devices"].as_array().into_iter().flatten();
+    let irqs = devices.flat_map(|d| d["irqs"].as_array().into_iter().flatten());
+    irqs.filter_map(|i| i["desired"].as_str()).filter_map(|l| CpuSet::parse_list(l).ok()).collect()
+}
+
+/// Whether the last plan keeps every IRQ off the CPUs `off` and puts one on each of `on`.
+fn plans(s: &Value, off: &[u32], on: &[u32]) -> bool {
+    let plan = planned(s);
+    !plan.is_empty()
+        && plan.iter().all(|c| off.iter().all(|&cpu| !c.contains(cpu)))
+        && on.iter().all(|&cpu| plan.iter().any(|c| c.contains(cpu)))
+}
+
+/// `irqwise run --watch-config` on the NIC root, with the configuration under `cfg` banning
+/// CPU 4 (checked on the IRQs); returns the daemon and the NIC's IRQs.
+fn watching(root: &Path, cfg: &Path) -> (Daemon, Vec<u32>) {
+    let irqs = nic_root(root);
+    let d = Daemon::start_with(root, cfg, &["--watch-config"]);
+    let at_start = affinities(root, &irqs);
+    assert!(plans(&state(root).unwrap(), &[4], &[5]), "CPU 4 banned at start: {at_start:?}");
+    (d, irqs)
+}
+
+/// Waits until the daemon, without a signal, plans with a configuration that bans `banned` and
+/// not `freed`, then checks the IRQs are there.
+fn wait_bans(root: &Path, irqs: &[u32], banned: u32, freed: u32, after: &str) {
+    wait_plan(root, &[banned], &[freed], after);
+    let now = affinities(root, irqs);
+    assert!(now.values().all(|c| !c.contains(banned)), "{after}: CPU {banned} used: {now:?}");
+    assert!(now.values().any(|c| c.contains(freed)), "{after}: CPU {freed} unused: {now:?}");
+}
+
+/// Waits until the daemon's last plan keeps the IRQs off `off` and uses each of `on`.
+fn wait_plan(root: &Path, off: &[u32], on: &[u32], after: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    while !state(root).is_some_and(|s| plans(&s, off, on)) {
+        let s = state(root).unwrap_or_default();
+        assert!(
+            Instant::now() < deadline,
+            "{after}: no plan off CPUs {off:?} and on {on:?} within {PATIENCE:?}; the last: {:?}, reloads {}, triggers {}",
+            planned(&s),
+            s["counters"]["reloads"],
+            s["triggers"]
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Writes `text` to `path` as an editor does: a temporary name beside it, renamed over it.
+fn write_atomically(path: &Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+const BAN_4: &str = "[global]\nbanned_cpus = \"4\"\n";
+const BAN_5: &str = "[global]\nbanned_cpus = \"5\"\n";
+
+#[test]
+fn with_watch_config_a_drop_in_directory_made_after_start_is_watched() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_config(cfg.path(), BAN_4);
+    let (_d, irqs) = watching(root.path(), cfg.path());
+    let dropins = cfg.path().join("etc/irqwise/conf.d");
+    std::fs::create_dir(&dropins).unwrap();
+    write_atomically(&dropins.join("50-fleet.toml"), BAN_5);
+    wait_bans(root.path(), &irqs, 5, 4, "conf.d made after start");
+}
+
+#[test]
+fn with_watch_config_a_drop_in_directory_removed_and_made_again_is_watched() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let dropins = cfg.path().join("etc/irqwise/conf.d");
+    std::fs::create_dir_all(&dropins).unwrap();
+    std::fs::write(dropins.join("50-fleet.toml"), BAN_4).unwrap();
+    let (_d, irqs) = watching(root.path(), cfg.path());
+    std::fs::remove_dir_all(&dropins).unwrap();
+    wait_plan(root.path(), &[], &[4, 5], "conf.d removed");
+    // Written once the removal is read: its events follow the removal's in the watch's queue.
+    write_config(cfg.path(), BAN_5);
+    wait_bans(root.path(), &irqs, 5, 4, "the main file written");
+    std::fs::create_dir(&dropins).unwrap();
+    write_atomically(&dropins.join("50-fleet.toml"), BAN_4);
+    wait_bans(root.path(), &irqs, 4, 5, "conf.d made again");
+}
+
+#[test]
+fn with_watch_config_a_drop_in_directory_renamed_into_place_is_read() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let etc = cfg.path().join("etc/irqwise");
+    std::fs::create_dir_all(etc.join("conf.d")).unwrap();
+    std::fs::write(etc.join("conf.d/50-fleet.toml"), BAN_4).unwrap();
+    let (_d, irqs) = watching(root.path(), cfg.path());
+    std::fs::create_dir(etc.join("conf.d.new")).unwrap();
+    std::fs::write(etc.join("conf.d.new/50-fleet.toml"), BAN_5).unwrap();
+    std::fs::rename(etc.join("conf.d"), etc.join("conf.d.old")).unwrap();
+    std::fs::rename(etc.join("conf.d.new"), etc.join("conf.d")).unwrap();
+    wait_bans(root.path(), &irqs, 5, 4, "conf.d renamed into place");
+    // The directory renamed away is not the configuration's any more.
+    std::fs::write(etc.join("conf.d.old/50-fleet.toml"), BAN_4).unwrap();
+    std::fs::write(etc.join("conf.d/60-more.toml"), "[global]\nbanned_cpus = \"5,6\"\n").unwrap();
+    wait_bans(root.path(), &irqs, 6, 4, "a drop-in added to the new conf.d");
+}
+
+#[test]
+fn with_watch_config_a_re_pointed_drop_in_directory_link_is_followed() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let etc = cfg.path().join("etc/irqwise");
+    for (dir, text) in [("fleet-a", BAN_4), ("fleet-b", BAN_5)] {
+        std::fs::create_dir_all(etc.join(dir)).unwrap();
+        std::fs::write(etc.join(dir).join("50-fleet.toml"), text).unwrap();
+    }
+    std::os::unix::fs::symlink("fleet-a", etc.join("conf.d")).unwrap();
+    let (_d, irqs) = watching(root.path(), cfg.path());
+    // `ln -sfn fleet-b conf.d`, atomically.
+    std::os::unix::fs::symlink("fleet-b", etc.join("conf.d.tmp")).unwrap();
+    std::fs::rename(etc.join("conf.d.tmp"), etc.join("conf.d")).unwrap();
+    wait_bans(root.path(), &irqs, 5, 4, "conf.d re-pointed");
+    std::fs::write(etc.join("fleet-b/50-fleet.toml"), BAN_4).unwrap();
+    wait_bans(root.path(), &irqs, 4, 5, "a drop-in of the new target edited");
+}
+
+#[test]
+fn with_watch_config_an_edit_of_the_main_files_link_target_is_seen() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let shared = cfg.path().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::create_dir_all(cfg.path().join("etc/irqwise")).unwrap();
+    std::fs::write(shared.join("irqwise.toml"), BAN_4).unwrap();
+    std::os::unix::fs::symlink(shared.join("irqwise.toml"), cfg.path().join("etc/irqwise/irqwise.toml")).unwrap();
+    let (_d, irqs) = watching(root.path(), cfg.path());
+    std::fs::write(shared.join("irqwise.toml"), BAN_5).unwrap();
+    wait_bans(root.path(), &irqs, 5, 4, "the main file's target edited in place");
+}
+
+#[test]
+fn with_watch_config_a_configmap_update_of_the_main_file_reloads() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let etc = cfg.path().join("etc/irqwise");
+    configmap_update(&etc, 1, &[("irqwise.toml", BAN_4)]);
+    let (_d, irqs) = watching(root.path(), cfg.path());
+    configmap_update(&etc, 2, &[("irqwise.toml", BAN_5)]);
+    wait_bans(root.path(), &irqs, 5, 4, "the ConfigMap's ..data swapped");
+    configmap_update(&etc, 3, &[("irqwise.toml", BAN_4)]);
+    wait_bans(root.path(), &irqs, 4, 5, "swapped again");
+}
+
+#[test]
+fn with_watch_config_a_drop_in_whose_name_starts_with_a_dot_is_watched_as_it_is_read() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_config(cfg.path(), BAN_4);
+    let dropins = cfg.path().join("etc/irqwise/conf.d");
+    std::fs::create_dir_all(&dropins).unwrap();
+    let (_d, irqs) = watching(root.path(), cfg.path());
+    std::fs::write(dropins.join(".60-local.toml"), BAN_5).unwrap();
+    wait_bans(root.path(), &irqs, 5, 4, "a dot-named drop-in written");
+    let s = state(root.path()).unwrap();
+    let read = s["config_sources"].as_array().unwrap();
+    assert!(read.iter().any(|p| p.as_str().is_some_and(|p| p.ends_with("/.60-local.toml"))), "{s}");
+}
+
+#[test]
+fn with_watch_config_a_change_lost_in_an_inotify_queue_overflow_is_reloaded() {
+    let limit: usize =
+        std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events").unwrap().trim().parse().unwrap();
+    if limit > 1 << 20 {
+        eprintln!("skipped: fs.inotify.max_queued_events is {limit}; overflowing it would take too long");
+        return;
+    }
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let dropins = cfg.path().join("etc/irqwise/conf.d");
+    std::fs::create_dir_all(&dropins).unwrap();
+    std::fs::write(dropins.join("50-fleet.toml"), BAN_4).unwrap();
+    let (d, irqs) = watching(root.path(), cfg.path());
+    let pid = nix::unistd::Pid::from_raw(d.pid() as i32);
+    // Stopped, the daemon reads no event: the queue fills with changes of no interest (a write
+    // is one MODIFY event; two files written in turn, so that the kernel merges none), and the
+    // drop-in's change is lost.
+    nix::sys::signal::kill(pid, nix::sys::signal::SIGSTOP).unwrap();
+    let mut junk = [".junk-a", ".junk-b"].map(|n| std::fs::File::create(dropins.join(n)).unwrap());
+    for i in 0..limit + 100 {
+        std::io::Write::write_all(&mut junk[i % 2], b"x").unwrap();
+    }
+    std::fs::write(dropins.join("50-fleet.toml"), BAN_5).unwrap();
+    nix::sys::signal::kill(pid, nix::sys::signal::SIGCONT).unwrap();
+    wait_bans(root.path(), &irqs, 5, 4, "the queue overflowed");
 }

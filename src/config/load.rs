@@ -3,7 +3,7 @@
 //! merging the files read is [`super::merge`].
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -120,8 +120,15 @@ fn read_config_file(path: &Path) -> Result<String, ConfigError> {
     })
 }
 
-/// The `*.toml` drop-ins that apply, in lexical order of file name, and those masked. A missing
-/// directory contributes nothing.
+/// Whether a file of this name in a drop-in directory is read: `*.toml` (`.toml` alone is not;
+/// a name starting with a dot is read like any other). The one rule of the loader and of
+/// `run --watch-config`'s watch.
+pub fn is_dropin_name(name: &OsStr) -> bool {
+    Path::new(name).extension().is_some_and(|ext| ext == "toml")
+}
+
+/// The drop-ins that apply ([`is_dropin_name`], not a directory), in lexical order of file
+/// name, and those masked. A missing directory contributes nothing.
 fn find_dropins(dirs: &[PathBuf], errors: &mut Vec<ConfigError>) -> (Vec<PathBuf>, Vec<Masked>) {
     let mut by_name: BTreeMap<OsString, PathBuf> = BTreeMap::new();
     let mut masked = Vec::new();
@@ -143,7 +150,7 @@ fn find_dropins(dirs: &[PathBuf], errors: &mut Vec<ConfigError>) -> (Vec<PathBuf
         }
         for name in names {
             let path = dir.join(&name);
-            if Path::new(&name).extension().is_none_or(|ext| ext != "toml") || path.is_dir() {
+            if !is_dropin_name(&name) || path.is_dir() {
                 continue;
             }
             if let Some(lower) = by_name.insert(name, path.clone()) {

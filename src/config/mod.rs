@@ -38,7 +38,7 @@ pub use glob::Glob;
 pub use glob::GlobError;
 pub(crate) use load::machine_shape;
 pub use load::LoadError;
-pub use load::{check, check_files, load, load_config, load_config_with_warnings, ConfigPaths};
+pub use load::{check, check_files, is_dropin_name, load, load_config, load_config_with_warnings, ConfigPaths};
 
 pub use merge::CheckReport;
 pub use merge::Masked;

@@ -299,14 +299,11 @@ impl Daemon {
         if self.config.global.irqbalance_socket {
             self.open_irqbalance_socket();
         }
-        let mut watch_files = sources::isolation_files(&self.root);
-        if self.watch_config {
-            watch_files.extend(sources::config_files(&self.paths));
-        }
         let events = EventConfig {
             reconcile_interval: Some(self.config.global.reconcile_interval),
             kernel_timer: true,
-            watch_files,
+            watch_files: sources::isolation_files(&self.root),
+            watch_config: self.watch_config.then(|| sources::config_watch(&self.paths)),
             ..EventConfig::default()
         };
         let (_sources, triggers) = sources::start(events, &self.reconcile)?;

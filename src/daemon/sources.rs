@@ -4,6 +4,7 @@
 use tokio::sync::{mpsc, watch};
 
 use super::DaemonError;
+use crate::events::config_watch::{self, ConfigWatchSpec};
 use crate::events::inotify::{WatchHow, WatchTarget};
 use crate::events::{EventConfig, EventSources, EventsError, Trigger};
 use crate::sysfs::Root;
@@ -25,12 +26,14 @@ pub(crate) fn isolation_files(root: &Root) -> Vec<WatchTarget> {
     targets
 }
 
-/// The configuration's files for `run --watch-config`: the main file and every drop-in
-/// directory (a ConfigMap volume's `..data` swap included).
-pub(crate) fn config_files(paths: &crate::config::ConfigPaths) -> Vec<WatchTarget> {
-    let mut targets = vec![WatchTarget { path: paths.main.clone(), how: WatchHow::ConfigFile }];
-    targets.extend(paths.dropin_dirs.iter().map(|d| WatchTarget { path: d.clone(), how: WatchHow::ConfigDir }));
-    targets
+/// What the loader reads, for `run --watch-config`: the main file, the drop-in directories and
+/// the loader's own rule for drop-in names.
+pub(crate) fn config_watch(paths: &crate::config::ConfigPaths) -> ConfigWatchSpec {
+    ConfigWatchSpec {
+        main: paths.main.clone(),
+        dropin_dirs: paths.dropin_dirs.clone(),
+        dropin_name: crate::config::is_dropin_name,
+    }
 }
 
 /// Starts the sources; a netlink source that cannot be opened (not root, no netlink in this
@@ -57,6 +60,12 @@ pub(super) fn start(
             {
                 tracing::warn!("{e}; isolation changes are seen by the reconcile timer only");
                 events.watch_files.clear();
+            }
+            Err(e @ (EventsError::ConfigWatch(_) | EventsError::Register { what: config_watch::DESCRIPTOR, .. }))
+                if events.watch_config.is_some() =>
+            {
+                tracing::warn!("{e}; configuration changes are applied by `irqwise reload` only");
+                events.watch_config = None;
             }
             Err(e) => return Err(e.into()),
         }

@@ -7,7 +7,8 @@
 //! [`WatchHow::Itself`] is seen when the kernel reports a modification of it (kernfs files report
 //! only what their owner notifies; the reconcile timer covers the rest); a cgroup tree watched
 //! [`WatchHow::CgroupTree`] is seen as [`super::cgroup_tree`] says. Every change becomes one
-//! [`Trigger::Isolation`]; a queue overflow becomes one too.
+//! [`Trigger::Isolation`]; a queue overflow becomes one too. (The configuration's files have a
+//! watch of their own: [`super::config_watch`].)
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -25,10 +26,6 @@ use tokio::sync::mpsc;
 use super::cgroup_tree::{self, is_partition, is_partition_file, PARTITION_FILE};
 use super::{EventsError, Trigger};
 
-/// The link a Kubernetes ConfigMap volume replaces (by a rename) on every update; the files are
-/// links through it.
-const CONFIGMAP_DATA: &str = "..data";
-
 /// How a file is watched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WatchHow {
@@ -42,13 +39,6 @@ pub enum WatchHow {
     /// `path` is the top of the cgroup v2 tree: every cgroup's partition file, and cgroups
     /// created later ([`super::cgroup_tree`]).
     CgroupTree,
-    /// A configuration drop-in directory: every file as [`WatchHow::EveryFile`], and the
-    /// `..data` link a Kubernetes ConfigMap volume swaps atomically on each update. Its changes
-    /// are [`Trigger::Config`].
-    ConfigDir,
-    /// A configuration file, through its directory as [`WatchHow::InDirectory`]; its changes are
-    /// [`Trigger::Config`].
-    ConfigFile,
 }
 
 /// A file whose changes should run a pass.
@@ -61,9 +51,8 @@ pub struct WatchTarget {
 /// What one watch descriptor stands for.
 #[derive(Debug, Clone)]
 enum Watch {
-    /// A directory holding watched files, by name (`every`: all but dot files; `config`: its
-    /// changes are the configuration's).
-    Dir { dir: PathBuf, names: BTreeSet<OsString>, every: bool, config: bool },
+    /// A directory holding watched files, by name (`every`: all but dot files).
+    Dir { dir: PathBuf, names: BTreeSet<OsString>, every: bool },
     /// The parent of watched directories that do not exist yet.
     Parent { children: BTreeSet<PathBuf> },
     /// A watched file itself.
@@ -94,8 +83,6 @@ pub(crate) struct FileWatch {
     wanted: BTreeMap<PathBuf, BTreeSet<OsString>>,
     /// Directories whose every file is watched.
     every: BTreeSet<PathBuf>,
-    /// Directories whose changes are the configuration's.
-    config: BTreeSet<PathBuf>,
     /// Watches on cgroup trees (directories and partition files), at most
     /// [`cgroup_tree::MAX_WATCHES`]; whether that limit was met (said once).
     cgroup_watches: usize,
@@ -107,19 +94,12 @@ impl FileWatch {
     /// exist, or an `Itself` file that does not exist, is not watched. Must be called inside a
     /// tokio runtime.
     pub fn open(targets: &[WatchTarget]) -> Result<FileWatch, EventsError> {
-        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)
-            .map_err(|e| EventsError::Inotify(std::io::Error::from(e)))?;
-        // SAFETY: the descriptor is an OwnedFd moved into the AsyncFd, which owns it: it stays
-        // open, and `as_raw_fd` returns the same descriptor, until the AsyncFd drops.
-        #[allow(unsafe_code)]
-        let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
-            .map_err(|e| EventsError::Register { what: "the inotify descriptor", source: e.into_parts().1 })?;
+        let fd = open_instance("the inotify descriptor", EventsError::Inotify)?;
         let mut watch = FileWatch {
             fd,
             watches: BTreeMap::new(),
             wanted: BTreeMap::new(),
             every: BTreeSet::new(),
-            config: BTreeSet::new(),
             cgroup_watches: 0,
             cgroup_full: false,
         };
@@ -138,17 +118,9 @@ impl FileWatch {
                 WatchHow::CgroupTree => {
                     watch.watch_cgroups(&t.path);
                 }
-                WatchHow::InDirectory | WatchHow::ConfigFile => {
+                WatchHow::InDirectory => {
                     let (Some(dir), Some(name)) = (t.path.parent(), t.path.file_name()) else { continue };
                     watch.wanted.entry(dir.to_path_buf()).or_default().insert(name.to_os_string());
-                    if t.how == WatchHow::ConfigFile {
-                        watch.config.insert(dir.to_path_buf());
-                    }
-                }
-                WatchHow::ConfigDir => {
-                    watch.wanted.entry(t.path.clone()).or_default().insert(OsString::from(CONFIGMAP_DATA));
-                    watch.every.insert(t.path.clone());
-                    watch.config.insert(t.path.clone());
                 }
             }
         }
@@ -164,8 +136,7 @@ impl FileWatch {
         let names = self.wanted.get(dir).cloned().unwrap_or_default();
         if let Ok(wd) = inotify::add_watch(self.fd.get_ref(), dir, dir_events()) {
             let every = self.every.contains(dir);
-            let config = self.config.contains(dir);
-            self.watches.insert(wd, Watch::Dir { dir: dir.to_path_buf(), names, every, config });
+            self.watches.insert(wd, Watch::Dir { dir: dir.to_path_buf(), names, every });
             return true;
         }
         if let Some(parent) = dir.parent() {
@@ -234,28 +205,10 @@ impl FileWatch {
     pub async fn run(mut self, tx: mpsc::Sender<Trigger>) {
         let mut buf = vec![MaybeUninit::<u8>::uninit(); 8192];
         loop {
-            let mut guard = match self.fd.readable().await {
-                Ok(g) => g,
-                Err(e) => {
-                    tracing::warn!("file watch stopped: {e}; isolation changes are seen by the reconcile timer only");
-                    return;
-                }
+            let (events, failed) = match read_events(&self.fd, &mut buf).await {
+                Ok(read) => read,
+                Err(e) => (Vec::new(), Some(e)),
             };
-            let mut events: Vec<(i32, ReadFlags, Option<OsString>)> = Vec::new();
-            let mut reader = inotify::Reader::new(guard.get_inner(), &mut buf);
-            let failed = loop {
-                match reader.next() {
-                    Ok(e) => {
-                        let name = e.file_name().map(|n| std::ffi::OsStr::from_bytes(n.to_bytes()).to_os_string());
-                        events.push((e.wd(), e.events(), name));
-                    }
-                    Err(Errno::AGAIN) => break None,
-                    Err(Errno::INTR) => {}
-                    Err(e) => break Some(e),
-                }
-            };
-            guard.clear_ready();
-            drop(guard);
             for trigger in self.take(events) {
                 if tx.send(trigger).await.is_err() {
                     return;
@@ -270,7 +223,7 @@ impl FileWatch {
 
     /// The triggers of a batch of events, adding the watches of directories that appeared and
     /// dropping those the kernel removed.
-    fn take(&mut self, events: Vec<(i32, ReadFlags, Option<OsString>)>) -> Vec<Trigger> {
+    fn take(&mut self, events: Vec<Event>) -> Vec<Trigger> {
         let mut triggers = Vec::new();
         for (wd, flags, name) in events {
             if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
@@ -298,15 +251,10 @@ impl FileWatch {
                 continue;
             }
             match watch {
-                Watch::Dir { dir, names, every, config } => {
+                Watch::Dir { dir, names, every } => {
                     let wanted = |n: &OsString| names.contains(n) || (every && !n.as_bytes().starts_with(b"."));
                     if let Some(name) = name.filter(wanted) {
-                        let path = dir.join(name);
-                        triggers.push(if config {
-                            Trigger::Config { path }
-                        } else {
-                            Trigger::Isolation { path: Some(path) }
-                        });
+                        triggers.push(Trigger::Isolation { path: Some(dir.join(name)) });
                     }
                 }
                 Watch::Parent { mut children } => {
@@ -324,11 +272,7 @@ impl FileWatch {
                         self.watches.insert(wd, Watch::Parent { children });
                     }
                     // Files may have been created in it before the watch was added.
-                    triggers.push(if self.config.contains(&child) {
-                        Trigger::Config { path: child }
-                    } else {
-                        Trigger::Isolation { path: Some(child) }
-                    });
+                    triggers.push(Trigger::Isolation { path: Some(child) });
                 }
                 Watch::File { path } => triggers.push(Trigger::Isolation { path: Some(path) }),
                 Watch::CgroupDir { dir } => {
@@ -357,6 +301,48 @@ impl FileWatch {
         }
         triggers
     }
+}
+
+/// One inotify event: the watch descriptor, what happened, the name in a watched directory.
+pub(super) type Event = (i32, ReadFlags, Option<OsString>);
+
+/// A new inotify instance (non-blocking, close-on-exec) registered with the tokio reactor as
+/// `what`; `init_failed` says why the kernel gave none. Must be called inside a tokio runtime.
+pub(super) fn open_instance(
+    what: &'static str,
+    init_failed: fn(std::io::Error) -> EventsError,
+) -> Result<AsyncFd<OwnedFd>, EventsError> {
+    let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC).map_err(|e| init_failed(e.into()))?;
+    // SAFETY: the descriptor is an OwnedFd moved into the AsyncFd, which owns it: it stays
+    // open, and `as_raw_fd` returns the same descriptor, until the AsyncFd drops.
+    #[allow(unsafe_code)]
+    let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
+        .map_err(|e| EventsError::Register { what, source: e.into_parts().1 })?;
+    Ok(fd)
+}
+
+/// Waits until `fd` is readable, then reads every event queued, in the kernel's order; with
+/// them, the error that ended the read if it was not "nothing more" (the watch is then broken).
+pub(super) async fn read_events(
+    fd: &AsyncFd<OwnedFd>,
+    buf: &mut [MaybeUninit<u8>],
+) -> std::io::Result<(Vec<Event>, Option<std::io::Error>)> {
+    let mut guard = fd.readable().await?;
+    let mut events = Vec::new();
+    let mut reader = inotify::Reader::new(guard.get_inner(), buf);
+    let failed = loop {
+        match reader.next() {
+            Ok(e) => {
+                let name = e.file_name().map(|n| std::ffi::OsStr::from_bytes(n.to_bytes()).to_os_string());
+                events.push((e.wd(), e.events(), name));
+            }
+            Err(Errno::AGAIN) => break None,
+            Err(Errno::INTR) => {}
+            Err(e) => break Some(e.into()),
+        }
+    };
+    guard.clear_ready();
+    Ok((events, failed))
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@
 //! - signals: `SIGHUP` → [`Trigger::Reload`], `SIGTERM`/`SIGINT` → [`Trigger::Stop`];
 //! - a reconcile timer → [`Trigger::Reconcile`] every `reconcile_interval`;
 //! - inotify on the files that isolate CPUs ([`inotify`]) → [`Trigger::Isolation`];
+//! - (`run --watch-config`) inotify on what the configuration's loader reads ([`config_watch`])
+//!   → [`Trigger::Config`];
 //! - (driven by the daemon) the exit of a claim's process ([`pidfd`]).
 //!
 //! No event is lost silently: when a netlink socket overflows (ENOBUFS) the source sends one
@@ -18,6 +20,7 @@
 //! [`Debouncer`] coalesces bursts into one [`Batch`] per pass without ever delaying a stop.
 
 mod cgroup_tree;
+pub(crate) mod config_watch;
 pub mod debounce;
 pub(crate) mod inotify;
 pub(crate) mod pidfd;
@@ -61,8 +64,9 @@ pub enum Trigger {
     Reconcile,
     /// A file that isolates or bans CPUs changed (`None`: the watch overflowed, any may have).
     Isolation { path: Option<std::path::PathBuf> },
-    /// A configuration file or drop-in directory changed (`run --watch-config`): reload.
-    Config { path: std::path::PathBuf },
+    /// Something the configuration's loader reads changed (`run --watch-config`), at `path`
+    /// (`None`: the watch overflowed, anything may have): reload.
+    Config { path: Option<std::path::PathBuf> },
 }
 
 /// The `ACTION` of a kernel uevent.
@@ -112,6 +116,8 @@ pub enum EventsError {
     Config(&'static str),
     #[error("cannot watch the isolation files (inotify): {0}")]
     Inotify(io::Error),
+    #[error("cannot watch the configuration files (inotify): {0}")]
+    ConfigWatch(io::Error),
 }
 
 /// Which sources to start and how.
@@ -135,6 +141,9 @@ pub struct EventConfig {
     pub channel_capacity: usize,
     /// Files whose changes run a pass (inotify); none: no watch.
     pub watch_files: Vec<inotify::WatchTarget>,
+    /// What the configuration's loader reads, watched for [`Trigger::Config`]
+    /// (`run --watch-config`); `None`: not watched.
+    pub watch_config: Option<config_watch::ConfigWatchSpec>,
 }
 
 impl Default for EventConfig {
@@ -148,6 +157,7 @@ impl Default for EventConfig {
             recv_buffer_bytes: 16 * 1024 * 1024,
             channel_capacity: 4096,
             watch_files: Vec::new(),
+            watch_config: None,
         }
     }
 }
@@ -205,6 +215,11 @@ impl EventSources {
         if !config.watch_files.is_empty() {
             let watch = inotify::FileWatch::open(&config.watch_files)?;
             tracing::debug!("watching {} path(s) for isolation changes", watch.watched());
+            tasks.push(tokio::spawn(watch.run(tx.clone())));
+        }
+        if let Some(spec) = &config.watch_config {
+            let watch = config_watch::ConfigWatch::open(spec.clone())?;
+            tracing::debug!("watching {} directories for configuration changes", watch.watched());
             tasks.push(tokio::spawn(watch.run(tx.clone())));
         }
         Ok((EventSources { injector: tx, tasks }, rx))
