@@ -2,7 +2,9 @@
 //!
 //! Each claimed process costs one pidfd while its claim holds (its exit runs a pass at once).
 //! Everything else the daemon keeps open is a few dozen descriptors (netlink and inotify
-//! sockets, the instance lock, the runtime's), and a pass opens sysfs files a few at a time.
+//! sockets, the instance lock, the runtime's, irqbalance's socket with at most
+//! `irqbalance_socket::CONNECTIONS_MAX` connections), and a pass opens sysfs files a few at a
+//! time.
 //! Guarantees: at start the soft `RLIMIT_NOFILE` is raised, within the hard limit, to what
 //! [`MAX_CLAIMS`] pidfds and [`RESERVE`] need; the claims never hold more pidfds than the limit
 //! leaves beyond [`RESERVE`] (claimed processes past that are seen exiting by the reconcile
@@ -10,9 +12,17 @@
 
 use crate::topology::claims::MAX_CLAIMS;
 
-/// Descriptors kept for everything but the claims' pidfds: the sockets, watches and files of
-/// the daemon and of one pass (measured: 15-19 between passes).
-pub(crate) const RESERVE: u64 = 64;
+/// Descriptors kept for everything but the claims' pidfds: the daemon's own and irqbalance's
+/// socket's at its busiest.
+pub(crate) const RESERVE: u64 = OWN + IRQBALANCE_SOCKET;
+
+/// The sockets, watches and files of the daemon and of one pass (measured: 15-19 between
+/// passes), with room for a pass's files.
+const OWN: u64 = 47;
+
+/// irqbalance's socket (`irqbalance_socket = true`): its listener and every connection in
+/// service; clients past those wait in the kernel's queue, costing no descriptor.
+const IRQBALANCE_SOCKET: u64 = 1 + super::irqbalance_socket::CONNECTIONS_MAX as u64;
 
 /// The soft limit to ask for and the pidfds the claims may hold, from the limits now: the soft
 /// limit raised to `MAX_CLAIMS + RESERVE` where the hard limit allows (never lowered).

@@ -16,6 +16,7 @@ use crate::cpuset::CpuSet;
 use crate::plan::Plan;
 use crate::topology::claims::{render_claim, Claim};
 use crate::topology::discover::claims::CLAIMS_DIR;
+use crate::topology::discover::read_possible_cpus;
 
 /// The claim `settings cpus` writes.
 pub(crate) const SOCKET_CLAIM: &str = "irqbalance-socket";
@@ -101,11 +102,19 @@ impl Daemon {
     }
 
     /// `settings cpus`: writes (or with `None` removes) the socket's claim; the claims' watch
-    /// runs the pass that moves IRQs off the CPUs.
+    /// runs the pass that moves IRQs off the CPUs. A list naming a CPU the machine does not have
+    /// (not among its possible CPUs, as `irqwise claim` checks) is refused whole: the claim held
+    /// stays as it was, and the log says so.
     fn irqbalance_claim(&mut self, cpus: Option<&CpuSet>) {
         let rel = format!("{CLAIMS_DIR}/{SOCKET_CLAIM}");
         match cpus {
             Some(cpus) => {
+                if let Err(why) = self.cpus_exist(cpus) {
+                    tracing::warn!(
+                        "irqbalance socket: settings cpus {cpus}: {why}; refused whole, the claim of {SOCKET_CLAIM} stays as it was"
+                    );
+                    return;
+                }
                 let claim = Claim { owner: SOCKET_CLAIM.into(), cpus: cpus.clone(), pid: None, pid_start: None };
                 match self.root.replace_own_file(Path::new(&rel), render_claim(&claim).as_bytes(), 0o644, false) {
                     Ok(()) => tracing::info!("irqbalance socket: settings cpus {cpus}: claimed for {SOCKET_CLAIM}"),
@@ -122,6 +131,19 @@ impl Daemon {
                 }
             }
         }
+    }
+
+    /// Whether every CPU of `cpus` is one of the machine's possible CPUs; why not otherwise.
+    fn cpus_exist(&self, cpus: &CpuSet) -> Result<(), String> {
+        let possible = match self.reader.topology() {
+            Some(t) => t.possible.clone(),
+            None => read_possible_cpus(&self.root).map_err(|e| format!("the machine's CPUs cannot be read ({e})"))?,
+        };
+        let beyond = cpus.difference(&possible);
+        if beyond.is_empty() {
+            return Ok(());
+        }
+        Err(format!("CPUs {beyond} do not exist here (possible CPUs: {possible})"))
     }
 
     /// At stop: the socket file goes; its claim too, unless `restore_on_exit` is off.

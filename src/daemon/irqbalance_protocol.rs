@@ -1,6 +1,7 @@
 //! irqbalance's control-socket protocol (1.9.x, as `irqbalance-ui` and intel-lpmd speak it),
-//! for `irqbalance_socket = true`: one command per connection, no terminator, a reply only to
-//! `stats` and `setup`, one line of space-separated tokens without a newline.
+//! for `irqbalance_socket = true`: one command per connection, no terminator (where one ends:
+//! [`command_end`]), a reply only to `stats` and `setup`, one line of space-separated tokens
+//! without a newline.
 //!
 //! Pure: bytes in, a [`Command`]; the machine in, a reply. `daemon::irqbalance_socket` does the
 //! socket.
@@ -12,8 +13,39 @@ use crate::devices::DeviceClass;
 use crate::plan::{Action, Plan};
 use crate::topology::Topology;
 
-/// The most bytes one command is read from (irqbalance 1.9.5 reads 16 KiB).
+/// The longest command (irqbalance 1.9.5 reads 16 KiB); a longer one is refused whole.
 pub(crate) const COMMAND_MAX: usize = 16 * 1024;
+
+/// Where a command read so far stands ([`command_end`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CommandEnd {
+    /// The connection closed without a word (intel-lpmd's probe): nothing asked.
+    Nothing,
+    /// The bytes read are the whole command.
+    Whole,
+    /// Longer than [`COMMAND_MAX`]: refused whole, never applied in part.
+    TooLong,
+}
+
+/// Whether `bytes` (what a client sent so far) is a whole command, and `None` while more may
+/// come. There is no terminator: a command ends when the client's side has `ended` (closed or
+/// shut down, as irqbalance-ui after a setting and Firedancer do, or paused: intel-lpmd writes
+/// its setting in one write and waits for the close with its side open), except `stats` and
+/// `setup`, whose first five bytes decide them as irqbalance matches them (by prefix), so that
+/// irqbalance-ui, which waits for the reply with its side open, is answered at once. A command
+/// delivered in parts is never taken from its first part; one longer than [`COMMAND_MAX`] is
+/// refused whole, however it ends.
+pub(crate) fn command_end(bytes: &[u8], ended: bool) -> Option<CommandEnd> {
+    if bytes.len() > COMMAND_MAX {
+        return Some(CommandEnd::TooLong);
+    }
+    if ended {
+        return Some(if bytes.is_empty() { CommandEnd::Nothing } else { CommandEnd::Whole });
+    }
+    let start = bytes.iter().position(|b| !(b.is_ascii_whitespace() || *b == 0)).unwrap_or(bytes.len());
+    let asked = &bytes[start..];
+    (asked.starts_with(b"stats") || asked.starts_with(b"setup")).then_some(CommandEnd::Whole)
+}
 
 /// One client's command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -251,6 +283,20 @@ mod tests {
         assert!(matches!(parse(b"bogus"), Command::Ignored(why) if why.contains("bogus")));
         assert!(matches!(parse(b""), Command::Ignored(_)));
         assert!(matches!(parse(&[0xff; 70_000]), Command::Ignored(_)), "bounded, never a panic");
+    }
+
+    #[test]
+    fn a_command_ends_with_the_clients_side_or_the_first_word_of_a_question() {
+        assert_eq!(command_end(b"", true), Some(CommandEnd::Nothing), "intel-lpmd's probe");
+        assert_eq!(command_end(b"", false), None);
+        assert_eq!(command_end(b"stats", false), Some(CommandEnd::Whole), "irqbalance-ui keeps its side open");
+        assert_eq!(command_end(b"\nsetup", false), Some(CommandEnd::Whole));
+        assert_eq!(command_end(b"sta", false), None, "a question in parts");
+        assert_eq!(command_end(b"settings cpus 1", false), None, "a setting may go on: 1 or 12");
+        assert_eq!(command_end(b"settings cpus 12", true), Some(CommandEnd::Whole));
+        assert_eq!(command_end(&[b'1'; COMMAND_MAX], true), Some(CommandEnd::Whole), "the cap itself");
+        assert_eq!(command_end(&[b'1'; COMMAND_MAX + 1], false), Some(CommandEnd::TooLong));
+        assert_eq!(command_end(&[b's'; COMMAND_MAX + 1], true), Some(CommandEnd::TooLong), "never its first part");
     }
 
     #[test]

@@ -4,24 +4,50 @@
 //! ([`super::irqbalance_protocol`]), root peers only (`SO_PEERCRED`, as irqbalance checks the
 //! sender's credentials).
 //!
+//! Guarantees, whatever clients do:
+//! - at most [`CONNECTIONS_MAX`] connections are in service, each for at most
+//!   [`CONNECTION_DEADLINE`] (its command, the loop's answer and the reply's write): a client
+//!   that never sends or never reads frees its slot then. Clients past the cap wait in the
+//!   kernel's listen queue, costing the daemon no descriptor, until a slot frees; the listener
+//!   never spins (an accept error waits [`ACCEPT_BACKOFF`]), and a full house is said once;
+//! - a command is read whole ([`command_end`]: until the client closes or shuts down its side,
+//!   or sends nothing more for [`PAUSE`]) or not at all: one longer than [`COMMAND_MAX`], or one
+//!   still arriving after [`READ_TIMEOUT`], is refused, never applied in part;
+//! - the socket's directory is opened through no symlink ([`super::irqbalance_socket_file`]).
+//!
 //! Each connection is served by its own task: an idle client (or intel-lpmd's probe, which
 //! connects and closes) delays nobody. The command goes to the daemon's loop, which answers from
-//! its last pass; the task writes the answer in one write and closes.
+//! its last pass; the task writes the answer and closes.
 
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
-use super::irqbalance_protocol::{parse, Command, COMMAND_MAX};
-use crate::sysfs::Root;
+use super::irqbalance_protocol::{command_end, parse, Command, CommandEnd, COMMAND_MAX};
+use super::once::SaidOnce;
 
-/// Where irqbalance keeps its socket, relative to the root.
-pub(crate) const SOCKET_DIR: &str = "run/irqbalance";
-/// How long a client may take to send its command.
+pub(crate) use super::irqbalance_socket_file::{open, SocketFile};
+
+/// Connections in service at once. Each holds one of the daemon's descriptors for at most
+/// [`CONNECTION_DEADLINE`], and the descriptor budget (`daemon::descriptors`) counts them:
+/// a flood of clients cannot take the descriptors a pass, a claim's watch or the state file
+/// need. irqbalance-ui and intel-lpmd use one connection at a time; 16 leave room for several
+/// tools at once.
+pub(crate) const CONNECTIONS_MAX: usize = 16;
+/// How long a client may take to send its whole command.
 const READ_TIMEOUT: Duration = Duration::from_secs(2);
+/// A client that sent something and then nothing more for this long, its side still open, has
+/// sent its command: intel-lpmd writes a setting in one write, then waits for the close. The
+/// parts of one write (a stream may deliver it so) come microseconds apart.
+const PAUSE: Duration = Duration::from_millis(200);
+/// How long a connection lasts at most, the reply's write included.
+const CONNECTION_DEADLINE: Duration = Duration::from_secs(5);
+/// The wait after a failed accept (descriptors short elsewhere) before the next one.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(500);
 
 /// One client's command, with where its answer goes (`None`: close without a reply).
 #[derive(Debug)]
@@ -30,77 +56,59 @@ pub(crate) struct Request {
     pub reply: oneshot::Sender<Option<String>>,
 }
 
-/// The socket's file; removed when dropped (the daemon's stop).
-#[derive(Debug)]
-pub(crate) struct SocketFile {
-    path: PathBuf,
-}
-
-impl SocketFile {
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for SocketFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-/// Why the socket was not opened.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum SocketError {
-    #[error("irqbalance (pid {pid}) is running: its socket is its own; irqwise opens none (stop irqbalance)")]
-    IrqbalanceRuns { pid: u32 },
-    #[error("cannot create {path}: {source}")]
-    Directory { path: PathBuf, source: std::io::Error },
-    #[error("cannot listen on {path}: {source}")]
-    Bind { path: PathBuf, source: std::io::Error },
-}
-
-/// Listens on `ROOT/run/irqbalance/irqbalance<PID>.sock` (the directory made when missing),
-/// after removing the sockets of irqbalance processes that no longer run (intel-lpmd takes the
-/// first it finds). Must be called inside a tokio runtime.
-pub(crate) fn open(root: &Root) -> Result<(UnixListener, SocketFile), SocketError> {
-    if let Some(pid) = super::peers::irqbalance_pids(root).first() {
-        return Err(SocketError::IrqbalanceRuns { pid: *pid });
-    }
-    let dir = root.path(SOCKET_DIR);
-    std::fs::create_dir_all(&dir).map_err(|source| SocketError::Directory { path: dir.clone(), source })?;
-    for name in std::fs::read_dir(&dir).into_iter().flatten().flatten().map(|e| e.file_name()) {
-        let Some(pid) =
-            name.to_str().and_then(|n| n.strip_prefix("irqbalance")?.strip_suffix(".sock")?.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if !super::peers::process_exists(pid) {
-            let _ = std::fs::remove_file(dir.join(&name));
-        }
-    }
-    let path = dir.join(format!("irqbalance{}.sock", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    let bind = |path: &Path| -> std::io::Result<UnixListener> {
-        let listener = std::os::unix::net::UnixListener::bind(path)?;
-        listener.set_nonblocking(true)?;
-        UnixListener::from_std(listener)
-    };
-    let listener = bind(&path).map_err(|source| SocketError::Bind { path: path.clone(), source })?;
-    Ok((listener, SocketFile { path }))
-}
-
-/// Accepts clients until the daemon's loop stops listening.
+/// Accepts clients, [`CONNECTIONS_MAX`] at a time, until the daemon's loop stops listening.
 pub(crate) async fn serve(listener: UnixListener, requests: mpsc::Sender<Request>) {
+    let slots = Arc::new(Semaphore::new(CONNECTIONS_MAX));
+    let (mut full, mut failing) = (SaidOnce::default(), SaidOnce::<String>::default());
     loop {
-        let Ok((stream, _)) = listener.accept().await else { continue };
-        let requests = requests.clone();
+        let Some(permit) = next_slot(&slots, &mut full).await else { return };
+        // Nobody waiting: a full house or failing accepts, if there were, are over (said again
+        // when they recur, never once per connection).
+        let stream = match std::future::poll_fn(|cx| Poll::Ready(listener.poll_accept(cx))).await {
+            Poll::Ready(accepted) => accepted,
+            Poll::Pending => {
+                full.worked();
+                failing.worked();
+                listener.accept().await
+            }
+        };
+        let stream = match stream {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                if failing.failed(e.to_string()) {
+                    tracing::warn!(
+                        "irqbalance socket: cannot accept a connection ({e}); trying again every {} ms",
+                        ACCEPT_BACKOFF.as_millis()
+                    );
+                }
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
         if requests.is_closed() {
             return;
         }
+        let requests = requests.clone();
         tokio::spawn(async move {
-            let _ = answer(stream, requests).await;
+            let _ = tokio::time::timeout(CONNECTION_DEADLINE, answer(stream, requests)).await;
+            drop(permit);
         });
     }
+}
+
+/// A slot for the next connection: at once, or when one in service ends (a full house said
+/// once, see [`serve`]); `None` once the semaphore is closed.
+async fn next_slot(slots: &Arc<Semaphore>, full: &mut SaidOnce) -> Option<OwnedSemaphorePermit> {
+    if let Ok(permit) = slots.clone().try_acquire_owned() {
+        return Some(permit);
+    }
+    if full.failed(()) {
+        tracing::warn!(
+            "irqbalance socket: {CONNECTIONS_MAX} connections in service; further clients wait until one ends (each within {} s)",
+            CONNECTION_DEADLINE.as_secs()
+        );
+    }
+    slots.clone().acquire_owned().await.ok()
 }
 
 /// One connection: a root peer's one command, its answer, the close.
@@ -109,18 +117,49 @@ async fn answer(mut stream: UnixStream, requests: mpsc::Sender<Request>) -> std:
     if stream.peer_cred().map(|c| c.uid()).ok() != Some(0) {
         return Ok(());
     }
-    let mut buf = vec![0u8; COMMAND_MAX];
-    let Ok(Ok(n)) = tokio::time::timeout(READ_TIMEOUT, stream.read(&mut buf)).await else { return Ok(()) };
-    // A connection closed without a word (intel-lpmd's probe) asks nothing.
-    if n == 0 {
-        return Ok(());
-    }
+    let mut bytes = Vec::new();
+    let command = match tokio::time::timeout(READ_TIMEOUT, read_command(&mut stream, &mut bytes)).await {
+        Ok(Ok(CommandEnd::Whole)) => parse(&bytes),
+        Ok(Ok(CommandEnd::TooLong)) => Command::Ignored(format!(
+            "a command longer than {COMMAND_MAX} bytes (irqbalance's limit; none of it is applied)"
+        )),
+        // Closed without a word (intel-lpmd's probe), a failed read, or an idle client.
+        Ok(Ok(CommandEnd::Nothing) | Err(_)) => return Ok(()),
+        Err(_) if bytes.is_empty() => return Ok(()),
+        Err(_) => Command::Ignored(format!(
+            "a command still arriving after {} s ({:?}...; none of it is applied)",
+            READ_TIMEOUT.as_secs(),
+            crate::text::printable(&String::from_utf8_lossy(&bytes[..bytes.len().min(40)]))
+        )),
+    };
     let (reply, answered) = oneshot::channel();
-    if requests.send(Request { command: parse(&buf[..n]), reply }).await.is_err() {
+    if requests.send(Request { command, reply }).await.is_err() {
         return Ok(());
     }
     if let Ok(Some(text)) = answered.await {
         stream.write_all(text.as_bytes()).await?;
     }
     stream.shutdown().await
+}
+
+/// Reads into `bytes` until [`command_end`] says where the command stands (the client's side
+/// ended: closed, shut down, or silent for [`PAUSE`] after its first bytes); at most
+/// `COMMAND_MAX + 1` bytes are kept.
+async fn read_command(stream: &mut UnixStream, bytes: &mut Vec<u8>) -> std::io::Result<CommandEnd> {
+    let mut chunk = [0u8; 4096];
+    loop {
+        let room = (COMMAND_MAX + 1 - bytes.len()).min(chunk.len());
+        let read = stream.read(&mut chunk[..room]);
+        // A read not finished is cancelled without losing bytes (tokio's `read` is cancel-safe).
+        let n = if bytes.is_empty() {
+            Some(read.await?)
+        } else {
+            tokio::time::timeout(PAUSE, read).await.ok().transpose()?
+        };
+        let n = n.unwrap_or(0);
+        bytes.extend_from_slice(&chunk[..n]);
+        if let Some(end) = command_end(bytes, n == 0) {
+            return Ok(end);
+        }
+    }
 }

@@ -39,6 +39,7 @@ mod fights;
 mod irqbalance_answers;
 mod irqbalance_protocol;
 mod irqbalance_socket;
+mod irqbalance_socket_file;
 mod ledger;
 pub mod lock;
 pub mod logging;

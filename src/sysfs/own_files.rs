@@ -126,8 +126,14 @@ impl Root {
 
     /// Creates the directory `rel` (and those above it) where missing, through no symlink.
     pub(crate) fn make_own_dir(&self, rel: &Path) -> Result<(), OwnFileError> {
+        self.open_own_dir(rel).map(drop)
+    }
+
+    /// The directory `rel`, created where missing and opened (`O_PATH`) through no symlink: a
+    /// directory the caller then works in by descriptor only (irqbalance's socket directory).
+    pub(crate) fn open_own_dir(&self, rel: &Path) -> Result<OwnedFd, OwnFileError> {
         let all = names(rel).map_err(|e| (self.path(rel), e))?;
-        self.own_dir(&all).map(drop).map_err(|e| (self.path(rel), e))
+        self.own_dir(&all).map_err(|e| (self.path(rel), e))
     }
 
     /// Removes `rel` (through no symlink); a missing file is no error.
