@@ -169,6 +169,7 @@ else
         "DaemonSet/irqwise: spec.template.spec.hostNetwork: expected true or false, got string 'true'"
         "DaemonSet/irqwise: spec.template.spec.containers[0].volumeMounts[0].mountPath: required field missing"
         "DaemonSet/irqwise: spec.template.spec.volumes[0].hostPath.type: 'DirectoryOrCreat' is not one of"
+        "DaemonSet/irqwise: spec.template.spec.containers[0].resources.requests.memory: 0.25Gi must be less than or equal to the memory limit 128Mi"
     )
     unreported=0
     for line in "${expected[@]}"; do

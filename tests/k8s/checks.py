@@ -297,10 +297,35 @@ def dotted(values, path):
     return values
 
 
+def api_refusal(case, n, work, render, value):
+    """The case rendered without the schema, through validate.py: its line naming the value
+    (indented), or what went wrong."""
+    layer = os.path.join(work, "api-case-%d.json" % n)
+    with open(layer, "w") as f:
+        json.dump(case["values"], f)
+    out = subprocess.run(list(render) + ["-values", layer], capture_output=True, text=True)
+    if out.returncode != 0:
+        return "cannot render it for the API check: " + out.stderr.strip()
+    path = os.path.join(work, "api-case-%d.yaml" % n)
+    with open(path, "w") as f:
+        f.write(out.stdout)
+    check = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "validate.py"), path],
+                           capture_output=True, text=True)
+    named = [line for line in check.stdout.splitlines()
+             if line.startswith("  ") and (str(value) in line or repr(value) in line)]
+    if check.returncode == 0:
+        return "the API server's rules (validate.py) accept it"
+    if not named:
+        return "validate.py refuses it without naming the value: " + check.stdout.strip()
+    return named[0]
+
+
 def cmd_bad(cases_path, values_path, schema_path, work, dashdash, *render):
     """Every case is refused, where it says (`by`: schema, render or both), and the refusal names
     the value: the schema's error at the case's path `at` names it (the value found there, or
-    `names`, a property name refused), the renderer's error names both the path and the value."""
+    `names`, a property name refused), the renderer's error names both the path and the value.
+    A case marked `api: true` is one the API server itself refuses: rendered without the schema,
+    its objects fail validate.py, which names the value (so the schema's rule is the server's)."""
     if dashdash != "--" or not render:
         sys.exit("usage: checks.py bad CASES VALUES SCHEMA WORK -- RENDER...")
     base = load_yaml(values_path)
@@ -337,6 +362,13 @@ def cmd_bad(cases_path, values_path, schema_path, work, dashdash, *render):
                 continue
             found.append("render: " + message[message.find("error calling fail: ") + 20:]
                          if "error calling fail: " in message else "render: " + message)
+        if case.get("api"):
+            refusal = api_refusal(case, n, work, render, value)
+            if not refusal.startswith("  "):
+                print("FAIL %s: %s" % (label, refusal))
+                failed += 1
+                continue
+            found.append("API server (validate.py): " + refusal.strip())
         print("ok   refused: %s" % label)
         for line in found:
             print("       " + line)
