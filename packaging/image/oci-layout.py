@@ -15,8 +15,8 @@ manifest's digest.
 import hashlib
 import json
 import os
+import re
 import sys
-import urllib.parse
 
 ENTRYPOINT = ["/usr/sbin/irqwise"]
 CMD = ["run", "--watch-config"]
@@ -25,18 +25,19 @@ KEYS = {"arch", "created", "version", "revision", "source", "name", "diff_id", "
 
 
 def public_url(url):
-    """url without credentials, query or fragment when it is a URL (scheme://host/...); any other
-    text as it is."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        host = parts.hostname
-        port = parts.port
-    except ValueError:
-        return url
-    if not parts.scheme or not parts.netloc or host is None:
-        return url
-    netloc = ("[%s]" % host if ":" in host else host) + (":%d" % port if port is not None else "")
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    """url without credentials (user, password or token before an `@`), query or fragment: a URL
+    (scheme://[userinfo@]host[/path]) loses its userinfo as git reads it (up to the first `/`),
+    an scp-like address (user@host:path) its user; any other text stays as it is."""
+    scheme, sep, rest = url.partition("://")
+    if sep and re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
+        authority, slash, path = rest.partition("/")
+        authority = re.split(r"[?#]", authority.rpartition("@")[2], maxsplit=1)[0]
+        path = re.split(r"[?#]", path, maxsplit=1)[0]
+        return scheme + "://" + authority + slash + path
+    user, at, address = url.partition("@")
+    if at and "/" not in user and ":" in address:
+        return address
+    return url
 
 
 def dump(value):
