@@ -1,11 +1,14 @@
 # irqwise: `make run` shows the plan for this machine, `make test` runs the whole suite.
 CARGO ?= cargo
 BIN := target/release/irqwise
+# Release builds that are installed or packaged run with the builder's paths remapped (the binary
+# names none of them, so any checkout builds the same bytes): packaging/release-flags.sh.
+RELEASE := packaging/release-flags.sh
 
 .PHONY: run test deps build bench fmt clippy assets deb rpm install uninstall package-test fuzz mutants image
 
 build: deps
-	$(CARGO) build --release
+	$(RELEASE) $(CARGO) build --release
 
 run: build
 	$(BIN) topology
@@ -73,9 +76,10 @@ assets:
 deb: deps assets
 	@$(CARGO) deb --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-deb
 	mkdir -p $(PACKAGES) && rm -f $(PACKAGES)/*.deb
-	$(CARGO) deb --output $(PACKAGES)/
+	$(RELEASE) $(CARGO) deb --output $(PACKAGES)/
 
-# An OCI image archive of the .deb (offline: no registry, no runtime): `podman load -i` it.
+# An OCI image archive of the .deb (offline: no registry, no runtime): `podman load -i` it. The same
+# bytes from any checkout, builder and umask (packaging/image/check.sh, run by package-test).
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 image: deb
 	packaging/image/build.sh $$(ls -t $(PACKAGES)/irqwise_*.deb | head -1) target/image/irqwise-$(VERSION).oci.tar
@@ -83,7 +87,7 @@ image: deb
 # .rpm with cargo-generate-rpm (installed when missing); it neither builds nor strips, so we do.
 rpm: deps assets
 	@$(CARGO) generate-rpm --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-generate-rpm
-	$(CARGO) build --release
+	$(RELEASE) $(CARGO) build --release
 	strip --strip-all $(TARGET_DIR)/release/irqwise
 	mkdir -p $(PACKAGES) && rm -f $(PACKAGES)/*.rpm
 	$(CARGO) generate-rpm --output $(PACKAGES)/
@@ -119,7 +123,8 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/irqwise
 
 # CI: build both packages, install/verify/purge the .deb on this machine (root, Debian), list the
-# .rpm. One PASS/FAIL line per check; non-zero exit on any failure.
+# .rpm, build the image of the .deb from here and from a clone elsewhere under another umask (one
+# digest; packaging/image/check.sh). One PASS/FAIL line per check; non-zero exit on any failure.
 package-test: deb rpm
 	bash packaging/package-test.sh $(PACKAGES)
 

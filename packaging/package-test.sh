@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Package test (CI, as root on Debian): installs the built .deb on this machine, checks what it put
-# where, purges it and checks everything is gone; lists the .rpm and checks its contents.
+# where, purges it and checks everything is gone; lists the .rpm and checks its contents; builds
+# the OCI image of the .deb twice, from two checkouts under two umasks, and compares them.
 # Usage: packaging/package-test.sh PACKAGE_DIR   (run by `make package-test` after `make deb rpm`)
 set -uo pipefail
 
@@ -149,6 +150,12 @@ if [ -f "$rpmfile" ] && command -v rpm >/dev/null 2>&1; then
 	check "rpm and deb carry the same unit file, which is systemd/irqwise.service" same_unit "$rpmfile" "$deb"
 elif [ -f "$rpmfile" ]; then
 	echo "FAIL: rpm is not installed (apt-get install rpm)"
+	failures=$((failures + 1))
+fi
+
+# --- make image: one image from any checkout and umask, its JSON written by a JSON writer -------
+# (packaging/image/check.sh: its own PASS/FAIL lines; a few seconds on the .deb just built)
+if [ -f "$deb" ] && ! bash "$(dirname "$0")/image/check.sh" "$deb"; then
 	failures=$((failures + 1))
 fi
 

@@ -1,13 +1,23 @@
 #!/bin/bash
 # make image: an OCI image archive of the project's own package, built offline (no registry, no
 # container runtime): the .deb's files, the shared libraries its binary links (as this Debian 12
-# build machine has them) and nothing else, in one reproducible layer (sorted names, fixed owner
-# and mtime), with the OCI layout's JSON written here. `podman load -i ARCHIVE` (or skopeo, or
-# `ctr images import`) reads it. The entrypoint is the daemon; it writes only below /run (its
-# state, the claims) and the metrics directory, so the root filesystem can be read-only.
+# build machine has them) and nothing else, in one reproducible layer, with the OCI layout's JSON
+# written by oci-layout.py (a JSON writer: every value a string, whatever it holds).
+# `podman load -i ARCHIVE` (or skopeo, or `ctr images import`) reads it. The entrypoint is the
+# daemon; it writes only below /run (its state, the claims) and the metrics directory, so the root
+# filesystem can be read-only.
 #
-# usage: packaging/image/build.sh PACKAGE.deb OUT.oci.tar
+# Reproducible: the same .deb at the same commit gives the same bytes whoever builds it, wherever
+# the checkout is and whatever the umask (sorted names, fixed modes, owner 0:0 and mtimes). Nothing
+# is read from the builder's git configuration but the commit: the source label is IMAGE_SOURCE
+# (a URL loses any `user:token@`), "unknown" without it. packaging/image/check.sh tests all this.
+#
+# usage: [IMAGE_SOURCE=URL] [IMAGE_NAME=localhost/irqwise] packaging/image/build.sh PACKAGE.deb OUT.oci.tar
 set -euo pipefail
+# Files and directories this script creates get the same modes for every builder, and names sort
+# the same way in every locale; the layer's modes are set explicitly anyway (tar --mode below).
+umask 022
+export LC_ALL=C
 deb=$1 out=$2
 [ -f "$deb" ] || { echo "image: no package $deb (make deb first)" >&2; exit 2; }
 version=$(dpkg-deb -f "$deb" Version); version=${version%-*}
@@ -16,7 +26,7 @@ case $arch in amd64|arm64) ;; *) echo "image: architecture $arch of $deb is not 
 epoch=${SOURCE_DATE_EPOCH:-$(git -C "$(dirname "$0")" log -1 --format=%ct 2>/dev/null || echo 0)}
 created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
 revision=$(git -C "$(dirname "$0")" rev-parse HEAD 2>/dev/null || echo unknown)
-source=${IMAGE_SOURCE:-$(git -C "$(dirname "$0")" config --get remote.origin.url 2>/dev/null || echo unknown)}
+source=${IMAGE_SOURCE:-unknown}
 name=${IMAGE_NAME:-localhost/irqwise}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 root=$work/rootfs layout=$work/layout
@@ -36,26 +46,23 @@ printf 'root:x:0:0:root:/root:/usr/sbin/nologin\n' > "$root/etc/passwd"
 printf 'root:x:0:\n' > "$root/etc/group"
 find "$root" -exec touch -h -d "@$epoch" {} +
 
+# One archive form for both tars: GNU format, names sorted, owner root, one mtime, and modes
+# normalised (rwx for the owner, r-x for others on directories and executables, rw-r--r-- on the
+# rest) so the builder's umask and the modes dpkg-deb extracted with never reach the image.
+repro_tar() { # repro_tar DIR OUT
+  tar --format=gnu --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner \
+    --mode='u=rwX,go=rX' -C "$1" -cf "$2" .
+}
 mkdir -p "$layout/blobs/sha256"
-tar --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner -C "$root" -cf "$work/layer.tar" .
+repro_tar "$root" "$work/layer.tar"
 diff_id=$(sha256sum "$work/layer.tar" | cut -d' ' -f1)
 gzip -n -9 "$work/layer.tar"
-blob() { # blob FILE: moves FILE into the layout by its digest; prints "digest size"
-  local d s; d=$(sha256sum "$1" | cut -d' ' -f1); s=$(stat -c %s "$1")
-  mv "$1" "$layout/blobs/sha256/$d"; echo "$d $s"
-}
-read -r layer_digest layer_size < <(blob "$work/layer.tar.gz")
-labels=$(printf '"org.opencontainers.image.title":"irqwise","org.opencontainers.image.description":"Places NVMe and NIC interrupts on the right CPUs, exactly as the kernel spreads them, and keeps them there","org.opencontainers.image.version":"%s","org.opencontainers.image.revision":"%s","org.opencontainers.image.source":"%s","org.opencontainers.image.licenses":"MIT OR Apache-2.0","org.opencontainers.image.created":"%s"' \
-  "$version" "$revision" "$source" "$created")
-printf '{"architecture":"%s","os":"linux","created":"%s","config":{"Entrypoint":["/usr/sbin/irqwise"],"Cmd":["run","--watch-config"],"Env":["PATH=/usr/sbin:/usr/bin:/sbin:/bin"],"WorkingDir":"/","StopSignal":"SIGTERM","Labels":{%s}},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created":"%s","created_by":"make image: %s"}]}' \
-  "$arch" "$created" "$labels" "$diff_id" "$created" "$(basename "$deb")" > "$work/config.json"
-read -r config_digest config_size < <(blob "$work/config.json")
-printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":%s}],"annotations":{%s}}' \
-  "$config_digest" "$config_size" "$layer_digest" "$layer_size" "$labels" > "$work/manifest.json"
-read -r manifest_digest manifest_size < <(blob "$work/manifest.json")
-printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"platform":{"architecture":"%s","os":"linux"},"annotations":{"org.opencontainers.image.ref.name":"%s:%s"}}]}' \
-  "$manifest_digest" "$manifest_size" "$arch" "$name" "$version" > "$layout/index.json"
-printf '{"imageLayoutVersion":"1.0.0"}' > "$layout/oci-layout"
+layer_digest=$(sha256sum "$work/layer.tar.gz" | cut -d' ' -f1)
+layer_size=$(stat -c %s "$work/layer.tar.gz")
+mv "$work/layer.tar.gz" "$layout/blobs/sha256/$layer_digest"
+manifest_digest=$(python3 "$(dirname "$0")/oci-layout.py" "$layout" arch="$arch" created="$created" \
+  version="$version" revision="$revision" source="$source" name="$name" diff_id="$diff_id" \
+  layer_digest="$layer_digest" layer_size="$layer_size" deb="$(basename "$deb")")
 mkdir -p "$(dirname "$out")"
-tar --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner -C "$layout" -cf "$out" .
-echo "image: $out ($name:$version, $arch): $(stat -c %s "$out") bytes, layer $layer_size bytes compressed, $(stat -c %s "$root$(printf /usr/sbin/irqwise)") bytes binary; manifest sha256:$manifest_digest"
+repro_tar "$layout" "$out"
+echo "image: $out ($name:$version, $arch): $(stat -c %s "$out") bytes, layer $layer_size bytes compressed, $(stat -c %s "$bin") bytes binary; manifest $manifest_digest"

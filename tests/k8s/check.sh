@@ -4,11 +4,16 @@
 # No cluster, no Helm, no network (besides apt-get for missing Debian packages, as root):
 #
 #   1. the chart is rendered with Helm's template engine, Go's text/template, by
-#      tests/k8s/render (include, default, quote, indent, nindent: a template using any other Helm
-#      function fails to parse), with the default values, with tests/k8s/values-all.yaml (every
-#      optional value set) and with tests/k8s/values-off.yaml (every optional part off);
+#      tests/k8s/render (the few Helm functions the chart uses, as Helm defines them: a template
+#      using any other fails to parse), with the default values, with tests/k8s/values-all.yaml
+#      (every optional value set), with tests/k8s/values-off.yaml (every optional part off) and
+#      with tests/k8s/values-hostile.yaml (drop-in texts YAML cannot carry unescaped: each must
+#      come out of the ConfigMap byte for byte);
 #   2. those values (merged over values.yaml as `helm -f` merges them) validate against
-#      values.schema.json, and tests/k8s/values-bad.yaml is rejected, naming each error;
+#      values.schema.json, tests/k8s/values-bad.yaml is rejected, naming each error, and so is
+#      every case of tests/k8s/values-bad-cases.yaml (host system directories mounted
+#      read-write, overlapping mounts, what the API server refuses), by the schema or by the
+#      chart's templates, naming the value;
 #   3. every rendered object and the plain manifest validate against the Kubernetes 1.22 API
 #      types (tests/k8s/validate.py), and tests/k8s/broken-daemonset.yaml is rejected, naming
 #      each defect with its path;
@@ -105,11 +110,17 @@ render() {
     else
         fail "$name values: render inconsistent (above)"
     fi
+    if "$py" "$here/checks.py" dropins "$work/$name.yaml" "$work/$name.merged.json"; then
+        pass "every drop-in in the ConfigMap as given"
+    else
+        fail "$name values: drop-ins not rendered as given (above)"
+    fi
 }
 
 render default
 render all "$here/values-all.yaml"
 render off "$here/values-off.yaml"
+render hostile "$here/values-hostile.yaml"
 
 step "values-bad.yaml must be rejected by values.schema.json"
 "$py" "$here/checks.py" merge "$work/bad.merged.json" "$chart/values.yaml" "$here/values-bad.yaml"
@@ -123,6 +134,17 @@ else
     else
         fail "values-bad.yaml rejected, but not for both of its errors"
     fi
+fi
+
+step "values-bad-cases.yaml: each case refused, naming its value"
+if "$py" "$here/checks.py" bad "$here/values-bad-cases.yaml" "$chart/values.yaml" "$chart/values.schema.json" \
+    "$work" -- "$work/render" -chart "$chart" -chart-json "$work/Chart.json" -values "$work/values.json" \
+    >"$work/bad-cases.out" 2>&1; then
+    cat "$work/bad-cases.out"
+    pass "$(grep -c '^ok' "$work/bad-cases.out") cases refused"
+else
+    cat "$work/bad-cases.out"
+    fail "values-bad-cases.yaml: $(grep -c '^FAIL' "$work/bad-cases.out") case(s) not refused as they should be (above)"
 fi
 
 step "plain manifest: packaging/kubernetes/irqwise-daemonset.yaml"
@@ -147,6 +169,7 @@ else
         "DaemonSet/irqwise: spec.template.spec.hostNetwork: expected true or false, got string 'true'"
         "DaemonSet/irqwise: spec.template.spec.containers[0].volumeMounts[0].mountPath: required field missing"
         "DaemonSet/irqwise: spec.template.spec.volumes[0].hostPath.type: 'DirectoryOrCreat' is not one of"
+        "DaemonSet/irqwise: spec.template.spec.containers[0].resources.requests.memory: 0.25Gi must be less than or equal to the memory limit 128Mi"
     )
     unreported=0
     for line in "${expected[@]}"; do

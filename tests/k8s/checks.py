@@ -11,9 +11,19 @@
                                                  checksum annotation rolls pods on config changes
     checks.py versions CARGO CHART MANIFEST      appVersion is Cargo.toml's version; the manifest
                                                  runs that image tag and the deb's binary path
+    checks.py dropins RENDERED VALUES.json       the ConfigMap holds each of the values' drop-ins,
+                                                 byte for byte, under its own key, and nothing else
+    checks.py bad CASES VALUES SCHEMA WORK -- RENDER...
+                                                 every case of CASES (values layered over VALUES)
+                                                 is refused, by SCHEMA or by the chart (RENDER,
+                                                 the renderer's command line, with the case's
+                                                 values appended as -values), naming its value
 """
 
 import json
+import os
+import re
+import subprocess
 import sys
 import tomllib
 
@@ -43,8 +53,11 @@ def load_yaml(path):
 
 
 def load_all(path):
-    with open(path) as f:
-        return [d for d in yaml.safe_load_all(f) if d is not None]
+    try:
+        with open(path) as f:
+            return [d for d in yaml.safe_load_all(f) if d is not None]
+    except yaml.YAMLError as e:
+        raise SystemExit("  %s does not parse as YAML: %s" % (path, " ".join(str(e).split())))
 
 
 def merge(base, layer):
@@ -103,19 +116,34 @@ def cmd_merge(out, *files):
         json.dump(values, f, default=str)
 
 
-def cmd_schema(schema_path, values_path):
+def schema_errors(schema_path, values):
+    """Each error of values against the schema, as "PATH: MESSAGE" (PATH "(top)" for the root).
+
+    Patterns are matched as Helm's validators (Go regexp) and JSON Schema (ECMA 262) match them:
+    `$` is the end of the text. Python's `$` also matches before a final newline, which would
+    accept "32Mi" and a newline where Helm refuses it."""
     import jsonschema
 
     with open(schema_path) as f:
         schema = json.load(f)
-    with open(values_path) as f:
-        values = json.load(f)
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
+
+    def pattern(validator, patrn, instance, schema):
+        if validator.is_type(instance, "string") and not re.search(re.sub(r"(?<!\\)\$", r"\\Z", patrn), instance):
+            yield jsonschema.ValidationError("%r does not match %r" % (instance, patrn))
+
+    cls = jsonschema.validators.extend(cls, {"pattern": pattern})
     errors = sorted(cls(schema).iter_errors(values), key=lambda e: list(e.absolute_path))
+    return ["%s: %s" % (".".join(str(p) for p in e.absolute_path) or "(top)", e.message) for e in errors]
+
+
+def cmd_schema(schema_path, values_path):
+    with open(values_path) as f:
+        values = json.load(f)
+    errors = schema_errors(schema_path, values)
     for e in errors:
-        where = ".".join(str(p) for p in e.absolute_path) or "(top)"
-        print("  %s: %s" % (where, e.message))
+        print("  " + e)
     return 1 if errors else 0
 
 
@@ -231,10 +259,127 @@ def cmd_versions(cargo_path, chart_path, manifest_path):
     return 1 if problems else 0
 
 
+def cmd_dropins(rendered_path, values_path):
+    """The rendered ConfigMap's data is the chart's own drop-in and the values' `config`, each
+    text byte for byte under its own name: no text ended its YAML scalar early, no text added a
+    key, an object or a kind."""
+    with open(values_path) as f:
+        config = json.load(f).get("config") or {}
+    docs = load_all(rendered_path)
+    problems = []
+    kinds = sorted(str(d.get("kind")) for d in docs if isinstance(d, dict))
+    configmaps = [d for d in docs if isinstance(d, dict) and d.get("kind") == "ConfigMap"]
+    if len(configmaps) != 1 or "Secret" in kinds:
+        problems.append("objects %s: expected one ConfigMap and no Secret" % ", ".join(kinds))
+    data = (configmaps[0].get("data") or {}) if configmaps else {}
+    expected = sorted(["10-helm-values.toml"] + list(config))
+    if sorted(data) != expected:
+        problems.append("ConfigMap keys %s, expected %s" % (sorted(data), expected))
+    for name, text in sorted(config.items()):
+        if name in data and data[name] != text:
+            problems.append("drop-in %s: %r rendered as %r" % (name, text, data[name]))
+    for p in problems:
+        print("  " + p)
+    if not problems:
+        print("  ConfigMap data: %s, each drop-in byte for byte" % ", ".join(expected))
+    return 1 if problems else 0
+
+
+def dotted(values, path):
+    """The value at a dotted path of the values (list indices as numbers), or None."""
+    for part in path.split("."):
+        if isinstance(values, list) and part.isdigit() and int(part) < len(values):
+            values = values[int(part)]
+        elif isinstance(values, dict):
+            values = values.get(part)
+        else:
+            return None
+    return values
+
+
+def api_refusal(case, n, work, render, value):
+    """The case rendered without the schema, through validate.py: its line naming the value
+    (indented), or what went wrong."""
+    layer = os.path.join(work, "api-case-%d.json" % n)
+    with open(layer, "w") as f:
+        json.dump(case["values"], f)
+    out = subprocess.run(list(render) + ["-values", layer], capture_output=True, text=True)
+    if out.returncode != 0:
+        return "cannot render it for the API check: " + out.stderr.strip()
+    path = os.path.join(work, "api-case-%d.yaml" % n)
+    with open(path, "w") as f:
+        f.write(out.stdout)
+    check = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "validate.py"), path],
+                           capture_output=True, text=True)
+    named = [line for line in check.stdout.splitlines()
+             if line.startswith("  ") and (str(value) in line or repr(value) in line)]
+    if check.returncode == 0:
+        return "the API server's rules (validate.py) accept it"
+    if not named:
+        return "validate.py refuses it without naming the value: " + check.stdout.strip()
+    return named[0]
+
+
+def cmd_bad(cases_path, values_path, schema_path, work, dashdash, *render):
+    """Every case is refused, where it says (`by`: schema, render or both), and the refusal names
+    the value: the schema's error at the case's path `at` names it (the value found there, or
+    `names`, a property name refused), the renderer's error names both the path and the value.
+    A case marked `api: true` is one the API server itself refuses: rendered without the schema,
+    its objects fail validate.py, which names the value (so the schema's rule is the server's)."""
+    if dashdash != "--" or not render:
+        sys.exit("usage: checks.py bad CASES VALUES SCHEMA WORK -- RENDER...")
+    base = load_yaml(values_path)
+    failed = 0
+    for n, case in enumerate(load_yaml(cases_path)):
+        merged = merge(base, case["values"])
+        value = case.get("names", dotted(merged, case["at"]))
+        label = "%s (%s = %r)" % (case["name"], case["at"], value)
+        by = case["by"]
+        found = []
+        if by in ("schema", "both"):
+            errors = [e for e in schema_errors(schema_path, merged) if e.startswith(case["at"] + ": ")]
+            named = [e for e in errors if repr(value) in e]
+            if not named:
+                print("FAIL %s: values.schema.json %s" % (label, "accepts it" if not errors else
+                                                         "refuses it without naming the value: " + errors[0]))
+                failed += 1
+                continue
+            found.append("schema: " + named[0])
+        if by in ("render", "both"):
+            layer = os.path.join(work, "bad-case-%d.json" % n)
+            with open(layer, "w") as f:
+                json.dump(case["values"], f)
+            run = subprocess.run(list(render) + ["-values", layer], capture_output=True, text=True)
+            message = run.stderr.strip().splitlines()[-1] if run.stderr.strip() else ""
+            if run.returncode == 0:
+                print("FAIL %s: the chart renders it" % label)
+                failed += 1
+                continue
+            if case["at"] not in message or str(value) not in message:
+                print("FAIL %s: the chart refuses it without naming %s and the value: %s"
+                      % (label, case["at"], message))
+                failed += 1
+                continue
+            found.append("render: " + message[message.find("error calling fail: ") + 20:]
+                         if "error calling fail: " in message else "render: " + message)
+        if case.get("api"):
+            refusal = api_refusal(case, n, work, render, value)
+            if not refusal.startswith("  "):
+                print("FAIL %s: %s" % (label, refusal))
+                failed += 1
+                continue
+            found.append("API server (validate.py): " + refusal.strip())
+        print("ok   refused: %s" % label)
+        for line in found:
+            print("       " + line)
+    return 1 if failed else 0
+
+
 def main(argv):
     commands = {
         "json": cmd_json, "merge": cmd_merge, "schema": cmd_schema, "compare": cmd_compare,
-        "consistent": cmd_consistent, "versions": cmd_versions,
+        "consistent": cmd_consistent, "versions": cmd_versions, "dropins": cmd_dropins,
+        "bad": cmd_bad,
     }
     if len(argv) < 2 or argv[1] not in commands:
         sys.exit(__doc__)

@@ -10,7 +10,9 @@ The types are those of Debian's python3-kubernetes (22.6: the client models of K
 wrong type or a missing required field (the model's constructor refuses None for those) is a
 violation. On top, a few checks the API server makes that the models cannot express: names,
 labels, enumerated values of the fields irqwise's manifests use, quantities, int-or-string
-values, the DaemonSet's selector against its pod labels, volumes against volume mounts.
+values, the DaemonSet's selector against its pod labels, volumes against volume mounts,
+tolerations, node selectors, priority class names, annotation keys of the pod template and each
+resource request against its limit.
 
 One line per object; one line per violation, "Kind/name: path: message". Exit status 1 when
 any object has a violation, 2 when a file cannot be read as YAML.
@@ -18,6 +20,7 @@ any object has a violation, 2 when a file cannot be read as YAML.
 
 import re
 import sys
+from decimal import Decimal
 
 import yaml
 
@@ -74,13 +77,18 @@ INT_OR_STRING = {
     ("V1TCPSocketAction", "port"),
     ("V1ServicePort", "targetPort"),
 }
-PERCENT = re.compile(r"^[0-9]+%$")
-QUANTITY = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+# Anchored with \Z, the end of the text, as the API server's Go regexps anchor with $ (Python's $
+# also matches before a final newline).
+PERCENT = re.compile(r"^[0-9]+%\Z")
+QUANTITY = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?\Z")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
+CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+\Z")
+SUFFIXES = {"": 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+            "P": 10**15, "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
+            "Pi": 2**50, "Ei": 2**60}
 
 
 def qualified_name_problem(key):
@@ -91,6 +99,51 @@ def qualified_name_problem(key):
     if not name or len(name) > 63 or not LABEL_NAME.match(name):
         return "name %r is not a qualified name" % name
     return None
+
+
+def quantity(text):
+    """A quantity's value as a Decimal (None when it is not one)."""
+    m = QUANTITY.match(str(text))
+    if not m:
+        return None
+    number, suffix = m.group(1), m.group(3) or ""
+    sign = -1 if str(text).startswith("-") else 1
+    if suffix[:1] in ("e", "E"):
+        return sign * Decimal(number) * Decimal(10) ** int(suffix[1:])
+    return sign * Decimal(number) * SUFFIXES[suffix]
+
+
+def tolerations_ok(path, tolerations, w):
+    """The API server's rules for tolerations (ValidateTolerations)."""
+    for i, t in enumerate(tolerations if isinstance(tolerations, list) else []):
+        if not isinstance(t, dict):
+            continue
+        tpath = "%s.tolerations[%d]" % (path, i)
+        key, op, value = t.get("key") or "", t.get("operator") or "Equal", t.get("value") or ""
+        if key and qualified_name_problem(str(key)):
+            w.bad(tpath + ".key", qualified_name_problem(str(key)))
+        if not key and op != "Exists":
+            w.bad(tpath + ".operator", "operator must be Exists when key is empty, got %r" % op)
+        if t.get("tolerationSeconds") is not None and t.get("effect") != "NoExecute":
+            w.bad(tpath + ".effect", "effect must be NoExecute when tolerationSeconds is set, got %r" % t.get("effect"))
+        if op == "Exists" and value:
+            w.bad(tpath + ".value", "value must be empty when operator is Exists, got %r" % value)
+        if op == "Equal" and (len(str(value)) > 63 or not LABEL_VALUE.match(str(value))):
+            w.bad(tpath + ".value", "%r is not a valid label value" % value)
+
+
+def resources_ok(path, resources, w):
+    """Each request at most its limit (ValidateResourceRequirements)."""
+    if not isinstance(resources, dict):
+        return
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    if not isinstance(requests, dict) or not isinstance(limits, dict):
+        return
+    for name, request in requests.items():
+        r, l = quantity(request), quantity(limits.get(name)) if name in limits else None
+        if r is not None and l is not None and r > l:
+            w.bad("%s.resources.requests.%s" % (path, name),
+                  "%s must be less than or equal to the %s limit %s" % (request, name, limits[name]))
 
 
 class Walker:
@@ -232,6 +285,10 @@ def semantic(obj, kind, w):
         template = spec.get("template") or {}
         tmeta = template.get("metadata") or {}
         labels_ok("spec.template.metadata.labels", tmeta.get("labels"), w)
+        for key in tmeta.get("annotations") or {} if isinstance(tmeta.get("annotations"), dict) else ():
+            problem = qualified_name_problem(str(key))
+            if problem:
+                w.bad("spec.template.metadata.annotations.%s" % key, problem)
         selector = ((spec.get("selector") or {}).get("matchLabels")) or {}
         pod_labels = tmeta.get("labels") or {}
         if isinstance(selector, dict) and isinstance(pod_labels, dict):
@@ -260,6 +317,11 @@ def labels_ok(path, labels, w):
 def pod_spec(path, pod, w, kind):
     if kind != "Pod" and pod.get("restartPolicy", "Always") != "Always":
         w.bad(path + ".restartPolicy", "a %s's pods must restart Always" % kind)
+    tolerations_ok(path, pod.get("tolerations"), w)
+    labels_ok(path + ".nodeSelector", pod.get("nodeSelector"), w)
+    priority = pod.get("priorityClassName")
+    if isinstance(priority, str) and priority and (len(priority) > 253 or not DNS_SUBDOMAIN.match(priority)):
+        w.bad(path + ".priorityClassName", "%r is not a DNS subdomain" % priority)
     volumes = {}
     for i, volume in enumerate(pod.get("volumes") or []):
         if not isinstance(volume, dict):
@@ -296,6 +358,7 @@ def pod_spec(path, pod, w, kind):
                 if mp in mounts:
                     w.bad("%s.volumeMounts[%d].mountPath" % (cpath, j), "duplicate mount path %r" % mp)
                 mounts.add(mp)
+            resources_ok(cpath, container.get("resources"), w)
             sc = container.get("securityContext") or {}
             if isinstance(sc, dict) and sc.get("privileged") is True and sc.get("allowPrivilegeEscalation") is False:
                 w.bad(cpath + ".securityContext",

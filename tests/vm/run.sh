@@ -177,7 +177,7 @@ tier_kernel() {
   local w=$WORK/$tier
   mkdir -p "$w"
   use_kernel "$version" || return 2
-  t=$(secs); (cd "$REPO" && cargo build --release --quiet) || return 2; local t_build; t_build=$(since "$t")
+  t=$(secs); (cd "$REPO" && packaging/release-flags.sh cargo build --release --quiet) || return 2; local t_build; t_build=$(since "$t")
   bin=$TARGET/release/irqwise
   if [ "${IRQWISE_VM_BROKEN:-0}" = 1 ]; then
     echo "test-vm: IRQWISE_VM_BROKEN=1: the guest's irqwise is a stub that places nothing" >&2
@@ -231,7 +231,7 @@ tier_oracle() {
   local versions
   versions=$(for run in $ORACLE_RUNS; do echo "${run%%:*}"; done | sort -u)
   mkdir -p "$w"
-  t=$(secs); (cd "$REPO" && cargo build --release --quiet) || return 2; local t_build; t_build=$(since "$t")
+  t=$(secs); (cd "$REPO" && packaging/release-flags.sh cargo build --release --quiet) || return 2; local t_build; t_build=$(since "$t")
   bin=$TARGET/release/irqwise
   : > "$w/guest.out"; : > "$w/expected"; : > "$w/boots"
   for version in $versions; do
@@ -304,7 +304,7 @@ tier_arm64() {
   fi
   versions=$(for run in $runs; do echo "${run%%:*}"; done | sort -u)
   mkdir -p "$w"
-  t=$(secs); (cd "$REPO" && cargo build --release --quiet) || return 2; local t_build; t_build=$(since "$t")
+  t=$(secs); (cd "$REPO" && packaging/release-flags.sh cargo build --release --quiet) || return 2; local t_build; t_build=$(since "$t")
   bin=$TARGET/release/irqwise
   : > "$w/guest.out"; : > "$w/expected"; : > "$w/boots"
   t=$(secs)

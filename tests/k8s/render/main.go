@@ -1,7 +1,9 @@
 // Command render renders the irqwise Helm chart offline, with Helm's own template engine (Go's
-// text/template) and the few Helm functions the chart may use: include, default, quote, indent
-// and nindent. A template using any other function fails to parse here, which keeps the chart
-// within that subset. Helm itself is not needed (nor available on Debian 12).
+// text/template) and the few Helm functions the chart may use, as Helm (and sprig, its function
+// library) defines them: include, fail, default, quote, indent, nindent, list, dict, hasPrefix,
+// trimPrefix, regexFind, float64 and mulf. A template using any other function fails to parse
+// here, which keeps the chart within that subset. Helm itself is not needed (nor available on
+// Debian 12).
 //
 // YAML is read by tests/k8s/check.sh, which converts Chart.yaml and the values files to JSON
 // first (Go's standard library has no YAML parser):
@@ -23,10 +25,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"text/template"
 )
@@ -139,10 +144,18 @@ func run() error {
 			}
 			return buf.String(), nil
 		},
-		"default": dflt,
-		"quote":   quote,
-		"indent":  indent,
-		"nindent": nindent,
+		"fail":       fail,
+		"default":    dflt,
+		"quote":      quote,
+		"indent":     indent,
+		"nindent":    nindent,
+		"list":       list,
+		"dict":       dict,
+		"hasPrefix":  func(prefix, s string) bool { return strings.HasPrefix(s, prefix) },
+		"trimPrefix": func(prefix, s string) string { return strings.TrimPrefix(s, prefix) },
+		"regexFind":  regexFind,
+		"float64":    toFloat64,
+		"mulf":       mulf,
 	})
 	var names []string
 	for _, path := range paths {
@@ -307,4 +320,93 @@ func indent(spaces int, v string) string {
 
 func nindent(spaces int, v string) string {
 	return "\n" + indent(spaces, v)
+}
+
+// fail is Helm's fail: the render stops with msg as its error.
+func fail(msg string) (string, error) {
+	return "", errors.New(msg)
+}
+
+// list is sprig's list: its arguments as a list.
+func list(v ...interface{}) []interface{} {
+	return v
+}
+
+// dict is sprig's dict: key, value, key, value ... as a map (keys as strings; a last key
+// without value maps to "").
+func dict(v ...interface{}) map[string]interface{} {
+	out := map[string]interface{}{}
+	for i := 0; i < len(v); i += 2 {
+		key := strval(v[i])
+		if i+1 >= len(v) {
+			out[key] = ""
+			continue
+		}
+		out[key] = v[i+1]
+	}
+	return out
+}
+
+// regexFind is sprig's regexFind: the leftmost match of regex in s ("" for none); an invalid
+// regex is an error (sprig panics, which the template engine reports as an error).
+func regexFind(regex string, s string) (string, error) {
+	r, err := regexp.Compile(regex)
+	if err != nil {
+		return "", err
+	}
+	return r.FindString(s), nil
+}
+
+// toFloat64 is sprig's float64 (spf13/cast's ToFloat64): numbers converted, strings parsed,
+// anything else or a string that is no number 0.
+func toFloat64(v interface{}) float64 {
+	switch v := v.(type) {
+	case float64:
+		return v
+	case float32:
+		return float64(v)
+	case int:
+		return float64(v)
+	case int64:
+		return float64(v)
+	case int32:
+		return float64(v)
+	case uint:
+		return float64(v)
+	case uint64:
+		return float64(v)
+	case bool:
+		if v {
+			return 1
+		}
+		return 0
+	case string:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0
+		}
+		return f
+	default:
+		return 0
+	}
+}
+
+// mulf is sprig's mulf: the product of the arguments as float64s, computed in decimal (sprig
+// uses shopspring/decimal from each float's shortest representation), so 1.1 * 1000 is 1100.
+func mulf(a interface{}, v ...interface{}) float64 {
+	product := decimalOf(toFloat64(a))
+	for _, b := range v {
+		product.Mul(product, decimalOf(toFloat64(b)))
+	}
+	f, _ := product.Float64()
+	return f
+}
+
+// decimalOf is f's shortest decimal representation as an exact rational.
+func decimalOf(f float64) *big.Rat {
+	r, ok := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+	if !ok {
+		return new(big.Rat)
+	}
+	return r
 }
