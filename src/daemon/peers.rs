@@ -357,6 +357,14 @@ mod tests {
         std::os::unix::process::CommandExt::arg0(&mut child, "/opt/set_irq_affinity.sh");
         let mut child = child.arg("300").arg(&padding).arg(&padding).spawn().expect("spawn sleep");
         let pid = child.id();
+        // `spawn` returns once the child exists, maybe before it has run `exec`: until then its
+        // command line is this test's. Wait (bounded) for the exec to be seen.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"/opt/set_irq_affinity.sh\0"))
+        {
+            assert!(std::time::Instant::now() < deadline, "sleep never ran exec");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         let as_root = runs_as_root(&Root::new("/"), std::process::id());
         let root = Root::new("/");
         let found = running_peers(&root).into_iter().any(|p| p.pid == pid && p.name == "set_irq_affinity.sh");
