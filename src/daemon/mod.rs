@@ -299,7 +299,8 @@ impl Daemon {
         if self.config.global.irqbalance_socket {
             self.open_irqbalance_socket();
         }
-        let mut watch_files = sources::isolation_files(&self.root);
+        let mut watch_files =
+            sources::isolation_files(&self.root, self.config.global.kubelet_cpu_manager_state.as_deref());
         if self.watch_config {
             watch_files.extend(sources::config_files(&self.paths));
         }
