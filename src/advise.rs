@@ -47,9 +47,13 @@ pub fn advise_boot(
     respect_isolation: bool,
     os_id: Option<&str>,
 ) -> BootAdvice {
-    // A runtime claim is no boot advice: only the CPUs kept free whatever runs count.
-    let (claimed, lasting): (Vec<_>, Vec<_>) =
-        forbidden.sources.iter().cloned().partition(|(word, _)| crate::plan::from_sample::is_claim_source_word(word));
+    // A runtime claim (or a pod's kubelet-exclusive CPUs) is no boot advice: only the CPUs kept
+    // free whatever runs count.
+    let (claimed, lasting): (Vec<_>, Vec<_>) = forbidden
+        .sources
+        .iter()
+        .cloned()
+        .partition(|(word, _)| crate::plan::from_sample::is_workload_source_word(word));
     let claimed = Forbidden { sources: claimed };
     let forbidden = &Forbidden { sources: lasting };
     let claimed_cpus = claimed.cpus().intersection(online);
@@ -337,6 +341,16 @@ mod tests {
         let only = Forbidden { sources: vec![("job-42's claimed".into(), set("2-3"))] };
         let a = advise_boot(&plan(), &set("0-7"), &only, &[], true, None);
         assert!(a.parameters.is_empty() && a.contradictions.is_empty(), "{a:?}");
+    }
+
+    #[test]
+    fn a_pods_kubelet_exclusive_cpus_are_no_boot_advice() {
+        let forbidden =
+            Forbidden { sources: vec![("banned".into(), set("4")), ("kubelet-exclusive".into(), set("2-3"))] };
+        let a = advise_boot(&plan(), &set("0-7"), &forbidden, &[], true, Some("debian"));
+        let params: Vec<&str> = a.parameters.iter().map(|p| p.parameter.as_str()).collect();
+        assert_eq!(params, ["irqaffinity=0-3,5-7", "isolcpus=managed_irq,4"]);
+        assert_eq!(a.claimed_now, "kubelet-exclusive CPUs 2-3");
     }
 
     #[test]

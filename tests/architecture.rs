@@ -38,13 +38,14 @@ const FLOORS: [&[&str]; 15] = [
 ];
 
 /// Files and directories (every `.rs` below) of the pure core.
-const PURE_CORE: [&str; 32] = [
+const PURE_CORE: [&str; 33] = [
     "src/cpuset",
     "src/text.rs",
     "src/choices.rs",
     "src/topology/model.rs",
     "src/topology/isolation.rs",
     "src/topology/claims.rs",
+    "src/topology/kubelet.rs",
     "src/topology/home.rs",
     "src/topology/locality.rs",
     "src/topology/view.rs",

@@ -255,6 +255,24 @@ fn metrics_file_must_be_an_absolute_plain_path_of_a_prom_file() {
 }
 
 #[test]
+fn kubelet_cpu_manager_state_must_be_an_absolute_plain_path_and_a_later_file_may_turn_it_off() {
+    for bad in ["var/lib/kubelet/cpu_manager_state", "/", "/var/./lib/kubelet/x", "/var/lib/../kubelet/x"] {
+        let text = format!("[global]\nkubelet_cpu_manager_state = \"{bad}\"\n");
+        assert_one_error(&text, 2, 29, &["kubelet_cpu_manager_state", bad, "absolute path"]);
+    }
+    let set = "[global]\nkubelet_cpu_manager_state = \"/var/lib/kubelet/cpu_manager_state\"\n";
+    let state = parse_ok(set).global.kubelet_cpu_manager_state;
+    assert_eq!(state, Some("/var/lib/kubelet/cpu_manager_state".into()));
+    assert_eq!(parse_ok("").global.kubelet_cpu_manager_state, None, "off by default");
+    let files = [
+        SourceFile { path: "a.toml".into(), text: set.into() },
+        SourceFile { path: "b.toml".into(), text: "[global]\nkubelet_cpu_manager_state = \"\"\n".into() },
+    ];
+    let r = parse_files(&files, &possible());
+    assert_eq!(r.config.unwrap().global.kubelet_cpu_manager_state, None, "\"\" in a later file turns it off");
+}
+
+#[test]
 fn strategy_leave_warns_only_when_other_settings_are_set() {
     let warnings = |settings: &str| {
         let text = format!("[[device]]\nmatch = {{ driver = \"ice\" }}\nstrategy = \"leave\"\n{settings}");

@@ -243,6 +243,10 @@ const SAMPLES: &[&str] = &[
     "rel.prom",
     "/a/b.txt",
     "/a/b.prom/",
+    "/var/lib/kubelet/cpu_manager_state",
+    "/",
+    "/a/./b",
+    "var/lib/kubelet/cpu_manager_state",
     "0000:81:*",
     "mlx5_core",
 ];

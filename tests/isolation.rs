@@ -9,6 +9,7 @@ mod child_daemon;
 #[path = "common/fixture.rs"]
 mod fixture;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
@@ -244,4 +245,166 @@ fn the_guard_names_each_source_when_it_clears_a_left_alone_irq() {
     assert_eq!(desired, set("0-5,10-23"), "{p}");
     let reason = p["reason"].as_str().unwrap();
     assert!(reason.contains("cgroup-isolated CPUs 6-7") && reason.contains("irqbalance-banned CPUs 8-9"), "{reason}");
+}
+
+/// Where the kubelet keeps its CPU manager's checkpoint, below the fixture root.
+const KUBELET_STATE: &str = "var/lib/kubelet/cpu_manager_state";
+
+/// The configuration that makes the checkpoint a source.
+const KUBELET_CONFIG: &str = "[global]\nkubelet_cpu_manager_state = \"/var/lib/kubelet/cpu_manager_state\"\n";
+
+/// FNV-1a, 32 bits (Go's hash/fnv New32a).
+fn fnv32a(text: &str) -> u32 {
+    text.bytes().fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+}
+
+/// The kubelet's v2 checkpoint of the static policy, with the checksum the kubelet writes:
+/// FNV-1a (32 bits) of go-spew's `%#v` dump of the checkpoint struct with its checksum 0, keys
+/// sorted (pkg/kubelet/checkpointmanager/checksum, k8s.io/utils/dump.ForHash).
+fn kubelet_checkpoint(default: &str, entries: &[(&str, &str, &str)]) -> String {
+    let mut pods: BTreeMap<&str, BTreeMap<&str, &str>> = BTreeMap::new();
+    for (pod, container, cpus) in entries {
+        pods.entry(pod).or_default().insert(container, cpus);
+    }
+    let join = |items: Vec<String>, sep: &str| items.join(sep);
+    let spew_pods = pods
+        .iter()
+        .map(|(uid, c)| format!("{uid}:map[{}]", join(c.iter().map(|(n, cpus)| format!("{n}:{cpus}")).collect(), " ")));
+    let spew = format!(
+        "(*state.CPUManagerCheckpoint){{PolicyName:(string)static DefaultCPUSet:(string){default} Entries:(map[string]map[string]string)map[{}] Checksum:(checksum.Checksum)0}}",
+        join(spew_pods.collect(), " ")
+    );
+    let json_pods = pods.iter().map(|(uid, c)| {
+        format!("\"{uid}\":{{{}}}", join(c.iter().map(|(n, cpus)| format!("\"{n}\":\"{cpus}\"")).collect(), ","))
+    });
+    format!(
+        "{{\"policyName\":\"static\",\"defaultCpuSet\":\"{default}\",\"entries\":{{{}}},\"checksum\":{}}}",
+        join(json_pods.collect(), ","),
+        fnv32a(&spew)
+    )
+}
+
+#[test]
+fn the_test_checkpoint_has_the_checksum_a_real_kubelet_writes() {
+    // A kubelet's file, as published (policy static, one guaranteed pod on CPUs 1 and 13).
+    let real = r#"{"policyName":"static","defaultCpuSet":"0,2-12,14-23","entries":{"235148fe-393f-47a8-a17d-bd55bc1a836b":{"cgroup1-0":"1,13"}},"checksum":1552716370}"#;
+    let ours = kubelet_checkpoint("0,2-12,14-23", &[("235148fe-393f-47a8-a17d-bd55bc1a836b", "cgroup1-0", "1,13")]);
+    assert_eq!(ours, real);
+}
+
+/// Writes the checkpoint as the kubelet does: a temporary file in the same directory, renamed.
+fn write_checkpoint(root: &Path, text: &str) {
+    let tmp = root.join("var/lib/kubelet/.cpu_manager_state.tmp");
+    fs::create_dir_all(tmp.parent().unwrap()).unwrap();
+    fs::write(&tmp, text).unwrap();
+    fs::rename(&tmp, root.join(KUBELET_STATE)).unwrap();
+}
+
+#[test]
+fn the_kubelets_exclusive_cpus_keep_device_irqs_off_in_plan_apply_and_topology_names_the_file() {
+    let (root, irqs) = nic_root();
+    // Two guaranteed pods: CPUs 6-7 and 18 are theirs alone; the shared pool is not kept free.
+    let state = kubelet_checkpoint("0-5,8-17,19-23", &[("6f1c", "web", "6-7"), ("9a2e", "db", "18")]);
+    write_checkpoint(root.path(), &state);
+    // Not configured: the file changes nothing.
+    let cfg = tempfile::tempdir().unwrap();
+    let (planned, warnings) = desired(root.path(), cfg.path());
+    assert_eq!((&planned[0], &planned[1]), (&(irqs[0], set("6")), &(irqs[1], set("7"))), "{warnings:?}");
+    let (_, table, _) = irqwise(root.path(), cfg.path(), &["topology"]);
+    assert!(table.contains("isolation: no CPU is kept free of device IRQs"), "{table}");
+
+    write(cfg.path(), "etc/irqwise/irqwise.toml", KUBELET_CONFIG);
+    avoids(root.path(), cfg.path(), &set("6-7,18"), "the kubelet's exclusive CPUs");
+    let (code, out, err) = irqwise(root.path(), cfg.path(), &["topology", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let topo: Value = serde_json::from_str(&out).unwrap();
+    let sources = topo["isolation"]["sources"].as_array().unwrap();
+    assert_eq!(sources.len(), 1, "{sources:?}");
+    assert_eq!(sources[0]["cpus"], serde_json::json!("6-7,18"));
+    assert_eq!(sources[0]["since"], "live");
+    assert_eq!(sources[0]["applied"], true);
+    assert!(sources[0]["path"].as_str().unwrap().ends_with(KUBELET_STATE), "{sources:?}");
+    let setting = sources[0]["setting"].as_str().unwrap();
+    assert!(setting.contains("6f1c") && setting.contains("web") && setting.contains("9a2e"), "{setting}");
+    let (_, table, _) = irqwise(root.path(), cfg.path(), &["topology"]);
+    assert!(table.contains("isolation: device IRQs avoid CPUs 6-7,18"), "{table}");
+    assert!(table.contains(&format!("live {}: ", root.path().join(KUBELET_STATE).display())), "{table}");
+
+    let (code, _, err) = irqwise(root.path(), cfg.path(), &["apply"]);
+    assert_eq!(code, 0, "{err}");
+    for &irq in &irqs {
+        let cpus = affinity(root.path(), irq);
+        assert!(!cpus.is_empty() && !cpus.intersects(&set("6-7,18")), "irq {irq} applied on {cpus}");
+    }
+}
+
+#[test]
+fn a_damaged_checkpoint_keeps_nothing_free_in_a_command_and_says_what_is_wrong() {
+    let good = kubelet_checkpoint("0-5,8-23", &[("6f1c", "web", "6-7")]);
+    let cut = &good[..good.len() / 2];
+    let beyond = kubelet_checkpoint("0-5,8-23", &[("6f1c", "web", "6-7,99")]);
+    let forged = good.replace("\"6-7\"", "\"6-8\"");
+    // A policy the kubelet does not have, with no checksum (0: none, which the kubelet accepts).
+    let policy = good.replace("\"static\"", "\"dynamic\"");
+    let policy = format!("{}0}}", &policy[..=policy.rfind(':').unwrap()]);
+    let overlap = kubelet_checkpoint("0-5,8-23", &[("6f1c", "web", "6-7"), ("9a2e", "db", "7")]);
+    let cases: [(&str, &str); 5] =
+        [(cut, "half-written"), (&beyond, "99"), (&forged, "checksum"), (&policy, "dynamic"), (&overlap, "9a2e")];
+    let cfg = tempfile::tempdir().unwrap();
+    write(cfg.path(), "etc/irqwise/irqwise.toml", KUBELET_CONFIG);
+    for (text, named) in cases {
+        let (root, irqs) = nic_root();
+        write_checkpoint(root.path(), text);
+        let (planned, warnings) = desired(root.path(), cfg.path());
+        assert_eq!(planned[0], (irqs[0], set("6")), "{text}: nothing kept free; {warnings:?}");
+        assert_eq!(warnings.len(), 1, "{text}: {warnings:?}");
+        assert!(warnings[0].contains(KUBELET_STATE) && warnings[0].contains(named), "{text}: {warnings:?}");
+    }
+    // Configured but absent (the kubelet has not written it): said, nothing kept free.
+    let (root, irqs) = nic_root();
+    let (planned, warnings) = desired(root.path(), cfg.path());
+    assert_eq!(planned[0], (irqs[0], set("6")));
+    assert!(warnings.iter().any(|w| w.contains(KUBELET_STATE)), "{warnings:?}");
+}
+
+#[test]
+fn the_daemon_follows_the_checkpoint_and_keeps_the_last_good_reading_through_damage() {
+    let (root, irqs) = nic_root();
+    write_checkpoint(root.path(), &kubelet_checkpoint("0-5,8-23", &[("6f1c", "web", "6-7")]));
+    let cfg = tempfile::tempdir().unwrap();
+    // Only the file watch can cause the passes awaited below: no reconcile for a day.
+    write(
+        cfg.path(),
+        "etc/irqwise/irqwise.toml",
+        &format!("{KUBELET_CONFIG}reconcile_interval = \"24h\"\ndebounce = \"50ms\"\n"),
+    );
+    let log = cfg.path().join("daemon.log");
+    let d = Daemon::spawn(root.path(), cfg.path(), log);
+    let off = |cpus: &str| irqs.iter().all(|&i| !affinity(root.path(), i).intersects(&set(cpus)));
+    let state = d.wait(0, "first pass", || off("6-7"));
+    let first = state["passes"].as_u64().unwrap();
+
+    // A second pod gets CPU 8: the rename is seen, the NIC's IRQs leave it.
+    let two = kubelet_checkpoint("0-5,9-23", &[("6f1c", "web", "6-7"), ("9a2e", "db", "8")]);
+    write_checkpoint(root.path(), &two);
+    let state = d.wait(first, "a new exclusive CPU", || off("6-8"));
+    assert!(state["triggers"].as_array().unwrap().iter().any(|t| t == "isolation"), "{state}");
+    let second = state["passes"].as_u64().unwrap();
+
+    // Half-written, then damaged again by the same cut: the last good reading holds, said once.
+    write_checkpoint(root.path(), &two[..two.len() / 2]);
+    let state = d.wait(second, "the damaged file's pass", || true);
+    let third = state["passes"].as_u64().unwrap();
+    write_checkpoint(root.path(), &two[..two.len() / 2]);
+    d.wait(third, "the damaged file's second pass", || true);
+    assert!(off("6-8"), "the last good reading is kept");
+    let log = d.log_text();
+    let said: Vec<&str> = log.lines().filter(|l| l.contains(KUBELET_STATE)).collect();
+    assert_eq!(said.len(), 1, "{log}");
+    let warnings = d.state()["plan"]["warnings"].to_string();
+    assert!(warnings.contains(KUBELET_STATE), "{warnings}");
+
+    // Good again: the pod on 6-7 is gone, CPU 8 stays; 6 takes queue 0 again.
+    write_checkpoint(root.path(), &kubelet_checkpoint("0-7,9-23", &[("9a2e", "db", "8")]));
+    d.wait(third + 1, "good again", || off("8") && affinity(root.path(), irqs[0]) == set("6"));
 }

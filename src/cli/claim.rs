@@ -17,7 +17,8 @@ use crate::sysfs::processes::process_identity;
 use crate::sysfs::Root;
 use crate::topology::claims::{claim_cpus, owner_problem, render_claim, Claim, ClaimRead, RefusedClaim};
 use crate::topology::discover::claims::CLAIMS_DIR;
-use crate::topology::discover::isolation::read_isolation;
+use crate::topology::discover::isolation::read_isolation_configured;
+use crate::topology::discover::kubelet::KubeletMemory;
 use crate::topology::discover::read_topology;
 use crate::topology::Topology;
 
@@ -128,7 +129,8 @@ fn lock_claims(root: &Root, timeout: Duration) -> Result<std::fs::File, CliError
 /// (oldest first) and what the configuration and the isolation keep free, as the daemon
 /// decides it ([`hold_claims`]).
 fn refused_beside_the_others(root: &Root, config: &Config, topo: &Topology, claim: &Claim) -> Option<RefusedClaim> {
-    let (mut isolation, _) = read_isolation(root, topo);
+    let kubelet = config.global.kubelet_cpu_manager_state.as_deref();
+    let (mut isolation, _) = read_isolation_configured(root, topo, kubelet, &mut KubeletMemory::default());
     let mine = |c: &ClaimRead| c.claim.owner == claim.owner;
     isolation.claims.retain(|c| !mine(c));
     isolation.sources.retain(|s| s.claim_owner() != Some(claim.owner.as_str()));

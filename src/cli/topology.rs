@@ -6,7 +6,8 @@ use super::{to_json_text, CliError};
 use crate::config::{load_config, Config, ConfigPaths};
 use crate::plan::held_claims::hold_claims;
 use crate::sysfs::Root;
-use crate::topology::discover::isolation::read_isolation;
+use crate::topology::discover::isolation::read_isolation_configured;
+use crate::topology::discover::kubelet::KubeletMemory;
 use crate::topology::discover::read_topology_with_warnings;
 use crate::topology::view::{isolation_json, isolation_table, Applied};
 
@@ -15,9 +16,7 @@ use crate::topology::view::{isolation_json, isolation_table, Applied};
 /// loaded, with a warning saying so).
 pub fn topology(root: &Root, paths: &ConfigPaths, json: bool) -> Result<String, CliError> {
     let (topo, warnings) = read_topology_with_warnings(root)?;
-    let (isolation, isolation_warnings) = read_isolation(root, &topo);
-    let mut warnings: Vec<String> =
-        warnings.iter().chain(&isolation_warnings).map(std::string::ToString::to_string).collect();
+    let mut warnings: Vec<String> = warnings.iter().map(std::string::ToString::to_string).collect();
     let config = match load_config(root, paths) {
         Ok(config) => config,
         Err(e) => {
@@ -25,6 +24,10 @@ pub fn topology(root: &Root, paths: &ConfigPaths, json: bool) -> Result<String, 
             Config::default()
         }
     };
+    let kubelet = config.global.kubelet_cpu_manager_state.as_deref();
+    let (isolation, isolation_warnings) =
+        read_isolation_configured(root, &topo, kubelet, &mut KubeletMemory::default());
+    warnings.extend(isolation_warnings.iter().map(std::string::ToString::to_string));
     // A claim that cannot hold is no source: it is named among the warnings.
     let (isolation, refused) = hold_claims(&isolation, &config, &topo);
     warnings.extend(refused.iter().map(|r| format!("{}: the claim is refused", r.reason)));

@@ -111,5 +111,10 @@ fn finish_global(layer: GlobalLayer) -> Global {
         guard: layer.guard.unwrap_or(d.guard),
         napi: layer.napi,
         irqbalance_socket: layer.irqbalance_socket.unwrap_or(d.irqbalance_socket),
+        kubelet_cpu_manager_state: match layer.kubelet_cpu_manager_state {
+            Some(path) if path.as_os_str().is_empty() => None,
+            Some(path) => Some(path),
+            None => d.kubelet_cpu_manager_state,
+        },
     }
 }

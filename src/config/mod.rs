@@ -98,6 +98,10 @@ pub struct Global {
     /// Speak irqbalance's control socket (`/run/irqbalance/irqbalance<PID>.sock`) for
     /// `irqbalance-ui` and intel-lpmd (default false; never while irqbalance runs; read at start).
     pub irqbalance_socket: bool,
+    /// The kubelet's CPU manager checkpoint (`/var/lib/kubelet/cpu_manager_state`), read every
+    /// pass and watched: device IRQs avoid every CPU its static policy assigned exclusively
+    /// (default: none).
+    pub kubelet_cpu_manager_state: Option<PathBuf>,
 }
 
 /// `metrics_file = ...`: where the daemon writes its metrics for node_exporter's textfile
@@ -134,6 +138,7 @@ impl Default for Global {
             balance_knobs: BalanceKnobs::default(),
             napi: NapiProfile::default(),
             irqbalance_socket: false,
+            kubelet_cpu_manager_state: None,
         }
     }
 }

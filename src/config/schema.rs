@@ -45,6 +45,7 @@ pub(crate) struct RawGlobal {
     pub balance_hold: Option<Spanned<String>>,
     pub balance_moves_per_minute: Option<Spanned<u32>>,
     pub irqbalance_socket: Option<bool>,
+    pub kubelet_cpu_manager_state: Option<Spanned<String>>,
 }
 
 /// One `[[device]]` table.
@@ -122,6 +123,7 @@ const GLOBAL: &[&str] = &[
     "balance_hold",
     "balance_moves_per_minute",
     "irqbalance_socket",
+    "kubelet_cpu_manager_state",
 ];
 pub(crate) const RULE: &[&str] = &[
     "match",
@@ -256,6 +258,7 @@ impl Reader {
                 "balance_hold" => g.balance_hold = self.value(v),
                 "balance_moves_per_minute" => g.balance_moves_per_minute = self.value(v),
                 "irqbalance_socket" => g.irqbalance_socket = self.value(v),
+                "kubelet_cpu_manager_state" => g.kubelet_cpu_manager_state = self.value(v),
                 other => self.unknown(&key, other, GLOBAL),
             }
         }

@@ -3,7 +3,7 @@
 //! Pure: works on a file's path (for messages) and text, never on the filesystem.
 
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use toml::Spanned;
@@ -44,6 +44,8 @@ pub(super) struct GlobalLayer {
     /// `[napi]`, key by key (a later file's key wins).
     pub napi: NapiProfile,
     pub irqbalance_socket: Option<bool>,
+    /// An empty path: set to `""` (off).
+    pub kubelet_cpu_manager_state: Option<PathBuf>,
 }
 
 impl GlobalLayer {
@@ -73,6 +75,7 @@ impl GlobalLayer {
         take(&mut self.balance_moves_per_minute, later.balance_moves_per_minute);
         self.napi = self.napi.overlay(&later.napi);
         take(&mut self.irqbalance_socket, later.irqbalance_socket);
+        take(&mut self.kubelet_cpu_manager_state, later.kubelet_cpu_manager_state);
     }
 }
 
@@ -246,7 +249,27 @@ impl FileCtx<'_> {
             }),
             napi: NapiProfile::default(),
             irqbalance_socket: g.irqbalance_socket,
+            kubelet_cpu_manager_state: g.kubelet_cpu_manager_state.and_then(|v| self.kubelet_cpu_manager_state(&v)),
         }
+    }
+
+    /// `kubelet_cpu_manager_state`: empty (off), or an absolute path without `.` or `..`
+    /// components (it is read below the root, as every host file).
+    /// `""` is the empty path.
+    fn kubelet_cpu_manager_state(&mut self, v: &Spanned<String>) -> Option<PathBuf> {
+        let text = v.get_ref();
+        if text.is_empty() {
+            return Some(PathBuf::new());
+        }
+        let path = Path::new(text);
+        let plain = path.components().skip(1).all(|c| matches!(c, std::path::Component::Normal(_)))
+            && !text.split('/').any(|c| c == "." || c == "..");
+        if path.is_absolute() && path.file_name().is_some() && plain && !text.contains('\0') {
+            return Some(path.to_path_buf());
+        }
+        let at = self.loc(v.span().start);
+        self.errors.push(ConfigError::KubeletState { at, value: text.clone() });
+        None
     }
 
     /// `metrics_file`: empty (off), or an absolute path of a `*.prom` file (node_exporter's

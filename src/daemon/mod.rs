@@ -303,7 +303,7 @@ impl Daemon {
         let events = EventConfig {
             reconcile_interval: Some(self.config.global.reconcile_interval),
             kernel_timer: true,
-            watch_files: sources::isolation_files(&self.root),
+            watch_files: sources::isolation_files(&self.root, self.config.global.kubelet_cpu_manager_state.as_deref()),
             watch_config: self.watch_config.then(|| sources::config_watch(&self.paths)),
             ..EventConfig::default()
         };

@@ -70,7 +70,9 @@ impl Daemon {
     }
 
     /// Puts a reloaded `[global]` into force where it is not read at each pass: the debounce
-    /// window (from the next batch), the reconcile period (restarted now) and the log sink.
+    /// window (from the next batch), the reconcile period (restarted now) and the log sink; says
+    /// that a new `kubelet_cpu_manager_state` is read from the next pass but watched only from
+    /// the next start.
     fn apply_global(&mut self, new: &Global) {
         let old = &self.config.global;
         if new.debounce != old.debounce {
@@ -80,6 +82,13 @@ impl Daemon {
         if new.reconcile_interval != old.reconcile_interval {
             self.reconcile.send_replace(new.reconcile_interval);
             tracing::info!("reconcile_interval is now {:?} (was {:?})", new.reconcile_interval, old.reconcile_interval);
+        }
+        if new.kubelet_cpu_manager_state != old.kubelet_cpu_manager_state {
+            let shown = new.kubelet_cpu_manager_state.as_ref().map_or("none".into(), |p| format!("{:?}", p.display()));
+            tracing::info!(
+                "kubelet_cpu_manager_state is now {}: read from the next pass on; its changes are watched from the next start (until then each reconcile reads it)",
+                crate::text::printable(&shown)
+            );
         }
         if new.log_format != old.log_format {
             if self.log_format_pinned {

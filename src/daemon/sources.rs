@@ -12,8 +12,9 @@ use crate::sysfs::Root;
 /// The files whose changes run a pass: irqbalance's environment files (in their directories,
 /// so that files created later are seen), the root cgroup's isolated CPUs, every cgroup's
 /// partition file (the root's list is not notified: a partition made or removed at run time is
-/// seen through the cgroup's own file) and every claim.
-pub(crate) fn isolation_files(root: &Root) -> Vec<WatchTarget> {
+/// seen through the cgroup's own file), every claim, and the kubelet's checkpoint when
+/// configured (`kubelet`: in its directory, where the kubelet renames each new version in).
+pub(crate) fn isolation_files(root: &Root, kubelet: Option<&std::path::Path>) -> Vec<WatchTarget> {
     use crate::topology::discover::claims::CLAIMS_DIR;
     use crate::topology::discover::isolation::{CGROUP_ISOLATED, IRQBALANCE_FILES};
     let mut targets: Vec<WatchTarget> =
@@ -23,6 +24,7 @@ pub(crate) fn isolation_files(root: &Root) -> Vec<WatchTarget> {
         targets.push(WatchTarget { path: root.path(tree), how: WatchHow::CgroupTree });
     }
     targets.push(WatchTarget { path: root.path(CLAIMS_DIR), how: WatchHow::EveryFile });
+    targets.extend(kubelet.map(|path| WatchTarget { path: root.path(path), how: WatchHow::InDirectory }));
     targets
 }
 

@@ -183,10 +183,10 @@ fn claim_source_word(owner: &str) -> String {
 
 const CLAIM_WORD: &str = "'s claimed";
 
-/// Whether a forbidden source is a runtime claim (what `advise boot` leaves out: a claim lasts
-/// as long as a workload, not a boot).
-pub(crate) fn is_claim_source_word(word: &str) -> bool {
-    word.ends_with(CLAIM_WORD)
+/// Whether a forbidden source lasts as long as a workload, not a boot (what `advise boot`
+/// leaves out): a runtime claim, or the CPUs the kubelet gave a pod.
+pub(crate) fn is_workload_source_word(word: &str) -> bool {
+    word.ends_with(CLAIM_WORD) || word == IsolationKind::KubeletExclusive.word()
 }
 
 /// The CPUs device interrupts must avoid, by source: the global `banned_cpus`, every isolation

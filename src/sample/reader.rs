@@ -24,7 +24,8 @@ use crate::devices::discover::{
 use crate::devices::napi::{InterfaceState, NetdevView};
 use crate::devices::{Device, DeviceClass};
 use crate::sysfs::{read_in_parallel, Root};
-use crate::topology::discover::isolation::read_isolation;
+use crate::topology::discover::isolation::read_isolation_configured;
+use crate::topology::discover::kubelet::KubeletMemory;
 use crate::topology::discover::reread_topology;
 use crate::topology::discover::{read_present_online, read_topology_keeping};
 use crate::topology::discover::{TopologyError, TopologyReads, CPU_DIR};
@@ -70,6 +71,8 @@ pub(crate) struct SampleReader {
     refused: Refused,
     /// Which of [`ROOT_TOPS`] the last read found.
     tops_seen: [bool; 2],
+    /// The kubelet's checkpoint as last read well (`kubelet_cpu_manager_state`).
+    kubelet: KubeletMemory,
 }
 
 /// What was asked to be read again since the last successful read.
@@ -105,6 +108,7 @@ impl SampleReader {
             hotplugged: CpuSet::new(),
             refused: Refused::default(),
             tops_seen: [false; 2],
+            kubelet: KubeletMemory::default(),
         }
     }
 
@@ -198,7 +202,7 @@ impl SampleReader {
             self.stale.everything = true;
         }
         let (topology, topology_warnings, discovery) = result?;
-        Ok(read_every_pass(root, config, topology, topology_warnings, discovery))
+        Ok(read_every_pass(root, config, topology, topology_warnings, discovery, &mut self.kubelet))
     }
 
     /// A drift check of the global CPU lists against the kept topology: the CPUs that differ are
@@ -314,15 +318,18 @@ fn threaded_interfaces(
 }
 
 /// The parts every read reads afresh (isolation, udev properties, transmit queues, the default
-/// affinity, the kernel's rules), around the topology and devices just read.
+/// affinity, the kernel's rules), around the topology and devices just read; `kubelet` is the
+/// kubelet checkpoint's last good reading, which a damaged file keeps in force.
 fn read_every_pass(
     root: &Root,
     config: Arc<Config>,
     topology: Topology,
     topology_warnings: Vec<String>,
     discovery: Discovery,
+    kubelet: &mut KubeletMemory,
 ) -> Sample {
-    let (isolation, isolation_warnings) = read_isolation(root, &topology);
+    let kubelet_state = config.global.kubelet_cpu_manager_state.as_deref();
+    let (isolation, isolation_warnings) = read_isolation_configured(root, &topology, kubelet_state, kubelet);
     let (group_rules, kernel_warning) = plan_rules(&topology, &root.path(OSRELEASE));
     let udev = discovery.devices.iter().map(|d| (d.bdf.clone(), udev_properties(root, d))).collect();
     // Each NIC's transmit queues are a listing and two files per queue: on several threads.

@@ -11,6 +11,7 @@ pub mod claims;
 mod cpu;
 mod groups;
 pub mod isolation;
+pub(crate) mod kubelet;
 mod nodes;
 
 use std::collections::BTreeMap;

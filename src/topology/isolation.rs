@@ -4,7 +4,8 @@
 //! (`isolcpus=`, `nohz_full=`, `irqaffinity=`), what the kernel made of it in sysfs
 //! (`cpu/isolated`, `cpu/nohz_full`), cgroup v2 isolated partitions (the root cgroup's
 //! `cpuset.cpus.isolated`, kernels 6.7 and later), and the banned list tuned and CRI-O maintain
-//! for irqbalance (`IRQBALANCE_BANNED_CPULIST`, `IRQBALANCE_BANNED_CPUS`). [`Isolation`] keeps
+//! for irqbalance (`IRQBALANCE_BANNED_CPULIST`, `IRQBALANCE_BANNED_CPUS`), the runtime claims
+//! and, when configured, the kubelet's CPU manager checkpoint. [`Isolation`] keeps
 //! one [`IsolationSource`] per file and setting, so every CPU kept free can be explained.
 //!
 //! Pure: the parsers take text, the readers live in `topology::discover::isolation`.
@@ -34,6 +35,9 @@ pub enum IsolationKind {
     IrqbalanceBanned,
     /// A runtime claim (`irqwise claim`, `/run/irqwise/claims/OWNER`) whose process runs.
     Claim,
+    /// The CPUs the kubelet's static CPU manager policy assigned exclusively, from its
+    /// checkpoint (`kubelet_cpu_manager_state`).
+    KubeletExclusive,
 }
 
 impl IsolationKind {
@@ -58,13 +62,15 @@ impl IsolationKind {
             IsolationKind::CmdlineIrqaffinity => "outside-irqaffinity",
             IsolationKind::IrqbalanceBanned => "irqbalance-banned",
             IsolationKind::Claim => "claimed",
+            IsolationKind::KubeletExclusive => "kubelet-exclusive",
         }
     }
 
     /// When its CPUs are decided: `boot` (the kernel command line, and what the kernel made of
     /// it in sysfs: on 7.0 and later `cpu/isolated` shows only the boot's `isolcpus=`) or `live`
     /// (changed while the system runs: cgroup partitions, which 7.0 makes the kernel's own
-    /// housekeeping follow at run time, irqbalance's banned list, claims). Kernel-managed IRQs
+    /// housekeeping follow at run time, irqbalance's banned list, claims, the kubelet's
+    /// exclusive CPUs). Kernel-managed IRQs
     /// follow only boot isolation, and only `isolcpus=managed_irq`.
     pub fn since(self) -> &'static str {
         match self {
@@ -73,7 +79,10 @@ impl IsolationKind {
             | IsolationKind::CmdlineIsolcpus
             | IsolationKind::CmdlineNohzFull
             | IsolationKind::CmdlineIrqaffinity => "boot",
-            IsolationKind::CgroupPartition | IsolationKind::IrqbalanceBanned | IsolationKind::Claim => "live",
+            IsolationKind::CgroupPartition
+            | IsolationKind::IrqbalanceBanned
+            | IsolationKind::Claim
+            | IsolationKind::KubeletExclusive => "live",
         }
     }
 
@@ -88,6 +97,7 @@ impl IsolationKind {
             IsolationKind::CmdlineIrqaffinity => "kernel command line irqaffinity=: the CPUs outside it",
             IsolationKind::IrqbalanceBanned => "irqbalance banned list: tuned, CRI-O",
             IsolationKind::Claim => "runtime claim: irqwise claim",
+            IsolationKind::KubeletExclusive => "kubelet CPU manager: CPUs its static policy assigned exclusively",
         }
     }
 }

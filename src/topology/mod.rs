@@ -6,6 +6,7 @@ pub mod claims;
 pub mod discover;
 mod home;
 pub mod isolation;
+pub(crate) mod kubelet;
 pub mod locality;
 pub mod memory_file;
 mod model;

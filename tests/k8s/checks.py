@@ -7,8 +7,10 @@
     checks.py compare MANIFEST RENDERED          the DaemonSets agree in substance, and so do the
                                                  effective [global] settings of the ConfigMaps
     checks.py consistent RENDERED                a rendered chart agrees with itself: drop-ins
-                                                 parse, metrics_file's directory is mounted, no
-                                                 checksum annotation rolls pods on config changes
+                                                 parse, metrics_file's directory is mounted, and
+                                                 so are kubelet_cpu_manager_state's (read-only)
+                                                 and nri_socket's; no checksum annotation rolls
+                                                 pods on config changes
     checks.py versions CARGO CHART MANIFEST      appVersion is Cargo.toml's version; the manifest
                                                  runs that image tag and the deb's binary path
     checks.py dropins RENDERED VALUES.json       the ConfigMap holds each of the values' drop-ins,
@@ -33,6 +35,10 @@ import yaml
 DEFAULT_GLOBAL = {
     "restore_on_exit": False,
     "metrics_file": "/var/lib/prometheus/node-exporter/irqwise.prom",
+    "nri": False,
+    "nri_socket": "/var/run/nri/nri.sock",
+    "nri_exclusive_cpus": False,
+    "kubelet_cpu_manager_state": "",
 }
 
 # The DaemonSet fields that must agree between the plain manifest and the chart's defaults.
@@ -204,6 +210,14 @@ def cmd_consistent(rendered_path):
         mount = mounts.get(directory)
         if mount is None or mount.get("readOnly"):
             problems.append("metrics_file %s: its directory is not mounted writable" % metrics_file)
+    kubelet_state = settings["kubelet_cpu_manager_state"]
+    if kubelet_state:
+        mount = mounts.get(kubelet_state.rsplit("/", 1)[0])
+        if mount is None or not mount.get("readOnly"):
+            problems.append("kubelet_cpu_manager_state %s: its directory is not mounted read-only" % kubelet_state)
+    if settings["nri"]:
+        if settings["nri_socket"].rsplit("/", 1)[0] not in mounts:
+            problems.append("nri_socket %s: its directory is not mounted" % settings["nri_socket"])
     for path in ("/etc/irqwise/conf.d", "/run/irqwise"):
         if path not in mounts:
             problems.append("%s is not mounted" % path)
@@ -220,9 +234,12 @@ def cmd_consistent(rendered_path):
     for p in problems:
         print("  " + p)
     if not problems:
-        print("  drop-ins parse (%s); restore_on_exit = %s; metrics_file = %r%s; no checksum annotation"
+        print("  drop-ins parse (%s); restore_on_exit = %s; metrics_file = %r%s; nri = %s%s; "
+              "kubelet_cpu_manager_state = %r%s; no checksum annotation"
               % (", ".join(sorted(cm.get("data") or {})), str(settings["restore_on_exit"]).lower(),
-                 metrics_file, " (directory mounted)" if metrics_file else ""))
+                 metrics_file, " (directory mounted)" if metrics_file else "",
+                 str(settings["nri"]).lower(), " (socket directory mounted)" if settings["nri"] else "",
+                 kubelet_state, " (directory mounted read-only)" if kubelet_state else ""))
     return 1 if problems else 0
 
 

@@ -1,9 +1,13 @@
 //! Reading every [`Isolation`] source under a [`Root`]: sysfs (as already read into the
 //! topology), the root cgroup's `cpuset.cpus.isolated`, `/proc/cmdline` and irqbalance's
-//! environment files, and the runtime claims (`run/irqwise/claims`). A source that cannot be read or parsed costs a warning and isolates
-//! nothing; its absence is normal.
+//! environment files, and the runtime claims (`run/irqwise/claims`); with the configuration, the
+//! kubelet's CPU manager checkpoint ([`read_isolation_configured`]). A source that cannot be read
+//! or parsed costs a warning and isolates nothing; its absence is normal.
+
+use std::path::Path;
 
 use super::claims::read_claims;
+use super::kubelet::{read_kubelet_state, KubeletMemory};
 use super::{cpulist_problem, io_problem, warning, TopologyWarning};
 use crate::sysfs::{parse_cpulist_at, Root};
 use crate::topology::claims::Claim;
@@ -58,6 +62,30 @@ pub(crate) fn read_isolation(root: &Root, topo: &Topology) -> (Isolation, Vec<To
         cpus: c.claim.cpus.clone(),
     }));
     (Isolation { sources, claims }, warnings)
+}
+
+/// [`read_isolation`], and the kubelet's checkpoint at `kubelet` (`kubelet_cpu_manager_state`,
+/// when set) as the source listed before the claims, `memory` its last good reading (which a
+/// damaged file keeps in force). Not configured, the memory is emptied.
+pub(crate) fn read_isolation_configured(
+    root: &Root,
+    topo: &Topology,
+    kubelet: Option<&Path>,
+    memory: &mut KubeletMemory,
+) -> (Isolation, Vec<TopologyWarning>) {
+    let (mut isolation, mut warnings) = read_isolation(root, topo);
+    let Some(path) = kubelet else {
+        *memory = KubeletMemory::default();
+        return (isolation, warnings);
+    };
+    let (source, warning) = read_kubelet_state(root, path, topo, memory);
+    warnings.extend(warning);
+    if let Some(source) = source {
+        let at =
+            isolation.sources.iter().position(|s| s.kind == IsolationKind::Claim).unwrap_or(isolation.sources.len());
+        isolation.sources.insert(at, source);
+    }
+    (isolation, warnings)
 }
 
 /// How a claim shows as a source's setting: `web: cpus=4-5 pid=123`.
