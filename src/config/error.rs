@@ -94,6 +94,8 @@ pub enum ConfigError {
         "{at}: metrics_file = {value:?}; expected an absolute path without . or .. components, of a file ending in .prom (node_exporter's textfile collector reads only *.prom), or \"\" for no metrics"
     )]
     MetricsFile { at: Location, value: String },
+    #[error("{at}: nri_socket = {value:?}; expected an absolute path without . or .. components (the runtime's NRI socket, below --root)")]
+    NriSocket { at: Location, value: String },
     #[error("{at}: node = {node}: no kernel has a node {node}; expected a node id from 0 to {}", max - 1)]
     NodeBeyondKernel { at: Location, node: u32, max: u32 },
     #[error("{at}: {key} = {value}: expected {expected}")]
@@ -122,6 +124,7 @@ impl ConfigError {
             | ConfigError::ZeroQueuesPerCpu { at }
             | ConfigError::OutOfRange { at, .. }
             | ConfigError::MetricsFile { at, .. }
+            | ConfigError::NriSocket { at, .. }
             | ConfigError::NodeBeyondKernel { at, .. }
             | ConfigError::QueuePattern { at, .. }
             | ConfigError::EmptyMatch { at, .. } => Some(at),

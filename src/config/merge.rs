@@ -111,5 +111,8 @@ fn finish_global(layer: GlobalLayer) -> Global {
         guard: layer.guard.unwrap_or(d.guard),
         napi: layer.napi,
         irqbalance_socket: layer.irqbalance_socket.unwrap_or(d.irqbalance_socket),
+        nri: layer.nri.unwrap_or(d.nri),
+        nri_socket: layer.nri_socket.unwrap_or(d.nri_socket),
+        nri_exclusive_cpus: layer.nri_exclusive_cpus.unwrap_or(d.nri_exclusive_cpus),
     }
 }

@@ -45,6 +45,9 @@ pub(crate) struct RawGlobal {
     pub balance_hold: Option<Spanned<String>>,
     pub balance_moves_per_minute: Option<Spanned<u32>>,
     pub irqbalance_socket: Option<bool>,
+    pub nri: Option<bool>,
+    pub nri_socket: Option<Spanned<String>>,
+    pub nri_exclusive_cpus: Option<bool>,
 }
 
 /// One `[[device]]` table.
@@ -122,6 +125,9 @@ const GLOBAL: &[&str] = &[
     "balance_hold",
     "balance_moves_per_minute",
     "irqbalance_socket",
+    "nri",
+    "nri_socket",
+    "nri_exclusive_cpus",
 ];
 pub(crate) const RULE: &[&str] = &[
     "match",
@@ -256,6 +262,9 @@ impl Reader {
                 "balance_hold" => g.balance_hold = self.value(v),
                 "balance_moves_per_minute" => g.balance_moves_per_minute = self.value(v),
                 "irqbalance_socket" => g.irqbalance_socket = self.value(v),
+                "nri" => g.nri = self.value(v),
+                "nri_socket" => g.nri_socket = self.value(v),
+                "nri_exclusive_cpus" => g.nri_exclusive_cpus = self.value(v),
                 other => self.unknown(&key, other, GLOBAL),
             }
         }

@@ -44,6 +44,9 @@ pub(super) struct GlobalLayer {
     /// `[napi]`, key by key (a later file's key wins).
     pub napi: NapiProfile,
     pub irqbalance_socket: Option<bool>,
+    pub nri: Option<bool>,
+    pub nri_socket: Option<std::path::PathBuf>,
+    pub nri_exclusive_cpus: Option<bool>,
 }
 
 impl GlobalLayer {
@@ -73,6 +76,9 @@ impl GlobalLayer {
         take(&mut self.balance_moves_per_minute, later.balance_moves_per_minute);
         self.napi = self.napi.overlay(&later.napi);
         take(&mut self.irqbalance_socket, later.irqbalance_socket);
+        take(&mut self.nri, later.nri);
+        take(&mut self.nri_socket, later.nri_socket);
+        take(&mut self.nri_exclusive_cpus, later.nri_exclusive_cpus);
     }
 }
 
@@ -246,7 +252,25 @@ impl FileCtx<'_> {
             }),
             napi: NapiProfile::default(),
             irqbalance_socket: g.irqbalance_socket,
+            nri: g.nri,
+            nri_socket: g.nri_socket.and_then(|v| self.nri_socket(&v)),
+            nri_exclusive_cpus: g.nri_exclusive_cpus,
         }
+    }
+
+    /// `nri_socket`: an absolute path without `.` or `..` components (it is opened below the
+    /// root: a path that climbs out of it is refused here).
+    fn nri_socket(&mut self, v: &Spanned<String>) -> Option<std::path::PathBuf> {
+        let text = v.get_ref();
+        let path = std::path::Path::new(text);
+        let plain = path.components().skip(1).all(|c| matches!(c, std::path::Component::Normal(_)))
+            && !text.split('/').any(|c| c == "." || c == "..");
+        if path.is_absolute() && path.file_name().is_some() && plain && !text.contains('\0') {
+            return Some(path.to_path_buf());
+        }
+        let at = self.loc(v.span().start);
+        self.errors.push(ConfigError::NriSocket { at, value: text.clone() });
+        None
     }
 
     /// `metrics_file`: empty (off), or an absolute path of a `*.prom` file (node_exporter's

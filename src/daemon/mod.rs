@@ -48,6 +48,8 @@ mod napi_news;
 mod napi_originals;
 mod napi_profiles;
 pub mod notify;
+mod nri;
+mod nri_claims;
 mod once;
 pub mod originals;
 mod pass;
@@ -131,6 +133,8 @@ pub struct Daemon {
     watch_config: bool,
     /// irqbalance's control socket (`irqbalance_socket = true`) and what its clients set.
     irqbalance: irqbalance_answers::IrqbalanceSocket,
+    /// The NRI plugin (`nri = true`): the runtime's view and the claims it asks for.
+    nri: nri::Nri,
     /// The CPUs the last pass kept free of device IRQs (irqbalance's "banned" CPUs).
     last_forbidden: crate::cpuset::CpuSet,
     /// Configuration warnings already logged.
@@ -196,6 +200,7 @@ impl Daemon {
             log_format_pinned: false,
             watch_config: false,
             irqbalance: irqbalance_answers::IrqbalanceSocket::default(),
+            nri: nri::Nri::default(),
             last_forbidden: crate::cpuset::CpuSet::new(),
             config_warned: once::SaidOnceEach::default(),
             passes: watch::channel(0).0,
@@ -299,6 +304,7 @@ impl Daemon {
         if self.config.global.irqbalance_socket {
             self.open_irqbalance_socket();
         }
+        self.open_nri();
         let mut watch_files = sources::isolation_files(&self.root);
         if self.watch_config {
             watch_files.extend(sources::config_files(&self.paths));
@@ -371,6 +377,7 @@ impl Daemon {
                 }
                 () = deadline(metrics_due) => self.records.publish_metrics(&self.root, &self.config),
                 Some(request) = next_request(&mut self.irqbalance.requests) => self.answer_irqbalance(request),
+                event = nri::next(&mut self.nri.source) => self.nri_event(event),
             }
         }
         collector.abort();
@@ -390,6 +397,7 @@ impl Daemon {
         if batch.reload {
             self.notifier.reloading();
             self.reload();
+            self.nri_update();
             self.run_pass(why);
             self.notifier.ready(&self.status_text());
         } else {

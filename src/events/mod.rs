@@ -20,6 +20,7 @@
 mod cgroup_tree;
 pub mod debounce;
 pub(crate) mod inotify;
+pub mod nri;
 pub(crate) mod pidfd;
 pub mod rtnetlink;
 mod ticks;
