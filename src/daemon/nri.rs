@@ -92,7 +92,10 @@ impl Daemon {
             nri::PLUGIN_INDEX,
             nri::PLUGIN_NAME
         );
-        self.nri.source = Some(nri::start(path));
+        match nri::start(path) {
+            Ok(source) => self.nri.source = Some(source),
+            Err(e) => tracing::warn!("NRI: {e}; irqwise runs on without it"),
+        }
     }
 
     /// Takes the plugin's note or change.
@@ -107,7 +110,8 @@ impl Daemon {
     fn nri_note(&mut self, note: NriNote) {
         match note {
             NriNote::Synchronized { runtime, version, pods, containers } => {
-                let again = self.nri.link.worked() || self.nri.synchronized_once;
+                self.nri.link.worked();
+                let again = self.nri.synchronized_once;
                 let (runtime, version) = (crate::text::printable(&runtime), crate::text::printable(&version));
                 tracing::info!(
                     "NRI: {} {runtime} {version} at {}: {pods} pod(s), {containers} container(s) synchronized",

@@ -119,6 +119,7 @@ pub(crate) fn plan(view: &NriView, exclusive: bool, siblings: &dyn Fn(u32) -> Cp
     let running: Vec<&Container> = view.containers.values().filter(|c| c.state == ContainerState::Running).collect();
     let mut out = NriPlan::default();
     let mut wanted: Vec<(&Container, Wanted)> = Vec::new();
+    let users = Users::of(&running);
     for &c in &running {
         let pod = view.pods.get(&c.pod_id);
         let who = who(pod, c);
@@ -139,7 +140,7 @@ pub(crate) fn plan(view: &NriView, exclusive: bool, siblings: &dyn Fn(u32) -> Cp
             }
         };
         let cpus = match &why {
-            Why::Exclusive if shared(c, &cpus, &running) => continue,
+            Why::Exclusive if users.shared(&cpus) => continue,
             Why::Housekeeping { .. } => match cpus.first() {
                 Some(first) => cpus.difference(&siblings(first).intersection(&cpus)),
                 None => continue,
@@ -158,13 +159,36 @@ pub(crate) fn plan(view: &NriView, exclusive: bool, siblings: &dyn Fn(u32) -> Cp
     out
 }
 
-/// Whether another running container than `c` runs on any of `cpus` (one without a cpuset
-/// runs on every CPU).
-fn shared(c: &Container, cpus: &CpuSet, running: &[&Container]) -> bool {
-    running.iter().filter(|o| o.id != c.id).any(|o| match &o.cpus {
-        Cpuset::Cpus(theirs) => theirs.intersects(cpus),
-        Cpuset::Unset | Cpuset::Unreadable => true,
-    })
+/// How many running containers run on each CPU: linear in the containers and their CPUs,
+/// however many there are.
+struct Users {
+    /// By CPU, the containers with a cpuset that holds it.
+    by_cpu: BTreeMap<u32, usize>,
+    /// The containers without a (readable) cpuset: they run on every CPU.
+    everywhere: usize,
+}
+
+impl Users {
+    fn of(running: &[&Container]) -> Users {
+        let mut users = Users { by_cpu: BTreeMap::new(), everywhere: 0 };
+        for c in running {
+            match &c.cpus {
+                Cpuset::Cpus(cpus) => {
+                    for cpu in cpus.iter() {
+                        *users.by_cpu.entry(cpu).or_default() += 1;
+                    }
+                }
+                Cpuset::Unset | Cpuset::Unreadable => users.everywhere += 1,
+            }
+        }
+        users
+    }
+
+    /// Whether another running container than the one of `cpus` (a running container's own
+    /// cpuset) runs on any of them.
+    fn shared(&self, cpus: &CpuSet) -> bool {
+        self.everywhere > 0 || cpus.iter().any(|cpu| self.by_cpu.get(&cpu).is_some_and(|n| *n > 1))
+    }
 }
 
 /// `wanted` by owner, two containers of one name told apart by their ids' hash.

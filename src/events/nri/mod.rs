@@ -2,7 +2,7 @@
 //! 1.26+) tells it of every pod and container, with each container's cpuset and its pod's
 //! annotations, over the runtime's NRI socket.
 //!
-//! One task holds the connection ([`session`]): it registers as plugin `90-irqwise`, subscribes
+//! One task, on a thread of its own, holds the connection ([`session`]): it registers as plugin `90-irqwise`, subscribes
 //! to the container and pod events its policy needs ([`messages::SUBSCRIBED`]), takes every
 //! Synchronize as the truth and answers every call at once with an empty reply: it never
 //! adjusts a container and never waits for a pass (the daemon's pass runs after, on the
@@ -25,8 +25,7 @@ pub mod view;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
+use tokio::sync::{mpsc, oneshot, watch};
 
 pub use view::NriView;
 
@@ -71,26 +70,40 @@ pub enum NriNote {
     LeftOut(usize),
 }
 
-/// The running plugin: the view it keeps and its notes. Dropping it closes the connection.
+/// The running plugin: the view it keeps and its notes. Dropping it closes the connection
+/// and ends its thread.
 pub struct NriSource {
     pub view: watch::Receiver<NriView>,
     pub notes: mpsc::Receiver<NriNote>,
-    task: JoinHandle<()>,
+    _stop: oneshot::Sender<()>,
 }
 
-impl Drop for NriSource {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+/// Why the plugin could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum NriStartError {
+    #[error("cannot start the NRI plugin's thread: {0}")]
+    Thread(std::io::Error),
 }
 
-/// Starts the plugin on the runtime's socket at `socket` (already below the root). Must be
-/// called inside a tokio runtime.
-pub fn start(socket: PathBuf) -> NriSource {
+/// Starts the plugin on the runtime's socket at `socket` (already below the root), on a thread
+/// of its own: the runtime's calls are answered while the daemon runs a pass, however long.
+pub fn start(socket: PathBuf) -> Result<NriSource, NriStartError> {
     let (view_tx, view) = watch::channel(NriView::default());
     let (notes_tx, notes) = mpsc::channel(16);
-    let task = tokio::spawn(run(socket, view_tx, notes_tx));
-    NriSource { view, notes, task }
+    let (stop, stopped) = oneshot::channel::<()>();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(NriStartError::Thread)?;
+    std::thread::Builder::new()
+        .name("irqwise-nri".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                tokio::select! {
+                    () = run(socket, view_tx, notes_tx) => {}
+                    _ = stopped => {}
+                }
+            });
+        })
+        .map_err(NriStartError::Thread)?;
+    Ok(NriSource { view, notes, _stop: stop })
 }
 
 /// Connects, serves the connection until it ends, waits, connects again: forever.

@@ -188,7 +188,7 @@ fn plugin() -> (tempfile::TempDir, UnixListener, NriSource) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nri.sock");
     let listener = UnixListener::bind(&path).unwrap();
-    (dir, listener, start(path))
+    (dir, listener, start(path).unwrap())
 }
 
 /// Registration, Configure and Synchronize as containerd does them.
@@ -325,7 +325,7 @@ async fn a_flood_of_started_containers_is_answered_and_kept_to_the_cap() {
 async fn no_socket_is_one_problem_and_a_refusal_another() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nri.sock");
-    let mut source = start(path.clone());
+    let mut source = start(path.clone()).unwrap();
     assert_eq!(next_note(&mut source).await, NriNote::Unavailable(NriProblem::Absent));
     // A socket file nobody listens on: refused.
     drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
