@@ -265,7 +265,7 @@ impl FileCtx<'_> {
         let path = std::path::Path::new(text);
         let plain = path.components().skip(1).all(|c| matches!(c, std::path::Component::Normal(_)))
             && !text.split('/').any(|c| c == "." || c == "..");
-        if path.is_absolute() && path.file_name().is_some() && plain && !text.contains('\0') {
+        if path.is_absolute() && path.file_name().is_some() && plain && !text.ends_with('/') && !text.contains('\0') {
             return Some(path.to_path_buf());
         }
         let at = self.loc(v.span().start);
