@@ -210,6 +210,10 @@ impl Daemon {
                 }
             }
         }
+        // Claims released by their process's exit are forgotten here too: `held` stays as small
+        // as the claims' directory.
+        let files = self.nri_claim_files();
+        self.nri.held.retain(|owner, _| files.contains(owner));
     }
 
     /// The `nri:` claim files under the claims' directory.
