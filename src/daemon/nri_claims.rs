@@ -103,7 +103,7 @@ fn claimable(pod: Option<&Pod>, c: &Container) -> Result<CpuSet, String> {
         Some(PodQos::BestEffort) => return Err("its pod is BestEffort (CRI-O, too, leaves it)".into()),
         _ => {}
     }
-    if !c.shares.is_some_and(|s| s % 1024 == 0) {
+    if c.shares.is_none_or(|s| s % 1024 != 0) {
         return Err("it does not request whole CPUs (CRI-O, too, leaves it)".into());
     }
     match &c.cpus {
@@ -174,7 +174,7 @@ impl Users {
         for c in running {
             match &c.cpus {
                 Cpuset::Cpus(cpus) => {
-                    for cpu in cpus.iter() {
+                    for cpu in cpus {
                         *users.by_cpu.entry(cpu).or_default() += 1;
                     }
                 }

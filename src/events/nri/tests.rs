@@ -331,7 +331,7 @@ async fn no_socket_is_one_problem_and_a_refusal_another() {
     drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
     let note = loop {
         match next_note(&mut source).await {
-            NriNote::Unavailable(NriProblem::Absent) => continue,
+            NriNote::Unavailable(NriProblem::Absent) => {}
             other => break other,
         }
     };
@@ -345,7 +345,7 @@ async fn no_socket_is_one_problem_and_a_refusal_another() {
     rt.write(&fake::framed(2, stream, 2, 0, &msg(&[F::M(1, status)]))).await;
     let note = loop {
         match next_note(&mut source).await {
-            NriNote::Unavailable(NriProblem::Absent | NriProblem::Refused(_)) => continue,
+            NriNote::Unavailable(NriProblem::Absent | NriProblem::Refused(_)) => {}
             other => break other,
         }
     };
