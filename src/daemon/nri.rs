@@ -124,19 +124,23 @@ impl Daemon {
                 if self.nri.link.failed(problem.clone()) {
                     let retry = format!("retried every {:?} at most; irqwise runs on without it", nri::MAX_BACKOFF);
                     let socket = &self.nri.socket;
+                    // The runtime's words (a method's name, its refusal) may hold anything.
+                    let words = |why: &str| crate::text::printable(why).into_owned();
                     match &problem {
                         NriProblem::Absent => tracing::warn!(
                             "NRI: no runtime socket at {socket} (no containerd or CRI-O here, or NRI off in it); {retry}"
                         ),
-                        NriProblem::Refused(why) => tracing::warn!("NRI: cannot connect to {socket}: {why}; {retry}"),
+                        NriProblem::Refused(why) => tracing::warn!("NRI: cannot connect to {socket}: {}; {retry}", words(why)),
                         NriProblem::Rejected(why) => {
-                            tracing::warn!("NRI: the runtime at {socket} refused the plugin: {why}; {retry}");
+                            tracing::warn!("NRI: the runtime at {socket} refused the plugin: {}; {retry}", words(why));
                         }
                         NriProblem::Lost(why) => tracing::warn!(
-                            "NRI: the connection to the runtime at {socket} ended ({why}); the claims stay until its next Synchronize; {retry}"
+                            "NRI: the connection to the runtime at {socket} ended ({}); the claims stay until its next Synchronize; {retry}",
+                            words(why)
                         ),
                         NriProblem::Garbage(why) => tracing::warn!(
-                            "NRI: the runtime at {socket} sent what is not NRI ({why}): connection dropped; {retry}"
+                            "NRI: the runtime at {socket} sent what is not NRI ({}): connection dropped; {retry}",
+                            words(why)
                         ),
                         NriProblem::Silent => tracing::warn!(
                             "NRI: the runtime at {socket} did not configure and synchronize the plugin in time; {retry}"
