@@ -38,7 +38,7 @@ const FLOORS: [&[&str]; 15] = [
 ];
 
 /// Files and directories (every `.rs` below) of the pure core.
-const PURE_CORE: [&str; 33] = [
+const PURE_CORE: [&str; 38] = [
     "src/cpuset",
     "src/text.rs",
     "src/choices.rs",
@@ -72,6 +72,11 @@ const PURE_CORE: [&str; 33] = [
     "src/import_irqbalance.rs",
     "src/advise.rs",
     "src/diff.rs",
+    "src/events/nri/frame.rs",
+    "src/events/nri/ttrpc.rs",
+    "src/events/nri/proto.rs",
+    "src/events/nri/messages.rs",
+    "src/events/nri/view.rs",
 ];
 
 /// The report's pure files (its reader is `src/report/read.rs`).

@@ -11,6 +11,8 @@ mod child_daemon;
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
 mod fixture;
+#[path = "common/nri_runtime.rs"]
+mod nri_runtime;
 
 use std::path::Path;
 use std::process::{Child, Command, Output};
@@ -519,4 +521,152 @@ fn a_claim_waits_for_the_claims_lock_no_longer_than_its_timeout() {
     drop(held);
     let out = irqwise(root.path(), &["claim", "--cpus", "12-13", "--owner", "pod", "--timeout", "2"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+/// The daemon with `nri = true` and a fake runtime listening where it looks.
+fn nri_start(extra: &str) -> (Setup, nri_runtime::FakeRuntime) {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    write_config(cfg.path(), &format!("{QUIET}nri = true\n{extra}"));
+    let runtime = nri_runtime::FakeRuntime::bind(root.path());
+    let daemon = Daemon::start(root.path(), cfg.path(), root.path().join("daemon.log"));
+    (Setup { root, cfg, irqs, daemon }, runtime)
+}
+
+fn count(log: &str, what: &str) -> usize {
+    log.matches(what).count()
+}
+
+#[test]
+fn an_nri_container_annotated_disable_keeps_irqs_off_its_cpuset_from_start_to_stop() {
+    use nri_runtime::{container, pod, pod_and_container, state_change};
+    let (s, runtime) = nri_start("");
+    let root = s.root.path();
+    let mut conn = runtime.accept();
+    conn.handshake(Vec::new(), Vec::new());
+    assert!(set("4-5").is_subset(&used(root, &s.irqs)), "placed on 4-5 before: {:?}", affinities(root, &s.irqs));
+    let mut job = sleeper();
+    let annotated = || pod("pod-1", "rt", "dpdk-0", &[("irq-load-balancing.crio.io", "disable")]);
+    let app = |state| container("ctr-1", "pod-1", "app", state, "4-5", job.id());
+    // StartContainer as nri v0.8 sends it (a StateChange); the container is still "created".
+    let passes = s.daemon.passes();
+    conn.call("StateChange", state_change(6, annotated(), app(1))).expect("answered");
+    let state = s.daemon.wait(passes, "IRQs off 4-5", || !used(root, &s.irqs).intersects(&set("4-5")));
+    assert_eq!(state["claims"][0]["owner"], "nri:rt_dpdk-0_app", "{state}");
+    assert_eq!(state["claims"][0]["pid"], job.id(), "{state}");
+    let listed: serde_json::Value = serde_json::from_slice(&irqwise(root, &["claims", "--json"]).stdout).unwrap();
+    assert_eq!(
+        (listed["claims"][0]["owner"].as_str(), listed["claims"][0]["held"].as_bool()),
+        (Some("nri:rt_dpdk-0_app"), Some(true))
+    );
+    let line = format!(
+        "NRI: container rt/dpdk-0/app (irq-load-balancing.crio.io: disable): CPUs 4-5 while pid {} runs claimed as nri:rt_dpdk-0_app",
+        job.id()
+    );
+    assert!(s.daemon.log_text().contains(&line), "{}", s.daemon.log_text());
+    // StopContainer: the claim goes, the IRQs come back.
+    let passes = s.daemon.passes();
+    conn.call("StopContainer", pod_and_container(annotated(), app(4))).expect("answered");
+    let claim = root.join("run/irqwise/claims/nri:rt_dpdk-0_app");
+    s.daemon.wait(passes, "IRQs back on 4-5", || !claim.exists() && used(root, &s.irqs).intersects(&set("4-5")));
+    // Started again, then the runtime restarts: its Synchronize, without the container, is the truth.
+    let passes = s.daemon.passes();
+    conn.call("StartContainer", pod_and_container(annotated(), app(1))).expect("answered");
+    s.daemon.wait(passes, "IRQs off 4-5 again", || !used(root, &s.irqs).intersects(&set("4-5")));
+    drop(conn);
+    let passes = s.daemon.passes();
+    let mut conn = runtime.accept();
+    conn.handshake(vec![annotated()], Vec::new());
+    s.daemon
+        .wait(passes, "released by the Synchronize", || !claim.exists() && used(root, &s.irqs).intersects(&set("4-5")));
+    // A Synchronize that lists it running claims it as at its start.
+    let passes = s.daemon.passes();
+    drop(conn);
+    let mut conn = runtime.accept();
+    conn.handshake(vec![annotated()], vec![app(3)]);
+    s.daemon.wait(passes, "claimed from the Synchronize", || {
+        claim.exists() && !used(root, &s.irqs).intersects(&set("4-5"))
+    });
+    job.kill().unwrap();
+    job.wait().unwrap();
+    drop(conn);
+    let log = s.daemon.stop();
+    assert_eq!(count(&log, "NRI: registered with containerd v2.1.9"), 1, "{log}");
+    assert_eq!(count(&log, "NRI: connected again to containerd v2.1.9"), 2, "{log}");
+    assert!(!log.contains("hunter2") && !log.contains("s3cret") && !log.contains("vault.example"), "no secret: {log}");
+}
+
+#[test]
+fn an_nri_runtime_absent_sending_garbage_or_gone_is_said_once_each_and_irqwise_runs_on() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    nic_root(root.path());
+    write_config(cfg.path(), &format!("{QUIET}nri = true\n"));
+    let daemon = Daemon::start(root.path(), cfg.path(), root.path().join("daemon.log"));
+    let absent = "NRI: no runtime socket at";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !daemon.log_text().contains(absent) {
+        assert!(std::time::Instant::now() < deadline, "{}", daemon.log_text());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Attempts at 0, 0.5 and 1.5 s: the problem is said once.
+    std::thread::sleep(std::time::Duration::from_millis(1600));
+    let runtime = nri_runtime::FakeRuntime::bind(root.path());
+    for _ in 0..2 {
+        let mut conn = runtime.accept();
+        conn.registration();
+        conn.write(&[0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff]);
+        assert!(conn.read().is_none(), "the plugin hangs up");
+    }
+    let mut conn = runtime.accept();
+    conn.handshake(Vec::new(), Vec::new());
+    drop(conn);
+    let mut conn = runtime.accept();
+    conn.handshake(Vec::new(), Vec::new());
+    let passes = daemon.passes();
+    daemon.signal(nix::sys::signal::Signal::SIGHUP);
+    daemon.wait(passes, "a pass after all that", || true);
+    let log = daemon.stop();
+    assert_eq!(count(&log, absent), 1, "{log}");
+    assert_eq!(count(&log, "sent what is not NRI (a frame of 4294967295 bytes (at most 4194314))"), 1, "{log}");
+    assert_eq!(count(&log, "NRI: registered with"), 1, "{log}");
+    assert_eq!(count(&log, "ended (the runtime closed the connection)"), 1, "{log}");
+    assert_eq!(count(&log, "NRI: connected again to"), 1, "{log}");
+    drop(conn);
+}
+
+/// The daemon's resident memory, in kB.
+fn vm_rss(pid: nix::unistd::Pid) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn an_nri_runtime_flooding_containers_is_answered_and_followed_to_a_cap() {
+    use nri_runtime::{container, pod, pod_and_container};
+    let (s, runtime) = nri_start("nri_exclusive_cpus = true\n");
+    let mut conn = runtime.accept();
+    conn.handshake(Vec::new(), Vec::new());
+    let before = vm_rss(s.daemon.pid());
+    for i in 0..5000 {
+        let id = format!("{i:064x}");
+        let started = pod_and_container(pod("p", "ns", "flood", &[]), container(&id, "p", &format!("c{i}"), 1, "1", 0));
+        assert!(conn.call("StartContainer", started).is_some(), "event {i} answered");
+    }
+    let left_out = "more than 1024 pods or 4096 containers: 1 and any more are not followed";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !s.daemon.log_text().contains(left_out) {
+        assert!(std::time::Instant::now() < deadline, "{}", s.daemon.log_text());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Still running: a reload runs a pass.
+    let passes = s.daemon.passes();
+    s.daemon.signal(nix::sys::signal::Signal::SIGHUP);
+    let state = s.daemon.wait(passes, "the reload's pass", || true);
+    let log = s.daemon.log_text();
+    assert_eq!(count(&log, left_out), 1, "{log}");
+    assert!(state["claims"].as_array().is_some_and(Vec::is_empty), "every container shares CPU 1: {state}");
+    let after = vm_rss(s.daemon.pid());
+    assert!(after < before + 32 * 1024, "VmRSS {before} kB before, {after} kB after 5,000 containers");
+    drop(conn);
 }

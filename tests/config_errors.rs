@@ -273,6 +273,18 @@ fn kubelet_cpu_manager_state_must_be_an_absolute_plain_path_and_a_later_file_may
 }
 
 #[test]
+fn nri_socket_must_be_an_absolute_plain_path_and_the_nri_keys_read() {
+    for bad in ["nri.sock", "/var/run/nri/", "/var/./run/nri.sock", "/var/run/../nri.sock", ""] {
+        assert_one_error(&format!("[global]\nnri_socket = \"{bad}\"\n"), 2, 14, &["nri_socket", "absolute path"]);
+    }
+    let g =
+        parse_ok("[global]\nnri = true\nnri_socket = \"/run/containerd/nri.sock\"\nnri_exclusive_cpus = true\n").global;
+    assert_eq!((g.nri, g.nri_socket.to_str(), g.nri_exclusive_cpus), (true, Some("/run/containerd/nri.sock"), true));
+    let d = parse_ok("").global;
+    assert_eq!((d.nri, d.nri_socket.to_str(), d.nri_exclusive_cpus), (false, Some("/var/run/nri/nri.sock"), false));
+}
+
+#[test]
 fn strategy_leave_warns_only_when_other_settings_are_set() {
     let warnings = |settings: &str| {
         let text = format!("[[device]]\nmatch = {{ driver = \"ice\" }}\nstrategy = \"leave\"\n{settings}");

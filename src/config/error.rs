@@ -98,6 +98,8 @@ pub enum ConfigError {
         "{at}: kubelet_cpu_manager_state = {value:?}; expected an absolute path of a file without . or .. components (the kubelet's is /var/lib/kubelet/cpu_manager_state), or \"\" for none"
     )]
     KubeletState { at: Location, value: String },
+    #[error("{at}: nri_socket = {value:?}; expected an absolute path without . or .. components (the runtime's NRI socket, below --root)")]
+    NriSocket { at: Location, value: String },
     #[error("{at}: node = {node}: no kernel has a node {node}; expected a node id from 0 to {}", max - 1)]
     NodeBeyondKernel { at: Location, node: u32, max: u32 },
     #[error("{at}: {key} = {value}: expected {expected}")]
@@ -127,6 +129,7 @@ impl ConfigError {
             | ConfigError::OutOfRange { at, .. }
             | ConfigError::MetricsFile { at, .. }
             | ConfigError::KubeletState { at, .. }
+            | ConfigError::NriSocket { at, .. }
             | ConfigError::NodeBeyondKernel { at, .. }
             | ConfigError::QueuePattern { at, .. }
             | ConfigError::EmptyMatch { at, .. } => Some(at),

@@ -116,5 +116,8 @@ fn finish_global(layer: GlobalLayer) -> Global {
             Some(path) => Some(path),
             None => d.kubelet_cpu_manager_state,
         },
+        nri: layer.nri.unwrap_or(d.nri),
+        nri_socket: layer.nri_socket.unwrap_or(d.nri_socket),
+        nri_exclusive_cpus: layer.nri_exclusive_cpus.unwrap_or(d.nri_exclusive_cpus),
     }
 }

@@ -102,7 +102,17 @@ pub struct Global {
     /// pass and watched: device IRQs avoid every CPU its static policy assigned exclusively
     /// (default: none).
     pub kubelet_cpu_manager_state: Option<PathBuf>,
+    /// Be an NRI plugin of the container runtime (default false; read at start).
+    pub nri: bool,
+    /// The runtime's NRI socket, below the root (default `/var/run/nri/nri.sock`; read at start).
+    pub nri_socket: PathBuf,
+    /// With `nri`, claim the cpuset of every running container of a Guaranteed pod whose CPUs
+    /// no other running container shares (default false).
+    pub nri_exclusive_cpus: bool,
 }
+
+/// Where containerd and CRI-O listen for NRI plugins.
+pub const DEFAULT_NRI_SOCKET: &str = "/var/run/nri/nri.sock";
 
 /// `metrics_file = ...`: where the daemon writes its metrics for node_exporter's textfile
 /// collector.
@@ -139,6 +149,9 @@ impl Default for Global {
             napi: NapiProfile::default(),
             irqbalance_socket: false,
             kubelet_cpu_manager_state: None,
+            nri: false,
+            nri_socket: PathBuf::from(DEFAULT_NRI_SOCKET),
+            nri_exclusive_cpus: false,
         }
     }
 }

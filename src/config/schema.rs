@@ -46,6 +46,9 @@ pub(crate) struct RawGlobal {
     pub balance_moves_per_minute: Option<Spanned<u32>>,
     pub irqbalance_socket: Option<bool>,
     pub kubelet_cpu_manager_state: Option<Spanned<String>>,
+    pub nri: Option<bool>,
+    pub nri_socket: Option<Spanned<String>>,
+    pub nri_exclusive_cpus: Option<bool>,
 }
 
 /// One `[[device]]` table.
@@ -124,6 +127,9 @@ const GLOBAL: &[&str] = &[
     "balance_moves_per_minute",
     "irqbalance_socket",
     "kubelet_cpu_manager_state",
+    "nri",
+    "nri_socket",
+    "nri_exclusive_cpus",
 ];
 pub(crate) const RULE: &[&str] = &[
     "match",
@@ -259,6 +265,9 @@ impl Reader {
                 "balance_moves_per_minute" => g.balance_moves_per_minute = self.value(v),
                 "irqbalance_socket" => g.irqbalance_socket = self.value(v),
                 "kubelet_cpu_manager_state" => g.kubelet_cpu_manager_state = self.value(v),
+                "nri" => g.nri = self.value(v),
+                "nri_socket" => g.nri_socket = self.value(v),
+                "nri_exclusive_cpus" => g.nri_exclusive_cpus = self.value(v),
                 other => self.unknown(&key, other, GLOBAL),
             }
         }

@@ -46,6 +46,9 @@ pub(super) struct GlobalLayer {
     pub irqbalance_socket: Option<bool>,
     /// An empty path: set to `""` (off).
     pub kubelet_cpu_manager_state: Option<PathBuf>,
+    pub nri: Option<bool>,
+    pub nri_socket: Option<std::path::PathBuf>,
+    pub nri_exclusive_cpus: Option<bool>,
 }
 
 impl GlobalLayer {
@@ -76,6 +79,9 @@ impl GlobalLayer {
         self.napi = self.napi.overlay(&later.napi);
         take(&mut self.irqbalance_socket, later.irqbalance_socket);
         take(&mut self.kubelet_cpu_manager_state, later.kubelet_cpu_manager_state);
+        take(&mut self.nri, later.nri);
+        take(&mut self.nri_socket, later.nri_socket);
+        take(&mut self.nri_exclusive_cpus, later.nri_exclusive_cpus);
     }
 }
 
@@ -250,6 +256,9 @@ impl FileCtx<'_> {
             napi: NapiProfile::default(),
             irqbalance_socket: g.irqbalance_socket,
             kubelet_cpu_manager_state: g.kubelet_cpu_manager_state.and_then(|v| self.kubelet_cpu_manager_state(&v)),
+            nri: g.nri,
+            nri_socket: g.nri_socket.and_then(|v| self.nri_socket(&v)),
+            nri_exclusive_cpus: g.nri_exclusive_cpus,
         }
     }
 
@@ -261,14 +270,23 @@ impl FileCtx<'_> {
         if text.is_empty() {
             return Some(PathBuf::new());
         }
-        let path = Path::new(text);
-        let plain = path.components().skip(1).all(|c| matches!(c, std::path::Component::Normal(_)))
-            && !text.split('/').any(|c| c == "." || c == "..");
-        if path.is_absolute() && path.file_name().is_some() && plain && !text.contains('\0') {
-            return Some(path.to_path_buf());
+        if let Some(path) = plain_absolute(text) {
+            return Some(path);
         }
         let at = self.loc(v.span().start);
         self.errors.push(ConfigError::KubeletState { at, value: text.clone() });
+        None
+    }
+
+    /// `nri_socket`: an absolute path without `.` or `..` components and no trailing `/` (it is
+    /// opened below the root: a path that climbs out of it is refused here).
+    fn nri_socket(&mut self, v: &Spanned<String>) -> Option<PathBuf> {
+        let text = v.get_ref();
+        if let Some(path) = plain_absolute(text).filter(|_| !text.ends_with('/')) {
+            return Some(path);
+        }
+        let at = self.loc(v.span().start);
+        self.errors.push(ConfigError::NriSocket { at, value: text.clone() });
         None
     }
 
@@ -602,4 +620,13 @@ impl FileCtx<'_> {
             self.warnings.push(ignored("spill", "it applies to the numa-hop strategy only"));
         }
     }
+}
+
+/// `text` as a path when it is absolute, names a file and has no `.` or `..` component (nor a
+/// NUL): what every host path read below the root must be.
+fn plain_absolute(text: &str) -> Option<PathBuf> {
+    let path = Path::new(text);
+    let plain = path.components().skip(1).all(|c| matches!(c, std::path::Component::Normal(_)))
+        && !text.split('/').any(|c| c == "." || c == "..");
+    (path.is_absolute() && path.file_name().is_some() && plain && !text.contains('\0')).then(|| path.to_path_buf())
 }

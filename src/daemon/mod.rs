@@ -49,6 +49,8 @@ mod napi_news;
 mod napi_originals;
 mod napi_profiles;
 pub mod notify;
+mod nri;
+mod nri_claims;
 mod once;
 pub mod originals;
 mod pass;
@@ -132,6 +134,8 @@ pub struct Daemon {
     watch_config: bool,
     /// irqbalance's control socket (`irqbalance_socket = true`) and what its clients set.
     irqbalance: irqbalance_answers::IrqbalanceSocket,
+    /// The NRI plugin (`nri = true`): the runtime's view and the claims it asks for.
+    nri: nri::Nri,
     /// The CPUs the last pass kept free of device IRQs (irqbalance's "banned" CPUs).
     last_forbidden: crate::cpuset::CpuSet,
     /// Configuration warnings already logged.
@@ -197,6 +201,7 @@ impl Daemon {
             log_format_pinned: false,
             watch_config: false,
             irqbalance: irqbalance_answers::IrqbalanceSocket::default(),
+            nri: nri::Nri::default(),
             last_forbidden: crate::cpuset::CpuSet::new(),
             config_warned: once::SaidOnceEach::default(),
             passes: watch::channel(0).0,
@@ -300,6 +305,7 @@ impl Daemon {
         if self.config.global.irqbalance_socket {
             self.open_irqbalance_socket();
         }
+        self.open_nri();
         let events = EventConfig {
             reconcile_interval: Some(self.config.global.reconcile_interval),
             kernel_timer: true,
@@ -369,6 +375,7 @@ impl Daemon {
                 }
                 () = deadline(metrics_due) => self.records.publish_metrics(&self.root, &self.config),
                 Some(request) = next_request(&mut self.irqbalance.requests) => self.answer_irqbalance(request),
+                event = nri::next(&mut self.nri.source) => self.nri_event(event),
             }
         }
         collector.abort();
@@ -388,6 +395,7 @@ impl Daemon {
         if batch.reload {
             self.notifier.reloading();
             self.reload();
+            self.nri_update();
             self.run_pass(why);
             self.notifier.ready(&self.status_text());
         } else {

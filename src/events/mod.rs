@@ -23,6 +23,7 @@ mod cgroup_tree;
 pub(crate) mod config_watch;
 pub mod debounce;
 pub(crate) mod inotify;
+pub mod nri;
 pub(crate) mod pidfd;
 pub mod rtnetlink;
 mod ticks;
