@@ -10,6 +10,7 @@ pub mod group_cpus;
 mod group_fill;
 pub mod heapsort;
 pub mod local_spread;
+pub mod facts;
 pub mod nic_resets;
 
 pub use group_cpus::Grouping;
