@@ -38,7 +38,7 @@ const FLOORS: [&[&str]; 15] = [
 ];
 
 /// Files and directories (every `.rs` below) of the pure core.
-const PURE_CORE: [&str; 34] = [
+const PURE_CORE: [&str; 35] = [
     "src/cpuset",
     "src/text.rs",
     "src/choices.rs",
@@ -58,6 +58,7 @@ const PURE_CORE: [&str; 34] = [
     "src/kernel",
     "src/probe/btf.rs",
     "src/probe/elf.rs",
+    "src/probe/view.rs",
     "src/config/mod.rs",
     "src/config/duration.rs",
     "src/config/error.rs",

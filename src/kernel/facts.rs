@@ -311,7 +311,8 @@ pub enum Import {
     /// `__irq_apply_affinity_hint`: the driver sets affinity hints (`irq_set_affinity_hint` also
     /// writes the hint as the mask; `irq_update_affinity_hint` does not: the import is the same).
     AffinityHint,
-    /// `netif_set_xps_queue`: the driver writes its own XPS maps.
+    /// `netif_set_xps_queue` or `__netif_set_xps_queue` (virtio_net): the driver writes its own
+    /// XPS maps.
     XpsQueue,
     /// `irq_set_affinity_notifier`: the driver is told when a mask changes (and may act, e.g.
     /// restart a queue; from 7.0 also when an offline breaks the mask).
@@ -322,13 +323,18 @@ pub enum Import {
 pub const IMPORTS: [Import; 4] = [Import::AffinityAuto, Import::AffinityHint, Import::XpsQueue, Import::AffinityNotifier];
 
 impl Import {
-    /// The symbol the module imports.
+    /// The symbol the module imports (the first of [`Import::symbols`]).
     pub fn symbol(self) -> &'static str {
+        self.symbols()[0]
+    }
+
+    /// The symbols any of which the module imports.
+    pub fn symbols(self) -> &'static [&'static str] {
         match self {
-            Import::AffinityAuto => "netif_set_affinity_auto",
-            Import::AffinityHint => "__irq_apply_affinity_hint",
-            Import::XpsQueue => "netif_set_xps_queue",
-            Import::AffinityNotifier => "irq_set_affinity_notifier",
+            Import::AffinityAuto => &["netif_set_affinity_auto"],
+            Import::AffinityHint => &["__irq_apply_affinity_hint"],
+            Import::XpsQueue => &["netif_set_xps_queue", "__netif_set_xps_queue"],
+            Import::AffinityNotifier => &["irq_set_affinity_notifier"],
         }
     }
 }
@@ -367,7 +373,7 @@ pub struct DriverFacts {
 impl DriverFacts {
     /// Whether the driver imports `import`, from its modules: `module` when told, else unknown.
     pub fn imports(&self, import: Import) -> Fact<bool> {
-        let symbol = import.symbol();
+        let symbol = import.symbols().join(" or ");
         let mut unread = Vec::new();
         for m in &self.modules {
             match &m.state {

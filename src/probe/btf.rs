@@ -129,7 +129,7 @@ impl<'a> Btf<'a> {
             },
             BtfSign::Func { any_of } => match any_of.iter().find(|f| self.named(KIND_FUNC, f).is_some()) {
                 Some(f) => Fact::btf(true, format!("BTF has function {f}")),
-                None => Fact::unknown(format!("BTF has no function {} (it may be inlined)", any_of.join(" or "))),
+                None => Fact::unknown(format!("BTF has no function {}; it may be inlined", any_of.join(" or "))),
             },
             BtfSign::Nothing => Fact::unknown("BTF does not show it"),
         }

@@ -2,7 +2,7 @@
 //! version number: its BTF ([`btf`], `/sys/kernel/btf/vmlinux`: the enums, structs and functions
 //! it was built with) and its NIC drivers' modules ([`elf`], [`decompress`]: the symbols each
 //! imports). [`discover`] reads them below a root into a [`crate::kernel::facts::KernelFacts`],
-//! each fact with its source.
+//! each fact with its source; [`view`] shows them.
 //!
 //! The parsers are pure (bytes in, answers out) and bounded against hostile input; each probe
 //! that cannot tell says `unknown`, and the version rules stand in.
@@ -11,6 +11,7 @@ pub mod btf;
 pub mod decompress;
 pub mod discover;
 pub mod elf;
+pub mod view;
 
 #[cfg(test)]
 pub(crate) mod tests {

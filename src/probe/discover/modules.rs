@@ -1,5 +1,5 @@
 //! The modules of the NIC drivers present, below a root: found through `modules.dep` (or, without
-//! it, by a bounded walk of `kernel/drivers/net`) in `lib/modules/RELEASE` or
+//! it, by a bounded walk of `kernel/drivers/net` and a few more) in `lib/modules/RELEASE` or
 //! `usr/lib/modules/RELEASE`, or named built in by `modules.builtin`; each read (`.ko`, `.ko.xz`,
 //! `.ko.zst`, capped before and after decompression) for the symbols of [`IMPORTS`] it imports.
 
@@ -39,7 +39,7 @@ pub(super) fn read_drivers(
     let wanted: BTreeSet<&str> = names.values().flatten().map(String::as_str).collect();
     let found = match &dir {
         Ok(dir) => find_modules(root, dir, &wanted, warnings),
-        Err(why) => wanted.iter().map(|m| (m.to_string(), ModuleState::Missing { why: why.clone() })).collect(),
+        Err(_) => wanted.iter().map(|m| (m.to_string(), ModuleState::Missing { why: "no module tree".into() })).collect(),
     };
     let facts = names
         .into_iter()
@@ -154,11 +154,15 @@ fn builtins(text: &str, wanted: &BTreeSet<&str>) -> BTreeSet<String> {
         .collect()
 }
 
-/// Without `modules.dep`: `wanted` modules' files under `dir/kernel/drivers/net`, found by a walk
-/// of at most [`WALK_LIMIT`] directories.
+/// Where the walk that stands in for `modules.dep` looks, in the module tree: the network and
+/// virtio drivers, and out-of-tree modules.
+const WALKED: [&str; 4] = ["kernel/drivers/net", "kernel/drivers/virtio", "updates", "extra"];
+
+/// Without `modules.dep`: `wanted` modules' files under the [`WALKED`] directories of `dir`, found
+/// by a walk of at most [`WALK_LIMIT`] directories.
 fn walk_net_drivers(root: &Root, dir: &str, wanted: &BTreeSet<&str>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    let mut queue = vec![format!("{dir}/kernel/drivers/net")];
+    let mut queue: Vec<String> = WALKED.iter().rev().map(|w| format!("{dir}/{w}")).collect();
     let mut listed = 0;
     while let Some(d) = queue.pop() {
         listed += 1;
@@ -193,7 +197,7 @@ fn read_module(root: &Root, rel: &str, warnings: &mut Vec<String>) -> ModuleStat
             let elf = Elf::parse(&unpacked).map_err(|e| at(root, rel, &e.to_string()))?;
             let undefined: BTreeSet<&str> =
                 elf.undefined_symbols().map_err(|e| at(root, rel, &e.to_string()))?.into_iter().collect();
-            Ok(IMPORTS.into_iter().filter(|i| undefined.contains(i.symbol())).collect())
+            Ok(IMPORTS.into_iter().filter(|i| i.symbols().iter().any(|s| undefined.contains(s))).collect())
         });
     match read {
         Ok(imports) => ModuleState::Read { path: rel.to_string(), imports },
