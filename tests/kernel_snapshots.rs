@@ -79,7 +79,11 @@ fn debian_modules(test: &str, meta: &str) -> Option<(String, std::path::PathBuf)
     }
     let work = tempfile::tempdir().unwrap();
     let fetched = Command::new("apt-get").arg("download").arg(&pkg).current_dir(work.path()).status();
-    let Some(deb) = std::fs::read_dir(work.path()).unwrap().flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|e| e == "deb"))
+    let Some(deb) = std::fs::read_dir(work.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "deb"))
     else {
         skip::skip(test, &format!("apt-get download {pkg} failed ({fetched:?})"));
         return None;
@@ -118,7 +122,10 @@ fn nic_root(release: &str, modules: &Path, modules_release: &str) -> tempfile::T
         .nic("0000:00:05.0", "ena", "ens5", Some(0), 4, NamingScheme::Ena)
         .nic("0000:00:06.0", "gve", "ens6", Some(0), 4, NamingScheme::TxRx)
         .virtio_nic("0000:00:03.0", 0, "eth1", None, 2);
-    copy_tree(&modules.join(format!("lib/modules/{modules_release}")), &dir.path().join(format!("lib/modules/{release}")));
+    copy_tree(
+        &modules.join(format!("lib/modules/{modules_release}")),
+        &dir.path().join(format!("lib/modules/{release}")),
+    );
     dir
 }
 
@@ -188,7 +195,8 @@ fn a_root_with_btf_takes_its_facts_from_btf_before_the_version() {
     std::fs::write(root.path().join("sys/kernel/btf/vmlinux"), &btf).unwrap();
     let facts = kernel_facts(root.path());
     assert_eq!(facts["btf"]["state"], "read", "{facts:#}");
-    let feature = |name: &str| facts["features"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap().clone();
+    let feature =
+        |name: &str| facts["features"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap().clone();
     // Every kernel with BTF since 5.17 has enum hk_type: IO_QUEUE is answered from BTF.
     assert_eq!(feature("isolcpus-io-queue")["source"], "btf", "{facts:#}");
     let napi = feature("napi-config");
@@ -200,9 +208,14 @@ fn a_root_with_btf_takes_its_facts_from_btf_before_the_version() {
     // Garbage where the BTF should be: one warning naming the file, the version decides.
     std::fs::write(root.path().join("sys/kernel/btf/vmlinux"), b"not BTF").unwrap();
     let cfg = empty_config();
-    let doc: serde_json::Value = serde_json::from_str(&run_ok(root.path(), cfg.path(), &["topology", "--json"])).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&run_ok(root.path(), cfg.path(), &["topology", "--json"])).unwrap();
     assert_eq!(doc["kernel_facts"]["btf"]["state"], "unreadable");
     let warnings = doc["warnings"].as_array().unwrap();
-    assert_eq!(warnings.iter().filter(|w| w.as_str().unwrap().contains("sys/kernel/btf/vmlinux")).count(), 1, "{warnings:?}");
+    assert_eq!(
+        warnings.iter().filter(|w| w.as_str().unwrap().contains("sys/kernel/btf/vmlinux")).count(),
+        1,
+        "{warnings:?}"
+    );
     assert!(doc["kernel_facts"]["features"].as_array().unwrap().iter().all(|f| f["source"] != "btf"));
 }

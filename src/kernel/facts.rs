@@ -320,7 +320,8 @@ pub enum Import {
 }
 
 /// Every import irqwise looks for, in the order `topology` lists them.
-pub const IMPORTS: [Import; 4] = [Import::AffinityAuto, Import::AffinityHint, Import::XpsQueue, Import::AffinityNotifier];
+pub const IMPORTS: [Import; 4] =
+    [Import::AffinityAuto, Import::AffinityHint, Import::XpsQueue, Import::AffinityNotifier];
 
 impl Import {
     /// The symbol the module imports (the first of [`Import::symbols`]).
@@ -402,16 +403,25 @@ impl DriverFacts {
 #[serde(tag = "state", rename_all = "kebab-case")]
 pub enum BtfState {
     /// Read and walked: `types` types.
-    Read { path: String, types: u32 },
-    Absent { path: String },
+    Read {
+        path: String,
+        types: u32,
+    },
+    Absent {
+        path: String,
+    },
     /// Present but unreadable or not valid BTF (one message naming the file and what was wrong).
-    Unreadable { path: String, error: String },
+    Unreadable {
+        path: String,
+        error: String,
+    },
     /// Not looked for (a sample built in memory).
     NotProbed,
 }
 
-/// Everything irqwise knows of the running kernel's behaviour, each fact with its source.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// Everything irqwise knows of the running kernel's behaviour, each fact with its source (as
+/// JSON: `crate::probe::view::facts_json`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelFacts {
     /// The kernel version the version rules went by.
     pub version: Option<String>,
@@ -533,13 +543,18 @@ mod tests {
             name: name.into(),
             state: ModuleState::Read { path: format!("{name}.ko"), imports },
         };
-        let mlx4 = DriverFacts { modules: vec![read("mlx4_core", vec![Import::AffinityHint]), read("mlx4_en", vec![Import::XpsQueue])] };
+        let mlx4 = DriverFacts {
+            modules: vec![read("mlx4_core", vec![Import::AffinityHint]), read("mlx4_en", vec![Import::XpsQueue])],
+        };
         assert_eq!(mlx4.imports(Import::XpsQueue).value(), Some(true));
         assert_eq!(mlx4.imports(Import::AffinityHint).value(), Some(true));
         let auto = mlx4.imports(Import::AffinityAuto);
         assert_eq!((auto.value(), auto.source()), (Some(false), FactSource::Module));
         let half = DriverFacts {
-            modules: vec![read("mlx4_core", vec![]), ModuleFacts { name: "mlx4_en".into(), state: ModuleState::Builtin }],
+            modules: vec![
+                read("mlx4_core", vec![]),
+                ModuleFacts { name: "mlx4_en".into(), state: ModuleState::Builtin },
+            ],
         };
         assert_eq!(half.imports(Import::XpsQueue).source(), FactSource::Unknown);
         assert!(half.imports(Import::XpsQueue).evidence().contains("built into"));

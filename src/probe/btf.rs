@@ -110,7 +110,11 @@ impl<'a> Btf<'a> {
             BtfSign::Enumerator { name, anchor } => match self.enum_with(anchor) {
                 Some((id, enum_name)) => {
                     let has = self.enumerators(id).any(|e| e == name.as_bytes());
-                    let what = if enum_name.is_empty() { format!("the enum of {anchor}") } else { format!("enum {enum_name}") };
+                    let what = if enum_name.is_empty() {
+                        format!("the enum of {anchor}")
+                    } else {
+                        format!("enum {enum_name}")
+                    };
                     Fact::btf(has, format!("{what} {} {name}", has_word(has)))
                 }
                 None => Fact::unknown(format!("BTF has no enum with {anchor}")),
@@ -122,11 +126,13 @@ impl<'a> Btf<'a> {
                 }
                 None => Fact::unknown(format!("BTF has no struct {strukt}")),
             },
-            BtfSign::Struct { name, anchor } => match (self.named(KIND_STRUCT, name), self.named(KIND_STRUCT, anchor)) {
-                (Some(_), _) => Fact::btf(true, format!("BTF has struct {name}")),
-                (None, Some(_)) => Fact::btf(false, format!("BTF has struct {anchor} but no struct {name}")),
-                (None, None) => Fact::unknown(format!("BTF has neither struct {name} nor struct {anchor}")),
-            },
+            BtfSign::Struct { name, anchor } => {
+                match (self.named(KIND_STRUCT, name), self.named(KIND_STRUCT, anchor)) {
+                    (Some(_), _) => Fact::btf(true, format!("BTF has struct {name}")),
+                    (None, Some(_)) => Fact::btf(false, format!("BTF has struct {anchor} but no struct {name}")),
+                    (None, None) => Fact::unknown(format!("BTF has neither struct {name} nor struct {anchor}")),
+                }
+            }
             BtfSign::Func { any_of } => match any_of.iter().find(|f| self.named(KIND_FUNC, f).is_some()) {
                 Some(f) => Fact::btf(true, format!("BTF has function {f}")),
                 None => Fact::unknown(format!("BTF has no function {}; it may be inlined", any_of.join(" or "))),
@@ -140,7 +146,12 @@ impl<'a> Btf<'a> {
         let at = *self.starts.get(id.checked_sub(1)?)? as usize;
         // walk() checked that every record and its data lie inside the section.
         let info = self.word(at + 4);
-        Some(Type { name_off: self.word(at), kind: (info >> 24) & 0x1f, vlen: (info & 0xffff) as usize, data: at + TYPE_LEN })
+        Some(Type {
+            name_off: self.word(at),
+            kind: (info >> 24) & 0x1f,
+            vlen: (info & 0xffff) as usize,
+            data: at + TYPE_LEN,
+        })
     }
 
     /// The `u32` at `at` of the type section (0 past its end, which walk() rules out).
@@ -385,8 +396,12 @@ pub(crate) mod tests {
             assert_eq!((io.0, io.1), (Some(false), FactSource::Btf), "{big}");
             assert_eq!(io.2, "enum hk_type has no HK_TYPE_IO_QUEUE");
             let t = ask(&blob, BtfSign::Enumerator { name: "NETDEV_A_NAPI_THREADED", anchor: "NETDEV_A_NAPI_ID" });
-            assert_eq!(t, (Some(true), FactSource::Btf, "the enum of NETDEV_A_NAPI_ID has NETDEV_A_NAPI_THREADED".into()));
-            let busy = BtfSign::Enumerator { name: "NETDEV_NAPI_THREADED_BUSY_POLL", anchor: "NETDEV_NAPI_THREADED_ENABLED" };
+            assert_eq!(
+                t,
+                (Some(true), FactSource::Btf, "the enum of NETDEV_A_NAPI_ID has NETDEV_A_NAPI_THREADED".into())
+            );
+            let busy =
+                BtfSign::Enumerator { name: "NETDEV_NAPI_THREADED_BUSY_POLL", anchor: "NETDEV_NAPI_THREADED_ENABLED" };
             assert_eq!(ask(&blob, busy).0, Some(false), "an ENUM64 is read too");
             let lease = ask(&blob, BtfSign::Enumerator { name: "NETDEV_A_QUEUE_LEASE", anchor: "NETDEV_A_QUEUE_ID" });
             assert_eq!((lease.0, lease.1), (None, FactSource::Unknown), "no anchor, no answer");

@@ -138,10 +138,14 @@ mod tests {
         let ice = DriverFacts {
             modules: vec![ModuleFacts {
                 name: "ice".into(),
-                state: ModuleState::Read { path: "lib/modules/7.2/ice.ko.xz".into(), imports: vec![Import::AffinityAuto] },
+                state: ModuleState::Read {
+                    path: "lib/modules/7.2/ice.ko.xz".into(),
+                    imports: vec![Import::AffinityAuto],
+                },
             }],
         };
-        let virtio = DriverFacts { modules: vec![ModuleFacts { name: "virtio_net".into(), state: ModuleState::Builtin }] };
+        let virtio =
+            DriverFacts { modules: vec![ModuleFacts { name: "virtio_net".into(), state: ModuleState::Builtin }] };
         KernelFacts::decide(
             Some(KernelVersion { major: 7, minor: 2 }),
             BtfState::Absent { path: "/r/sys/kernel/btf/vmlinux".into() },
@@ -158,22 +162,34 @@ mod tests {
         assert_eq!(v["btf"], json!({"state": "absent", "path": "/r/sys/kernel/btf/vmlinux"}));
         assert_eq!(v["modules"], json!({"dir": "lib/modules/7.2", "why": null}));
         let cluster = &v["features"][0];
-        assert_eq!((&cluster["name"], &cluster["value"], &cluster["source"]), (&json!("cluster-grouping"), &json!(true), &json!("version")));
+        assert_eq!(
+            (&cluster["name"], &cluster["value"], &cluster["source"]),
+            (&json!("cluster-grouping"), &json!(true), &json!("version"))
+        );
         let ice = &v["drivers"][0];
         assert_eq!(ice["driver"], "ice");
-        assert_eq!(ice["modules"][0], json!({"name": "ice", "state": "read", "path": "lib/modules/7.2/ice.ko.xz", "imports": ["affinity-auto"]}));
+        assert_eq!(
+            ice["modules"][0],
+            json!({"name": "ice", "state": "read", "path": "lib/modules/7.2/ice.ko.xz", "imports": ["affinity-auto"]})
+        );
         assert_eq!(ice["imports"][0]["symbol"], "netif_set_affinity_auto");
         assert_eq!((&ice["imports"][0]["value"], &ice["imports"][0]["source"]), (&json!(true), &json!("module")));
         assert_eq!((&ice["imports"][2]["value"], &ice["imports"][2]["source"]), (&json!(false), &json!("module")));
         let virtio = &v["drivers"][1];
-        assert_eq!((&virtio["imports"][0]["value"], &virtio["imports"][0]["source"]), (&Value::Null, &json!("unknown")));
+        assert_eq!(
+            (&virtio["imports"][0]["value"], &virtio["imports"][0]["source"]),
+            (&Value::Null, &json!("unknown"))
+        );
     }
 
     #[test]
     fn the_table_says_each_source() {
         let t = facts_table(&facts());
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines[0], "kernel facts (version 7.2; no BTF at /r/sys/kernel/btf/vmlinux; modules in lib/modules/7.2):");
+        assert_eq!(
+            lines[0],
+            "kernel facts (version 7.2; no BTF at /r/sys/kernel/btf/vmlinux; modules in lib/modules/7.2):"
+        );
         assert!(lines[1].starts_with("  cluster-grouping            yes version  kernel 7.2 >= 7.0"), "{t}");
         assert!(t.contains("  driver ice: imports netif_set_affinity_auto; not __irq_apply_affinity_hint, netif_set_xps_queue, irq_set_affinity_notifier (module lib/modules/7.2/ice.ko.xz)\n"), "{t}");
         assert!(t.contains("  driver virtio-pci: unknown netif_set_affinity_auto, __irq_apply_affinity_hint, netif_set_xps_queue, irq_set_affinity_notifier (virtio_net built in)\n"), "{t}");

@@ -56,7 +56,7 @@ pub fn read_kernel_facts(root: &Root, release: Option<&str>, drivers: &BTreeSet<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::facts::{Feature, FactSource};
+    use crate::kernel::facts::{FactSource, Feature};
     use crate::probe::btf::tests::small_kernel;
 
     fn root_with(btf: Option<&[u8]>, release: &str) -> tempfile::TempDir {

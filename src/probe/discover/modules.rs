@@ -39,7 +39,9 @@ pub(super) fn read_drivers(
     let wanted: BTreeSet<&str> = names.values().flatten().map(String::as_str).collect();
     let found = match &dir {
         Ok(dir) => find_modules(root, dir, &wanted, warnings),
-        Err(_) => wanted.iter().map(|m| (m.to_string(), ModuleState::Missing { why: "no module tree".into() })).collect(),
+        Err(_) => {
+            wanted.iter().map(|m| (m.to_string(), ModuleState::Missing { why: "no module tree".into() })).collect()
+        }
     };
     let facts = names
         .into_iter()
@@ -47,7 +49,8 @@ pub(super) fn read_drivers(
             let modules = modules
                 .into_iter()
                 .map(|name| {
-                    let state = found.get(&name).cloned().unwrap_or(ModuleState::Missing { why: "not looked for".into() });
+                    let state =
+                        found.get(&name).cloned().unwrap_or(ModuleState::Missing { why: "not looked for".into() });
                     ModuleFacts { name, state }
                 })
                 .collect();
@@ -226,7 +229,7 @@ mod tests {
     }
 
     fn drivers(names: &[&str]) -> BTreeSet<String> {
-        names.iter().map(|s| s.to_string()).collect()
+        names.iter().map(ToString::to_string).collect()
     }
 
     #[test]
@@ -248,8 +251,12 @@ mod tests {
         write(d.path(), &format!("{tree}/modules.builtin"), b"kernel/drivers/net/virtio_net.ko\n");
         let root = Root::new(d.path());
         let mut warnings = Vec::new();
-        let (dir, facts) =
-            read_drivers(&root, Some("7.2.13-amd64"), &drivers(&["ice", "ena", "gve", "virtio-pci", "r8169"]), &mut warnings);
+        let (dir, facts) = read_drivers(
+            &root,
+            Some("7.2.13-amd64"),
+            &drivers(&["ice", "ena", "gve", "virtio-pci", "r8169"]),
+            &mut warnings,
+        );
         assert_eq!(dir.as_deref(), Ok(tree));
         let ice = &facts["ice"];
         assert_eq!(ice.imports(Import::AffinityAuto).value(), Some(true));
@@ -280,7 +287,11 @@ mod tests {
         let root = Root::new(d.path());
         let mut warnings = Vec::new();
         let (_, facts) = read_drivers(&root, Some("6.12.9"), &drivers(&["ice"]), &mut warnings);
-        assert_eq!(facts["ice"].imports(Import::AffinityAuto).value(), Some(true), "a 6.12 backport: the import decides");
+        assert_eq!(
+            facts["ice"].imports(Import::AffinityAuto).value(),
+            Some(true),
+            "a 6.12 backport: the import decides"
+        );
         for release in [None, Some("6.1.0"), Some("../../etc"), Some("..")] {
             let (dir, facts) = read_drivers(&root, release, &drivers(&["ice"]), &mut warnings);
             assert!(dir.is_err(), "{release:?}");
