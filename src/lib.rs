@@ -30,6 +30,7 @@ pub mod kernel;
 pub mod pass;
 pub mod plan;
 pub mod policy;
+pub mod probe;
 pub mod report;
 pub mod sample;
 pub mod snapshot;

@@ -26,7 +26,7 @@ const FLOORS: [&[&str]; 15] = [
     &["devices"],
     &["choices"],
     &["kernel"],
-    &["config"],
+    &["config", "probe"],
     &["policy"],
     &["strategy"],
     &["sample"],
@@ -38,7 +38,7 @@ const FLOORS: [&[&str]; 15] = [
 ];
 
 /// Files and directories (every `.rs` below) of the pure core.
-const PURE_CORE: [&str; 38] = [
+const PURE_CORE: [&str; 41] = [
     "src/cpuset",
     "src/text.rs",
     "src/choices.rs",
@@ -57,6 +57,9 @@ const PURE_CORE: [&str; 38] = [
     "src/devices/net_queues.rs",
     "src/devices/napi.rs",
     "src/kernel",
+    "src/probe/btf.rs",
+    "src/probe/elf.rs",
+    "src/probe/view.rs",
     "src/config/mod.rs",
     "src/config/duration.rs",
     "src/config/error.rs",

@@ -1,11 +1,14 @@
 //! The kernel's own rules, by version: its spreading algorithms, reproduced bit for bit
 //! (`group_cpus_evenly()`, lib/group_cpus.c, with the three `lib/sort.c` heapsorts it depends
 //! on, and the NUMA-hop orders of `cpumask_local_spread()`, lib/cpumask.c,
-//! kernel/sched/topology.c), and what NIC drivers do to masks across resets ([`nic_resets`]).
+//! kernel/sched/topology.c), what NIC drivers do to masks across resets ([`nic_resets`]), and
+//! what the running kernel does, each fact with its source ([`facts`]: BTF, a driver module's
+//! imports, observation, else the version).
 //!
 //! Pure: `(Topology, ...) → CpuSets`, `(driver, version) → rule`; nothing here touches the
-//! filesystem. Device strategies that use these live in [`crate::strategy`].
+//! filesystem (`crate::probe` reads the facts). Device strategies that use these live in [`crate::strategy`].
 
+pub mod facts;
 pub mod group_cpus;
 mod group_fill;
 pub mod heapsort;

@@ -136,6 +136,7 @@ pub fn plan_sample_refined(sample: &Sample, memory: PassMemory, moved: &BTreeMap
     plan.notices.extend(isolation_notice(isolation));
     plan.warnings.splice(0..0, warnings);
     plan.warnings.extend(sample.warnings.kernel.iter().cloned());
+    plan.warnings.extend(sample.warnings.kernel_facts.iter().cloned());
     plan.warnings.extend(sample.warnings.devices.iter().cloned());
     plan.warnings.extend(unmatched_rules(config, &facts).into_iter().map(|r| format!("rule at {r} matches no device")));
     PlannedPass { topology, plan, forbidden, load_candidates, refused_claims }

@@ -31,7 +31,8 @@ use crate::cpuset::CpuSet;
 use crate::devices::napi::{InterfaceState, NapiThread, NetdevView};
 use crate::devices::net_queues::NetQueues;
 use crate::devices::{Device, LooseIrq};
-use crate::kernel::GroupRules;
+use crate::kernel::facts::KernelFacts;
+use crate::kernel::{GroupRules, KernelVersion};
 use crate::topology::{Isolation, Topology};
 
 /// Everything a pass needs from the machine and its configuration. Invariant: `devices` sorted
@@ -46,6 +47,10 @@ pub struct Sample {
     pub isolation: Isolation,
     /// The running kernel's `group_cpus_evenly()` rules (see [`kernel_release`]).
     pub group_rules: GroupRules,
+    /// What the running kernel does, each fact with its source (its BTF, its NIC drivers'
+    /// modules, else its version): probed once, and again when the release or the NIC drivers
+    /// present change (`crate::probe::discover`).
+    pub kernel_facts: Arc<KernelFacts>,
     pub devices: Vec<Device>,
     /// udev properties of each device (and of its network interfaces); empty where udevd does
     /// not run.
@@ -79,6 +84,9 @@ pub struct ReadWarnings {
     pub isolation: Vec<String>,
     /// The kernel release could not be read as a version (see [`kernel_release`]).
     pub kernel: Option<String>,
+    /// The kernel's BTF or a NIC driver's module is there but could not be read (each naming
+    /// the file): those facts fall back to the version.
+    pub kernel_facts: Vec<String>,
     pub devices: Vec<String>,
 }
 
@@ -100,14 +108,17 @@ pub fn shared_irqs(devices: &[Device]) -> BTreeMap<u32, Vec<String>> {
 impl Sample {
     /// A sample built in memory: `topology` and `devices` as given, no isolation source beyond
     /// the topology's own lists, no udev properties or transmit queues, the grouping rules of
-    /// `topology.kernel` (else of [`kernel_release::FALLBACK_KERNEL`]).
+    /// `topology.kernel` (else of [`kernel_release::FALLBACK_KERNEL`]), kernel facts from that
+    /// version alone (nothing probed).
     pub fn in_memory(config: Config, topology: Topology, devices: Vec<Device>) -> Sample {
         let group_rules = kernel_release::group_rules(&topology);
+        let version = topology.kernel.as_deref().and_then(|k| KernelVersion::parse(k).ok());
         Sample {
             config: Arc::new(config),
             topology,
             isolation: Isolation::default(),
             group_rules,
+            kernel_facts: Arc::new(KernelFacts::from_version(version)),
             devices,
             udev: BTreeMap::new(),
             tx_queues: BTreeMap::new(),

@@ -23,6 +23,8 @@ use crate::devices::discover::{
 };
 use crate::devices::napi::{InterfaceState, NetdevView};
 use crate::devices::{Device, DeviceClass};
+use crate::kernel::facts::KernelFacts;
+use crate::probe::discover::read_kernel_facts;
 use crate::sysfs::{read_in_parallel, Root};
 use crate::topology::discover::isolation::read_isolation_configured;
 use crate::topology::discover::kubelet::KubeletMemory;
@@ -73,6 +75,18 @@ pub(crate) struct SampleReader {
     tops_seen: [bool; 2],
     /// The kubelet's checkpoint as last read well (`kubelet_cpu_manager_state`).
     kubelet: KubeletMemory,
+    /// The kernel's facts as last probed; `None` before the first read.
+    kernel_facts: Option<KeptFacts>,
+}
+
+/// Kernel facts, with the release and NIC drivers they were probed for and what their probes
+/// could not read.
+#[derive(Debug)]
+struct KeptFacts {
+    release: Option<String>,
+    drivers: BTreeSet<String>,
+    facts: Arc<KernelFacts>,
+    warnings: Vec<String>,
 }
 
 /// What was asked to be read again since the last successful read.
@@ -109,6 +123,7 @@ impl SampleReader {
             refused: Refused::default(),
             tops_seen: [false; 2],
             kubelet: KubeletMemory::default(),
+            kernel_facts: None,
         }
     }
 
@@ -202,7 +217,15 @@ impl SampleReader {
             self.stale.everything = true;
         }
         let (topology, topology_warnings, discovery) = result?;
-        Ok(read_every_pass(root, config, topology, topology_warnings, discovery, &mut self.kubelet))
+        Ok(read_every_pass(
+            root,
+            config,
+            topology,
+            topology_warnings,
+            discovery,
+            &mut self.kubelet,
+            &mut self.kernel_facts,
+        ))
     }
 
     /// A drift check of the global CPU lists against the kept topology: the CPUs that differ are
@@ -317,9 +340,35 @@ fn threaded_interfaces(
         .collect()
 }
 
+/// The kernel's facts for `topology`'s release and the NIC drivers of `devices`: those `kept`
+/// when they were probed for the same release and every one of these drivers (the kernel's BTF
+/// does not change while it runs; a module tree rarely does), else probed now and kept.
+fn kernel_facts(
+    root: &Root,
+    topology: &Topology,
+    devices: &[Device],
+    kept: &mut Option<KeptFacts>,
+) -> (Arc<KernelFacts>, Vec<String>) {
+    let drivers: BTreeSet<String> =
+        devices.iter().filter(|d| d.class == DeviceClass::Nic).filter_map(|d| d.driver.clone()).collect();
+    match kept {
+        Some(k) if k.release == topology.kernel && drivers.is_subset(&k.drivers) => {
+            (Arc::clone(&k.facts), k.warnings.clone())
+        }
+        _ => {
+            let (facts, warnings) = read_kernel_facts(root, topology.kernel.as_deref(), &drivers);
+            let facts = Arc::new(facts);
+            let release = topology.kernel.clone();
+            *kept = Some(KeptFacts { release, drivers, facts: Arc::clone(&facts), warnings: warnings.clone() });
+            (facts, warnings)
+        }
+    }
+}
+
 /// The parts every read reads afresh (isolation, udev properties, transmit queues, the default
 /// affinity, the kernel's rules), around the topology and devices just read; `kubelet` is the
-/// kubelet checkpoint's last good reading, which a damaged file keeps in force.
+/// kubelet checkpoint's last good reading, which a damaged file keeps in force; the kernel's
+/// facts as `kept` where they still hold ([`kernel_facts`]).
 fn read_every_pass(
     root: &Root,
     config: Arc<Config>,
@@ -327,10 +376,12 @@ fn read_every_pass(
     topology_warnings: Vec<String>,
     discovery: Discovery,
     kubelet: &mut KubeletMemory,
+    kept: &mut Option<KeptFacts>,
 ) -> Sample {
     let kubelet_state = config.global.kubelet_cpu_manager_state.as_deref();
     let (isolation, isolation_warnings) = read_isolation_configured(root, &topology, kubelet_state, kubelet);
     let (group_rules, kernel_warning) = plan_rules(&topology, &root.path(OSRELEASE));
+    let (kernel_facts, probe_warnings) = kernel_facts(root, &topology, &discovery.devices, kept);
     let udev = discovery.devices.iter().map(|d| (d.bdf.clone(), udev_properties(root, d))).collect();
     // Each NIC's transmit queues are a listing and two files per queue: on several threads.
     let one_interface: Vec<(&String, &String)> = discovery
@@ -379,6 +430,7 @@ fn read_every_pass(
         topology: topology_warnings,
         isolation: isolation_warnings.iter().map(ToString::to_string).collect(),
         kernel: kernel_warning,
+        kernel_facts: probe_warnings,
         devices,
     };
     Sample {
@@ -386,6 +438,7 @@ fn read_every_pass(
         topology,
         isolation,
         group_rules,
+        kernel_facts,
         devices: discovery.devices,
         udev,
         tx_queues,
