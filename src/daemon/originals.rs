@@ -230,7 +230,7 @@ impl Originals {
             self.entries.insert(p.irq, entry);
             changed = true;
         }
-        changed | self.note_xps(plan) | self.note_threads(plan) | note_napi(&mut self.napi, plan)
+        changed | self.note_xps(plan) | self.note_threads(plan) | note_napi(&mut self.napi, plan, present)
     }
 
     /// Puts into `plan` the NAPI settings irqwise wrote that the config no longer asks for,
