@@ -230,7 +230,7 @@ impl Originals {
             self.entries.insert(p.irq, entry);
             changed = true;
         }
-        changed | self.note_xps(plan) | self.note_threads(plan) | note_napi(&mut self.napi, plan, present)
+        changed | self.note_xps(plan, present) | self.note_threads(plan) | note_napi(&mut self.napi, plan, present)
     }
 
     /// Puts into `plan` the NAPI settings irqwise wrote that the config no longer asks for,
@@ -269,11 +269,13 @@ impl Originals {
     }
 
     /// [`Originals::note_plan`] for transmit steering: the `xps_cpus` of every queue about to be
-    /// written, and dropping the entries of devices that went away.
-    fn note_xps(&mut self, plan: &Plan) -> bool {
-        let present: std::collections::BTreeSet<&str> = plan.devices.iter().map(|d| d.bdf.as_str()).collect();
+    /// written, and dropping the entries of devices that went away (not planned, not `present`).
+    fn note_xps(&mut self, plan: &Plan, present: &dyn Fn(&str) -> bool) -> bool {
+        // A NIC whose link is down has no queue IRQs and is in no plan, but its `xps_cpus` files
+        // stay: its entries go only with the device.
+        let planned: std::collections::BTreeSet<&str> = plan.devices.iter().map(|d| d.bdf.as_str()).collect();
         let before = self.xps.len();
-        self.xps.retain(|_, o| present.contains(o.device.as_str()));
+        self.xps.retain(|_, o| planned.contains(o.device.as_str()) || present(&o.device));
         let mut changed = self.xps.len() != before;
         for (d, x) in plan.devices.iter().filter_map(|d| Some((d, d.xps.as_ref()?))) {
             for q in x.writes() {
@@ -620,5 +622,24 @@ mod tests {
         let (originals, error) = Originals::load(&root);
         assert!(originals.is_empty());
         assert!(error.is_some_and(|e| e.to_string().contains("0 entr(ies)")));
+    }
+    #[test]
+    fn an_xps_entry_outlives_its_nics_link_down_and_goes_with_the_device() {
+        let mut o = Originals::default();
+        let file = "sys/class/net/eth0/queues/tx-0/xps_cpus".to_string();
+        let entry = OriginalXps {
+            device: "0000:01:00.0".into(),
+            interface: Some("eth0".into()),
+            txq: 0,
+            file: file.clone(),
+            cpus: "0-7".into(),
+        };
+        o.xps.insert(file.clone(), entry);
+        // The link is down: the NIC has no queue IRQs, so no plan names it, but it is there.
+        let other = plan("0000:02:00.0", &[(40, "3", "3")]);
+        assert!(!o.note_plan(&other, &|_| true), "nothing changes while the device is present");
+        assert!(o.xps.contains_key(&file), "the original survives the link down");
+        assert!(o.note_plan(&other, &|_| false), "the device gone, its entry goes");
+        assert!(o.xps.is_empty());
     }
 }
