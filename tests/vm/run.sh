@@ -28,7 +28,8 @@
 # Exit status: 0 when every check passed, 1 when one failed, 2 when the suite could not run.
 # env: IRQWISE_VM_TIERS="kernel kernel-sid kernel-6.12 oracle arm64 systemd systemd-sid"  the
 #                           tiers to run (default: kernel kernel-sid oracle arm64 systemd
-#                           systemd-sid; systemd-sid: the systemd guest on 7.x, scenarios 10 56 90: the podman scenario runs on 6.1 only, to keep CI short)
+#                           systemd-sid; systemd-sid: the systemd guest on 7.x, scenarios 10 56 66 90: the podman scenario runs on 6.1 only, to keep CI short;
+#                           66-containerd-nri on sid only: containerd 2.x from Debian unstable, host/containerd.sh)
 #      IRQWISE_VM_ARCHIVE_MIRROR=URL  Debian archive for the kernels newer than Debian 12's
 #                           (default http://deb.debian.org/debian; unstable's current is found
 #                           anew from the archive, never named here)
@@ -76,6 +77,7 @@ TIERS=${IRQWISE_VM_TIERS:-kernel kernel-sid oracle arm64 systemd systemd-sid}
 . "$VM_DIR/host/debroot.sh"
 . "$VM_DIR/host/oracle.sh"
 . "$VM_DIR/host/arm64.sh"
+. "$VM_DIR/host/containerd.sh"
 
 secs() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(secs)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -347,9 +349,12 @@ tier_systemd() {
   local version=${1:-6.1} tier=systemd modules="virtio_pci virtio_blk crc32c_generic ext4"
   if [ "$version" = sid ]; then
     # The hardened unit on 7.x: what needs a newer kernel (napi-set), the sandbox itself, and
-    # the image under podman with the claim hook (65-podman: about 40 s of guest time).
+    # pods on containerd 2.x through NRI (66-containerd-nri, issue 62; the image under podman
+    # with the claim hook, 65-podman, is left to 6.1: about 40 s of guest time).
     tier=systemd-sid modules="virtio_pci virtio_blk ext4"   # 7.x has crc32c in the core
-    local IRQWISE_VM_SCENARIOS=${IRQWISE_VM_SCENARIOS:-10 56 90}
+    local IRQWISE_VM_SCENARIOS=${IRQWISE_VM_SCENARIOS:-10 56 66 90}
+  else
+    local SKIP_SCENARIOS=66   # containerd from Debian unstable: the sid tier's (host/containerd.sh)
   fi
   local w=$WORK/$tier t deb oci base=$WORK/cache/debroot-$DEBROOT_SUITE
   mkdir -p "$w"
@@ -366,6 +371,12 @@ tier_systemd() {
     echo "test-vm: make image failed; last lines of $w/make-image.log:" >&2; tail -15 "$w/make-image.log" >&2; return 2
   fi
   local t_oci; t_oci=$(since "$t")
+  # containerd, runc, the CRI client and the images, only when 66-containerd-nri.sh runs.
+  local GUEST_EXTRA="" t_ctr=""
+  if scenario_files "$VM_DIR"/guest/systemd | grep -q '/66-containerd-nri\.sh$'; then
+    t=$(secs); containerd_prepare "$WORK/cache" || return 2; t_ctr=$(since "$t")
+    GUEST_EXTRA=containerd_install
+  fi
   deb=$(ls -t "$REPO"/target/packages/irqwise_*.deb | head -1)
   oci=$(ls -t "$REPO"/target/image/irqwise-*.oci.tar | head -1)
   t=$(secs)
@@ -386,7 +397,7 @@ tier_systemd() {
   local base_note="reused"; [ "$DEBROOT_BUILT" = yes ] && base_note="built"
   {
     echo
-    echo "Timings on this host: Debian root ${t_base} s ($base_note), make deb ${t_deb} s, make image ${t_oci} s, disk image and initramfs ${t_img} s, guest run ${t_boot} s${BOOT_NOTE}."
+    echo "Timings on this host: Debian root ${t_base} s ($base_note), make deb ${t_deb} s, make image ${t_oci} s,${t_ctr:+ containerd, runc, CRI client and images ${t_ctr} s,} disk image and initramfs ${t_img} s, guest run ${t_boot} s${BOOT_NOTE}."
   } | tee -a "$w/RESULTS.md"
   [ -z "${IRQWISE_VM_BROKEN_UNIT:-}" ] && grep -q '^@@DONE' "$w/guest.out" && COMPLETE="$COMPLETE $tier"
   return $rc

@@ -71,6 +71,10 @@ function systemd_tables(   i, k, p) {
   out("| the image as the DaemonSet runs it: `podman run -d` returned; the container's first pass; its daemon's VmRSS | " msx("podman run_returned_ms") "; " msx("podman first_pass_ms") "; " val("podman container_rss_kb") " kB (" val("podman container_rss_split") ") |")
   out("| the ConfigMap's `..data` swapped (a banned CPU) to the IRQs off it; `podman stop` (SIGTERM, masks restored) | " msx("podman reload_ms") "; " msx("podman stop_ms") " |")
   out("| the claim hook: annotated `podman run --cpuset-cpus` returned; to the NIC off the cpuset; `podman stop` to the IRQs back | " msx("podman hook_run_returned_ms") "; " msx("podman hook_claim_ms") "; " msx("podman hook_release_ms") " |")
+  out("| containerd 2.x (sid tier): `systemctl start containerd`; `ctr images import` of the pause and busybox images; `systemctl restart irqwise` with `nri = true` to containerd's \"plugin connected\" | " msx("containerd containerd_start_ms") "; " msx("containerd import_ms") "; " msx("containerd nri_connect_ms") " |")
+  out("| an annotated pod through CRI: StartContainer called to the NIC off its cpuset; StopContainer called (then RemoveContainer, StopPodSandbox, RemovePodSandbox) to the NIC back | " msx("containerd start_to_off_ms") "; " msx("containerd stop_to_back_ms") " |")
+  out("| irqwise restarted while the pod runs (claim files removed, NIC scrambled) to the claim back from Synchronize; `systemctl restart containerd` returned to the plugin connected again | " msx("containerd restart_to_off_ms") "; " msx("containerd reconnect_ms") " |")
+  out("| `nri_exclusive_cpus`: an unannotated exclusive pod's StartContainer called to the NIC off it; `cpu_manager_state` written to the NIC off its entry's CPUs; the entry removed to back | " msx("containerd exclusive_start_to_off_ms") "; " msx("containerd kubelet_state_to_off_ms") "; " msx("containerd kubelet_state_to_back_ms") " |")
   out("")
 }
 function kernel_tables() {
