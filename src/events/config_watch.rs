@@ -19,11 +19,11 @@ use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::inotify::{self, ReadFlags, WatchFlags};
+use rustix::fs::inotify::{self, ReadFlags};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::mpsc;
 
-use super::inotify::{open_instance, read_events, Event};
+use super::inotify::{dir_events, open_instance, read_events, Event};
 use super::{EventsError, Trigger};
 
 /// What [`EventsError::Register`] names when the watch's descriptor cannot be registered.
@@ -134,19 +134,6 @@ fn steps(path: &Path) -> Vec<Step> {
         Component::Normal(name) => Some(Step::Name(name.to_os_string())),
     };
     path.components().rev().filter_map(step).collect()
-}
-
-/// The changes watched in each directory: every way an entry can change. A watched directory
-/// removed or unmounted says so itself (`IN_IGNORED`).
-fn dir_events() -> WatchFlags {
-    WatchFlags::CLOSE_WRITE
-        | WatchFlags::MODIFY
-        | WatchFlags::CREATE
-        | WatchFlags::DELETE
-        | WatchFlags::MOVED_FROM
-        | WatchFlags::MOVED_TO
-        | WatchFlags::ATTRIB
-        | WatchFlags::ONLYDIR
 }
 
 /// A watched directory: its path (as first wanted) and what matters in it.

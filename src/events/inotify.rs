@@ -63,8 +63,10 @@ enum Watch {
     Partition { path: PathBuf, partition: bool },
 }
 
-/// Changes inside a watched directory that may change a watched file.
-fn dir_events() -> WatchFlags {
+/// Changes inside a watched directory that may change a watched file: every way an entry can
+/// change (a watched directory removed or unmounted says so itself, `IN_IGNORED`). The
+/// configuration's watch ([`super::config_watch`]) uses the same.
+pub(super) fn dir_events() -> WatchFlags {
     WatchFlags::CLOSE_WRITE
         | WatchFlags::MODIFY
         | WatchFlags::CREATE
