@@ -19,7 +19,9 @@
 #   systemd  the package (`make deb`) installed with dpkg in a debootstrapped Debian 12 root,
 #            booted with systemd as PID 1: the unit's start, reload, watchdog, restarts, stop,
 #            sandbox, journal fields and exposure, irqbalance's conflict and the install warning;
-#            the image (`make image`) under podman as a DaemonSet runs it, and the claim hook.
+#            the image (`make image`) under podman as a DaemonSet runs it, and the claim hook;
+#            on sid (systemd-sid), pods on containerd 2.x driven through CRI, irqwise as an NRI
+#            plugin (66-containerd-nri, host/containerd.sh).
 # Installs missing packages (as root), boots one guest per tier (each runs all of its scenarios;
 # the oracle and arm64 tiers boot one per kernel and shape;
 # a guest line "HOST <command>" is relayed to QEMU's monitor), then prints one line per check,

@@ -321,7 +321,7 @@ for p in "$POD_B" "$POD_C" "$POD_D"; do
 done
 settle "$NIC_IRQS" '[ "$MASKS" = "$HOST_MASKS" ]' 15000
 excl_back() {
-  REPLY="${DOWN_ALL:+$DOWN_ALL }NIC $MASKS $SETTLE_MS ms after the first StopContainer (before the pods: $HOST_MASKS)"
+  REPLY="${DOWN_ALL:+$DOWN_ALL }NIC $MASKS $SETTLE_MS ms after the first StopPodSandbox was called (before the pods: $HOST_MASKS)"
   [ "$EXCL_SYNC_MS" -ge 0 ] || [ "$EXCL_MS" -ge 0 ] || { REPLY="nothing to release: no exclusive cpuset was claimed; $REPLY"; return 1; }
   [ -z "$DOWN_ALL" ] && [ "$SETTLE_MS" -ge 0 ]
 }
