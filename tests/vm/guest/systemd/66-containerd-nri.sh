@@ -332,7 +332,7 @@ check exclusive_released "the three pods deleted (StopPodSandbox, RemovePodSandb
 KCPUS=$CA
 kstate() { # kstate ENTRIES_JSON DEFAULT: the checkpoint, atomically
   mkdir -p ${KSTATE%/*}
-  printf '{"policyName":"static","defaultCpuSet":"%s","entries":%s,"checksum":1}\n' "$2" "$1" > $KSTATE.tmp && mv $KSTATE.tmp $KSTATE
+  printf '{"policyName":"static","defaultCpuSet":"%s","entries":%s,"checksum":0}\n' "$2" "$1" > $KSTATE.tmp && mv $KSTATE.tmp $KSTATE
 }
 kstate '{}' 0-7
 check kubelet_config "irqwise check-config accepts kubelet_cpu_manager_state = \"$KSTATE\"" -- check_config "[global]
