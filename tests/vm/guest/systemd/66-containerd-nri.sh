@@ -160,9 +160,10 @@ jmark
 now; T0=$NOW
 unit_restart
 plugin_up() { wait_until 15000 plugin_connected; }
-plugin_up; CONNECT_MS=$WAITED_MS
+plugin_up; CONNECT_MS=$WAITED_MS; CONNECT_SAID=$REPLY   # (measure overwrites REPLY)
+[ "$CONNECT_MS" -ge 0 ] || CONNECT_SAID=""
 measure nri_connect_ms "$CONNECT_MS"
-connected() { local said=$REPLY; REPLY="unit: $UNIT_OK; containerd: ${said:-no plugin connected in 15 s}"; [ "$UNIT_OK" = yes ] && [ "$CONNECT_MS" -ge 0 ]; }
+connected() { REPLY="unit: $UNIT_OK; containerd: ${CONNECT_SAID:-no plugin connected in 15 s}"; [ "$UNIT_OK" = yes ] && [ "$CONNECT_MS" -ge 0 ]; }
 check nri_connected "irqwise restarted with nri = true registers with containerd (its journal: plugin connected and synchronized)" -- connected
 
 # Pod A: the annotation, the CPUs of the NIC's first two queues.
@@ -242,10 +243,11 @@ lost_until_connected() {
   now; read_masks "$NIC_IRQS"; off "$C1" "$C2" || LOST="${LOST:-NIC on $C1/$C2 at +$((NOW - T0)) ms: $MASKS}"
   plugin_connected
 }
-wait_until 20000 lost_until_connected; RECONNECT_MS=$WAITED_MS
+wait_until 20000 lost_until_connected; RECONNECT_MS=$WAITED_MS; RECONNECT_SAID=$REPLY
+[ "$RECONNECT_MS" -ge 0 ] || RECONNECT_SAID=""
 measure reconnect_ms "$RECONNECT_MS"
 reconnected() {
-  local said=${REPLY:-no plugin connected in 20 s}
+  local said=${RECONNECT_SAID:-no plugin connected in 20 s}
   REPLY="systemctl restart containerd: exit $RC; $said"
   [ $RC = 0 ] && [ "$RECONNECT_MS" -ge 0 ]
 }
