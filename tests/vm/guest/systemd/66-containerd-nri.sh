@@ -268,7 +268,7 @@ released() {
   [ $DOWN_A = 0 ] || { REPLY=$DOWN_WHY; return 1; }
   [ "$CLAIM_MS" -ge 0 ] || [ "$SYNC_MS" -ge 0 ] || { REPLY="nothing to release: the pod's CPUs were never claimed"; return 1; }
   T0=$STOP_T0
-  settle "$NIC_IRQS" '[ "$MASKS" = "$HOST_MASKS" ]' 15000; RELEASE_MS=$SETTLE_MS
+  settle "$NIC_IRQS" '[ "$MASKS" = "$HOST_MASKS" ]' 30000; RELEASE_MS=$SETTLE_MS
   nri_claim "$CA" && { REPLY="still listed: $REPLY"; return 1; }
   REPLY="$DOWN_MS; NIC back ($MASKS) $RELEASE_MS ms after StopContainer was called"
   [ "$RELEASE_MS" -ge 0 ]
@@ -321,7 +321,7 @@ for p in "$POD_B" "$POD_C" "$POD_D"; do
   [ -n "$p" ] || continue
   pod_down "$p" || DOWN_ALL="$DOWN_ALL $REPLY;"
 done
-settle "$NIC_IRQS" '[ "$MASKS" = "$HOST_MASKS" ]' 15000
+settle "$NIC_IRQS" '[ "$MASKS" = "$HOST_MASKS" ]' 30000
 excl_back() {
   REPLY="${DOWN_ALL:+$DOWN_ALL }NIC $MASKS $SETTLE_MS ms after the first StopPodSandbox was called (before the pods: $HOST_MASKS)"
   [ "$EXCL_SYNC_MS" -ge 0 ] || [ "$EXCL_MS" -ge 0 ] || { REPLY="nothing to release: no exclusive cpuset was claimed; $REPLY"; return 1; }
@@ -354,7 +354,7 @@ kubelet_off() {
 check kubelet_state "a cpu_manager_state entry (static policy) on $KCPUS: the NIC's queues leave those CPUs" -- kubelet_off
 now; T0=$NOW
 kstate '{}' 0-7
-settle "$NIC_IRQS" '[ "$MASKS" = "$HOST_MASKS" ]' 15000; KBACK_MS=$SETTLE_MS
+settle "$NIC_IRQS" '[ "$MASKS" = "$HOST_MASKS" ]' 30000; KBACK_MS=$SETTLE_MS
 measure kubelet_state_to_back_ms "$KBACK_MS"
 kubelet_back() {
   REPLY="NIC $MASKS $KBACK_MS ms after the entry went"
