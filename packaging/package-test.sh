@@ -8,18 +8,7 @@ set -uo pipefail
 dir=${1:?usage: package-test.sh PACKAGE_DIR}
 failures=0
 
-# check NAME COMMAND...: runs COMMAND quietly; prints PASS or FAIL (with the command's output).
-check() {
-	local name=$1 out
-	shift
-	if out=$("$@" 2>&1); then
-		echo "PASS: $name"
-	else
-		echo "FAIL: $name"
-		[ -n "$out" ] && printf '%s\n' "$out" | sed 's/^/      /'
-		failures=$((failures + 1))
-	fi
-}
+. "$(dirname "$0")/check-lib.sh"
 
 # Succeeds when a command prints nothing on stderr (and exits 0); stderr is shown on failure.
 quiet_stderr() {

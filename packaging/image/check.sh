@@ -24,17 +24,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
 
-check() { # check NAME COMMAND...: PASS, or FAIL with what the command printed
-	local name=$1 out
-	shift
-	if out=$("$@" 2>&1); then
-		echo "PASS: $name"
-	else
-		echo "FAIL: $name"
-		[ -n "$out" ] && printf '%s\n' "$out" | sed 's/^/      /'
-		failures=$((failures + 1))
-	fi
-}
+. "$here/../check-lib.sh"
 
 # no_builder_path BINARY PATH...: no string of BINARY contains any PATH.
 no_builder_path() {
