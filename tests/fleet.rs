@@ -132,16 +132,22 @@ fn status_exits_like_systemctl_status_with_a_live_and_a_killed_daemon() {
     assert_eq!(status(root.path()).0, 1);
 }
 
-#[test]
-fn originals_are_restored_after_a_daemon_restart_in_between() {
+/// A 16-CPU machine with an ixgbe NIC of 4 queues on node 1, every queue on CPU 0 (the
+/// machine's own placement, before any irqwise).
+fn nic_on_cpu0() -> (tempfile::TempDir, Vec<u32>) {
     let root = cpu_root(2, 4, 2, "6.1.0");
     let mut fx = FixtureRoot::at(root.path());
     fx.nic(NIC, "ixgbe", "eth0", Some(1), 4, NamingScheme::TxRx);
     let irqs = fx.irqs_of(NIC).to_vec();
-    // The machine's own placement: every queue on CPU 0.
     for &irq in &irqs {
         fx.irq_affinity(irq, &cpus("0"));
     }
+    (root, irqs)
+}
+
+#[test]
+fn originals_are_restored_after_a_daemon_restart_in_between() {
+    let (root, irqs) = nic_on_cpu0();
     let cfg = config_with("[global]\nrestore_on_exit = true\n");
     let log = tempfile::NamedTempFile::new().unwrap();
     let a = Daemon::start(root.path(), cfg.path(), log.path().to_path_buf());
@@ -158,13 +164,7 @@ fn originals_are_restored_after_a_daemon_restart_in_between() {
 
 #[test]
 fn an_original_whose_cpu_list_cannot_be_read_is_said_at_start_and_counted_at_stop() {
-    let root = cpu_root(2, 4, 2, "6.1.0");
-    let mut fx = FixtureRoot::at(root.path());
-    fx.nic(NIC, "ixgbe", "eth0", Some(1), 4, NamingScheme::TxRx);
-    let irqs = fx.irqs_of(NIC).to_vec();
-    for &irq in &irqs {
-        fx.irq_affinity(irq, &cpus("0"));
-    }
+    let (root, irqs) = nic_on_cpu0();
     let cfg = config_with("[global]\nrestore_on_exit = true\n");
     let log = tempfile::NamedTempFile::new().unwrap();
     let a = Daemon::start(root.path(), cfg.path(), log.path().to_path_buf());
