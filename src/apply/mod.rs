@@ -21,6 +21,7 @@ use crate::sysfs::SysfsError;
 
 mod apply_plan;
 pub mod blocked;
+pub mod napi_socket;
 pub mod napi_write;
 mod proc_irq;
 pub mod threads;
