@@ -5,13 +5,14 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
+use super::clock::{unix_now, unix_now_f64};
 use super::counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
 use super::ledger::{others_drift, Ledger, Loudness};
 use super::metrics_file::MetricsPublisher;
 use super::napi_news::NapiNews;
 use super::once::{SaidOnce, SaidOnceEach};
 use super::state::{StateInputs, StateWriter};
-use super::{catalog, logging, unix_now, unix_now_f64};
+use super::{catalog, logging};
 use crate::apply::blocked::{writes_blocked, WritesBlocked};
 use crate::apply::threads::ThreadOutcome;
 use crate::apply::{ApplyReport, FailureClass, WriteOutcome, XpsChange, XpsOutcome};
