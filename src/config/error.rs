@@ -77,7 +77,7 @@ pub enum ConfigError {
     #[error("{at}: {key}: {source}")]
     CpuList { at: Location, key: &'static str, source: CpuSetError },
     #[error("{at}: {key} = {value:?} is not a valid duration; expected {expected}")]
-    Duration { at: Location, key: &'static str, value: String, expected: &'static str },
+    Duration { at: Location, key: &'static str, value: String, expected: String },
     #[error("{at}: match.{key} = {value:?} is not a valid glob pattern: {source}")]
     Glob { at: Location, key: String, value: String, source: GlobError },
     #[error("{at}: strategy = \"pin\" without cpus; expected `cpus = \"...\"` in the same rule (the CPUs to pin to)")]
@@ -103,7 +103,7 @@ pub enum ConfigError {
     #[error("{at}: node = {node}: no kernel has a node {node}; expected a node id from 0 to {}", max - 1)]
     NodeBeyondKernel { at: Location, node: u32, max: u32 },
     #[error("{at}: {key} = {value}: expected {expected}")]
-    OutOfRange { at: Location, key: &'static str, value: String, expected: &'static str },
+    OutOfRange { at: Location, key: &'static str, value: String, expected: String },
     #[error("{at}: queues_per_cpu = 0; expected an integer of at least 1")]
     ZeroQueuesPerCpu { at: Location },
     #[error(
