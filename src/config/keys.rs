@@ -123,7 +123,10 @@ pub enum Kind {
     Enum(fn() -> Vec<String>),
     Duration(DurationRange),
     /// An integer from `min` to `max`.
-    Integer { min: i64, max: i64 },
+    Integer {
+        min: i64,
+        max: i64,
+    },
     /// The kernel's CPU list format.
     CpuList,
     Path(PathRule),
@@ -303,7 +306,7 @@ global_keys! {
         "Where a NIC's queues go once it has used its node's CPUs: \"kernel\" (the next NUMA hop, as the kernel's cpumask_local_spread() order does) or \"local\" (stay on the node: every local CPU takes a second queue before any remote CPU takes one). A rule's `spill` overrides it per device.";
     guard: GuardScope, read as GuardScope, Kind::Enum(spellings::<GuardScope>), default Text("all"), NextPass,
         "Which IRQs the banned and isolated CPUs are kept off: \"all\" (like irqbalance: every movable IRQ, including devices left alone, unbound devices and IRQs of no device; never kernel-managed IRQs, passthrough devices or rules with guard = false) or \"placed\" (only the devices irqwise places).";
-    metrics_file: MetricsFile, read as MetricsFile, Kind::Path(METRICS_PATH), default Unset("node_exporter's textfile directory when it exists, else none"), NextPass,
+    metrics_file: MetricsFile, read as MetricsFile, Kind::Path(METRICS_PATH), default Unset("`/var/lib/prometheus/node-exporter/irqwise.prom` when that directory exists, else none"), NextPass,
         "Prometheus metrics for node_exporter's textfile collector, rewritten atomically after every pass (at most once per second): an absolute path ending in .prom (without . or .. components), or \"\" for none. When not set: /var/lib/prometheus/node-exporter/irqwise.prom when that directory exists (Debian's prometheus-node-exporter), else none.";
     napi_threads: NapiThreads, read as NapiThreads, Kind::Enum(spellings::<NapiThreads>), default Text("follow"), NextPass,
         "Threaded NAPI (/sys/class/net/IF/threaded = 1): each NAPI thread runs on the CPUs of its queue's IRQ (\"follow\"), or is left where the scheduler puts it (\"leave\"). A rule's `napi_threads` overrides it per device. Needs CAP_SYS_NICE.";

@@ -225,7 +225,12 @@ impl FileCtx<'_> {
     }
 
     /// A duration value within `range`, whose words say what it is.
-    pub(super) fn duration(&mut self, key: &'static str, v: &Spanned<String>, range: &DurationRange) -> Option<Duration> {
+    pub(super) fn duration(
+        &mut self,
+        key: &'static str,
+        v: &Spanned<String>,
+        range: &DurationRange,
+    ) -> Option<Duration> {
         match parse_duration(v.get_ref()) {
             Some(d) if d >= range.min && d <= range.max => Some(d),
             _ => {
