@@ -3,7 +3,7 @@
 //! value and what was expected) and what [`super::Global`] holds for it. Written once per type;
 //! the keys that use a type are rows of `keys.rs`.
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use toml::de::DeValue;
@@ -110,9 +110,21 @@ impl KeyType for Ban {
 impl KeyType for MetricsFile {
     type Field = MetricsFile;
 
-    fn read(ctx: &mut FileCtx<'_>, _: &'static KeySpec, value: Spanned<DeValue<'_>>) -> Option<Self> {
+    /// Empty (off), or an absolute path of a `*.prom` file (node_exporter's textfile collector
+    /// reads no other name) without `.` or `..` components (it is written below the root: a path
+    /// that climbs out of it is refused here, not at the first write).
+    fn read(ctx: &mut FileCtx<'_>, spec: &'static KeySpec, value: Spanned<DeValue<'_>>) -> Option<Self> {
         let v: Spanned<String> = ctx.typed(value)?;
-        ctx.metrics_file(&v)
+        let text = v.get_ref();
+        if text.is_empty() {
+            return Some(MetricsFile::Off);
+        }
+        if let Some(path) = plain_absolute(text).filter(|p| is_prom_file(p)) {
+            return Some(MetricsFile::At(path));
+        }
+        let at = ctx.loc(v.span().start);
+        ctx.push(ConfigError::MetricsFile { at, key: spec.name, value: text.clone() });
+        None
     }
 
     fn field(value: Option<Self>) -> Self {
@@ -120,16 +132,27 @@ impl KeyType for MetricsFile {
     }
 }
 
-/// `kubelet_cpu_manager_state`: a path, empty for none.
+/// A host file's path read below the root, empty for none.
 #[derive(Debug, Clone, Default)]
-pub(super) struct KubeletState(PathBuf);
+pub(super) struct OptionalPath(PathBuf);
 
-impl KeyType for KubeletState {
+impl KeyType for OptionalPath {
     type Field = Option<PathBuf>;
 
-    fn read(ctx: &mut FileCtx<'_>, _: &'static KeySpec, value: Spanned<DeValue<'_>>) -> Option<Self> {
+    /// Empty (off), or an absolute path without `.` or `..` components (it is read below the
+    /// root, as every host file).
+    fn read(ctx: &mut FileCtx<'_>, spec: &'static KeySpec, value: Spanned<DeValue<'_>>) -> Option<Self> {
         let v: Spanned<String> = ctx.typed(value)?;
-        ctx.kubelet_cpu_manager_state(&v).map(KubeletState)
+        let text = v.get_ref();
+        if text.is_empty() {
+            return Some(OptionalPath(PathBuf::new()));
+        }
+        if let Some(path) = plain_absolute(text) {
+            return Some(OptionalPath(path));
+        }
+        let at = ctx.loc(v.span().start);
+        ctx.push(ConfigError::KubeletState { at, key: spec.name, value: text.clone() });
+        None
     }
 
     /// `""` (and the default) is none.
@@ -138,19 +161,42 @@ impl KeyType for KubeletState {
     }
 }
 
-/// `nri_socket`: a socket's path below the root.
+/// A socket's path below the root.
 #[derive(Debug, Clone, Default)]
 pub(super) struct SocketPath(PathBuf);
 
 impl KeyType for SocketPath {
     type Field = PathBuf;
 
-    fn read(ctx: &mut FileCtx<'_>, _: &'static KeySpec, value: Spanned<DeValue<'_>>) -> Option<Self> {
+    /// An absolute path without `.` or `..` components and no trailing `/` (it is opened below
+    /// the root: a path that climbs out of it is refused here).
+    fn read(ctx: &mut FileCtx<'_>, spec: &'static KeySpec, value: Spanned<DeValue<'_>>) -> Option<Self> {
         let v: Spanned<String> = ctx.typed(value)?;
-        ctx.nri_socket(&v).map(SocketPath)
+        let text = v.get_ref();
+        if let Some(path) = plain_absolute(text).filter(|_| !text.ends_with('/')) {
+            return Some(SocketPath(path));
+        }
+        let at = ctx.loc(v.span().start);
+        ctx.push(ConfigError::NriSocket { at, key: spec.name, value: text.clone() });
+        None
     }
 
     fn field(value: Option<Self>) -> PathBuf {
         value.map(|s| s.0).unwrap_or_default()
     }
+}
+
+/// `text` as a path when it is absolute, names a file and has no `.` or `..` component (nor a
+/// NUL): what every host path read below the root must be.
+fn plain_absolute(text: &str) -> Option<PathBuf> {
+    let path = Path::new(text);
+    let plain = path.components().skip(1).all(|c| matches!(c, Component::Normal(_)))
+        && !text.split('/').any(|c| c == "." || c == "..");
+    (path.is_absolute() && path.file_name().is_some() && plain && !text.contains('\0')).then(|| path.to_path_buf())
+}
+
+/// Whether `path` names a `*.prom` file with a name before the extension.
+fn is_prom_file(path: &Path) -> bool {
+    let named = path.file_name().is_some_and(|n| n.len() > ".prom".len());
+    named && path.to_string_lossy().ends_with(".prom")
 }

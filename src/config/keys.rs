@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::key_types::{Ban, KeyType, KubeletState, SocketPath};
+use super::key_types::{Ban, KeyType, OptionalPath, SocketPath};
 use super::validate::{validate_file, FileCtx};
 use super::{GuardScope, LogFormat, MachineShape, MetricsFile, OnDrift, DEFAULT_NRI_SOCKET};
 use crate::choices::{Balance, NapiProfile, NapiThreads, Spill};
@@ -290,6 +290,8 @@ global_keys! {
         "Keep device IRQs off CPUs isolated by any source: isolcpus= (cpu/isolated and the kernel command line), nohz_full, cgroup v2 isolated partitions (cpuset.cpus.isolated), the CPUs outside irqaffinity=. A rule's own `cpus` may still use them with allow_isolated = true.";
     reconcile_interval: Duration, read as Duration, Kind::Duration(RECONCILE), default Text("60s"), Reload,
         "How often to re-check every IRQ even without events (a safety net): a whole number followed by ms, s, m or h, from \"1s\" to \"24h\".";
+    reconcile_full_every: u32, read as u32, Kind::Integer { min: 1, max: 1000 }, default Number(10), Reload,
+        "Every this many reconciles, one reads the whole machine again (a device's attributes, an IRQ renamed under the same number: what no drift check covers); the others read only what can drift. 1: every reconcile reads everything (1 to 1000).";
     debounce: Duration, read as Duration, Kind::Duration(DEBOUNCE), default Text("100ms"), Reload,
         "The first event (CPU hotplug, device add, link up) after this much quiet is handled at once; events arriving during a pass or within this of its end are handled together by one more pass, this long after it (from \"0ms\" to \"10s\").";
     restore_on_exit: bool, read as bool, Kind::Bool, default Flag(false), Reload,
@@ -320,7 +322,7 @@ global_keys! {
         "balance = \"load\": moves and returns together, machine-wide, at most this many per minute (1 to 600).";
     irqbalance_socket: bool, read as bool, Kind::Bool, default Flag(false), Start,
         "Speak irqbalance's control socket (/run/irqbalance/irqbalance<PID>.sock) for irqbalance-ui and intel-lpmd: `settings cpus LIST` keeps those CPUs free of device IRQs, `settings ban irqs` leaves IRQs alone, `settings sleep` is accepted without effect. Root clients only; never opened while irqbalance runs; read at start (a change needs a restart).";
-    kubelet_cpu_manager_state: Option<PathBuf>, read as KubeletState, Kind::Path(KUBELET_PATH), default Text(""), NextPass,
+    kubelet_cpu_manager_state: Option<PathBuf>, read as OptionalPath, Kind::Path(KUBELET_PATH), default Text(""), NextPass,
         "The kubelet's CPU manager checkpoint (its static policy's record, /var/lib/kubelet/cpu_manager_state): device IRQs avoid every CPU it assigned exclusively to a container or pod (its entries, not its shared defaultCpuSet), as isolated CPUs (respect_isolation). Read every pass and watched (its directory, for the kubelet's atomic rename); a damaged or half-written file changes nothing (the last good reading stays) and is said once. For nodes whose container runtime has NRI off. An absolute path without . or .. components, or \"\" for none (the default).";
     nri: bool, read as bool, Kind::Bool, default Flag(false), Start,
         "Be an NRI plugin (90-irqwise) of the container runtime (containerd 1.7+, CRI-O 1.26+): a container whose pod is annotated irq-load-balancing.crio.io (or irq-load-balancing.crio.io/CONTAINER) = \"disable\" keeps device IRQs off its cpuset for its life, through a claim owned by nri:NAMESPACE_POD_CONTAINER. irqwise never adjusts a container. Read at start (a change needs a restart).";

@@ -3,7 +3,7 @@
 //! Pure: works on a file's path (for messages) and text, never on the filesystem.
 
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde::de::{Deserialize, IntoDeserializer};
@@ -17,7 +17,7 @@ use super::error::{ConfigError, ConfigWarning, LineIndex, Location};
 use super::glob::Glob;
 use super::keys::{read_global, DurationRange, GlobalLayer};
 use super::schema::{read, unknown_message, RawMatch, RawNapi, RawRule};
-use super::{MachineShape, Match, MetricsFile, NapiRange, Rule, RuleRef, Settings};
+use super::{MachineShape, Match, NapiRange, Rule, RuleRef, Settings};
 use crate::choices::{NapiProfile, StrategyName};
 use crate::devices::napi::NapiSettings;
 use crate::devices::{DeviceClass, QueuePattern};
@@ -136,54 +136,6 @@ impl FileCtx<'_> {
         let written = self.text.get(span.clone()).unwrap_or("");
         let plain = written.len() == value.len() + 2 && written.get(1..written.len() - 1) == Some(value);
         self.loc(if plain { span.start + 1 + inner } else { span.start })
-    }
-
-    /// `kubelet_cpu_manager_state`: empty (off), or an absolute path without `.` or `..`
-    /// components (it is read below the root, as every host file).
-    /// `""` is the empty path.
-    pub(super) fn kubelet_cpu_manager_state(&mut self, v: &Spanned<String>) -> Option<PathBuf> {
-        let text = v.get_ref();
-        if text.is_empty() {
-            return Some(PathBuf::new());
-        }
-        if let Some(path) = plain_absolute(text) {
-            return Some(path);
-        }
-        let at = self.loc(v.span().start);
-        self.errors.push(ConfigError::KubeletState { at, value: text.clone() });
-        None
-    }
-
-    /// `nri_socket`: an absolute path without `.` or `..` components and no trailing `/` (it is
-    /// opened below the root: a path that climbs out of it is refused here).
-    pub(super) fn nri_socket(&mut self, v: &Spanned<String>) -> Option<PathBuf> {
-        let text = v.get_ref();
-        if let Some(path) = plain_absolute(text).filter(|_| !text.ends_with('/')) {
-            return Some(path);
-        }
-        let at = self.loc(v.span().start);
-        self.errors.push(ConfigError::NriSocket { at, value: text.clone() });
-        None
-    }
-
-    /// `metrics_file`: empty (off), or an absolute path of a `*.prom` file (node_exporter's
-    /// textfile collector reads no other name) without `.` or `..` components (it is written
-    /// below the root: a path that climbs out of it is refused here, not at the first write).
-    pub(super) fn metrics_file(&mut self, v: &Spanned<String>) -> Option<MetricsFile> {
-        let text = v.get_ref();
-        if text.is_empty() {
-            return Some(MetricsFile::Off);
-        }
-        let path = std::path::Path::new(text);
-        let named = path.file_name().is_some_and(|n| n.len() > ".prom".len());
-        let plain = path.components().skip(1).all(|c| matches!(c, std::path::Component::Normal(_)))
-            && !text.split('/').any(|c| c == "." || c == "..");
-        if path.is_absolute() && named && plain && text.ends_with(".prom") && !text.contains('\0') {
-            return Some(MetricsFile::At(path.to_path_buf()));
-        }
-        let at = self.loc(v.span().start);
-        self.errors.push(ConfigError::MetricsFile { at, value: text.clone() });
-        None
     }
 
     /// A `[napi]` or `[device.napi]` table: its values checked, each bad one an error.
@@ -501,13 +453,4 @@ impl FileCtx<'_> {
             self.warnings.push(ignored("spill", "it applies to the numa-hop strategy only"));
         }
     }
-}
-
-/// `text` as a path when it is absolute, names a file and has no `.` or `..` component (nor a
-/// NUL): what every host path read below the root must be.
-fn plain_absolute(text: &str) -> Option<PathBuf> {
-    let path = Path::new(text);
-    let plain = path.components().skip(1).all(|c| matches!(c, std::path::Component::Normal(_)))
-        && !text.split('/').any(|c| c == "." || c == "..");
-    (path.is_absolute() && path.file_name().is_some() && plain && !text.contains('\0')).then(|| path.to_path_buf())
 }

@@ -391,7 +391,7 @@ impl Daemon {
     /// made stale.
     pub fn handle(&mut self, batch: Batch) {
         let why = describe(&batch);
-        self.rescan.note(&self.root, &batch, &mut self.reader);
+        self.rescan.note(&self.root, &batch, &mut self.reader, self.config.global.reconcile_full_every);
         if batch.reload {
             self.notifier.reloading();
             self.reload();
