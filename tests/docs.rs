@@ -17,10 +17,14 @@
 //!   appears; every `irqwise WORD` in a command position of code (inline code, or a line of a
 //!   `sh`/`bash`/`console`/`shell`/unlabelled block, after a prompt, `sudo`, `|`, `;`, `&&` or
 //!   `$(`) names a command;
-//! - **metrics**: every metric the daemon writes (the `# TYPE` lines of the real exposition of a
-//!   `Counters` with a last pass) appears, and every `irqwise_...` name in the docs is one of them
+//! - **metrics**: every metric the daemon writes (`irqwise::daemon::metric_table::METRICS`)
+//!   appears, and every `irqwise_...` name in the docs is one of them
 //!   (`irqwise_last_pass_*` is a prefix of some), and every recording rule named
 //!   (`instance:irqwise_degraded:bool`) is one of `packaging/prometheus/irqwise-rules.yml`;
+//!   The table of `docs/monitoring.md` between the markers of
+//!   `irqwise::daemon::metric_table` is the one `metric_table::markdown()` makes from the
+//!   declared metrics (names, labels, types, every closed label's values): a hand edit or a new
+//!   metric fails until `IRQWISE_BLESS=1 cargo nextest run --test docs` writes it;
 //! - **journal**: every `MESSAGE_ID` of `daemon::catalog::ALL` appears, and every 32-hex-digit
 //!   word is one of them;
 //! - **JSON Schemas**: every `schemas/*.schema.json` is named (as a whole name:
@@ -521,17 +525,9 @@ fn cli_problems(docs: &[Doc], cli: &CliItems) -> Vec<String> {
     out
 }
 
-/// The metrics the daemon writes: the `# TYPE` names of the real exposition of counters with a
-/// last pass (the only metrics written conditionally).
+/// The metrics the daemon writes: every name of `irqwise::daemon::metric_table::METRICS`.
 fn metric_names() -> BTreeSet<String> {
-    use irqwise::daemon::counters::{Counters, LastPass};
-    let mut counters = Counters::default();
-    counters.last_pass = Some(LastPass { timestamp: 1.0, duration_seconds: 0.1, ok: true, files_opened: 3 });
-    counters
-        .render("0")
-        .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE ")?.split(' ').next().map(String::from))
-        .collect()
+    irqwise::daemon::metric_table::METRICS.iter().map(|m| m.name.to_string()).collect()
 }
 
 /// Names matching `pattern` in every line of every document, with `file:line`.
@@ -589,6 +585,35 @@ fn metric_problems(docs: &[Doc], names: &BTreeSet<String>, rules: &BTreeSet<Stri
         }
     }
     missing
+}
+
+/// A generated section of `d`: the lines from `start` through `end` equal `want` (which holds
+/// both markers); the first line that differs, else nothing.
+fn generated_section_problems(d: &Doc, want: &str, start: &str, end: &str) -> Vec<String> {
+    let lines: Vec<&str> = d.text.lines().collect();
+    let at = |m: &str| lines.iter().position(|l| l.trim() == m);
+    let (Some(from), Some(to)) = (at(start), at(end)) else {
+        return vec![format!("{}: no generated section ({start} ... {end})", d.path.display())];
+    };
+    let got = &lines[from..=to.max(from)];
+    let want: Vec<&str> = want.lines().collect();
+    let differ = got.iter().zip(&want).position(|(a, b)| a != b).unwrap_or(got.len().min(want.len()));
+    if got.len() == want.len() && differ == got.len() {
+        return Vec::new();
+    }
+    vec![format!(
+        "{}:{}: the generated section differs from the code:\n  docs: {}\n  code: {}",
+        d.path.display(),
+        from + differ + 1,
+        got.get(differ).unwrap_or(&"(end)"),
+        want.get(differ).unwrap_or(&"(end)")
+    )]
+}
+
+/// `d` with its generated section (from `start` through `end`) replaced by `want`.
+fn blessed(d: &Doc, want: &str, start: &str, end: &str) -> String {
+    let (Some(from), Some(to)) = (d.text.find(start), d.text.find(end)) else { return d.text.clone() };
+    format!("{}{}{}", &d.text[..from], want.trim_end(), &d.text[to + end.len()..])
 }
 
 /// Journal: every MESSAGE_ID appears; every 32-hex-digit word of the docs is one.
@@ -746,6 +771,18 @@ fn every_metric_is_documented_and_every_metric_named_exists() {
 }
 
 #[test]
+fn the_metrics_table_is_the_one_the_declared_metrics_make() {
+    use irqwise::daemon::metric_table::{markdown, MARKDOWN_END, MARKDOWN_START};
+    let path = repo().join("docs/monitoring.md");
+    let d = Doc { path: "docs/monitoring.md".into(), text: std::fs::read_to_string(&path).unwrap() };
+    if std::env::var_os("IRQWISE_BLESS").is_some() {
+        std::fs::write(&path, blessed(&d, &markdown(), MARKDOWN_START, MARKDOWN_END)).unwrap();
+        return;
+    }
+    assert_none("the metrics table", &generated_section_problems(&d, &markdown(), MARKDOWN_START, MARKDOWN_END));
+}
+
+#[test]
 fn every_message_id_is_documented_and_every_id_named_exists() {
     assert_none("journal MESSAGE_IDs", &message_id_problems(&repo_docs(), &irqwise::daemon::catalog::ALL));
 }
@@ -891,6 +928,21 @@ fn an_undocumented_or_unknown_metric_or_message_id_is_reported() {
             "docs/monitoring.md:2: 8ecce3473d944b3c8c6fde38160ae754 is not a MESSAGE_ID of daemon::catalog::ALL",
         ]
     );
+}
+
+#[test]
+fn a_generated_section_edited_by_hand_is_reported_at_its_line() {
+    let want = "<!-- a -->\n| x | `nic`, `storage` |\n<!-- b -->\n";
+    let d = doc("docs/monitoring.md", "intro\n<!-- a -->\n| x | `nic` |\n<!-- b -->\nafter\n");
+    assert_eq!(
+        generated_section_problems(&d, want, "<!-- a -->", "<!-- b -->"),
+        ["docs/monitoring.md:3: the generated section differs from the code:\n  docs: | x | `nic` |\n  code: | x | `nic`, `storage` |"]
+    );
+    let fixed = doc("docs/monitoring.md", &blessed(&d, want, "<!-- a -->", "<!-- b -->"));
+    assert_eq!(fixed.text, "intro\n<!-- a -->\n| x | `nic`, `storage` |\n<!-- b -->\nafter\n");
+    assert!(generated_section_problems(&fixed, want, "<!-- a -->", "<!-- b -->").is_empty());
+    let none = doc("docs/monitoring.md", "no table\n");
+    assert_eq!(generated_section_problems(&none, want, "<!-- a -->", "<!-- b -->").len(), 1);
 }
 
 #[test]

@@ -218,6 +218,15 @@ fn the_exposition_of_a_fixed_state_is_the_golden_file_and_promtool_accepts_it() 
             want.lines().nth(line).unwrap_or("(end)")
         );
     }
+    // Every closed label's value in the file is one the table declares (and documents).
+    for line in got.lines().filter(|l| !l.starts_with('#')) {
+        let name = line.split(['{', ' ']).next().unwrap();
+        let m = irqwise::daemon::metric_table::METRICS.iter().find(|m| m.name == name).unwrap();
+        for l in m.labels.iter().filter(|l| !l.values.is_empty()) {
+            let value = line.split(&format!("{}=\"", l.name)).nth(1).and_then(|v| v.split('"').next()).unwrap();
+            assert!(l.values.iter().any(|(v, _)| *v == value), "{line}: {value} is not a declared value of {}", l.name);
+        }
+    }
     if !apt::ensure(&["promtool"], &["prometheus"]) {
         skip::skip(
             "the_exposition_of_a_fixed_state_is_the_golden_file_and_promtool_accepts_it",
