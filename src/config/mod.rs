@@ -258,7 +258,9 @@ pub enum GuardScope {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum LogFormat {
-    /// The journal when its socket exists, else text on stderr.
+    /// The journal when systemd started the process (it set `INVOCATION_ID` or `JOURNAL_STREAM`),
+    /// else text on stderr (run by hand on a systemd host, the log belongs on the terminal); text
+    /// too when the journal cannot be opened.
     #[default]
     Auto,
     /// The systemd journal, with structured fields.
