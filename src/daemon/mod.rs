@@ -46,6 +46,7 @@ pub mod lock;
 pub mod logging;
 pub mod malloc;
 pub mod metric_table;
+mod metric_values;
 pub mod metrics_file;
 mod napi_news;
 mod napi_originals;
