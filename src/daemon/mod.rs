@@ -27,6 +27,7 @@
 //! - Counters ([`counters`]) run from start to stop, across reloads; after every pass they go to
 //!   the state file and, at most once per second, to `metrics_file` ([`metrics_file`]).
 
+mod adjust;
 mod backoff;
 mod balance;
 pub mod catalog;
@@ -41,6 +42,7 @@ mod irqbalance_answers;
 mod irqbalance_protocol;
 mod irqbalance_socket;
 mod irqbalance_socket_file;
+mod journal;
 mod ledger;
 pub mod lock;
 pub mod logging;

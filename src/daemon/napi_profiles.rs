@@ -28,21 +28,57 @@ pub(crate) struct NapiProfiles {
     refused: SaidOnce<String>,
 }
 
+/// What [`NapiProfiles::judge`] found in one plan.
+#[derive(Debug, Default)]
+pub(crate) struct NapiJudgement {
+    /// The instances of the plan.
+    present: BTreeSet<u32>,
+    /// The instances another writer changed.
+    pub drift: Vec<NapiDrift>,
+    /// The instances left to another writer (`on_drift = "respect"`): not written.
+    pub leave: BTreeSet<u32>,
+}
+
+impl NapiJudgement {
+    /// Turns each instance of `plan` left to another writer into a `skip`.
+    pub fn leave_in(&self, plan: &mut Plan) {
+        for view in plan.devices.iter_mut().flat_map(|d| d.napi.iter_mut()) {
+            if let Some(p) = view.profile.as_mut().filter(|_| self.leave.contains(&view.id)) {
+                p.leave();
+            }
+        }
+    }
+}
+
+/// One NAPI instance another writer changed since irqwise wrote it.
+#[derive(Debug)]
+pub(crate) struct NapiDrift {
+    pub id: u32,
+    /// Its interface's name (the PCI address when there is none).
+    pub interface: String,
+    /// The keys changed, as `key wrote -> now`.
+    pub changed: Vec<String>,
+    /// Left to the other writer (`on_drift = "respect"`), with what irqwise wrote; `None`:
+    /// written back.
+    pub left: Option<NapiProfile>,
+}
+
 impl NapiProfiles {
     /// Compares `plan`'s instances with what irqwise wrote to them: a key someone else changed
-    /// is drift. With `respect`, such an instance (and every one already left) is not written
-    /// (`skip`) and said once; otherwise it is written back, and said. Instances gone from the
-    /// plan are forgotten.
-    pub fn observe(&mut self, plan: &mut Plan, respect: bool) {
-        let present: BTreeSet<u32> = plan.devices.iter().flat_map(|d| d.napi.iter().map(|n| n.id)).collect();
-        self.written.retain(|id, _| present.contains(id));
-        self.left.retain(|id, _| present.contains(id));
-        for d in &mut plan.devices {
+    /// is drift. With `respect`, such an instance (and every one already left) is to be left
+    /// (`skip`, [`NapiJudgement::leave_in`]); otherwise it is written back. Changes nothing:
+    /// [`NapiProfiles::take`] keeps the judgement, [`super::journal`] says it.
+    pub fn judge(&self, plan: &Plan, respect: bool) -> NapiJudgement {
+        let mut j = NapiJudgement {
+            present: plan.devices.iter().flat_map(|d| d.napi.iter().map(|n| n.id)).collect(),
+            ..NapiJudgement::default()
+        };
+        for d in &plan.devices {
             let name = d.name.clone().unwrap_or_else(|| d.bdf.clone());
-            for view in &mut d.napi {
-                let Some(p) = view.profile.as_mut() else { continue };
+            for view in &d.napi {
+                let Some(p) = view.profile.as_ref() else { continue };
                 if self.left.contains_key(&view.id) {
-                    p.leave();
+                    j.leave.insert(view.id);
                     continue;
                 }
                 let Some(wrote) = self.written.get(&view.id) else { continue };
@@ -53,30 +89,29 @@ impl NapiProfiles {
                     continue;
                 }
                 if respect {
-                    tracing::warn!(
-                        napi_id = view.id,
-                        interface = name.as_str(),
-                        "napi instance {} of {}: {} changed by another writer; left as it is (on_drift = respect) until the configuration is reloaded",
-                        view.id,
-                        printable(&name),
-                        changed.join(", ")
-                    );
-                    self.left.insert(view.id, wrote);
-                    if let Some(p) = view.profile.as_mut() {
-                        p.leave();
-                    }
-                } else {
-                    tracing::info!(
-                        napi_id = view.id,
-                        interface = name.as_str(),
-                        "napi instance {} of {}: {} changed by another writer; written back",
-                        view.id,
-                        printable(&name),
-                        changed.join(", ")
-                    );
+                    j.leave.insert(view.id);
                 }
-                self.written.remove(&view.id);
+                j.drift.push(NapiDrift {
+                    id: view.id,
+                    interface: name.clone(),
+                    changed,
+                    left: respect.then_some(wrote),
+                });
             }
+        }
+        j
+    }
+
+    /// Keeps a judgement of [`NapiProfiles::judge`]: instances gone from the plan are
+    /// forgotten, drifted ones are no longer irqwise's writes, those left are remembered.
+    pub fn take(&mut self, j: &NapiJudgement) {
+        self.written.retain(|id, _| j.present.contains(id));
+        self.left.retain(|id, _| j.present.contains(id));
+        for d in &j.drift {
+            if let Some(wrote) = &d.left {
+                self.left.insert(d.id, wrote.clone());
+            }
+            self.written.remove(&d.id);
         }
     }
 
@@ -230,6 +265,15 @@ mod tests {
             old: profile(old),
             new: profile(3),
             result: NapiOutcome::Written,
+        }
+    }
+
+    /// What a pass does with the NAPI recorder: judge, leave, keep.
+    impl NapiProfiles {
+        fn observe(&mut self, plan: &mut Plan, respect: bool) {
+            let j = self.judge(plan, respect);
+            j.leave_in(plan);
+            self.take(&j);
         }
     }
 
