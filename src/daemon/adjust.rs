@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use super::claims::HeldClaim;
+use super::claims::{ClaimNews, HeldClaim};
 use super::fights::FightNews;
 use super::napi_profiles::NapiJudgement;
 use super::respect::{LeftToOther, RespectNews};
@@ -18,6 +18,8 @@ use crate::topology::claims::RefusedClaim;
 /// The news of one pass's collaborators, and what the state file and counters keep of them.
 #[derive(Debug, Default)]
 pub(crate) struct Adjusted {
+    /// What changed among the runtime claims.
+    pub claim_news: Vec<ClaimNews>,
     /// The runtime claims this pass held, and the live ones it refused.
     pub claims: Vec<HeldClaim>,
     pub refused_claims: Vec<RefusedClaim>,

@@ -11,6 +11,7 @@
 
 use super::adjust::Adjusted;
 use super::catalog;
+use super::claims::ClaimNews;
 use super::fights::{FightNews, FIGHT_WINDOW_SECS};
 use super::ledger::{Drift, ManagedNews};
 use super::napi_profiles::NapiDrift;
@@ -268,9 +269,13 @@ pub(crate) fn log_managed_news(news: &ManagedNews, bdf: &str, driver: &str) {
     }
 }
 
-/// Says what a pass's collaborators found ([`Adjusted`]), before its writes: fights begun and
+/// Says what a pass's collaborators found ([`Adjusted`]), before its writes: claims held,
+/// changed, refused and removed, fights begun and
 /// ended, IRQs newly left to other owners and given back, NAPI instances another writer changed.
 pub(crate) fn say_adjusted(a: &Adjusted) {
+    for n in &a.claim_news {
+        say_claim(n);
+    }
     for n in a.fights.iter().flat_map(|(news, _)| news) {
         say_fight(n);
     }
@@ -365,5 +370,36 @@ fn say_napi_drift(d: &NapiDrift) {
             printable(name),
             d.changed.join(", ")
         );
+    }
+}
+
+/// A runtime claim newly held, changed, refused or removed.
+fn say_claim(news: &ClaimNews) {
+    match news {
+        ClaimNews::Refused { refused: r, held_until_now } => {
+            let was = if *held_until_now { " (it held until now)" } else { "" };
+            tracing::warn!(claim = r.owner.as_str(), cpus = r.cpus.as_str(), "{}: the claim is refused{was}", r.reason);
+        }
+        ClaimNews::Held(claim) => tracing::info!(
+            claim = claim.owner.as_str(),
+            cpus = claim.cpus.as_str(),
+            "claim {}: {} kept free of device IRQs",
+            claim.owner,
+            claim.describe()
+        ),
+        ClaimNews::Changed { now, was } => tracing::info!(
+            claim = now.owner.as_str(),
+            cpus = now.cpus.as_str(),
+            "claim {} changed: {} kept free of device IRQs (was {})",
+            now.owner,
+            now.describe(),
+            was.describe()
+        ),
+        ClaimNews::Removed(was) => tracing::info!(
+            claim = was.owner.as_str(),
+            "claim {} released (its file was removed): CPUs {} are free again",
+            was.owner,
+            was.cpus
+        ),
     }
 }

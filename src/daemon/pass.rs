@@ -108,7 +108,7 @@ impl Daemon {
     /// kept by the record after the apply.
     fn adjust(&mut self, planned: &mut PlannedPass, sample: &Sample) -> Adjusted {
         // The claims as planned: those that hold, and those refused (they would leave no CPU).
-        self.claims.observe(&self.root, &sample.isolation.claims, &planned.refused_claims);
+        let claim_news = self.claims.observe(&self.root, &sample.isolation.claims, &planned.refused_claims);
         self.balancer.take_candidates(std::mem::take(&mut planned.load_candidates));
         // Drift from what this daemon placed, read once for the three rules that judge it.
         let drift = self.records.ledger.drift(&planned.plan);
@@ -126,6 +126,7 @@ impl Daemon {
         self.irqbalance.leave_banned(&mut planned.plan);
         self.last_forbidden = planned.forbidden.cpus();
         Adjusted {
+            claim_news,
             claims: self.claims.held(),
             refused_claims: self.claims.refused(),
             claimed_cpus: self.claims.cpus().len() as u64,
