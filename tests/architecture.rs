@@ -674,3 +674,44 @@ fn the_daemon_check_sees_siblings_items_of_mod_rs_and_cycles() {
     let tower: BTreeMap<_, _> = [edge("mod", "pass"), edge("pass", "parts"), edge("mod", "parts")].into();
     assert_eq!(floors(&tower).unwrap()["mod"], 2);
 }
+
+/// The stages of the pass as ARCHITECTURE.md draws them: (stage, the function's path).
+fn pass_stages(text: &str) -> Vec<(String, String)> {
+    let picture = text.split("## The pass").nth(1).and_then(|t| t.split("```").nth(1)).unwrap_or("");
+    picture
+        .lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_lowercase()))
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            Some((words.next()?.to_string(), words.next()?.to_string()))
+        })
+        .collect()
+}
+
+/// Whether `path` (`module::…::Type::function` or `module::…::function`) names a function
+/// defined in the file of its longest module prefix below src/.
+fn function_exists(path: &str) -> bool {
+    let parts: Vec<&str> = path.split("::").collect();
+    let Some(name) = parts.last() else { return false };
+    (1..parts.len()).rev().any(|n| {
+        let module = parts[..n].join("/");
+        let files = [src_root().join(format!("src/{module}.rs")), src_root().join(format!("src/{module}/mod.rs"))];
+        files.iter().any(|f| {
+            fs::read_to_string(f).is_ok_and(|t| {
+                code_lines(&t).any(|(_, l)| l.contains(&format!("fn {name}(")) || l.contains(&format!("fn {name}<")))
+            })
+        })
+    })
+}
+
+#[test]
+fn architecture_md_draws_the_pass_as_it_runs() {
+    let text = fs::read_to_string(src_root().join("ARCHITECTURE.md")).unwrap();
+    let stages = pass_stages(&text);
+    let names: Vec<&str> = stages.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(names, ["read", "plan", "adjust", "apply", "record"], "the pass's stages in ARCHITECTURE.md");
+    for (stage, path) in &stages {
+        assert!(function_exists(path), "ARCHITECTURE.md's {stage} stage names {path}, which is no function of src/");
+    }
+    assert!(!function_exists("daemon::pass::Daemon::no_such_stage") && !function_exists("nowhere::read"));
+}
