@@ -14,10 +14,12 @@ use super::catalog;
 use super::claims::ClaimNews;
 use super::fights::{FightNews, FIGHT_WINDOW_SECS};
 use super::ledger::{Drift, ManagedNews};
-use super::napi_profiles::NapiDrift;
+use super::napi_profiles::{NapiDrift, NapiWriteNews};
 use super::peers::what_it_writes;
 use super::respect::RespectNews;
 use crate::apply::{Change, WriteOutcome, XpsChange, XpsOutcome};
+use crate::choices::NapiProfile;
+use crate::plan::napi_profile::describe;
 use crate::plan::{DevicePlan, Plan};
 use crate::text::printable;
 
@@ -401,5 +403,52 @@ fn say_claim(news: &ClaimNews) {
             was.owner,
             was.cpus
         ),
+    }
+}
+
+/// What a pass's NAPI writes did, as [`super::napi_profiles::NapiProfiles::record`] found it
+/// worth saying.
+pub(crate) fn say_napi_writes(news: &[NapiWriteNews<'_>]) {
+    let name = |c: &crate::apply::napi_write::NapiChange| c.interface.clone().unwrap_or_else(|| c.device.clone());
+    for n in news {
+        match n {
+            NapiWriteNews::WritableAgain => tracing::info!("NAPI settings can be written again: [napi] is applied"),
+            NapiWriteNews::Written(c) => {
+                let (name, what) = (name(c), describe(&c.old, &c.new));
+                tracing::info!(
+                    message_id = catalog::NAPI_PROFILE_APPLIED,
+                    device = c.device.as_str(),
+                    interface = name.as_str(),
+                    napi_id = c.napi_id,
+                    irq = c.irq,
+                    queue = c.queue,
+                    settings = what.as_str(),
+                    "napi profile of {} ({}): instance {}{}: {what}",
+                    printable(&name),
+                    c.device,
+                    c.napi_id,
+                    c.queue.map_or(String::new(), |q| format!(" (queue {q})"))
+                );
+            }
+            NapiWriteNews::Gone(id) => tracing::debug!(napi_id = id, "napi instance {id}: gone before it was written"),
+            NapiWriteNews::Unverified(c, said) => tracing::warn!(
+                napi_id = c.napi_id,
+                device = c.device.as_str(),
+                "napi instance {} of {}: wrote {}, but the kernel {said}",
+                c.napi_id,
+                printable(&name(c)),
+                describe(&NapiProfile::default(), &c.new)
+            ),
+            NapiWriteNews::Refused(error) => tracing::warn!(
+                "NAPI settings cannot be written: {error} (a sandbox that refuses AF_NETLINK or CAP_NET_ADMIN; [napi] is not applied until it can)"
+            ),
+            NapiWriteNews::Failed(c, error) => tracing::warn!(
+                napi_id = c.napi_id,
+                device = c.device.as_str(),
+                "napi instance {} of {}: not written: {error}",
+                c.napi_id,
+                printable(&name(c))
+            ),
+        }
     }
 }

@@ -273,7 +273,7 @@ impl Records {
         let blocked = self.say_blocked(&report, probe);
         self.log_xps(&report.xps);
         self.napi.record(&plan, &report.threads);
-        self.napi_profiles.record(&report.napi);
+        journal::say_napi_writes(&self.napi_profiles.record(&report.napi));
         let targets: BTreeMap<u32, &CpuSet> =
             plan.writes().filter_map(|(_, p)| Some((p.irq, p.desired.as_ref()?))).collect();
         for c in &report.changes {
