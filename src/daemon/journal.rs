@@ -14,9 +14,11 @@ use super::catalog;
 use super::claims::ClaimNews;
 use super::fights::{FightNews, FIGHT_WINDOW_SECS};
 use super::ledger::{Drift, ManagedNews};
+use super::napi_news::ThreadNews;
 use super::napi_profiles::{NapiDrift, NapiWriteNews};
 use super::peers::what_it_writes;
 use super::respect::RespectNews;
+use crate::apply::threads::{ThreadChange, ThreadOutcome};
 use crate::apply::{Change, WriteOutcome, XpsChange, XpsOutcome};
 use crate::choices::NapiProfile;
 use crate::plan::napi_profile::describe;
@@ -451,4 +453,68 @@ pub(crate) fn say_napi_writes(news: &[NapiWriteNews<'_>]) {
             ),
         }
     }
+}
+
+/// What a pass's whole queues brought, as [`super::napi_news::NapiNews::record`] found it worth
+/// saying.
+pub(crate) fn say_thread_news(news: &[ThreadNews<'_>]) {
+    for n in news {
+        match n {
+            ThreadNews::Notice(n) => tracing::info!("{}", printable(n)),
+            ThreadNews::Disagrees(d) => tracing::warn!(
+                message_id = catalog::QUEUE_IDENTITY_DISAGREES,
+                irq = d.irq,
+                device = d.bdf.as_str(),
+                irq_name = d.name.as_deref().unwrap_or(""),
+                kernel_queue = d.kernel_queue,
+                name_queue = d.name_queue,
+                "irq {} ({}) of {}: its name says queue {}, the kernel says queue {}; the kernel's is used",
+                d.irq,
+                printable(d.name.as_deref().unwrap_or("?")),
+                d.bdf,
+                d.name_queue,
+                d.kernel_queue
+            ),
+            ThreadNews::Moved(t) => say_thread_moved(t),
+            ThreadNews::Gone(t) => {
+                tracing::debug!(pid = t.pid, "thread {} (pid {}): gone before it was moved", printable(&t.name), t.pid);
+            }
+            ThreadNews::Failed(t) => {
+                let ThreadOutcome::Failed { class, error } = &t.result else { continue };
+                tracing::warn!(
+                    message_id = catalog::WRITE_FAILED,
+                    device = t.device.as_str(),
+                    pid = t.pid,
+                    thread = t.name.as_str(),
+                    class = ?class,
+                    "thread {} (pid {}) of {}: not moved ({class:?}): {}",
+                    printable(&t.name),
+                    t.pid,
+                    t.device,
+                    printable(error)
+                );
+            }
+        }
+    }
+}
+
+/// A NAPI thread moved to its queue IRQ's CPUs.
+fn say_thread_moved(t: &ThreadChange) {
+    let ThreadOutcome::Written { new } = &t.result else { return };
+    let old = list(t.old.as_ref());
+    let new = new.to_list_string();
+    tracing::info!(
+        message_id = catalog::NAPI_THREAD_APPLIED,
+        device = t.device.as_str(),
+        pid = t.pid,
+        thread = t.name.as_str(),
+        irq = t.irq,
+        cpus_old = old.as_str(),
+        cpus_new = new.as_str(),
+        "thread {} (pid {}) of {}: {old} -> {new}, with irq {}",
+        printable(&t.name),
+        t.pid,
+        t.device,
+        t.irq.map_or("?".to_string(), |i| i.to_string())
+    );
 }

@@ -272,7 +272,7 @@ impl Records {
         }
         let blocked = self.say_blocked(&report, probe);
         self.log_xps(&report.xps);
-        self.napi.record(&plan, &report.threads);
+        journal::say_thread_news(&self.napi.record(&plan, &report.threads));
         journal::say_napi_writes(&self.napi_profiles.record(&report.napi));
         let targets: BTreeMap<u32, &CpuSet> =
             plan.writes().filter_map(|(_, p)| Some((p.irq, p.desired.as_ref()?))).collect();
