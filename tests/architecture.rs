@@ -402,10 +402,16 @@ const LONG_FOR_NOW: [(&str, &str); 0] = [];
 /// The most lines a production function may have, from its `fn` line to its closing brace.
 const MAX_FUNCTION_LINES: usize = 100;
 
+/// A string literal open at the end of a line: plain, or raw with its number of `#`.
+#[derive(Clone, Copy)]
+enum Literal {
+    Plain,
+    Raw(usize),
+}
+
 /// `line` without its comment, string and character literals (their braces do not count);
-/// `in_block` and `in_str` carry a block comment or a string (raw with `Some(hashes)`, plain with
-/// `Some(None)`) over from the line before.
-fn braces_code(line: &str, in_block: &mut bool, in_str: &mut Option<Option<usize>>) -> String {
+/// `in_block` and `in_str` carry a block comment or a string over from the line before.
+fn braces_code(line: &str, in_block: &mut bool, in_str: &mut Option<Literal>) -> String {
     let b = line.as_bytes();
     let (mut out, mut i) = (String::new(), 0);
     while i < b.len() {
@@ -417,7 +423,7 @@ fn braces_code(line: &str, in_block: &mut bool, in_str: &mut Option<Option<usize
             continue;
         }
         match *in_str {
-            Some(None) => {
+            Some(Literal::Plain) => {
                 match b[i] {
                     b'\\' => i += 2,
                     b'"' => (*in_str, i) = (None, i + 1),
@@ -425,7 +431,7 @@ fn braces_code(line: &str, in_block: &mut bool, in_str: &mut Option<Option<usize
                 }
                 continue;
             }
-            Some(Some(hashes)) => {
+            Some(Literal::Raw(hashes)) => {
                 let end = format!("\"{}", "#".repeat(hashes));
                 match line[i..].find(&end) {
                     Some(j) => (*in_str, i) = (None, i + j + end.len()),
@@ -444,18 +450,18 @@ fn braces_code(line: &str, in_block: &mut bool, in_str: &mut Option<Option<usize
         } else if !word_before && (rest.starts_with("r\"") || rest.starts_with("r#")) {
             let hashes = rest[1..].bytes().take_while(|&c| c == b'#').count();
             if rest.as_bytes().get(1 + hashes) == Some(&b'"') {
-                (*in_str, i) = (Some(Some(hashes)), i + 2 + hashes);
+                (*in_str, i) = (Some(Literal::Raw(hashes)), i + 2 + hashes);
             } else {
                 out.push('r');
                 i += 1;
             }
         } else if b[i] == b'"' {
-            (*in_str, i) = (Some(None), i + 1);
+            (*in_str, i) = (Some(Literal::Plain), i + 1);
         } else if b[i] == b'\''
             && (rest.get(2..3) == Some("'") || (rest.starts_with("'\\") && rest[2..].find('\'').is_some()))
         {
             // A character literal ('{', '\''); a lifetime ('a) has no closing quote nearby.
-            i += if rest.starts_with("'\\") { 2 + rest[2..].find('\'').unwrap_or(0) + 1 } else { 3 };
+            i += rest.strip_prefix("'\\").map_or(3, |after| 2 + after.find('\'').unwrap_or(0) + 1);
         } else {
             out.push(b[i] as char);
             i += 1;
@@ -569,7 +575,7 @@ fn daemon_imports(stem: &str, text: &str, files: &BTreeSet<String>) -> Vec<(usiz
                 }
                 match after.strip_prefix('{') {
                     Some(group) => {
-                        names.extend(group.split('}').next().unwrap_or("").split(',').map(|g| word(g.trim())))
+                        names.extend(group.split('}').next().unwrap_or("").split(',').map(|g| word(g.trim())));
                     }
                     None => names.push(word(after)),
                 }

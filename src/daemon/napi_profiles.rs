@@ -107,7 +107,7 @@ impl NapiProfiles {
         self.left.retain(|id, _| j.present.contains(id));
         for d in &j.drift {
             if let Some(wrote) = &d.left {
-                self.left.insert(d.id, wrote.clone());
+                self.left.insert(d.id, *wrote);
             }
             self.written.remove(&d.id);
         }
