@@ -120,14 +120,16 @@ case " $TIERS $ORACLE_RUNS " in *" oracle "*sid:*) use_kernel sid || exit 2;; es
 T_PKG=$(since "$t")
 
 # IRQWISE_VM_FETCH_ONLY=1: only what the tiers download or build before their first boot (host
-# packages, the kernels above, irqbalance, the Debian root, containerd and the CRI client, the
-# arm64 kernels), then exit; a later run finds them cached. `.ci/run` starts it beside the cargo
-# build, which leaves the network and disk idle.
+# packages, the kernels above, irqbalance, the Debian root, containerd and the CRI client,
+# podman from unstable, the arm64 kernels), then exit; a later run finds them cached. `.ci/run`
+# starts it beside the cargo build, which leaves the network and disk idle.
 if [ "${IRQWISE_VM_FETCH_ONLY:-0}" = 1 ]; then
   fetch_irqbalance "$WORK/cache/irqbalance"
   case " $TIERS " in *" systemd"*) debian_base "$WORK/cache/debroot-$DEBROOT_SUITE" || exit 2;; esac
   case " $TIERS " in *" systemd-sid "*)
-    scenario_files "$VM_DIR"/guest/systemd | grep -q '/66-containerd-nri\.sh$' && { containerd_prepare "$WORK/cache" || exit 2; };; esac
+    scenario_files "$VM_DIR"/guest/systemd | grep -q '/66-containerd-nri\.sh$' && { containerd_prepare "$WORK/cache" || exit 2; }
+    scenario_files "$VM_DIR"/guest/systemd | grep -q '/67-podman-kube\.sh$' &&
+      { podman_prepare "$WORK/cache" "$WORK/cache/debroot-$DEBROOT_SUITE" || exit 2; };; esac
   case " $TIERS " in *" arm64 "*)
     for version in $(for run in $ARM64_RUNS_DEFAULT; do echo "${run%%:*}"; done | sort -u); do
       arm64_packages "$WORK/cache" "$version" || exit 2
