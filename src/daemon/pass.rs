@@ -2,11 +2,11 @@
 //! IRQs alone (`on_drift = "respect"`), apply the plan (the masks it changes recorded on disk
 //! first), then hand the outcome to the record ([`super::record`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Instant;
 
-use super::fights::FightNews;
+use super::fights::{hotplug_writers, read_again, FightNews};
 use super::ledger::{others_drift, Drift};
 use super::originals::{Originals, ORIGINALS_FILE};
 use super::peers::process_exists;
@@ -18,7 +18,7 @@ use super::Daemon;
 use crate::apply::blocked::{probe, probe_target};
 use crate::apply::napi_write::apply_napi;
 use crate::apply::threads::{apply_threads, HostThreads};
-use crate::apply::{apply_plan, apply_xps, ProcIrq};
+use crate::apply::{apply_plan, apply_xps, AffinityWriter, ProcIrq};
 use crate::config::OnDrift;
 use crate::cpuset::CpuSet;
 use crate::devices::QueueRole;
@@ -111,6 +111,8 @@ impl Daemon {
         self.records.counters.away_from_home = self.records.away.len() as u64;
         // Drift from what this daemon placed, read once for the three rules that judge it.
         let drift = self.records.ledger.drift(&planned.plan);
+        let proc_irq = ProcIrq::new(self.root.clone());
+        let drift = read_again(&mut planned.plan, drift, &sample.kernel_facts, &|irq| proc_irq.read_current(irq).ok());
         self.note_kernel_rewrites(&planned, &sample, &drift);
         let drift = others_drift(drift, self.reader.hotplugged());
         if self.config.global.on_drift == OnDrift::Respect {
@@ -156,6 +158,7 @@ impl Daemon {
                 .flat_map(|d| &d.vectors)
                 .filter_map(|v| Some((v.irq, v.hint.clone()?)))
                 .collect(),
+            hotplug_writers: BTreeSet::new(),
         }
     }
 
@@ -189,7 +192,8 @@ impl Daemon {
     /// Counts this pass's restores of IRQs someone else moved; an IRQ restored too often is left
     /// to the other writer, said once ([`fights`](super::fights)).
     fn stop_fights(&mut self, planned: &mut PlannedPass, sample: &Sample, drift: &[Drift]) {
-        let defaults = Self::kernel_defaults(planned, sample);
+        let hotplug_writers = hotplug_writers(&planned.plan, self.reader.hotplugged());
+        let defaults = KernelDefaults { hotplug_writers, ..Self::kernel_defaults(planned, sample) };
         let root = self.root.clone();
         let now = self.started_at.elapsed().as_secs_f64();
         let mut writer = || known_irq_writer(&root);
