@@ -1,8 +1,9 @@
 //! Real 7.x kernels, as `tests/vm` captured them (`tests/data/kernels/`): every kernel-managed
-//! NVMe queue of each snapshot is predicted exactly with the rules of the kernel it came from, and
-//! the arm64 snapshot with clusters, planned as a 6.18 kernel (the grouping rule before 7.0), is
-//! not: the cluster-aware rule is what makes it exact. A regression in the version rule or in
-//! the offline-CPU case fails here, without a VM.
+//! NVMe queue of each snapshot is predicted exactly with the rules of the kernel it came from,
+//! and still when the snapshot is relabelled as a kernel before 7.0 or 6.9 (issue #63): the
+//! managed masks show the cluster-aware rule where they tell the rules apart, and the plan says
+//! it was observed. A regression in the version rule, the observation or the offline-CPU case
+//! fails here, without a VM.
 //!
 //! And what real kernels state of themselves (issue #63): Debian's NIC modules, fetched with apt
 //! at test time, say what their drivers import whatever `osrelease` says; the host's BTF in a
@@ -43,21 +44,70 @@ fn managed_queues(root: &Path) -> (usize, usize) {
 
 #[test]
 fn each_72_snapshot_is_predicted_exactly_with_its_kernels_rules() {
-    for (name, queues) in
-        [("7.2-arm64-c3x4-1n.tar.gz", 32), ("7.2-amd64-nosmt.tar.gz", 24), ("7.2-amd64-maxcpus.tar.gz", 24)]
-    {
+    for (name, queues) in SNAPSHOTS {
         let root = unpacked(name);
         assert_eq!(managed_queues(root.path()), (queues, 0), "{name}");
     }
 }
 
+/// The snapshots and their managed NVMe I/O queues.
+const SNAPSHOTS: [(&str, usize); 3] =
+    [("7.2-arm64-c3x4-1n.tar.gz", 32), ("7.2-amd64-nosmt.tar.gz", 24), ("7.2-amd64-maxcpus.tar.gz", 24)];
+
+/// Each snapshot relabelled (only `osrelease` changed) to a kernel on the other side of each
+/// grouping rule: 6.18 (before 7.0's cluster-aware grouping) and 6.1 (before 6.9's and 6.11's
+/// heapsorts too). The managed masks show which rule the kernel applies, so every queue is still
+/// predicted exactly (issue #63: on main the arm64 snapshot as 6.1 mispredicted every queue whose
+/// cluster grouping differs).
 #[test]
-fn the_clustered_arm64_snapshot_planned_with_the_rule_before_70_mispredicts() {
+fn each_snapshot_relabelled_across_each_rule_is_still_predicted_exactly() {
+    for (name, queues) in SNAPSHOTS {
+        let root = unpacked(name);
+        let arch = if name.contains("arm64") { "arm64" } else { "amd64" };
+        for release in [format!("6.1.0-57-{arch}"), format!("6.18.15+deb13-{arch}")] {
+            write_file(root.path(), "proc/sys/kernel/osrelease", &format!("{release}\n"));
+            assert_eq!(managed_queues(root.path()), (queues, 0), "{name} as {release}");
+            let plan = plan_json(root.path(), empty_config().path());
+            let grouping = &plan["grouping"];
+            assert!(grouping.get("finding").is_none(), "{name} as {release}: {grouping:#}");
+            // nosmt spread with every second CPU offline, where both rules group alike: its masks
+            // cannot tell, the version does. The others' clusters tell.
+            let (rule, told) =
+                if name.contains("nosmt") { ("mainline", "version") } else { ("cluster-aware", "observed") };
+            assert_eq!((&grouping["rule"], &grouping["source"]), (&rule.into(), &told.into()), "{name} as {release}");
+        }
+    }
+}
+
+/// The rule the masks show is the one the predictions that follow use: the arm64 snapshot as
+/// 6.1 with one controller's masks not read (a drive whose masks are not known yet) predicts
+/// that controller's queues as the kernel spread them, from the other controllers' masks.
+#[test]
+fn a_controller_without_masks_is_predicted_with_the_rule_the_others_show() {
     let root = unpacked("7.2-arm64-c3x4-1n.tar.gz");
-    write_file(root.path(), "proc/sys/kernel/osrelease", "6.18.15+deb13-arm64\n");
-    let (total, wrong) = managed_queues(root.path());
-    assert_eq!(total, 32);
-    assert!(wrong >= 20, "the older rule groups 3 CPUs across clusters: {wrong} of {total} mispredicted");
+    write_file(root.path(), "proc/sys/kernel/osrelease", "6.1.0-57-arm64\n");
+    let plan = plan_json(root.path(), empty_config().path());
+    let shown: Vec<(u64, serde_json::Value)> = plan["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["class"] == "nvme")
+        .max_by_key(|d| queue_irqs(d, Some("io")).len())
+        .map(|d| queue_irqs(d, Some("io")).iter().map(|p| (p["irq"].as_u64().unwrap(), p["current"].clone())).collect())
+        .unwrap();
+    assert!(shown.len() >= 7, "{shown:?}");
+    for (irq, _) in &shown {
+        for file in ["smp_affinity", "smp_affinity_list"] {
+            let _ = std::fs::remove_file(root.path().join(format!("proc/irq/{irq}/{file}")));
+        }
+    }
+    let plan = plan_json(root.path(), empty_config().path());
+    assert_eq!(plan["grouping"]["source"], "observed", "{:#}", plan["grouping"]);
+    for (irq, current) in shown {
+        let p = plan["devices"].as_array().unwrap().iter().flat_map(irqs).find(|p| p["irq"] == irq).unwrap();
+        assert_eq!(p["current"], serde_json::Value::Null, "irq {irq}: its mask is not read");
+        assert_eq!(p["desired"], current, "irq {irq}: predicted as the kernel spread it");
+    }
 }
 
 /// The apt options of a private state for Debian unstable below the test's target directory (its

@@ -86,6 +86,9 @@ pub(crate) struct StateRecord<'a> {
 pub(crate) struct PlanState<'a> {
     pub devices: &'a [Box<RawValue>],
     pub warnings: &'a [String],
+    /// The kernel's grouping rule the plan predicted with (`status` says when no rule fits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grouping: Option<&'a crate::plan::grouping::GroupingChoice>,
 }
 
 #[derive(Debug, Serialize)]
@@ -299,7 +302,11 @@ impl StateWriter {
                     degraded: inputs.degraded,
                     config_error: inputs.config_error,
                     config_sources: inputs.config_sources,
-                    plan: PlanState { devices, warnings: &inputs.plan.warnings },
+                    plan: PlanState {
+                        devices,
+                        warnings: &inputs.plan.warnings,
+                        grouping: inputs.plan.grouping.as_ref(),
+                    },
                     repeated: inputs.repeated,
                     report: ReportState::of(inputs.report),
                     counters: inputs.counters,

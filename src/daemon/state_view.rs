@@ -70,6 +70,17 @@ pub struct PlanView {
     pub devices: Vec<DeviceView>,
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Absent in state files of versions that did not record it.
+    #[serde(default)]
+    pub grouping: Option<GroupingView>,
+}
+
+/// The part of the plan's grouping rule `status` shows: the finding, when the kernel's managed
+/// masks fit no rule irqwise knows.
+#[derive(Debug, Clone, Deserialize)]
+pub struct GroupingView {
+    #[serde(default)]
+    pub finding: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -132,6 +143,9 @@ pub(crate) fn render_status(s: &StateView, now: u64, alive: bool) -> String {
     }
     if let Some(e) = &s.config_error {
         out.push_str(&format!("last reload rejected, previous configuration kept: {}\n", e.replace('\n', "; ")));
+    }
+    if let Some(f) = s.plan.grouping.as_ref().and_then(|g| g.finding.as_deref()) {
+        out.push_str(&format!("kernel grouping: {}\n", crate::text::printable(f)));
     }
     for c in &s.claims {
         out.push_str(&format!("claim {}: {} kept free of device IRQs\n", c.owner, c.describe()));
