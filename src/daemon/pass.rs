@@ -2,7 +2,7 @@
 //! IRQs alone (`on_drift = "respect"`), apply the plan (the masks it changes recorded on disk
 //! first), then hand the outcome to the record ([`super::record`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
@@ -146,7 +146,7 @@ impl Daemon {
     }
 
     /// What the kernel and drivers write, for telling their rewrites from other owners'.
-    fn kernel_defaults(planned: &PlannedPass, sample: &Sample) -> KernelDefaults {
+    fn kernel_defaults(&self, planned: &PlannedPass, sample: &Sample) -> KernelDefaults {
         KernelDefaults {
             online: planned.topology.online.clone(),
             default_affinity: sample.default_affinity.clone(),
@@ -156,7 +156,7 @@ impl Daemon {
                 .flat_map(|d| &d.vectors)
                 .filter_map(|v| Some((v.irq, v.hint.clone()?)))
                 .collect(),
-            hotplug_writers: BTreeSet::new(),
+            hotplug_writers: hotplug_writers(&planned.plan, self.reader.hotplugged()),
         }
     }
 
@@ -172,7 +172,7 @@ impl Daemon {
         let fallback = |placed: &CpuSet, found: &CpuSet| {
             !placed.intersects(online) || (!found.is_empty() && *found == online.difference(placed))
         };
-        let defaults = Self::kernel_defaults(planned, sample);
+        let defaults = self.kernel_defaults(planned, sample);
         let spreads = |irq: u32| {
             planned.plan.find_irq(irq).and_then(|(d, _)| d.resets).is_some_and(|r| r.mask == MaskKeeper::DriverSpread)
         };
@@ -190,8 +190,7 @@ impl Daemon {
     /// Counts this pass's restores of IRQs someone else moved; an IRQ restored too often is left
     /// to the other writer, said once ([`fights`](super::fights)).
     fn stop_fights(&mut self, planned: &mut PlannedPass, sample: &Sample, drift: &[Drift]) {
-        let hotplug_writers = hotplug_writers(&planned.plan, self.reader.hotplugged());
-        let defaults = KernelDefaults { hotplug_writers, ..Self::kernel_defaults(planned, sample) };
+        let defaults = self.kernel_defaults(planned, sample);
         let root = self.root.clone();
         let now = self.started_at.elapsed().as_secs_f64();
         let mut writer = || known_irq_writer(&root);
@@ -238,7 +237,7 @@ impl Daemon {
     /// owner, and each given back), and turns every respected IRQ of the plan into a `skip` that
     /// keeps its mask; transmit steering follows those IRQs where they are.
     fn respect_owners(&mut self, planned: &mut PlannedPass, sample: &Sample, drift: &[Drift]) {
-        let defaults = Self::kernel_defaults(planned, sample);
+        let defaults = self.kernel_defaults(planned, sample);
         let root = self.root.clone();
         let mut peers: Option<Option<String>> = None;
         // Read /proc once per pass, and only when some drift needs an owner.

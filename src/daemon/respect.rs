@@ -234,5 +234,9 @@ mod tests {
         assert_eq!(classify(31, &set("6"), &set("9"), &k), DriftCause::Foreign, "another IRQ's hint is not this one's");
         // Housekeeping CPUs only, as tuned or an operator writes them.
         assert_eq!(classify(30, &set("6"), &set("0-9,12-15"), &defaults("0-15")), DriftCause::Foreign);
+        // ... unless the kernel notified the IRQ's driver of this pass's hotplug (bnxt_en on 7.0+).
+        let k = KernelDefaults { hotplug_writers: [30].into(), ..defaults("0-15") };
+        assert_eq!(classify(30, &set("6"), &set("0-9,12-15"), &k), DriftCause::DriverReset);
+        assert_eq!(classify(31, &set("6"), &set("0-9,12-15"), &k), DriftCause::Foreign);
     }
 }
