@@ -208,3 +208,31 @@ async fn a_fight_with_a_named_peer_names_it() {
     assert_eq!(p.action, Action::Skip);
     assert!(p.reason.starts_with("intel_lpmd keeps writing it"), "{}", p.reason);
 }
+
+/// A driver that writes its own XPS maps (ixgbe imports `netif_set_xps_queue`) rewrites them on
+/// a reset while its IRQs keep their masks: the link event's pass reads `xps_cpus` again and
+/// steers the queues back, and nothing of it counts as drift.
+#[tokio::test]
+async fn an_xps_writers_reset_is_steered_again_without_drift() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    let queues = fixture::FixtureRoot::at(root.path()).tx_queues(daemon_fixture::NIC, "eth1", 8, &CpuSet::new());
+    let xps: Vec<_> = (0..8).map(|q| queues.join(format!("tx-{q}/xps_cpus"))).collect();
+    let read = |q: usize| CpuSet::parse_mask(std::fs::read_to_string(&xps[q]).unwrap().trim()).unwrap();
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let steered: Vec<CpuSet> = (0..8).map(read).collect();
+    let placed = daemon_fixture::affinities(root.path(), &irqs);
+
+    // The reset: ixgbe writes queue i's map to CPU i (as at probe); the masks stay.
+    for (q, file) in xps.iter().enumerate() {
+        std::fs::write(file, format!("{}\n", fixture::kernel_mask(&CpuSet::single(q as u32), 15))).unwrap();
+    }
+    d.trigger(Trigger::Link { ifindex: 2, name: Some("eth1".into()), up: true }).await;
+    assert_eq!((0..8).map(read).collect::<Vec<_>>(), steered, "steered again after the reset");
+    assert_eq!(daemon_fixture::affinities(root.path(), &irqs), placed);
+    let daemon = d.stop().await;
+    assert!(daemon.counters().drift_corrections.iter().all(|c| c.value == 0), "no drift");
+    let resets = daemon.last_plan().devices.iter().find(|d| d.bdf == daemon_fixture::NIC).and_then(|d| d.resets);
+    assert_eq!(resets.and_then(|r| r.xps_rewritten), Some(true), "ixgbe writes its XPS maps");
+}
