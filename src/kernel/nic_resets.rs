@@ -267,8 +267,7 @@ const ROWS: &[Row] = &[
 /// The drivers that write their own XPS maps, as Debian's 7.2 modules import
 /// `netif_set_xps_queue` (virtio_net `__netif_set_xps_queue`): what stands in where no module
 /// can be read. mlx4's Ethernet half is bound as `mlx4_core`.
-const XPS_WRITERS: [&str; 9] =
-    ["gve", "mlx4_core", "mlx4_en", "ixgbe", "i40e", "nfp", "bnxt_en", "virtio_net", "ice"];
+const XPS_WRITERS: [&str; 9] = ["gve", "mlx4_core", "mlx4_en", "ixgbe", "i40e", "nfp", "bnxt_en", "virtio_net", "ice"];
 
 /// The drivers that register an IRQ affinity notifier, as Debian's 7.2 modules import
 /// `irq_set_affinity_notifier`: what stands in where no module can be read.
