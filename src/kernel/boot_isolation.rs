@@ -29,7 +29,7 @@ fn isolcpus_flags(setting: &str) -> Vec<&str> {
 
 /// The flags of `setting` this kernel applies (`io_queue` only where `io_queue` is true), and
 /// `domain` when none is: what `housekeeping_isolcpus_setup()` does with flags it skips.
-fn applied_flags<'a>(setting: &'a str, io_queue: bool) -> Vec<&'a str> {
+fn applied_flags(setting: &str, io_queue: bool) -> Vec<&str> {
     let flags: Vec<&str> = isolcpus_flags(setting)
         .into_iter()
         .filter(|f| ALWAYS_KNOWN.contains(f) || (io_queue && *f == "io_queue"))
