@@ -10,8 +10,10 @@
 use std::collections::BTreeMap;
 
 use super::counters::{Counters, DeviceLabels};
-pub use super::metric_values::Value;
-use super::metric_values::*;
+use super::metric_labels::{
+    Value, BLOCKED_CLASSES, DEVICE_CLASSES, FAILURE_CLASSES, IRQ_STATES, NAPI_RESULTS, QUEUE_SOURCES, RELOAD_RESULTS,
+    THREAD_RESULTS, THREAD_STATES, TRIGGERS, WRITE_RESULTS, XPS_RESULTS,
+};
 
 /// A Prometheus metric type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,10 +60,6 @@ pub struct Metric {
     /// Its samples in `counters`, `version` being the running version.
     pub samples: fn(&Counters, &str) -> Samples,
 }
-
-/// Every `class` a device has (`DeviceClass::as_str`).
-const DEVICE_CLASSES: &[Value] =
-    &[("nic", ""), ("nvme", ""), ("storage", "a SAS, SCSI or RAID host adapter"), ("other", "")];
 
 const fn closed(name: &'static str, values: &'static [Value]) -> Label {
     Label { name, values, device: false }
@@ -400,6 +398,7 @@ pub fn markdown() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::daemon::metric_labels::names;
     use crate::devices::DeviceClass;
 
     #[test]

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::adjust::Adjusted;
-use super::fights::FightNews;
+use super::fights::{hotplug_writers, read_again, FightNews};
 use super::ledger::{others_drift, Drift};
 use super::originals::{Originals, ORIGINALS_FILE};
 use super::parts::Daemon;
@@ -19,7 +19,7 @@ use super::record::{Applied, PassOutcome};
 use super::respect::{classify, DriftCause, KernelDefaults, LeftToOther, RespectNews};
 use super::state::STATE_FILE;
 use crate::apply::blocked::{probe, probe_target};
-use crate::apply::{apply_whole, ProcIrq};
+use crate::apply::{apply_whole, AffinityWriter, ProcIrq};
 use crate::config::OnDrift;
 use crate::cpuset::CpuSet;
 use crate::devices::QueueRole;
@@ -112,6 +112,8 @@ impl Daemon {
         self.balancer.take_candidates(std::mem::take(&mut planned.load_candidates));
         // Drift from what this daemon placed, read once for the three rules that judge it.
         let drift = self.records.ledger.drift(&planned.plan);
+        let proc_irq = ProcIrq::new(self.root.clone());
+        let drift = read_again(&mut planned.plan, drift, &sample.kernel_facts, &|irq| proc_irq.read_current(irq).ok());
         let kernel_rewrites = self.kernel_rewrites(planned, sample, &drift);
         let drift = others_drift(drift, self.reader.hotplugged());
         let respect = self.config.global.on_drift == OnDrift::Respect;
@@ -159,7 +161,7 @@ impl Daemon {
     }
 
     /// What the kernel and drivers write, for telling their rewrites from other owners'.
-    fn kernel_defaults(planned: &PlannedPass, sample: &Sample) -> KernelDefaults {
+    fn kernel_defaults(&self, planned: &PlannedPass, sample: &Sample) -> KernelDefaults {
         KernelDefaults {
             online: planned.topology.online.clone(),
             default_affinity: sample.default_affinity.clone(),
@@ -169,6 +171,7 @@ impl Daemon {
                 .flat_map(|d| &d.vectors)
                 .filter_map(|v| Some((v.irq, v.hint.clone()?)))
                 .collect(),
+            hotplug_writers: hotplug_writers(&planned.plan, self.reader.hotplugged()),
         }
     }
 
@@ -184,7 +187,7 @@ impl Daemon {
         let fallback = |placed: &CpuSet, found: &CpuSet| {
             !placed.intersects(online) || (!found.is_empty() && *found == online.difference(placed))
         };
-        let defaults = Self::kernel_defaults(planned, sample);
+        let defaults = self.kernel_defaults(planned, sample);
         let spreads = |irq: u32| {
             planned.plan.find_irq(irq).and_then(|(d, _)| d.resets).is_some_and(|r| r.mask == MaskKeeper::DriverSpread)
         };
@@ -202,7 +205,7 @@ impl Daemon {
     /// Counts this pass's restores of IRQs someone else moved; an IRQ restored too often is left
     /// to the other writer ([`fights`](super::fights)): what changed, and how many are fought.
     fn stop_fights(&mut self, planned: &mut PlannedPass, sample: &Sample, drift: &[Drift]) -> (Vec<FightNews>, u64) {
-        let defaults = Self::kernel_defaults(planned, sample);
+        let defaults = self.kernel_defaults(planned, sample);
         let root = self.root.clone();
         let now = self.started_at.elapsed().as_secs_f64();
         let mut writer = || known_irq_writer(&root);
@@ -220,7 +223,7 @@ impl Daemon {
         sample: &Sample,
         drift: &[Drift],
     ) -> (Vec<RespectNews>, Vec<LeftToOther>) {
-        let defaults = Self::kernel_defaults(planned, sample);
+        let defaults = self.kernel_defaults(planned, sample);
         let root = self.root.clone();
         let mut peers: Option<Option<String>> = None;
         // Read /proc once per pass, and only when some drift needs an owner.

@@ -1,6 +1,6 @@
-//! The closed values of the metrics' labels (what can trigger a pass, how a write ended, ...),
-//! each with what it means: what the counters count by and what [`super::metric_table`] declares
-//! and documents. Pure; below both, so the table and the counters do not import each other.
+//! The closed values of the metrics' labels (what a pass, a write, a reload can end as), each
+//! with what it means. Pure. The counters count by these names and the metric table
+//! (`metric_table.rs`) lists them in the exposition and the docs, so both spell them once, here.
 
 /// One value a label takes, with what it means (empty: the value says it).
 pub type Value = (&'static str, &'static str);
@@ -60,6 +60,10 @@ pub(crate) const BLOCKED_CLASSES: &[Value] = &[
     ("readonly", "`/proc/irq` mounted read-only: `ProtectKernelTunables=`, a container"),
     ("permission", "not root, an LSM"),
 ];
+/// Every `class` a device has (`DeviceClass::as_str`).
+pub(crate) const DEVICE_CLASSES: &[Value] =
+    &[("nic", ""), ("nvme", ""), ("storage", "a SAS, SCSI or RAID host adapter"), ("other", "")];
+
 /// The value names of `values`, in order.
 pub(crate) fn names(values: &[Value]) -> impl Iterator<Item = &'static str> + '_ {
     values.iter().map(|(v, _)| *v)
