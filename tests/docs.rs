@@ -12,15 +12,24 @@
 //!   the real reader (`irqwise::config::parse_files`) without an unknown key, a wrong type or an
 //!   unknown spelling. A block that is not TOML (`...` placeholders) is skipped and counted; write
 //!   ` ```toml ignore ` for a block that is TOML but not a configuration, or shows an error;
+//! - **configuration values**: docs/configuration.md's `[global]` reference table has one row
+//!   per key of the code's key table (`irqwise::config::GLOBAL_KEYS`) with its type and range
+//!   (enum spellings), default and when it takes effect, as the key table words them; and every
+//!   "`key` (`a`, `b`)" in prose lists exactly the spellings the schema gives that key, every
+//!   rule, match and `[napi]` key with spellings being listed so somewhere;
 //! - **the command line**: every command of clap's definition (`irqwise plan`, and a subcommand
 //!   with its parent: `irqwise spread numa`) and every long option (`--json`), hidden ones aside,
 //!   appears; every `irqwise WORD` in a command position of code (inline code, or a line of a
 //!   `sh`/`bash`/`console`/`shell`/unlabelled block, after a prompt, `sudo`, `|`, `;`, `&&` or
 //!   `$(`) names a command;
-//! - **metrics**: every metric the daemon writes (the `# TYPE` lines of the real exposition of a
-//!   `Counters` with a last pass) appears, and every `irqwise_...` name in the docs is one of them
+//! - **metrics**: every metric the daemon writes (`irqwise::daemon::metric_table::METRICS`)
+//!   appears, and every `irqwise_...` name in the docs is one of them
 //!   (`irqwise_last_pass_*` is a prefix of some), and every recording rule named
 //!   (`instance:irqwise_degraded:bool`) is one of `packaging/prometheus/irqwise-rules.yml`;
+//!   The table of `docs/monitoring.md` between the markers of
+//!   `irqwise::daemon::metric_table` is the one `metric_table::markdown()` makes from the
+//!   declared metrics (names, labels, types, every closed label's values): a hand edit or a new
+//!   metric fails until `IRQWISE_BLESS=1 cargo nextest run --test docs` writes it;
 //! - **journal**: every `MESSAGE_ID` of `daemon::catalog::ALL` appears, and every 32-hex-digit
 //!   word is one of them;
 //! - **JSON Schemas**: every `schemas/*.schema.json` is named (as a whole name:
@@ -32,7 +41,15 @@
 //!   16-CPU machine with an ice, an mlx5 and a virtio NIC and two NVMe drives
 //!   (`tests/common/fixture.rs`), EMPTY an empty configuration tree. It must exit 0 within 60 s.
 //!   Such a block passes neither `--root` nor `--config` itself and never starts the daemon
-//!   without `--once`. There may be none: the check then passes and says so.
+//!   without `--once`. There may be none: the check then passes and says so;
+//! - **example outputs**: a ` ```console fixture ` block's `$ irqwise ARGS` lines run on that
+//!   same fixture machine (after one `run --once` pass when marked `after-once`) and print what
+//!   the block shows under each, a line `...` standing for any lines and `...` in a line for any
+//!   text;
+//! - **journal examples**: a `REASON=` shown is one the planner gives on the fixture (numbers
+//!   aside), a `PRIORITY=` beside a `MESSAGE_ID=` the one the message ID table lists;
+//! - **tables and numbers**: no table row outside a table; no copied count of checks or suite
+//!   time (`tests/vm/RESULTS.md` records each run: link it).
 //!
 //! Each problem names `file:line` and the offending item. The checks take the documents as
 //! (path, text) pairs, so the tests at the end feed them broken documents.
@@ -46,7 +63,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use clap::CommandFactory;
-use irqwise::config::{parse_files, ConfigError, MachineShape, SourceFile};
+use irqwise::config::{parse_files, ConfigError, MachineShape, SourceFile, GLOBAL_KEYS};
 use irqwise::cpuset::CpuSet;
 use regex_lite::Regex;
 
@@ -337,8 +354,7 @@ fn schema_keys(schema: &serde_json::Value) -> BTreeSet<String> {
 }
 
 fn shipped_schema_keys() -> BTreeSet<String> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/config.schema.json");
-    schema_keys(&serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
+    schema_keys(&shipped_schema())
 }
 
 /// The key names a piece of code documents: `key`, `key = ...`, `[table.key]`, `a.b.c`.
@@ -405,6 +421,115 @@ fn config_key_problems(docs: &[Doc], keys: &BTreeSet<String>) -> (Vec<String>, T
         out.push(format!("schemas/config.schema.json: the configuration key `{k}` is documented nowhere"));
     }
     (out, counts)
+}
+
+/// The header of the `[global]` reference table of docs/configuration.md.
+const GLOBAL_TABLE: &str = "| key | type and range | default | takes effect |";
+
+/// The `[global]` reference table of `doc` (docs/configuration.md): one row per key of
+/// [`GLOBAL_KEYS`], in its order, each cell what the key table says (type and range, default,
+/// when a change takes effect).
+fn global_table_problems(doc: &Doc) -> Vec<String> {
+    let path = doc.path.display();
+    let lines: Vec<&str> = doc.text.lines().collect();
+    let Some(header) = lines.iter().position(|l| l.trim() == GLOBAL_TABLE) else {
+        return vec![format!("{path}: no [global] reference table (a table headed `{GLOBAL_TABLE}`)")];
+    };
+    let mut out = Vec::new();
+    let mut rows: BTreeMap<String, (usize, Vec<String>)> = BTreeMap::new();
+    for (i, line) in lines.iter().enumerate().skip(header + 2).take_while(|(_, l)| l.starts_with('|')) {
+        let cells: Vec<String> = line.trim().trim_matches('|').split(" | ").map(|c| c.trim().to_string()).collect();
+        let key = cells.first().map(|c| c.trim_matches('`').to_string()).unwrap_or_default();
+        if GLOBAL_KEYS.iter().all(|k| k.name != key) {
+            out.push(format!("{path}:{}: the [global] table names `{key}`, which is no [global] key", i + 1));
+        }
+        rows.insert(key, (i + 1, cells));
+    }
+    for k in GLOBAL_KEYS {
+        let Some((line, cells)) = rows.get(k.name) else {
+            out.push(format!("{path}: the [global] key `{}` has no row in the reference table", k.name));
+            continue;
+        };
+        let want = [k.kind.words(), k.default.words(), k.effect.words().to_string()];
+        for ((what, want), have) in
+            ["type and range", "default", "takes effect"].iter().zip(&want).zip(cells.iter().skip(1))
+        {
+            if want != have {
+                out.push(format!(
+                    "{path}:{line}: `{}`: the {what} is documented as {have}, the code's is {want}",
+                    k.name
+                ));
+            }
+        }
+        if cells.len() != 4 {
+            out.push(format!("{path}:{line}: `{}`: {} cells, expected 4 ({GLOBAL_TABLE})", k.name, cells.len()));
+        }
+    }
+    out
+}
+
+/// Every key of the configuration's JSON Schema that takes one of a list of spellings, with
+/// them (`$ref`s followed).
+fn schema_enums(schema: &serde_json::Value) -> BTreeMap<String, BTreeSet<String>> {
+    fn walk(root: &serde_json::Value, v: &serde_json::Value, out: &mut BTreeMap<String, BTreeSet<String>>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let Some(serde_json::Value::Object(props)) = m.get("properties") {
+                    for (k, p) in props {
+                        let p = match p.get("$ref").and_then(|r| r.as_str()) {
+                            Some(r) => root.pointer(r.trim_start_matches('#')).unwrap_or(p),
+                            None => p,
+                        };
+                        if let Some(e) = p.get("enum").and_then(|e| e.as_array()) {
+                            out.insert(k.clone(), e.iter().filter_map(|s| s.as_str().map(String::from)).collect());
+                        }
+                    }
+                }
+                m.values().for_each(|x| walk(root, x, out));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(root, x, out)),
+            _ => {}
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(schema, schema, &mut out);
+    out
+}
+
+fn shipped_schema() -> serde_json::Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/config.schema.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Spellings in prose: every "`key` (`a`, `b`)" (or "`key` (`a`, `b`: ...") of the docs whose
+/// key takes spellings lists exactly the schema's (itself checked against the reader by
+/// tests/config_schema.rs), and every such key of a rule, a match table or a `[napi]` table is
+/// listed so somewhere (the `[global]` ones are in the reference table).
+fn enum_spelling_problems(docs: &[Doc], enums: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let re = Regex::new(r"`([a-z_]+)` \((`[a-z0-9-]+`(?:, `[a-z0-9-]+`)*)[:)]").unwrap();
+    let mut out = Vec::new();
+    let mut listed = BTreeSet::new();
+    for d in docs {
+        let text = d.text.replace('\n', " ");
+        for c in re.captures_iter(&text) {
+            let Some(want) = enums.get(&c[1]) else { continue };
+            listed.insert(c[1].to_string());
+            let have: BTreeSet<String> = c[2].split(", ").map(|s| s.trim_matches('`').to_string()).collect();
+            if &have != want {
+                let line = d.text[..c.get(0).map_or(0, |m| m.start())].matches('\n').count() + 1;
+                out.push(format!(
+                    "{}:{line}: `{}` is documented with {have:?}, the reader takes {want:?}",
+                    d.path.display(),
+                    &c[1]
+                ));
+            }
+        }
+    }
+    let global: BTreeSet<&str> = GLOBAL_KEYS.iter().map(|k| k.name).collect();
+    for k in enums.keys().filter(|k| !listed.contains(*k) && !global.contains(k.as_str())) {
+        out.push(format!("docs: `{k}` is never documented with its spellings (`{k}` (`a`, `b`))"));
+    }
+    out
 }
 
 /// The command line: command paths (`irqwise spread numa`) and long options, hidden ones aside.
@@ -521,17 +646,9 @@ fn cli_problems(docs: &[Doc], cli: &CliItems) -> Vec<String> {
     out
 }
 
-/// The metrics the daemon writes: the `# TYPE` names of the real exposition of counters with a
-/// last pass (the only metrics written conditionally).
+/// The metrics the daemon writes: every name of `irqwise::daemon::metric_table::METRICS`.
 fn metric_names() -> BTreeSet<String> {
-    use irqwise::daemon::counters::{Counters, LastPass};
-    let mut counters = Counters::default();
-    counters.last_pass = Some(LastPass { timestamp: 1.0, duration_seconds: 0.1, ok: true, files_opened: 3 });
-    counters
-        .render("0")
-        .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE ")?.split(' ').next().map(String::from))
-        .collect()
+    irqwise::daemon::metric_table::METRICS.iter().map(|m| m.name.to_string()).collect()
 }
 
 /// Names matching `pattern` in every line of every document, with `file:line`.
@@ -589,6 +706,35 @@ fn metric_problems(docs: &[Doc], names: &BTreeSet<String>, rules: &BTreeSet<Stri
         }
     }
     missing
+}
+
+/// A generated section of `d`: the lines from `start` through `end` equal `want` (which holds
+/// both markers); the first line that differs, else nothing.
+fn generated_section_problems(d: &Doc, want: &str, start: &str, end: &str) -> Vec<String> {
+    let lines: Vec<&str> = d.text.lines().collect();
+    let at = |m: &str| lines.iter().position(|l| l.trim() == m);
+    let (Some(from), Some(to)) = (at(start), at(end)) else {
+        return vec![format!("{}: no generated section ({start} ... {end})", d.path.display())];
+    };
+    let got = &lines[from..=to.max(from)];
+    let want: Vec<&str> = want.lines().collect();
+    let differ = got.iter().zip(&want).position(|(a, b)| a != b).unwrap_or(got.len().min(want.len()));
+    if got.len() == want.len() && differ == got.len() {
+        return Vec::new();
+    }
+    vec![format!(
+        "{}:{}: the generated section differs from the code:\n  docs: {}\n  code: {}",
+        d.path.display(),
+        from + differ + 1,
+        got.get(differ).unwrap_or(&"(end)"),
+        want.get(differ).unwrap_or(&"(end)")
+    )]
+}
+
+/// `d` with its generated section (from `start` through `end`) replaced by `want`.
+fn blessed(d: &Doc, want: &str, start: &str, end: &str) -> String {
+    let (Some(from), Some(to)) = (d.text.find(start), d.text.find(end)) else { return d.text.clone() };
+    format!("{}{}{}", &d.text[..from], want.trim_end(), &d.text[to + end.len()..])
 }
 
 /// Journal: every MESSAGE_ID appears; every 32-hex-digit word of the docs is one.
@@ -680,6 +826,190 @@ fn runnable_problems(docs: &[Doc]) -> (Vec<String>, usize) {
     (out, ran)
 }
 
+/// Whether `lines` match `pattern`: a pattern line `...` stands for any number of lines, `...`
+/// inside a line for any text; other text matches exactly (trailing blanks aside). `Err` holds
+/// the index of the first pattern line that matches nowhere after the lines before it
+/// (`pattern.len()` when `lines` go on after the last), and the furthest line it was tried at.
+fn match_lines(pattern: &[&str], lines: &[&str]) -> Result<(), (usize, usize)> {
+    let line_re = |p: &str| {
+        let parts: Vec<String> = p.trim_end().split("...").map(regex_lite::escape).collect();
+        Regex::new(&format!("^{}$", parts.join(".*"))).unwrap()
+    };
+    let res: Vec<Option<Regex>> = pattern.iter().map(|p| (p.trim() != "...").then(|| line_re(p))).collect();
+    // reach[i][j]: the first i pattern lines match the first j lines.
+    let mut reach = vec![vec![false; lines.len() + 1]; pattern.len() + 1];
+    reach[0][0] = true;
+    for i in 0..pattern.len() {
+        for j in 0..=lines.len() {
+            if !reach[i][j] {
+                continue;
+            }
+            match &res[i] {
+                None => (j..=lines.len()).for_each(|k| reach[i + 1][k] = true),
+                Some(re) if j < lines.len() && re.is_match(lines[j].trim_end()) => reach[i + 1][j + 1] = true,
+                Some(_) => {}
+            }
+        }
+    }
+    if reach[pattern.len()][lines.len()] {
+        return Ok(());
+    }
+    // The first pattern line not matched (`pattern.len()`: the output goes on after it) and the
+    // furthest line it was tried at.
+    let stuck = (0..=pattern.len()).rev().find(|i| reach[*i].iter().any(|r| *r)).unwrap_or(0);
+    let tried: Vec<usize> = (0..=lines.len()).filter(|j| reach[stuck][*j]).collect();
+    let at = tried.iter().rev().find(|j| **j < lines.len()).or(tried.last()).copied().unwrap_or(0);
+    Err((stuck, at))
+}
+
+/// The `$ irqwise ...` commands of a block and the documented output after each, with the
+/// line number of each command.
+fn console_steps(b: &Block) -> Vec<(usize, Vec<String>, Vec<&str>)> {
+    let mut out: Vec<(usize, Vec<String>, Vec<&str>)> = Vec::new();
+    for (i, line) in b.text.lines().enumerate() {
+        if let Some(cmd) = line.strip_prefix("$ ") {
+            let words: Vec<String> = cmd.split_whitespace().filter(|w| *w != "sudo").map(String::from).collect();
+            out.push((b.first_line + i, words, Vec::new()));
+        } else if let Some(last) = out.last_mut() {
+            last.2.push(line);
+        }
+    }
+    out
+}
+
+/// Example outputs: every ` ```console fixture ` block's `$ irqwise ARGS` lines run on the
+/// five-device fixture machine with an empty configuration (after one daemon pass, `run
+/// --once`, when the block is also marked `after-once`), each printing what the block shows
+/// below it, `...` marking what is left out. The fixture's path reads as `/`. Returns the
+/// problems and how many commands ran.
+fn fixture_example_problems(docs: &[Doc]) -> (Vec<String>, usize) {
+    let mut out = Vec::new();
+    let mut ran = 0;
+    for d in docs {
+        for b in parse(d).blocks.iter().filter(|b| b.lang() == "console" && b.has_flag("fixture")) {
+            let (root, config) = (acceptance::five_device_machine(), acceptance::empty_config());
+            if b.has_flag("after-once") {
+                acceptance::run_ok(root.path(), config.path(), &["run", "--once", "--log-format", "text"]);
+            }
+            for (n, words, want) in console_steps(b) {
+                let Some(("irqwise", args)) = words.split_first().map(|(a, r)| (a.as_str(), r)) else {
+                    out.push(format!("{}:{n}: a fixture block runs only `irqwise ...`", d.path.display()));
+                    continue;
+                };
+                ran += 1;
+                let got = acceptance::irqwise(root.path(), config.path()).args(args).output().unwrap();
+                let text = String::from_utf8_lossy(&got.stdout).replace(&root.path().display().to_string(), "");
+                let lines: Vec<&str> = text.lines().collect();
+                if let Err((i, j)) = match_lines(&want, &lines) {
+                    out.push(format!(
+                        "{}:{}: `irqwise {}` on the fixture prints no line like this one here:\n  docs: {}\n  real: {}",
+                        d.path.display(),
+                        n + 1 + i,
+                        args.join(" "),
+                        want.get(i).unwrap_or(&"(end)"),
+                        lines.get(j).unwrap_or(&"(end)")
+                    ));
+                }
+            }
+        }
+    }
+    (out, ran)
+}
+
+/// Journal examples: every `REASON=` value shown is one the planner gives on the fixture
+/// machine (numbers aside), and every `PRIORITY=N` beside a `MESSAGE_ID=X` is the `PRIORITY`
+/// the message ID table gives X.
+fn journal_example_problems(docs: &[Doc], reasons: &BTreeSet<String>) -> Vec<String> {
+    let digits = Regex::new(r"[0-9]+").unwrap();
+    let shape = |r: &str| digits.replace_all(r.trim(), "N").into_owned();
+    let shapes: BTreeSet<String> = reasons.iter().map(|r| shape(r)).collect();
+    let row = Regex::new(r"^\| `([0-9a-f]{32})` \|[^|]*\| ([^|]*) \|").unwrap();
+    let mut priority: BTreeMap<String, String> = BTreeMap::new();
+    for d in docs {
+        for line in d.text.lines() {
+            if let Some(c) = row.captures(line) {
+                priority.insert(c[1].to_string(), c[2].trim().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for d in docs {
+        for b in parse(d).blocks {
+            let field = |name: &str| {
+                b.text
+                    .lines()
+                    .enumerate()
+                    .find_map(|(i, l)| Some((b.first_line + i, l.trim().strip_prefix(name)?.to_string())))
+            };
+            if let Some((n, reason)) = field("REASON=") {
+                if !shapes.contains(&shape(&reason)) {
+                    out.push(format!("{}:{n}: REASON={reason} is not a reason irqwise gives", d.path.display()));
+                }
+            }
+            if let (Some((n, p)), Some((_, id))) = (field("PRIORITY="), field("MESSAGE_ID=")) {
+                let listed = priority.get(&id).map(String::as_str).unwrap_or("(no row)");
+                if listed.split_whitespace().next() != Some(p.as_str()) {
+                    out.push(format!("{}:{n}: PRIORITY={p} for {id}, whose row says `{listed}`", d.path.display()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every reason `irqwise plan --json` gives on the five-device fixture machine.
+fn fixture_reasons() -> BTreeSet<String> {
+    let (root, config) = (acceptance::five_device_machine(), acceptance::empty_config());
+    let plan = acceptance::plan_json(root.path(), config.path());
+    let irqs = plan["devices"].as_array().unwrap().iter().flat_map(|d| d["irqs"].as_array().unwrap().iter());
+    irqs.filter_map(|p| p["reason"].as_str().map(String::from)).collect()
+}
+
+/// Tables: every row (`| ... |`) of prose belongs to a table, i.e. follows a header and its
+/// `|---|` line or another row.
+fn orphan_row_problems(docs: &[Doc]) -> Vec<String> {
+    let delimiter = Regex::new(r"^\|(\s*:?-{3,}:?\s*\|)+\s*$").unwrap();
+    let mut out = Vec::new();
+    for d in docs {
+        let p = parse(d);
+        let lines: BTreeMap<usize, &str> = d.text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
+        let in_block: BTreeSet<usize> = p.prose.iter().map(|(n, _)| *n).collect();
+        for (n, line) in &lines {
+            let row = |k: usize| in_block.contains(&k) && lines.get(&k).is_some_and(|l| l.starts_with('|'));
+            if !row(*n) || row(n - 1) {
+                continue;
+            }
+            if !lines.get(&(n + 1)).is_some_and(|next| delimiter.is_match(next.trim_end())) {
+                out.push(format!("{}:{n}: a table row outside any table: {line}", d.path.display()));
+            }
+        }
+    }
+    out
+}
+
+/// Numbers that belong to a run: a count of checks or tests passed, or how long a suite or
+/// `.ci/run` takes, is linked (`tests/vm/RESULTS.md` records each run), never copied.
+fn copied_number_problems(docs: &[Doc]) -> Vec<String> {
+    let copied = Regex::new(
+        r"\b[0-9][0-9,]* (checks|passed)\b|\babout [0-9]+(\.[0-9]+)? (min|minutes)\b|\.ci/run`? about [0-9]",
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    for d in docs {
+        for (n, line) in d.text.lines().enumerate() {
+            if let Some(m) = copied.find(line) {
+                out.push(format!(
+                    "{}:{}: `{}` copies a run's number: link tests/vm/RESULTS.md instead",
+                    d.path.display(),
+                    n + 1,
+                    m.as_str()
+                ));
+            }
+        }
+    }
+    out
+}
+
 // ---------------------------------------------------------------- the repository's docs
 
 fn repo() -> PathBuf {
@@ -729,6 +1059,20 @@ fn every_config_key_is_documented_and_every_toml_block_is_read_cleanly() {
 }
 
 #[test]
+fn the_global_reference_table_is_the_key_tables() {
+    let docs = repo_docs();
+    let Some(d) = docs.iter().find(|d| d.path == Path::new("docs/configuration.md")) else {
+        panic!("no configuration.md")
+    };
+    assert_none("the [global] reference table", &global_table_problems(d));
+}
+
+#[test]
+fn documented_spellings_are_the_readers() {
+    assert_none("spellings", &enum_spelling_problems(&repo_docs(), &schema_enums(&shipped_schema())));
+}
+
+#[test]
 fn every_command_and_option_is_documented_and_every_command_named_exists() {
     let cli = cli_items();
     eprintln!("commands: {}, long options: {}", cli.commands.len(), cli.options.len());
@@ -743,6 +1087,41 @@ fn every_metric_is_documented_and_every_metric_named_exists() {
     let rules = recording_rules();
     assert!(rules.contains("instance:irqwise_degraded:bool"), "{rules:?}");
     assert_none("metrics", &metric_problems(&repo_docs(), &names, &rules));
+}
+
+#[test]
+fn the_metrics_table_is_the_one_the_declared_metrics_make() {
+    use irqwise::daemon::metric_table::{markdown, MARKDOWN_END, MARKDOWN_START};
+    let path = repo().join("docs/monitoring.md");
+    let d = Doc { path: "docs/monitoring.md".into(), text: std::fs::read_to_string(&path).unwrap() };
+    if std::env::var_os("IRQWISE_BLESS").is_some() {
+        std::fs::write(&path, blessed(&d, &markdown(), MARKDOWN_START, MARKDOWN_END)).unwrap();
+        return;
+    }
+    assert_none("the metrics table", &generated_section_problems(&d, &markdown(), MARKDOWN_START, MARKDOWN_END));
+}
+
+#[test]
+fn example_outputs_are_what_the_binary_prints_on_the_fixture_machine() {
+    let (problems, ran) = fixture_example_problems(&repo_docs());
+    eprintln!("fixture example commands run: {ran}");
+    assert!(ran >= 5, "only {ran} fixture example command(s)");
+    assert_none("example outputs", &problems);
+}
+
+#[test]
+fn journal_examples_show_real_reasons_and_their_listed_priority() {
+    let reasons = fixture_reasons();
+    assert!(reasons.len() > 5, "{reasons:?}");
+    assert_none("journal examples", &journal_example_problems(&repo_docs(), &reasons));
+}
+
+#[test]
+fn every_table_row_is_in_a_table_and_no_run_number_is_copied() {
+    let docs = repo_docs();
+    let mut problems = orphan_row_problems(&docs);
+    problems.extend(copied_number_problems(&docs));
+    assert_none("tables and numbers", &problems);
 }
 
 #[test]
@@ -838,6 +1217,31 @@ fn an_undocumented_or_unknown_config_key_is_reported() {
 }
 
 #[test]
+fn a_wrong_default_or_spelling_in_the_configuration_reference_is_reported() {
+    let real = std::fs::read_to_string(repo().join("docs/configuration.md")).unwrap();
+    let planted = real
+        .replace(
+            "| `debounce` | duration, `0ms` to `10s` | `\"100ms\"` |",
+            "| `debounce` | duration, `0ms` to `10s` | `\"200ms\"` |",
+        )
+        .replace("| `log_format` | `auto`, `journal`, `text`, `json` |", "| `log_format` | `auto`, `journal`, `text` |")
+        .replace("`order` (`kernel`, `hops`, `legacy`, `cores-first`)", "`order` (`cores-first`, `kernel`)");
+    assert_ne!(planted, real, "the planted drifts must change the page");
+    let d = doc("docs/configuration.md", &planted);
+    let p = global_table_problems(&d).join("\n");
+    assert!(p.contains("`debounce`: the default is documented as `\"200ms\"`, the code's is `\"100ms\"`"), "{p}");
+    assert!(
+        p.contains("`log_format`: the type and range is documented as `auto`, `journal`, `text`, the code's"),
+        "{p}"
+    );
+    let p = enum_spelling_problems(&[d], &schema_enums(&shipped_schema())).join("\n");
+    assert!(p.contains("`order` is documented with {\"cores-first\", \"kernel\"}, the reader takes"), "{p}");
+    let without =
+        doc("docs/configuration.md", &real.replace("| key | type and range | default | takes effect |", "| key |"));
+    assert!(global_table_problems(&without)[0].contains("no [global] reference table"));
+}
+
+#[test]
 fn an_undocumented_option_or_unknown_command_is_reported() {
     let cli = cli_items();
     assert!(cli.commands.contains("irqwise spread numa") && cli.options.contains_key("--exit-code"), "{cli:?}");
@@ -890,6 +1294,68 @@ fn an_undocumented_or_unknown_metric_or_message_id_is_reported() {
             "the MESSAGE_ID e5cb5fa2c27345efbed92da95ac4c142 (B) is documented nowhere",
             "docs/monitoring.md:2: 8ecce3473d944b3c8c6fde38160ae754 is not a MESSAGE_ID of daemon::catalog::ALL",
         ]
+    );
+}
+
+#[test]
+fn a_generated_section_edited_by_hand_is_reported_at_its_line() {
+    let want = "<!-- a -->\n| x | `nic`, `storage` |\n<!-- b -->\n";
+    let d = doc("docs/monitoring.md", "intro\n<!-- a -->\n| x | `nic` |\n<!-- b -->\nafter\n");
+    assert_eq!(
+        generated_section_problems(&d, want, "<!-- a -->", "<!-- b -->"),
+        ["docs/monitoring.md:3: the generated section differs from the code:\n  docs: | x | `nic` |\n  code: | x | `nic`, `storage` |"]
+    );
+    let fixed = doc("docs/monitoring.md", &blessed(&d, want, "<!-- a -->", "<!-- b -->"));
+    assert_eq!(fixed.text, "intro\n<!-- a -->\n| x | `nic`, `storage` |\n<!-- b -->\nafter\n");
+    assert!(generated_section_problems(&fixed, want, "<!-- a -->", "<!-- b -->").is_empty());
+    let none = doc("docs/monitoring.md", "no table\n");
+    assert_eq!(generated_section_problems(&none, want, "<!-- a -->", "<!-- b -->").len(), 1);
+}
+
+#[test]
+fn elided_example_lines_match_and_a_differing_one_is_found() {
+    let lines = ["head", "a 1", "b 2", "c 3", "tail 4 ms"];
+    assert_eq!(match_lines(&["head", "...", "tail ... ms"], &lines), Ok(()));
+    assert_eq!(match_lines(&["head", "a 1", "...", "c 3", "tail ... ms"], &lines), Ok(()));
+    assert_eq!(match_lines(&["head", "...", "b 9", "..."], &lines), Err((2, 4)));
+    assert_eq!(match_lines(&["head", "a 1"], &lines), Err((2, 2)), "a missing ... is a difference");
+    assert_eq!(match_lines(&["head", "x"], &lines), Err((1, 1)));
+    let docs = [doc(
+        "README.md",
+        "```console fixture\n$ irqwise topology\nkernel 6.12.0  possible 0-15  online 0-15  isolated -\n...\n\
+         $ irqwise plan --changed\n...\n24 IRQs on 6 devices: ...\n```\n",
+    )];
+    let (p, ran) = fixture_example_problems(&docs);
+    assert_eq!(ran, 2);
+    assert_eq!(p.len(), 1, "{p:#?}");
+    assert!(p[0].starts_with("README.md:7: `irqwise plan --changed` on the fixture prints no line like this one here:\n  docs: 24 IRQs on 6 devices: ...\n  real: "), "{p:#?}");
+}
+
+#[test]
+fn an_old_reason_a_wrong_priority_an_orphan_row_and_a_copied_count_are_reported() {
+    let reasons: BTreeSet<String> =
+        ["queue 3: CPU 7 (home 7; least loaded in cores-first order from node 1, 1 queue there)".into()].into();
+    let docs = [doc(
+        "docs/systemd.md",
+        "| `MESSAGE_ID` | kind | `PRIORITY` | fields |\n|---|---|---|---|\n| `8ecce3473d944b3c8c6fde38160ae753` | mapping applied | info | `IRQ` |\n\n\
+         ```\n    PRIORITY=5\n    MESSAGE_ID=8ecce3473d944b3c8c6fde38160ae753\n    REASON=queue 3: CPU #3 in cores-first order from node 1\n```\n\
+         ```\n    REASON=queue 12: CPU 35 (home 35; least loaded in cores-first order from node 0, 2 queue there)\n```\n\n\
+         ## Options\n\n| `irqwise snapshot OUT` | copy |\n\nabout 130 checks, `.ci/run` about 38 min\n",
+    )];
+    assert_eq!(
+        journal_example_problems(&docs, &reasons),
+        [
+            "docs/systemd.md:8: REASON=queue 3: CPU #3 in cores-first order from node 1 is not a reason irqwise gives",
+            "docs/systemd.md:6: PRIORITY=5 for 8ecce3473d944b3c8c6fde38160ae753, whose row says `info`",
+        ]
+    );
+    assert_eq!(
+        orphan_row_problems(&docs),
+        ["docs/systemd.md:16: a table row outside any table: | `irqwise snapshot OUT` | copy |"]
+    );
+    assert_eq!(
+        copied_number_problems(&docs),
+        ["docs/systemd.md:18: `130 checks` copies a run's number: link tests/vm/RESULTS.md instead"]
     );
 }
 

@@ -1,13 +1,19 @@
 //! The daemon's counters and metrics file, in-process on a fixture root: counters keep counting
 //! across a reload (SIGHUP), the metrics file follows `metrics_file` (also when a reload moves
 //! it), the state file carries the same counters and `irqwise status` shows them with the last
-//! changes. The metrics text itself is unit-tested in `src/daemon/counters.rs`; the real
-//! Prometheus tools read it in `tests/metrics_exporter.rs`.
+//! changes. The exposition of a fixed state equals `tests/data/golden/metrics.prom` (which
+//! `promtool check metrics` accepts; `IRQWISE_BLESS=1 cargo nextest run --test metrics
+//! golden` records it again). The metrics text is unit-tested in `src/daemon/counters.rs`; the
+//! real Prometheus tools read a running daemon's file in `tests/metrics_exporter.rs`.
 
+#[path = "common/apt.rs"]
+mod apt;
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
 mod fixture;
+#[path = "common/skip.rs"]
+mod skip;
 
 use std::path::Path;
 use std::time::Duration;
@@ -118,4 +124,126 @@ async fn status_shows_the_counters_and_the_last_ten_changes() {
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["counters"]["writes"]["written"], serde_json::json!(written));
     assert_eq!(v["recent_changes"].as_array().map(Vec::len), Some(10));
+}
+
+/// A state with every metric and label kind present: several devices of each class (one whose
+/// name needs escaping), failures, drift, left IRQs, per-IRQ writes and a last pass.
+fn golden_counters() -> irqwise::daemon::counters::Counters {
+    use irqwise::daemon::counters::{Counters, DeviceCount, DeviceLabels, DeviceState, IrqWrites, LastPass};
+    let labels = |device: &str, driver: &str, class: &str| DeviceLabels {
+        device: device.into(),
+        driver: driver.into(),
+        class: class.into(),
+    };
+    let mut c = Counters::new(1_700_000_000);
+    for (trigger, n) in [("start", 1), ("link", 3), ("reconcile", 12), ("reload", 1)] {
+        c.passes.insert(trigger.into(), n);
+    }
+    c.pass_failures = 1;
+    c.writes.insert("written".into(), 40);
+    c.writes.insert("held".into(), 2);
+    c.writes.insert("failed".into(), 1);
+    c.write_failures.insert("novectors".into(), 1);
+    c.xps_writes.insert("written".into(), 8);
+    c.thread_writes.insert("written".into(), 4);
+    c.napi_settings_writes.insert("unverified".into(), 1);
+    c.left_by_owner.insert("tuned".into(), 2);
+    c.left_by_owner.insert("unknown".into(), 1);
+    c.napi_threads.insert("placed".into(), 4);
+    c.queue_identity.insert("netlink".into(), 8);
+    c.queue_identity.insert("name".into(), 16);
+    c.queue_disagreements = 1;
+    c.fought_irqs = 1;
+    (c.load_moves, c.load_returns, c.away_from_home) = (5, 4, 1);
+    (c.claims, c.claimed_cpus, c.claims_refused) = (2, 3, 1);
+    c.writes_blocked.insert("permission".into(), 1);
+    c.drift_corrections = vec![DeviceCount { labels: labels("eth0", "ice", "nic"), value: 3 }];
+    c.reloads.insert("applied".into(), 1);
+    c.last_pass = Some(LastPass { timestamp: 1_700_000_123.25, duration_seconds: 0.0125, ok: true, files_opened: 412 });
+    let states = |irqs: &[(&str, u64)]| irqs.iter().map(|(s, n)| ((*s).to_string(), *n)).collect();
+    c.devices = vec![
+        DeviceState {
+            labels: labels("eth0", "ice", "nic"),
+            irqs: states(&[("placed", 8), ("kept", 0), ("managed", 0), ("skipped", 1), ("failed", 0)]),
+            mismatched: 0,
+            uncertain: 0,
+        },
+        DeviceState {
+            labels: labels("nvme0", "nvme", "nvme"),
+            irqs: states(&[("placed", 0), ("kept", 0), ("managed", 16), ("skipped", 1), ("failed", 0)]),
+            mismatched: 2,
+            uncertain: 1,
+        },
+        DeviceState {
+            labels: labels("0000:3b:00.0", "megaraid_sas", "storage"),
+            irqs: states(&[("placed", 0), ("kept", 0), ("managed", 8), ("skipped", 0), ("failed", 0)]),
+            mismatched: 0,
+            uncertain: 0,
+        },
+        DeviceState {
+            labels: labels("we\"ird\\1", "virtio-pci", "other"),
+            irqs: states(&[("placed", 1), ("kept", 1), ("managed", 0), ("skipped", 0), ("failed", 1)]),
+            mismatched: 0,
+            uncertain: 0,
+        },
+    ];
+    c.irq_writes = vec![IrqWrites {
+        irq: 120,
+        name: Some("ice-eth0-TxRx-0".into()),
+        labels: labels("eth0", "ice", "nic"),
+        writes: 3,
+    }];
+    c
+}
+
+#[test]
+fn the_exposition_of_a_fixed_state_is_the_golden_file_and_promtool_accepts_it() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden/metrics.prom");
+    let got = golden_counters().render("1.2.3");
+    if std::env::var_os("IRQWISE_BLESS").is_some() {
+        std::fs::write(&path, &got).unwrap();
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if got != want {
+        let line = got
+            .lines()
+            .zip(want.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(got.lines().count().min(want.lines().count()));
+        panic!(
+            "the exposition differs from {} at line {} (IRQWISE_BLESS=1 records it, for a change users may see):\n  got:  {}\n  want: {}",
+            path.display(),
+            line + 1,
+            got.lines().nth(line).unwrap_or("(end)"),
+            want.lines().nth(line).unwrap_or("(end)")
+        );
+    }
+    // Every closed label's value in the file is one the table declares (and documents).
+    for line in got.lines().filter(|l| !l.starts_with('#')) {
+        let name = line.split(['{', ' ']).next().unwrap();
+        let m = irqwise::daemon::metric_table::METRICS.iter().find(|m| m.name == name).unwrap();
+        for l in m.labels.iter().filter(|l| !l.values.is_empty()) {
+            let value = line.split(&format!("{}=\"", l.name)).nth(1).and_then(|v| v.split('"').next()).unwrap();
+            assert!(l.values.iter().any(|(v, _)| *v == value), "{line}: {value} is not a declared value of {}", l.name);
+        }
+    }
+    if !apt::ensure(&["promtool"], &["prometheus"]) {
+        skip::skip(
+            "the_exposition_of_a_fixed_state_is_the_golden_file_and_promtool_accepts_it",
+            "promtool is missing and installing it needs root (CI runs as root)",
+        );
+        return;
+    }
+    let lint = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(&path).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        lint.status.success(),
+        "promtool check metrics {}:\n{}{}",
+        path.display(),
+        String::from_utf8_lossy(&lint.stdout),
+        String::from_utf8_lossy(&lint.stderr)
+    );
 }

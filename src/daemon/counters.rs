@@ -17,19 +17,10 @@ use crate::apply::threads::ThreadOutcome;
 use crate::apply::{ApplyReport, WriteOutcome};
 use crate::plan::{Action, DevicePlan, Plan, QueueSource};
 
-/// What can trigger a pass, as counted (`link eth0 up` counts as `link`).
-pub(crate) const TRIGGERS: [&str; 10] =
-    ["start", "once", "reload", "cpu", "device", "link", "overflow", "reconcile", "isolation", "retry"];
-/// How an attempted write ended.
-pub(crate) const WRITE_RESULTS: [&str; 7] =
-    ["written", "held", "written_fallback", "managed", "gone", "overtaken", "failed"];
-/// Why a failed write failed (the apply module's failure classes that are failures).
-pub(crate) const FAILURE_CLASSES: [&str; 5] = ["invalid", "novectors", "permission", "readonly", "other"];
-/// Where an IRQ stands after a pass: moved by irqwise (now or earlier) and still there, already
-/// where it should be without irqwise ever writing it, kernel-managed, left alone, write failed.
-pub(crate) const IRQ_STATES: [&str; 5] = ["placed", "kept", "managed", "skipped", "failed"];
-/// How a reload ended.
-pub(crate) const RELOAD_RESULTS: [&str; 2] = ["applied", "rejected"];
+use super::metric_table::{
+    names, BLOCKED_CLASSES, FAILURE_CLASSES, IRQ_STATES, NAPI_RESULTS, QUEUE_SOURCES, RELOAD_RESULTS, THREAD_RESULTS,
+    THREAD_STATES, TRIGGERS, WRITE_RESULTS, XPS_RESULTS,
+};
 
 /// How many recent writes the state file keeps for `irqwise status`.
 pub(crate) const RECENT_CHANGES: usize = 10;
@@ -213,7 +204,7 @@ pub struct Counters {
 /// anything unknown is `other`.
 pub(crate) fn trigger_kind(why: &str) -> &'static str {
     let word = why.split_whitespace().next().unwrap_or("");
-    TRIGGERS.iter().find(|t| **t == word).copied().unwrap_or("other")
+    names(TRIGGERS).find(|t| *t == word).unwrap_or("other")
 }
 
 /// The state of every IRQ of every device of `plan` after `report` was applied; `wrote(irq)`
@@ -224,7 +215,7 @@ pub(crate) fn device_states(plan: &Plan, report: &ApplyReport, wrote: impl Fn(u3
     plan.devices
         .iter()
         .map(|d| {
-            let mut irqs: BTreeMap<String, u64> = IRQ_STATES.iter().map(|s| (s.to_string(), 0)).collect();
+            let mut irqs: BTreeMap<String, u64> = names(IRQ_STATES).map(|s| (s.to_string(), 0)).collect();
             for p in &d.irqs {
                 let state = match (p.action, outcomes.get(&p.irq)) {
                     (Action::Keep, _) if wrote(p.irq) => "placed",
@@ -252,19 +243,19 @@ pub(crate) fn device_states(plan: &Plan, report: &ApplyReport, wrote: impl Fn(u3
 impl Counters {
     /// Zero counters for a daemon started at `started` (Unix seconds), every known label present.
     pub fn new(started: u64) -> Counters {
-        let zeros = |names: &[&str]| names.iter().map(|n| (n.to_string(), 0)).collect::<BTreeMap<_, _>>();
+        let zeros = |values| names(values).map(|n| (n.to_string(), 0)).collect::<BTreeMap<_, _>>();
         Counters {
             started,
-            passes: zeros(&TRIGGERS),
-            writes: zeros(&WRITE_RESULTS),
-            write_failures: zeros(&FAILURE_CLASSES),
-            xps_writes: zeros(&["written", "failed"]),
-            thread_writes: zeros(&["written", "gone", "failed"]),
-            napi_settings_writes: zeros(&["written", "gone", "unverified", "failed"]),
-            napi_threads: zeros(&["placed", "left", "failed"]),
-            queue_identity: zeros(&["netlink", "name"]),
-            writes_blocked: zeros(&["readonly", "permission"]),
-            reloads: zeros(&RELOAD_RESULTS),
+            passes: zeros(TRIGGERS),
+            writes: zeros(WRITE_RESULTS),
+            write_failures: zeros(FAILURE_CLASSES),
+            xps_writes: zeros(XPS_RESULTS),
+            thread_writes: zeros(THREAD_RESULTS),
+            napi_settings_writes: zeros(NAPI_RESULTS),
+            napi_threads: zeros(THREAD_STATES),
+            queue_identity: zeros(QUEUE_SOURCES),
+            writes_blocked: zeros(BLOCKED_CLASSES),
+            reloads: zeros(RELOAD_RESULTS),
             ..Counters::default()
         }
     }
