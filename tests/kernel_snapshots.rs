@@ -164,7 +164,7 @@ fn unstable_apt(test: &str) -> Option<Vec<String>> {
     });
     if !listed {
         let ok = std::process::Command::new("apt-get").args(&apt).args(["update", "-qq"]).status();
-        if !ok.as_ref().is_ok_and(|s| s.success()) {
+        if !ok.as_ref().is_ok_and(std::process::ExitStatus::success) {
             skip::skip(test, &format!("apt-get update of {archive} sid failed ({ok:?})"));
             return None;
         }
