@@ -333,7 +333,8 @@ fn every_hwloc_machine_with_injected_devices_is_planned() {
 /// kernel's behaviour is taken from its version.
 #[test]
 fn a_kernel_without_btf_or_modules_goes_by_its_version_and_says_so_once() {
-    for (release, algorithm, rule) in [("6.11.0", "mainline", "mainline"), ("7.0.0", "cluster_aware", "cluster-aware")] {
+    for (release, algorithm, rule) in [("6.11.0", "mainline", "mainline"), ("7.0.0", "cluster_aware", "cluster-aware")]
+    {
         let (dir, want) = golden_cluster_machine(release, algorithm, 8);
         unmanaged_nvme(dir.path(), 8, 0);
         let cfg = empty_config();
