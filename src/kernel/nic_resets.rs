@@ -263,8 +263,7 @@ const ROWS: &[Row] = &[
 /// The drivers that write their own XPS maps, as Debian's 7.2 modules import
 /// `netif_set_xps_queue` (virtio_net `__netif_set_xps_queue`): what stands in where no module
 /// can be read. mlx4's Ethernet half is bound as `mlx4_core`.
-const XPS_WRITERS: [&str; 9] =
-    ["gve", "mlx4_core", "mlx4_en", "ixgbe", "i40e", "nfp", "bnxt_en", "virtio_net", "ice"];
+const XPS_WRITERS: [&str; 9] = ["gve", "mlx4_core", "mlx4_en", "ixgbe", "i40e", "nfp", "bnxt_en", "virtio_net", "ice"];
 
 /// Why the core keeps the masks of a driver whose module imports `netif_set_affinity_auto`. Its
 /// NAPI instances keep their ids: the core stores the mask in their persistent config.
@@ -296,14 +295,8 @@ pub fn reset_rule_of(driver: &str, modules: Option<&DriverFacts>, kernel: Option
         None if XPS_WRITERS.contains(&driver) => (Some(true), FactSource::Version),
         None => (None, FactSource::Unknown),
     };
-    let rule = |mask, napi_ids_kept, why, source| ResetRule {
-        mask,
-        napi_ids_kept,
-        why,
-        source,
-        xps_rewritten,
-        xps_source,
-    };
+    let rule =
+        |mask, napi_ids_kept, why, source| ResetRule { mask, napi_ids_kept, why, source, xps_rewritten, xps_source };
     if told(Import::AffinityAuto) == Some(true) {
         return rule(MaskKeeper::Core, Some(true), CORE_BY_IMPORT, FactSource::Module);
     }

@@ -154,7 +154,8 @@ fn version_only_notice(facts: &KernelFacts) -> Option<String> {
     if matches!(facts.btf, BtfState::Read { .. } | BtfState::NotProbed) {
         return None;
     }
-    let module_read = facts.drivers.values().flat_map(|d| &d.modules).any(|m| matches!(m.state, ModuleState::Read { .. }));
+    let module_read =
+        facts.drivers.values().flat_map(|d| &d.modules).any(|m| matches!(m.state, ModuleState::Read { .. }));
     if module_read {
         return None;
     }

@@ -86,7 +86,10 @@ fn napi_views(report: &NetdevReport, dev: &Device, sample: &Sample, dp: &DeviceP
 pub(super) fn render(dp: &super::DevicePlan) -> String {
     let mut out = String::new();
     // A driver of which nothing is known gets no line: the JSON says `unknown`, the table stays short.
-    if let Some(r) = dp.resets.filter(|r| r.mask != MaskKeeper::Unknown || r.napi_ids_kept.is_some() || r.source == FactSource::Module) {
+    if let Some(r) = dp
+        .resets
+        .filter(|r| r.mask != MaskKeeper::Unknown || r.napi_ids_kept.is_some() || r.source == FactSource::Module)
+    {
         out.push_str(&reset_line(&r));
     }
     if let (Some(first), Some(last)) = (dp.napi.first(), dp.napi.last()) {
