@@ -1,9 +1,9 @@
-//! Real 7.x kernels, as `tests/vm` captured them (`tests/data/kernels/`): every kernel-managed
-//! NVMe queue of each snapshot is predicted exactly with the rules of the kernel it came from,
-//! and still when the snapshot is relabelled as a kernel before 7.0 or 6.9 (issue #63): the
-//! managed masks show the cluster-aware rule where they tell the rules apart, and the plan says
-//! it was observed. A regression in the version rule, the observation or the offline-CPU case
-//! fails here, without a VM.
+//! Real kernels, as `tests/vm` captured them (`tests/data/kernels/`): every kernel-managed NVMe
+//! queue of each snapshot is predicted exactly as the kernel it came from, and still when the
+//! snapshot is relabelled to a kernel on the other side of each grouping rule (issue #63): the
+//! managed masks show the rule (cluster-aware on 7.2, mainline on 6.1 and 6.12) where they tell
+//! the rules apart, and the plan says it was observed. A regression in the version rule, the
+//! observation or the offline-CPU case fails here, without a VM.
 //!
 //! And what real kernels state of themselves (issue #63): Debian's NIC modules, fetched with apt
 //! at test time, say what their drivers import whatever `osrelease` says; the host's BTF in a
@@ -42,39 +42,62 @@ fn managed_queues(root: &Path) -> (usize, usize) {
     (total, wrong)
 }
 
+/// Every snapshot of a real kernel the suite keeps (`tests/data/kernels/`), planned as itself and
+/// relabelled (only `osrelease` changed) to a kernel on the other side of each grouping rule:
+/// 7.0's cluster-aware grouping, 6.9's and 6.11's heapsorts (a 7.2 snapshot as 6.18 and 6.1, a
+/// 6.1 one as 6.12 and 7.2, a 6.12 one as 6.1 and 7.2). One row per snapshot and release it
+/// is planned as (the first of each snapshot its own): its managed NVMe I/O queues, every one
+/// exact, and the grouping rule and source the plan gives. The masks show the rule wherever the
+/// rules group the snapshot's queues differently (`observed`); where they cannot tell (nosmt:
+/// every second CPU offline, both rules group alike) the version decides, right either way.
+/// Issue #63: on main the arm64 7.2 snapshot as 6.1 mispredicted every queue whose cluster
+/// grouping differs.
+const PLANNED_AS: [(&str, &str, usize, &str, &str); 15] = [
+    ("7.2-arm64-c3x4-1n.tar.gz", "7.2.13+deb14-arm64", 32, "cluster-aware", "observed"),
+    ("7.2-arm64-c3x4-1n.tar.gz", "6.18.15+deb13-arm64", 32, "cluster-aware", "observed"),
+    ("7.2-arm64-c3x4-1n.tar.gz", "6.1.0-57-arm64", 32, "cluster-aware", "observed"),
+    ("7.2-amd64-nosmt.tar.gz", "7.2.13+deb14-amd64", 24, "cluster-aware", "version"),
+    ("7.2-amd64-nosmt.tar.gz", "6.18.15+deb13-amd64", 24, "mainline", "version"),
+    ("7.2-amd64-nosmt.tar.gz", "6.1.0-57-amd64", 24, "mainline", "version"),
+    ("7.2-amd64-maxcpus.tar.gz", "7.2.13+deb14-amd64", 24, "cluster-aware", "observed"),
+    ("7.2-amd64-maxcpus.tar.gz", "6.18.15+deb13-amd64", 24, "cluster-aware", "observed"),
+    ("7.2-amd64-maxcpus.tar.gz", "6.1.0-57-amd64", 24, "cluster-aware", "observed"),
+    ("6.1-arm64-c3x4-1n.tar.gz", "6.1.0-57-arm64", 32, "mainline", "observed"),
+    ("6.1-arm64-c3x4-1n.tar.gz", "6.12.118+deb12-arm64", 32, "mainline", "observed"),
+    ("6.1-arm64-c3x4-1n.tar.gz", "7.2.13+deb14-arm64", 32, "mainline", "observed"),
+    ("6.12-arm64-c3x4-1n.tar.gz", "6.12.118+deb12-arm64", 32, "mainline", "observed"),
+    ("6.12-arm64-c3x4-1n.tar.gz", "6.1.0-57-arm64", 32, "mainline", "observed"),
+    ("6.12-arm64-c3x4-1n.tar.gz", "7.2.13+deb14-arm64", 32, "mainline", "observed"),
+];
+
 #[test]
-fn each_72_snapshot_is_predicted_exactly_with_its_kernels_rules() {
-    for (name, queues) in SNAPSHOTS {
+fn every_snapshot_as_itself_and_relabelled_across_each_rule_is_predicted_exactly() {
+    let mut own = std::collections::BTreeMap::new();
+    for (name, release, queues, rule, source) in PLANNED_AS {
         let root = unpacked(name);
-        assert_eq!(managed_queues(root.path()), (queues, 0), "{name}");
+        let osrelease = std::fs::read_to_string(root.path().join("proc/sys/kernel/osrelease")).unwrap();
+        own.entry(name).or_insert_with(|| osrelease.trim().to_string());
+        write_file(root.path(), "proc/sys/kernel/osrelease", &format!("{release}\n"));
+        assert_eq!(managed_queues(root.path()), (queues, 0), "{name} as {release}: (queues, mispredicted)");
+        let plan = plan_json(root.path(), empty_config().path());
+        let grouping = &plan["grouping"];
+        assert!(grouping.get("finding").is_none(), "{name} as {release}: {grouping:#}");
+        assert_eq!((&grouping["rule"], &grouping["source"]), (&rule.into(), &source.into()), "{name} as {release}");
     }
-}
-
-/// The snapshots and their managed NVMe I/O queues.
-const SNAPSHOTS: [(&str, usize); 3] =
-    [("7.2-arm64-c3x4-1n.tar.gz", 32), ("7.2-amd64-nosmt.tar.gz", 24), ("7.2-amd64-maxcpus.tar.gz", 24)];
-
-/// Each snapshot relabelled (only `osrelease` changed) to a kernel on the other side of each
-/// grouping rule: 6.18 (before 7.0's cluster-aware grouping) and 6.1 (before 6.9's and 6.11's
-/// heapsorts too). The managed masks show which rule the kernel applies, so every queue is still
-/// predicted exactly (issue #63: on main the arm64 snapshot as 6.1 mispredicted every queue whose
-/// cluster grouping differs).
-#[test]
-fn each_snapshot_relabelled_across_each_rule_is_still_predicted_exactly() {
-    for (name, queues) in SNAPSHOTS {
-        let root = unpacked(name);
-        let arch = if name.contains("arm64") { "arm64" } else { "amd64" };
-        for release in [format!("6.1.0-57-{arch}"), format!("6.18.15+deb13-{arch}")] {
-            write_file(root.path(), "proc/sys/kernel/osrelease", &format!("{release}\n"));
-            assert_eq!(managed_queues(root.path()), (queues, 0), "{name} as {release}");
-            let plan = plan_json(root.path(), empty_config().path());
-            let grouping = &plan["grouping"];
-            assert!(grouping.get("finding").is_none(), "{name} as {release}: {grouping:#}");
-            // nosmt spread with every second CPU offline, where both rules group alike: its masks
-            // cannot tell, the version does. The others' clusters tell.
-            let (rule, told) =
-                if name.contains("nosmt") { ("mainline", "version") } else { ("cluster-aware", "observed") };
-            assert_eq!((&grouping["rule"], &grouping["source"]), (&rule.into(), &told.into()), "{name} as {release}");
+    // Each snapshot's first row is the kernel it came from, and every snapshot kept has its rows.
+    for (name, release, ..) in PLANNED_AS {
+        if own[name] == release {
+            continue;
+        }
+        let first = PLANNED_AS.iter().find(|r| r.0 == name).unwrap();
+        assert_eq!(first.1, own[name], "{name}: its first row is planned as its own kernel");
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/kernels");
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if file.ends_with(".tar.gz") {
+            let releases = PLANNED_AS.iter().filter(|r| r.0 == file).count();
+            assert!(releases >= 3, "{file}: planned as itself and across each rule ({releases} rows)");
         }
     }
 }

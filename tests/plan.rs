@@ -326,3 +326,26 @@ fn every_hwloc_machine_with_injected_devices_is_planned() {
     }
     assert_eq!(machines, 23);
 }
+
+/// A kernel with no BTF and no driver module (a fixture root has neither) and no managed queue
+/// mask to observe is planned as before irqwise probed kernels: with its version's grouping rule,
+/// and the plan says so, once: its grouping line names the version, and one note says that the
+/// kernel's behaviour is taken from its version.
+#[test]
+fn a_kernel_without_btf_or_modules_goes_by_its_version_and_says_so_once() {
+    for (release, algorithm, rule) in [("6.11.0", "mainline", "mainline"), ("7.0.0", "cluster_aware", "cluster-aware")]
+    {
+        let (dir, want) = golden_cluster_machine(release, algorithm, 8);
+        unmanaged_nvme(dir.path(), 8, 0);
+        let cfg = empty_config();
+        let plan = plan_json(dir.path(), cfg.path());
+        assert_eq!(desired_per_queue(device(&plan, NVME)), want, "{release}: the version's groups");
+        let grouping = &plan["grouping"];
+        assert_eq!((&grouping["rule"], &grouping["source"]), (&rule.into(), &"version".into()), "{grouping:#}");
+        let evidence = grouping["evidence"].as_str().unwrap();
+        assert!(evidence.contains("no BTF") && evidence.contains("no managed NVMe queue"), "{evidence}");
+        let text = run_ok(dir.path(), cfg.path(), &["plan"]);
+        assert_eq!(text.matches("taken from its version").count(), 1, "{text}");
+        assert_eq!(text.lines().filter(|l| l.starts_with("grouping: ")).count(), 1, "{text}");
+    }
+}

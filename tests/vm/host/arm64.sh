@@ -11,7 +11,7 @@ ARM64_SHAPES="c4x2-2n c2x4-1n c2x2-3n smt-2n uneven c3x4-1n c2x4-2n"
 # The controllers' queue counts (cpu: one per possible CPU).
 ARM64_QUEUES="1 3 4 5 7 cpu"
 # The boots `make test-vm` runs by default (KERNEL:SHAPE): on Debian unstable's 7.x (which groups
-# by cluster: every shape tells the rules apart, see the flip check) every shape but `uneven`,
+# by cluster: every shape tells the rules apart, see the relabel check) every shape but `uneven`,
 # whose cluster across two nodes (no real machine has one) hangs 7.2's boot right after the
 # scheduler's "BUG: arch topology borken" (6.1 boots it); the five shapes of before on 6.1 (the
 # rule before 7.0, with the oldest heapsort); c4x2-2n on 6.12 (the rule before 7.0 with the
@@ -188,11 +188,11 @@ arm64_compare() {
 # "arm64"): per NVMe controller (q1 ... qcpu) every I/O queue's kernel mask
 # (proc/irq/N/smp_affinity_list) and blk-mq map (sys/block/<ns>/mq/<q>/cpu_list) against
 # `irqwise plan --root DIR/snap --json` (exact / uncertain / mismatch, as the oracle tier), the
-# topology (host/arm64.awk) and the NIC. Then the flip: the same snapshot planned as if its kernel
-# were on the other side of 7.0 (the other grouping rule); where the two rules group the shape's
-# queues differently, that plan must mispredict the kernel (check "flip"): the exact result above
-# rests on the kernel-version rule, and the check can fail. IRQWISE_VM_ARM64_FLIP=1 plans every
-# check with the other rule: a wrong kernel-version rule, which must fail the tier.
+# topology (host/arm64.awk) and the NIC. Then the relabel (issue #63): the same snapshot planned
+# as a kernel on the other side of 7.0's grouping rule (only `osrelease` changed) must predict
+# every queue exactly too, the managed masks showing the rule (check "relabel": the rule and
+# where it came from). And the kernel's facts as `topology --json` lists them from the guest's
+# BTF and modules (MEASURE "fact:NAME", guest/facts.awk).
 arm64_check() {
   local d=$1 irqwise=$2 s=$1/snap release other
   if [ ! -r "$s/proc/sys/kernel/osrelease" ]; then
@@ -200,27 +200,28 @@ arm64_check() {
   fi
   release=$(cat "$s/proc/sys/kernel/osrelease")
   echo "MEASURE arm64 kernel $release"
-  case $release in [0-6].*) other=7.0.0-flip;; *) other=6.18.0-flip;; esac
-  [ "${IRQWISE_VM_ARM64_FLIP:-0}" = 1 ] && echo "$other" > "$s/proc/sys/kernel/osrelease"
+  case $release in [0-6].*) other=7.2.0-relabelled;; *) other=6.1.0-relabelled;; esac
   "$irqwise" plan --root "$s" --json > "$d/plan.json" 2> "$d/plan.err"
   "$irqwise" topology --root "$s" --json > "$d/topology.json" 2> "$d/topology.err"
   awk -v cols=irq,desired,mismatch,uncertain -f "$VM_DIR/guest/planrows.awk" "$d/plan.json" > "$d/rows"
   arm64_compare "$s" "$d/rows" report
-  # The flip (see above), from a plan of the snapshot with the other rule's release.
+  awk -v dump=1 -f "$VM_DIR/guest/planrows.awk" "$d/topology.json" | awk -f "$VM_DIR/guest/facts.awk" |
+    while read -r name rest; do echo "MEASURE arm64 fact:$name $rest"; done
+  # The relabel (see above).
   echo "$other" > "$s/proc/sys/kernel/osrelease"
-  "$irqwise" plan --root "$s" --json > "$d/plan-flip.json" 2> "$d/plan-flip.err"
+  "$irqwise" plan --root "$s" --json > "$d/plan-relabelled.json" 2> "$d/plan-relabelled.err"
   echo "$release" > "$s/proc/sys/kernel/osrelease"
-  awk -v cols=irq,desired,mismatch,uncertain -f "$VM_DIR/guest/planrows.awk" "$d/plan-flip.json" > "$d/rows-flip"
-  local differ flip
-  differ=$(awk 'FNR == NR { want[$1] = $2; next } ($1 in want) && want[$1] != $2 { n++ } END { print n + 0 }' "$d/rows" "$d/rows-flip")
-  flip=$(arm64_compare "$s" "$d/rows-flip" count)
-  echo "MEASURE arm64 flip $differ $flip"
-  if [ "$differ" = 0 ]; then
-    echo "RESULT arm64 flip PASS the rules before and from 7.0 group this shape's queues alike: nothing to tell apart"
-  elif [ "${flip##* }" -gt 0 ]; then
-    echo "RESULT arm64 flip PASS planned as $other (the other grouping rule) $differ queues differ and ${flip##* } of ${flip%% *} mispredict the kernel: the rule of $release is the one that holds"
+  awk -v cols=irq,desired,mismatch,uncertain -f "$VM_DIR/guest/planrows.awk" "$d/plan-relabelled.json" > "$d/rows-relabelled"
+  local own relabelled rule finding
+  own=$(arm64_compare "$s" "$d/rows" count)
+  relabelled=$(arm64_compare "$s" "$d/rows-relabelled" count)
+  pr() { awk -v get="$1" -f "$VM_DIR/guest/planrows.awk" "$d/plan-relabelled.json"; }
+  rule="$(pr grouping.rule) $(pr grouping.source)" finding=$(pr grouping.finding)
+  echo "MEASURE arm64 relabel $other ${relabelled% *} ${relabelled#* } $rule"
+  if [ "${relabelled%% *}" -gt 0 ] && [ "${relabelled##* }" = 0 ] && [ "${own##* }" = 0 ] && [ -z "$finding" ]; then
+    echo "RESULT arm64 relabel PASS as $release and as $other: ${relabelled%% *} queues exact both times (grouping: ${rule% *}, ${rule#* })"
   else
-    echo "RESULT arm64 flip FAIL planned as $other (the other grouping rule) $differ queues differ, yet none mispredicts the kernel"
+    echo "RESULT arm64 relabel FAIL as $release ${own##* } and as $other ${relabelled##* } of ${relabelled%% *} queues mispredicted${finding:+; finding: $finding}"
   fi
   # The topology and the NIC, from the guest's files and irqwise's two documents (arm64.awk).
   local cpu node nic

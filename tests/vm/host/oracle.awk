@@ -1,6 +1,7 @@
 # oracle.awk: the oracle tier's results and its matrix (kernel x shape x queue count).
 # usage: awk -v md=SECTION.md -v boots=BOOTS [-v tier=arm64] [-v queues="1 3 5 7 cpu"] -f oracle.awk EXPECTED GUEST_OUT
-# (tier=arm64: the arm64 tier's heading and introduction, host/arm64.sh, and its flip column;
+# (tier=arm64: the arm64 tier's heading and introduction, host/arm64.sh, its relabelled column
+# and its kernel facts;
 # queues: the controllers' queue counts, one column each, cpu = one per possible CPU)
 # EXPECTED: "KERNEL/SHAPE CHECK" pairs the host expects (one per controller and check stage, and
 # daemon_memory where a shape starts the daemon); one the guest never reported counts as failed.
@@ -15,15 +16,43 @@ FNR == NR { if (!(($1 " " $2) in expected)) { expected[$1 " " $2] = 1; order[++n
   if (!(k in expected)) { expected[k] = 1; order[++n_exp] = k }
   next
 }
-/^MEASURE / { v = $0; sub(/^MEASURE [^ ]+ [^ ]+ /, "", v); m[$2 " " $3] = v; next }
+/^MEASURE / {
+  v = $0; sub(/^MEASURE [^ ]+ [^ ]+ /, "", v); m[$2 " " $3] = v
+  if ($3 ~ /^fact:/) {
+    fv = $2; sub(/\/.*/, "", fv)
+    if (!((fv " " $3) in fact)) fact[fv " " $3] = v
+    if (!(substr($3, 6) in fseen)) { fseen[substr($3, 6)] = 1; fnames[++n_fnames] = substr($3, 6) }
+  }
+  next
+}
 function out(s) { print s; print s > md }
-# The flip MEASURE "DIFFER QUEUES MISPREDICTED": queues the two rules group differently, and of
-# all queues how many the other rule mispredicts.
-function flipcell(k,   f) {
+# The relabel MEASURE "RELEASE QUEUES MISPREDICTED RULE SOURCE": the snapshot planned as kernel
+# RELEASE (only osrelease changed), how many of its queues that plan mispredicts, and the grouping
+# rule it used with where that came from (observed: the masks showed it).
+function relabelcell(k,   f) {
   if (!(k in m)) return "not run"
   split(m[k], f, " ")
-  if (f[1] == 0) return "same groups"
-  return f[3] " of " f[2] " wrong"
+  if (f[3] > 0) return "as " f[1] ": **" f[3] " of " f[2] " wrong**"
+  return "as " f[1] ": " f[2] " exact (" f[4] ", " f[5] ")"
+}
+# The kernel facts of each kernel (MEASURE "fact:NAME VALUE SOURCE", from the first shape booted
+# on it): one table, a column per kernel.
+function facts_table(   v, i, k, row, head, rule, w) {
+  if (n_fnames == 0) return
+  head = "| kernel fact |"; rule = "|---|"
+  for (v = 1; v <= n_versions; v++) { head = head " " release[versions[v]] " |"; rule = rule "---|" }
+  out("Kernel facts, as `irqwise topology --root` lists them from each guest's BTF and modules (value, source):")
+  out("")
+  out(head); out(rule)
+  for (i = 1; i <= n_fnames; i++) {
+    row = "| " fnames[i] " |"
+    for (v = 1; v <= n_versions; v++) {
+      k = versions[v] " fact:" fnames[i]
+      row = row " " ((k in fact) ? fact[k] : "-") " |"
+    }
+    out(row)
+  }
+  out("")
 }
 function cell(k,   f, n) {
   if (!(k in m)) return "not run"
@@ -57,10 +86,10 @@ END {
     out("are compared with the guest's kernel: every I/O queue's mask and blk-mq map (exact, uncertain,")
     out("mismatch, as the oracle tier), the topology (every CPU's cluster, core, package and node, every")
     out("distance) and the NIC (queues in cores-first order, each CPU's transmit queue the nearest).")
-    out("Flip: the same snapshot planned as a kernel on the other side of 7.0 (`group_cpus_evenly()`")
-    out("groups by cluster from 7.0 on, 89802ca36c96): the queues whose groups differ between the two")
-    out("rules, and how many of those the other rule mispredicts; a shape where they differ and the")
-    out("other rule still predicted the kernel fails.")
+    out("Relabelled: the same snapshot planned as a kernel on the other side of 7.0 (`group_cpus_evenly()`")
+    out("groups by cluster from 7.0 on, 89802ca36c96; only `osrelease` changed): every queue must be")
+    out("exact again, the managed masks showing the rule (issue #63); the cell names the rule the plan")
+    out("used and where it came from.")
   } else {
     print "## The kernel as oracle: managed NVMe queues predicted by irqwise, checked on real kernels" > md
     print "" > md
@@ -68,7 +97,10 @@ END {
     out("64: one queue per possible CPU) and compares, for every I/O queue, `irqwise plan --json` with")
     out("the kernel's `/proc/irq/N/smp_affinity_list` and blk-mq's `/sys/block/<ns>/mq/<q>/cpu_list`:")
     out("exact (all three agree), uncertain (irqwise says it cannot know, the part it knows agrees),")
-    out("mismatch (anything else). QEMU TCG, busybox init; one boot per kernel and shape.")
+    out("mismatch (anything else). QEMU TCG, busybox init; one boot per kernel and shape. Relabelled:")
+    out("the guest's `irqwise snapshot` planned as a kernel on the other side of 7.0's grouping rule")
+    out("(only `osrelease` changed, issue #63): every queue must be predicted again; the cell names the")
+    out("rule the plan used and where it came from (observed: the managed masks showed it).")
   }
   out("")
   out("| Shape | QEMU guest |")
@@ -84,7 +116,7 @@ END {
   n_q = split(queues, qlist, " ")
   head = "| Kernel | Shape | When |"; rule = "|---|---|---|"
   for (i = 1; i <= n_q; i++) { head = head " " (qlist[i] == "cpu" ? "one per CPU" : qlist[i] (qlist[i] == 1 ? " queue" : " queues")) " |"; rule = rule "---|" }
-  if (tier == "arm64") { head = head " flip: other rule |"; rule = rule "---|" }
+  head = head " relabelled |"; rule = rule "---|"
   out(head " guest run |"); out(rule "---|")
   for (v = 1; v <= n_versions; v++) for (s = 1; s <= n_shapes; s++) {
     tag = versions[v] "/" shapes[s]
@@ -98,7 +130,7 @@ END {
       st = stages[j]
       row = "| " release[versions[v]] " | " shapes[s] " | " st " |"
       for (i = 1; i <= n_q; i++) row = row " " cell(tag " q" qlist[i] "@" st) " |"
-      if (tier == "arm64") row = row " " flipcell(tag " flip") " |"
+      row = row " " relabelcell(tier == "arm64" ? tag " relabel" : tag " relabel-" st) " |"
       bt = boot[tag]; note = ""; if ((i = index(bt, " ")) > 0) { note = substr(bt, i); bt = substr(bt, 1, i - 1) }
       out(row " " bt " s" note " |")
     }
@@ -106,6 +138,7 @@ END {
   out("")
   out(sprintf("%d queue predictions: %d exact, %d uncertain, %d mismatches.", preds, exact, unc, mis))
   out("")
+  facts_table()
   line = sprintf("%d passed, %d failed", pass, fail)
   print line
   print line > md

@@ -13,7 +13,11 @@ FNR == NR { if (!(($1 " " $2) in expected)) { expected[$1 " " $2] = 1; order[++n
   if (!(k in expected)) { expected[k] = 1; order[++n_exp] = k }
   next
 }
-/^MEASURE / { v = $0; sub(/^MEASURE [^ ]+ [^ ]+ /, "", v); m[$2 " " $3] = v; next }
+/^MEASURE / {
+  v = $0; sub(/^MEASURE [^ ]+ [^ ]+ /, "", v); m[$2 " " $3] = v
+  if ($2 == "facts" && $3 ~ /^fact:/ && !(($2 " " $3) in fact_seen)) { fact_seen[$2 " " $3] = 1; facts[++n_facts] = substr($3, 6) }
+  next
+}
 /^@@DONE/ { done = 1 }
 function val(k) { return (k in m) ? m[k] : "n/a" }
 function ms(k,   v) { v = val(k); if (v == "n/a") return v; if (v < 0) return "not within 30 s"; return v " ms" }
@@ -228,5 +232,20 @@ function kernel_tables() {
   out("")
   out("Both measured in the same guest, one daemon running at a time, by sampling /proc/PID at the")
   out("start and end of the window (irqbalance's window is " val("irqbalance idle_s") " s, after its offline/online test).")
+  out("")  facts_table()
+}
+# The kernel's facts as the guest's `irqwise topology --json` lists them (08-facts.sh): where BTF
+# and the modules came from, then each fact with its value and source.
+function facts_table(   i, v, w) {
+  if (n_facts == 0) return
+  out("Kernel facts in the guest (`irqwise topology --json`, issue #63): " val("facts fact:btf") "; modules " val("facts fact:modules") ".")
+  out("")
+  out("| fact | value | source |")
+  out("|---|---|---|")
+  for (i = 1; i <= n_facts; i++) {
+    if (facts[i] == "btf" || facts[i] == "modules") continue
+    split(val("facts fact:" facts[i]), w, " ")
+    out("| " facts[i] " | " w[1] " | " w[2] " |")
+  }
   out("")
 }

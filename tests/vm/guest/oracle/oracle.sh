@@ -4,8 +4,9 @@
 # possible CPU) each I/O queue's IRQ mask (/proc/irq/N/smp_affinity_list) and blk-mq's map
 # (/sys/block/<ns>/mq/<q-1>/cpu_list) are compared with `irqwise plan --json`: exact (all three
 # equal, nothing flagged), uncertain (irqwise says it cannot know, the part it knows agrees) or
-# mismatch. Then the shape's steps (/etc/oracle-steps, one per line) change the machine and the
-# checks run again. Output: RESULT/MEASURE lines (lib.sh) and "# " notes.
+# mismatch; then the same machine planned relabelled to a kernel on the other side of 7.0's
+# grouping rule (relabel). Then the shape's steps (/etc/oracle-steps, one per line) change the
+# machine and the checks run again. Output: RESULT/MEASURE lines (lib.sh) and "# " notes.
 . /guest/lib.sh
 SCEN=oracle
 read -r SHAPE < /etc/oracle-shape
@@ -81,6 +82,45 @@ oracle() {
   [ -s /tmp/plan.err ] && sed 's/^/# plan stderr: /' /tmp/plan.err | head -5
 }
 
+# relabel STAGE (issue #63): the machine as `irqwise snapshot` copies it, planned relabelled to a
+# kernel on the other side of 7.0's grouping rule (only osrelease changed): every managed NVMe
+# I/O queue's kernel mask must be predicted again, the masks showing the rule. One MEASURE
+# "relabel-STAGE RELEASE QUEUES MISPREDICTED RULE SOURCE" and one RESULT relabel-STAGE.
+relabel() {
+  local stage=$1 other n=0 wrong=0 first="" c irq m have d mm u i1 d1 m1 u1 rule source
+  case $(uname -r) in [0-6].*) other=7.2.0-relabelled;; *) other=6.1.0-relabelled;; esac
+  rm -rf /tmp/rs; $IRQWISE snapshot /tmp/rs > /dev/null 2>&1
+  # With what a plan of the live machine reads beside it (as the snapshot step keeps): the boot
+  # id and the daemon's topology memory (the CPUs first seen, for a CPU hot-added since).
+  mkdir -p /tmp/rs/run/irqwise /tmp/rs/proc/sys/kernel/random
+  cp /proc/sys/kernel/random/boot_id /tmp/rs/proc/sys/kernel/random/
+  [ -s /run/irqwise/topology.json ] && cp /run/irqwise/topology.json /tmp/rs/run/irqwise/
+  echo "$other" > /tmp/rs/proc/sys/kernel/osrelease
+  $IRQWISE --config $CFG --root /tmp/rs plan --json > /tmp/plan-rs.json 2>/tmp/plan-rs.err
+  awk -v cols=irq,desired,mismatch,uncertain -f /guest/planrows.awk /tmp/plan-rs.json > /tmp/rs.rows
+  for c in /sys/class/nvme/nvme*; do
+    controller_queues "${c##*/}"
+    for irq in $QIRQS; do
+      read -r m < /proc/irq/$irq/smp_affinity_list; norm "$m"; have=$REPLY
+      d=-; mm=-; u=-
+      while read -r i1 d1 m1 u1; do [ "$i1" = "$irq" ] && { d=$d1; mm=$m1; u=$u1; break; }; done < /tmp/rs.rows
+      [ "$d" = - ] || { norm "$d"; d=$REPLY; }
+      n=$((n + 1))
+      if { [ "$have" = "$d" ] && [ "$mm" = false ] && [ "$u" = - ]; } || { [ "$u" != - ] && [ "$mm" != true ]; }; then :; else
+        wrong=$((wrong + 1)); [ -n "$first" ] || first="irq $irq: kernel $have, irqwise $d"
+      fi
+    done
+  done
+  rule=$(awk -v get=grouping.rule -f /guest/planrows.awk /tmp/plan-rs.json)
+  source=$(awk -v get=grouping.source -f /guest/planrows.awk /tmp/plan-rs.json)
+  measure "relabel-$stage" "$other $n $wrong ${rule:-?} ${source:-?}"
+  if [ $n -gt 0 ] && [ $wrong = 0 ]; then
+    result "relabel-$stage" PASS "as $other: $n queues exact (grouping: $rule, $source)"
+  else
+    result "relabel-$stage" FAIL "as $other: $wrong of $n queues mispredicted${first:+; first: $first}$(head -c 200 /tmp/plan-rs.err)"
+  fi
+}
+
 # managed_mode: REPLY = "<mode> <error>" of the first I/O queue IRQ of the 7-queue controller:
 # the mode of its smp_affinity_list and what a write of CPU 0 answers (kernel/irq/proc.c: 0644
 # and EIO up to 6.11, 0444 and EPERM from 6.12, when irq_can_set_affinity_usr() is false).
@@ -101,7 +141,7 @@ managed_mode() {
 while read -r step args <&3; do
   case $step in
     ""|"#"*) ;;
-    check) oracle "$args";;
+    check) oracle "$args"; relabel "$args";;
     managed-mode)
       # The mode and write error each kernel gives a kernel-managed IRQ.
       case $(uname -r) in 6.1.*) want="644 EIO";; *) want="444 EPERM";; esac
