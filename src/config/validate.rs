@@ -152,55 +152,14 @@ impl FileCtx<'_> {
         // A key of this rule the TOML reader refused is already an error: no second one for the
         // match table it may have left empty.
         let refused_key = r.refused_key;
-
-        let matcher = match r.matcher.take() {
-            None => {
-                if !refused_key {
-                    self.errors.push(ConfigError::EmptyMatch { at: rule_at.clone(), what: "no" });
-                }
-                Match::default()
-            }
-            Some(m) => {
-                let m_at = self.loc(m.span().start);
-                let raw_match = m.into_inner();
-                let matcher = self.matcher(raw_match);
-                // A key whose pattern failed is already an error; do not also call it empty.
-                if matcher.is_empty() && self.errors.len() == errors_before && !refused_key {
-                    self.errors.push(ConfigError::EmptyMatch { at: m_at, what: "an empty" });
-                }
-                matcher
-            }
-        };
+        let matcher = self.rule_matcher(r.matcher.take(), &rule_at, refused_key);
 
         let list = |this: &mut Self, key, v: &Option<Spanned<String>>| v.as_ref().and_then(|v| this.cpu_list(key, v));
         let cpus = list(self, "cpus", &r.cpus);
         let exclude_cpus = list(self, "exclude_cpus", &r.exclude_cpus);
         let admin_cpus = list(self, "admin_cpus", &r.admin_cpus);
         let (raw_cpus, raw_exclude) = (cpus.clone(), exclude_cpus.clone());
-
-        if let Some(s) = &r.strategy {
-            if *s.get_ref() == StrategyName::Pin && r.cpus.is_none() {
-                self.errors.push(ConfigError::PinWithoutCpus { at: self.loc(s.span().start) });
-            }
-        }
-        if let Some(n) = &r.node {
-            if *n.get_ref() >= MAX_NUMNODES {
-                let at = self.loc(n.span().start);
-                self.errors.push(ConfigError::NodeBeyondKernel { at, node: *n.get_ref(), max: MAX_NUMNODES });
-            }
-        }
-        if let Some(q) = &r.queues_per_cpu {
-            if *q.get_ref() == 0 {
-                self.errors.push(ConfigError::ZeroQueuesPerCpu { at: self.loc(q.span().start) });
-            }
-        }
-        if let (Some(admin), Some(excl), Some(v)) = (&admin_cpus, &exclude_cpus, &r.admin_cpus) {
-            let overlap = admin.intersection(excl);
-            if !overlap.is_empty() {
-                let at = self.loc(v.span().start);
-                self.errors.push(ConfigError::AdminCpusExcluded { at, value: v.get_ref().clone(), overlap });
-            }
-        }
+        self.rule_contradictions(&r, admin_cpus.as_ref(), exclude_cpus.as_ref());
 
         let queue_pattern = r.queue_pattern.as_ref().and_then(|v| {
             QueuePattern::new(v.get_ref())
@@ -239,21 +198,7 @@ impl FileCtx<'_> {
         let exclude_cpus = fit(self, "exclude_cpus", exclude_cpus, &r.exclude_cpus, "nothing is excluded");
         let admin_cpus =
             fit(self, "admin_cpus", admin_cpus, &r.admin_cpus, "the setting is ignored and the node's CPUs take them");
-        if let Some((n, nodes)) = r.node.as_ref().zip(self.machine.nodes.as_ref()) {
-            let lacks = if nodes.is_empty() { *n.get_ref() != 0 } else { !nodes.contains(n.get_ref()) };
-            if lacks {
-                let list = if nodes.is_empty() {
-                    "none (no NUMA)".to_string()
-                } else {
-                    nodes.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
-                };
-                self.warnings.push(ConfigWarning::NodeNotOnMachine {
-                    at: self.loc(n.span().start),
-                    node: *n.get_ref(),
-                    nodes: list,
-                });
-            }
-        }
+        self.node_on_machine(r.node.as_ref());
         let settings = Settings {
             strategy: r.strategy.as_ref().map(|s| *s.get_ref()),
             cpus,
@@ -276,6 +221,75 @@ impl FileCtx<'_> {
         let cpus_at = r.cpus.as_ref().map(|v| (self.loc(v.span().start), v.get_ref().clone()));
         let source = RuleRef { path: rule_at.path.clone(), line: rule_at.line };
         Some(ParsedRule { rule: Rule { source, matcher, settings }, cpus_at, raw_cpus, raw_exclude })
+    }
+
+    /// A rule's match table: none, or one that matches nothing, is an error (unless a key of the
+    /// rule was already refused, or a pattern of it failed: that error is enough).
+    fn rule_matcher(&mut self, raw: Option<Spanned<RawMatch>>, rule_at: &Location, refused_key: bool) -> Match {
+        let errors_before = self.errors.len();
+        match raw {
+            None => {
+                if !refused_key {
+                    self.errors.push(ConfigError::EmptyMatch { at: rule_at.clone(), what: "no" });
+                }
+                Match::default()
+            }
+            Some(m) => {
+                let m_at = self.loc(m.span().start);
+                let matcher = self.matcher(m.into_inner());
+                // A key whose pattern failed is already an error; do not also call it empty.
+                if matcher.is_empty() && self.errors.len() == errors_before && !refused_key {
+                    self.errors.push(ConfigError::EmptyMatch { at: m_at, what: "an empty" });
+                }
+                matcher
+            }
+        }
+    }
+
+    /// A rule's settings that contradict each other or the kernel, on every machine: `pin`
+    /// without `cpus`, a node beyond the kernel's, `queues_per_cpu = 0`, admin CPUs excluded.
+    fn rule_contradictions(&mut self, r: &RawRule, admin_cpus: Option<&CpuSet>, exclude_cpus: Option<&CpuSet>) {
+        if let Some(s) = &r.strategy {
+            if *s.get_ref() == StrategyName::Pin && r.cpus.is_none() {
+                self.errors.push(ConfigError::PinWithoutCpus { at: self.loc(s.span().start) });
+            }
+        }
+        if let Some(n) = &r.node {
+            if *n.get_ref() >= MAX_NUMNODES {
+                let at = self.loc(n.span().start);
+                self.errors.push(ConfigError::NodeBeyondKernel { at, node: *n.get_ref(), max: MAX_NUMNODES });
+            }
+        }
+        if let Some(q) = &r.queues_per_cpu {
+            if *q.get_ref() == 0 {
+                self.errors.push(ConfigError::ZeroQueuesPerCpu { at: self.loc(q.span().start) });
+            }
+        }
+        if let (Some(admin), Some(excl), Some(v)) = (admin_cpus, exclude_cpus, &r.admin_cpus) {
+            let overlap = admin.intersection(excl);
+            if !overlap.is_empty() {
+                let at = self.loc(v.span().start);
+                self.errors.push(ConfigError::AdminCpusExcluded { at, value: v.get_ref().clone(), overlap });
+            }
+        }
+    }
+
+    /// Warns when a rule's `node` is not one of this machine's (when its nodes are known).
+    fn node_on_machine(&mut self, node: Option<&Spanned<u32>>) {
+        let Some((n, nodes)) = node.zip(self.machine.nodes.as_ref()) else { return };
+        let lacks = if nodes.is_empty() { *n.get_ref() != 0 } else { !nodes.contains(n.get_ref()) };
+        if lacks {
+            let list = if nodes.is_empty() {
+                "none (no NUMA)".to_string()
+            } else {
+                nodes.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+            };
+            self.warnings.push(ConfigWarning::NodeNotOnMachine {
+                at: self.loc(n.span().start),
+                node: *n.get_ref(),
+                nodes: list,
+            });
+        }
     }
 
     /// Legal settings that cannot do anything where they are.

@@ -48,6 +48,19 @@ impl HeldClaim {
     }
 }
 
+/// What changed among the claims this pass, for the journal ([`super::journal`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ClaimNews {
+    /// A live claim newly refused (it would leave no CPU); it may have held until now.
+    Refused { refused: RefusedClaim, held_until_now: bool },
+    /// A claim newly held.
+    Held(HeldClaim),
+    /// A held claim whose CPUs or process changed.
+    Changed { now: HeldClaim, was: HeldClaim },
+    /// A held claim whose file was removed.
+    Removed(HeldClaim),
+}
+
 /// What the daemon knows of the claims: those held, and a watch on each claimed process.
 #[derive(Debug, Default)]
 pub(crate) struct Claims {
@@ -97,9 +110,9 @@ impl Claims {
     }
 
     /// Takes a pass's reading of the claim files and the claims its plan refused: releases the
-    /// ended ones, logs what changed (a refusal once, when it begins), watches the processes of
-    /// the live ones (a refused claim's file is removed when its process exits too).
-    pub fn observe(&mut self, root: &Root, read: &[ClaimRead], refused: &[RefusedClaim]) {
+    /// ended ones, watches the processes of the live ones (a refused claim's file is removed when
+    /// its process exits too); what changed comes back as news (a refusal once, when it begins).
+    pub fn observe(&mut self, root: &Root, read: &[ClaimRead], refused: &[RefusedClaim]) -> Vec<ClaimNews> {
         let mut now = BTreeMap::new();
         let mut refused_now = BTreeMap::new();
         for c in read {
@@ -115,48 +128,29 @@ impl Claims {
                 },
             }
         }
+        let mut news = Vec::new();
         for (owner, r) in &refused_now {
             if self.refused.get(owner) != Some(r) {
-                let was = if self.held.contains_key(owner) { " (it held until now)" } else { "" };
-                tracing::warn!(
-                    claim = owner.as_str(),
-                    cpus = r.cpus.as_str(),
-                    "{}: the claim is refused{was}",
-                    r.reason
-                );
+                news.push(ClaimNews::Refused { refused: r.clone(), held_until_now: self.held.contains_key(owner) });
             }
         }
         for (owner, claim) in &now {
             match self.held.get(owner) {
-                None => tracing::info!(
-                    claim = owner.as_str(),
-                    cpus = claim.cpus.as_str(),
-                    "claim {owner}: {} kept free of device IRQs",
-                    claim.describe()
-                ),
-                Some(was) if was != claim => tracing::info!(
-                    claim = owner.as_str(),
-                    cpus = claim.cpus.as_str(),
-                    "claim {owner} changed: {} kept free of device IRQs (was {})",
-                    claim.describe(),
-                    was.describe()
-                ),
+                None => news.push(ClaimNews::Held(claim.clone())),
+                Some(was) if was != claim => news.push(ClaimNews::Changed { now: claim.clone(), was: was.clone() }),
                 Some(_) => {}
             }
         }
         let ended = |owner: &str| read.iter().any(|c| c.claim.owner == owner && c.ended.is_some());
         for (owner, was) in &self.held {
             if !now.contains_key(owner) && !ended(owner) && !refused_now.contains_key(owner) {
-                tracing::info!(
-                    claim = owner.as_str(),
-                    "claim {owner} released (its file was removed): CPUs {} are free again",
-                    was.cpus
-                );
+                news.push(ClaimNews::Removed(was.clone()));
             }
         }
         self.held = now;
         self.refused = refused_now;
         self.watch(read);
+        news
     }
 
     /// Watches the process of every held claim that has one, and no other.

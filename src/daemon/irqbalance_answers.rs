@@ -6,14 +6,10 @@
 
 use std::path::Path;
 
-use tokio::sync::mpsc;
-
 use super::irqbalance_protocol::{setup_reply, stats_reply, Command};
-use super::irqbalance_socket::{Request, SocketFile};
-use super::respect::leave_as_set;
-use super::Daemon;
+use super::irqbalance_socket::Request;
+use super::parts::Daemon;
 use crate::cpuset::CpuSet;
-use crate::plan::Plan;
 use crate::topology::claims::{render_claim, Claim};
 use crate::topology::discover::claims::CLAIMS_DIR;
 use crate::topology::discover::read_possible_cpus;
@@ -21,39 +17,27 @@ use crate::topology::discover::read_possible_cpus;
 /// The claim `settings cpus` writes.
 pub(crate) const SOCKET_CLAIM: &str = "irqbalance-socket";
 
-/// What the socket's clients set, and the socket while it is open.
-#[derive(Debug)]
-pub(crate) struct IrqbalanceSocket {
-    /// `settings sleep`'s last value (irqbalance's default 10).
-    pub sleep: u32,
-    /// `settings ban irqs`' list.
-    pub banned_irqs: Vec<u32>,
-    pub requests: Option<mpsc::Receiver<Request>>,
-    pub file: Option<SocketFile>,
-    said_sleep: bool,
-}
-
-impl Default for IrqbalanceSocket {
-    fn default() -> Self {
-        IrqbalanceSocket { sleep: 10, banned_irqs: Vec::new(), requests: None, file: None, said_sleep: false }
-    }
-}
-
-impl IrqbalanceSocket {
-    /// Turns every IRQ banned through the socket into a `skip` that keeps its mask.
-    pub fn leave_banned(&self, plan: &mut Plan) {
-        if self.banned_irqs.is_empty() {
-            return;
-        }
-        for p in plan.devices.iter_mut().flat_map(|d| d.irqs.iter_mut()) {
-            if self.banned_irqs.binary_search(&p.irq).is_ok() {
-                leave_as_set(p, "banned through irqbalance's socket (settings ban irqs): left as it is".to_string());
-            }
-        }
-    }
-}
-
 impl Daemon {
+    /// `irqbalance_socket = true`: listens on irqbalance's socket below the root (never beside a
+    /// running irqbalance); a socket that cannot be opened is said, and the daemon runs
+    /// without it.
+    pub(super) fn open_irqbalance_socket(&mut self) {
+        match super::irqbalance_socket::open(&self.root) {
+            Ok((listener, file)) => {
+                tracing::info!(
+                    "irqbalance socket: listening on {} (irqbalance-ui {})",
+                    file.path().display(),
+                    std::process::id()
+                );
+                let (tx, rx) = tokio::sync::mpsc::channel(16);
+                tokio::spawn(super::irqbalance_socket::serve(listener, tx));
+                self.irqbalance.requests = Some(rx);
+                self.irqbalance.file = Some(file);
+            }
+            Err(e) => tracing::warn!("irqbalance socket: {e}; running without it"),
+        }
+    }
+
     /// Answers one client's command.
     pub(super) fn answer_irqbalance(&mut self, request: Request) {
         let reply = match request.command {

@@ -29,6 +29,8 @@ use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::irqbalance_protocol::{command_end, parse, Command, CommandEnd, COMMAND_MAX};
 use super::once::SaidOnce;
+use super::respect::leave_as_set;
+use crate::plan::Plan;
 
 pub(crate) use super::irqbalance_socket_file::{open, SocketFile};
 
@@ -37,6 +39,38 @@ pub(crate) use super::irqbalance_socket_file::{open, SocketFile};
 /// a flood of clients cannot take the descriptors a pass, a claim's watch or the state file
 /// need. irqbalance-ui and intel-lpmd use one connection at a time; 16 leave room for several
 /// tools at once.
+/// What the socket's clients set, and the socket while it is open.
+#[derive(Debug)]
+pub(crate) struct IrqbalanceSocket {
+    /// `settings sleep`'s last value (irqbalance's default 10).
+    pub sleep: u32,
+    /// `settings ban irqs`' list.
+    pub banned_irqs: Vec<u32>,
+    pub requests: Option<mpsc::Receiver<Request>>,
+    pub file: Option<SocketFile>,
+    pub said_sleep: bool,
+}
+
+impl Default for IrqbalanceSocket {
+    fn default() -> Self {
+        IrqbalanceSocket { sleep: 10, banned_irqs: Vec::new(), requests: None, file: None, said_sleep: false }
+    }
+}
+
+impl IrqbalanceSocket {
+    /// Turns every IRQ banned through the socket into a `skip` that keeps its mask.
+    pub fn leave_banned(&self, plan: &mut Plan) {
+        if self.banned_irqs.is_empty() {
+            return;
+        }
+        for p in plan.devices.iter_mut().flat_map(|d| d.irqs.iter_mut()) {
+            if self.banned_irqs.binary_search(&p.irq).is_ok() {
+                leave_as_set(p, "banned through irqbalance's socket (settings ban irqs): left as it is".to_string());
+            }
+        }
+    }
+}
+
 pub(crate) const CONNECTIONS_MAX: usize = 16;
 /// How long a client may take to send its whole command.
 const READ_TIMEOUT: Duration = Duration::from_secs(2);

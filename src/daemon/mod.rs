@@ -27,10 +27,12 @@
 //! - Counters ([`counters`]) run from start to stop, across reloads; after every pass they go to
 //!   the state file and, at most once per second, to `metrics_file` ([`metrics_file`]).
 
+mod adjust;
 mod backoff;
 mod balance;
 pub mod catalog;
 pub(crate) mod claims;
+mod clock;
 mod container;
 pub mod counters;
 mod descriptors;
@@ -40,6 +42,7 @@ mod irqbalance_answers;
 mod irqbalance_protocol;
 mod irqbalance_socket;
 mod irqbalance_socket_file;
+mod journal;
 mod ledger;
 pub mod lock;
 pub mod logging;
@@ -53,8 +56,10 @@ mod napi_profiles;
 pub mod notify;
 mod nri;
 mod nri_claims;
+mod nri_link;
 mod once;
 pub mod originals;
+mod parts;
 mod pass;
 pub(crate) mod peers;
 mod record;
@@ -66,231 +71,19 @@ mod sources;
 pub mod state;
 pub(crate) mod state_view;
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio::time::{interval, Interval, MissedTickBehavior};
 
-use crate::apply::ApplyReport;
-use crate::config::{Config, ConfigPaths, LoadError};
-use crate::events::{Batch, Debouncer, EventConfig, EventsError, Trigger};
-use crate::plan::Plan;
-use crate::sample::reader::SampleReader;
-use crate::sysfs::Root;
-use crate::topology::TopologyMemory;
+use crate::events::{Batch, Debouncer, EventConfig, Trigger};
 use backoff::Backoff;
-use notify::Notifier;
-use once::SaidOnce;
-use originals::Originals;
-use record::Records;
-use rescan::Rescan;
-use respect::Respected;
-
-#[derive(Debug, thiserror::Error)]
-pub enum DaemonError {
-    #[error(transparent)]
-    Config(#[from] LoadError),
-    #[error(transparent)]
-    Events(#[from] EventsError),
-}
-
-/// The running daemon's memory. See the module documentation for its guarantees.
-pub struct Daemon {
-    root: Root,
-    paths: ConfigPaths,
-    config: Arc<Config>,
-    /// The parts of the machine's sample read so far, and what events made stale since.
-    reader: SampleReader,
-    /// Turns event batches into what `reader` must read again.
-    rescan: Rescan,
-    /// Every CPU's masks as last seen online: queue homes stay put while CPUs come and go.
-    memory: TopologyMemory,
-    memory_failed: SaidOnce,
-    /// IRQs learned to be kernel-managed from failed writes.
-    known_managed: BTreeSet<u32>,
-    /// IRQs left to other owners (`on_drift = "respect"`).
-    respected: Respected,
-    /// Load refinement (`balance = "load"`): its samples and the queues away from home.
-    balancer: balance::Balancer,
-    /// The runtime claims held, and a watch on each claimed process.
-    claims: claims::Claims,
-    /// IRQs someone else keeps rewriting (`on_drift = "restore"`): restored a few times, then left.
-    fights: fights::Fights,
-    /// When the daemon started, for the fights' window (monotonic).
-    started_at: std::time::Instant,
-    /// The masks to restore on exit, as recorded on disk.
-    originals: Originals,
-    /// Writes NAPI instances' settings (`[napi]`): one netdev socket, kept while it works.
-    napi_writer: crate::apply::napi_write::HostNapi,
-    originals_failed: SaidOnce,
-    /// What passes did: counters, ledger, the last plan and report, the state and metrics files.
-    records: Records,
-    /// The debounce window and the reconcile period in force: a reload changes them.
-    debounce: watch::Sender<std::time::Duration>,
-    reconcile: watch::Sender<std::time::Duration>,
-    /// `--log-format` was given: the configuration's `log_format` does not apply.
-    log_format_pinned: bool,
-    /// `run --watch-config`: a change of the configuration files reloads them.
-    watch_config: bool,
-    /// irqbalance's control socket (`irqbalance_socket = true`) and what its clients set.
-    irqbalance: irqbalance_answers::IrqbalanceSocket,
-    /// The NRI plugin (`nri = true`): the runtime's view and the claims it asks for.
-    nri: nri::Nri,
-    /// The CPUs the last pass kept free of device IRQs (irqbalance's "banned" CPUs).
-    last_forbidden: crate::cpuset::CpuSet,
-    /// Configuration warnings already logged.
-    config_warned: once::SaidOnceEach<String>,
-    passes: watch::Sender<u64>,
-    notifier: Notifier,
-}
-
-/// Seconds since the Unix epoch (0 if the clock is before it): the one wall clock of the state
-/// file and `status`.
-pub(crate) fn unix_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-/// [`unix_now`] with its fraction, for the metrics' timestamps.
-fn unix_now_f64() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
-}
-
-/// Why a batch ran a pass, in words for the log and the state file.
-pub(crate) fn describe(batch: &Batch) -> Vec<String> {
-    let mut why = Vec::new();
-    let flags = [
-        (batch.reload, "reload"),
-        (batch.cpus_changed, "cpu"),
-        (batch.devices_changed, "device"),
-        (batch.overflow, "overflow"),
-        (batch.reconcile, "reconcile"),
-        (batch.isolation, "isolation"),
-    ];
-    why.extend(flags.iter().filter(|(on, _)| *on).map(|(_, w)| w.to_string()));
-    for (ifindex, link) in &batch.links {
-        let name = link.name.clone().unwrap_or_else(|| format!("#{ifindex}"));
-        why.push(format!("link {name} {}", if link.up { "up" } else { "down" }));
-    }
-    why
-}
+pub(crate) use clock::unix_now;
+pub use parts::Daemon;
+use rescan::describe;
+pub use sources::DaemonError;
 
 impl Daemon {
-    /// A daemon for `root` with an already loaded `config`; nothing is read or written yet.
-    pub fn new(root: Root, paths: ConfigPaths, config: Config) -> Daemon {
-        let (debounce, reconcile) = (config.global.debounce, config.global.reconcile_interval);
-        Daemon {
-            root,
-            paths,
-            config: Arc::new(config),
-            reader: SampleReader::holding(),
-            rescan: Rescan::default(),
-            memory: TopologyMemory::default(),
-            memory_failed: SaidOnce::default(),
-            known_managed: BTreeSet::new(),
-            respected: Respected::default(),
-            fights: fights::Fights::default(),
-            claims: claims::Claims::default(),
-            balancer: balance::Balancer::default(),
-            started_at: std::time::Instant::now(),
-            originals: Originals::default(),
-            napi_writer: crate::apply::napi_write::HostNapi::default(),
-            originals_failed: SaidOnce::default(),
-            records: Records::new(unix_now()),
-            debounce: watch::channel(debounce).0,
-            reconcile: watch::channel(reconcile).0,
-            log_format_pinned: false,
-            watch_config: false,
-            irqbalance: irqbalance_answers::IrqbalanceSocket::default(),
-            nri: nri::Nri::default(),
-            last_forbidden: crate::cpuset::CpuSet::new(),
-            config_warned: once::SaidOnceEach::default(),
-            passes: watch::channel(0).0,
-            notifier: Notifier::new(),
-        }
-    }
-
-    /// The counters since start (what the metrics file and `status` show).
-    pub fn counters(&self) -> &counters::Counters {
-        &self.records.counters
-    }
-
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
-    pub fn last_plan(&self) -> &Plan {
-        &self.records.last_plan
-    }
-
-    /// When the follow-up pass of a read the kernel refused is due (see
-    /// [`crate::sample::reader`]); the loop runs it as a `recheck` pass.
-    pub fn recheck_due(&self) -> Option<Instant> {
-        self.reader.recheck_due()
-    }
-
-    pub fn last_report(&self) -> &ApplyReport {
-        &self.records.last_report
-    }
-
-    /// The last pass's error, when it failed.
-    pub fn last_error(&self) -> Option<&str> {
-        self.records.last_error()
-    }
-
-    /// Passes completed so far; the receiver sees each new count (tests wait on it).
-    pub fn passes(&self) -> watch::Receiver<u64> {
-        self.passes.subscribe()
-    }
-
-    /// Why the daemon is not doing its job, if it is not: the last pass failed (the topology
-    /// could not be read), or every write of it failed.
-    pub fn degraded(&self) -> Option<String> {
-        self.records.degraded()
-    }
-
-    /// `STATUS=` and the state file's status: the counts, or `degraded: ...` with the reason.
-    pub fn status_text(&self) -> String {
-        self.records.status_text()
-    }
-
-    /// The debounce window and reconcile period in force (a reload changes them).
-    pub fn windows(&self) -> (std::time::Duration, std::time::Duration) {
-        (*self.debounce.borrow(), *self.reconcile.borrow())
-    }
-
-    /// Marks the log format as given on the command line (`--log-format`): a reload leaves it.
-    pub(crate) fn pin_log_format(&mut self) {
-        self.log_format_pinned = true;
-    }
-
-    /// `irqbalance_socket = true`: listens on irqbalance's socket below the root (never beside a
-    /// running irqbalance); a socket that cannot be opened is said, and the daemon runs
-    /// without it.
-    fn open_irqbalance_socket(&mut self) {
-        match irqbalance_socket::open(&self.root) {
-            Ok((listener, file)) => {
-                tracing::info!(
-                    "irqbalance socket: listening on {} (irqbalance-ui {})",
-                    file.path().display(),
-                    std::process::id()
-                );
-                let (tx, rx) = mpsc::channel(16);
-                tokio::spawn(irqbalance_socket::serve(listener, tx));
-                self.irqbalance.requests = Some(rx);
-                self.irqbalance.file = Some(file);
-            }
-            Err(e) => tracing::warn!("irqbalance socket: {e}; running without it"),
-        }
-    }
-
-    /// `run --watch-config`: the configuration files and drop-in directories are watched, and a
-    /// change reloads them as `SIGHUP` does (a Kubernetes ConfigMap update, which no one signals).
-    pub(crate) fn watch_config(&mut self) {
-        self.watch_config = true;
-    }
-
     /// `irqwise run`: warns about irqbalance, starts the event sources (kernel uevents and
     /// rtnetlink when they can be opened, signals, the reconcile timer) and runs the loop.
     pub async fn run(&mut self) -> Result<(), DaemonError> {
@@ -377,7 +170,7 @@ impl Daemon {
                 }
                 () = deadline(metrics_due) => self.records.publish_metrics(&self.root, &self.config),
                 Some(request) = next_request(&mut self.irqbalance.requests) => self.answer_irqbalance(request),
-                event = nri::next(&mut self.nri.source) => self.nri_event(event),
+                event = nri_link::next(&mut self.nri.source) => self.nri_event(event),
             }
         }
         collector.abort();
@@ -450,19 +243,5 @@ async fn tick(timer: &mut Option<Interval>) {
             t.tick().await;
         }
         None => std::future::pending().await,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::events::LinkState;
-
-    #[test]
-    fn a_batch_is_described_by_every_reason_it_carries() {
-        let mut batch = Batch { cpus_changed: true, reconcile: true, ..Batch::default() };
-        batch.links.insert(3, LinkState { name: Some("eth1".into()), up: false });
-        batch.links.insert(4, LinkState { name: None, up: true });
-        assert_eq!(describe(&batch), vec!["cpu", "reconcile", "link eth1 down", "link #4 up"]);
     }
 }

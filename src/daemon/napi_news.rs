@@ -1,15 +1,12 @@
-//! What the daemon says about whole queues: each NAPI thread it moves (INFO, `NAPI_THREAD_APPLIED`),
+//! What the daemon says about whole queues ([`super::journal`] says it): each NAPI thread it moves (INFO, `NAPI_THREAD_APPLIED`),
 //! a thread it cannot move (WARN once per thread and error class), a queue IRQ whose name says
 //! another queue than the kernel (WARN once per IRQ and disagreement, `QUEUE_IDENTITY_DISAGREES`),
 //! and why the kernel cannot be asked (INFO, once until the reason changes).
 
-use super::catalog;
 use super::once::{SaidOnce, SaidOnceEach};
 use crate::apply::threads::{ThreadChange, ThreadOutcome};
 use crate::apply::FailureClass;
-use crate::cpuset::CpuSet;
-use crate::plan::Plan;
-use crate::text::printable;
+use crate::plan::{Plan, QueueDisagreement};
 
 /// What was said, so it is not said again while it holds.
 #[derive(Debug, Default)]
@@ -20,78 +17,50 @@ pub(crate) struct NapiNews {
 }
 
 impl NapiNews {
-    /// Says the news of one applied pass.
-    pub fn record(&mut self, plan: &Plan, threads: &[ThreadChange]) {
+    /// What is to be said of one applied pass: its notices (once while they hold), each queue
+    /// identity disagreement (once per IRQ and disagreement), each thread moved, each thread not
+    /// moved (once per thread and class).
+    pub fn record<'p>(&mut self, plan: &'p Plan, threads: &'p [ThreadChange]) -> Vec<ThreadNews<'p>> {
+        let mut news = Vec::new();
         if plan.notices.is_empty() {
             self.notices.worked();
         } else if self.notices.failed(plan.notices.clone()) {
-            for n in &plan.notices {
-                tracing::info!("{}", printable(n));
-            }
+            news.extend(plan.notices.iter().map(|n| ThreadNews::Notice(n)));
         }
         for d in &plan.queue_disagreements {
             if self.disagreements.failed(d.irq, (d.kernel_queue, d.name_queue)) {
-                tracing::warn!(
-                    message_id = catalog::QUEUE_IDENTITY_DISAGREES,
-                    irq = d.irq,
-                    device = d.bdf.as_str(),
-                    irq_name = d.name.as_deref().unwrap_or(""),
-                    kernel_queue = d.kernel_queue,
-                    name_queue = d.name_queue,
-                    "irq {} ({}) of {}: its name says queue {}, the kernel says queue {}; the kernel's is used",
-                    d.irq,
-                    printable(d.name.as_deref().unwrap_or("?")),
-                    d.bdf,
-                    d.name_queue,
-                    d.kernel_queue
-                );
+                news.push(ThreadNews::Disagrees(d));
             }
         }
         for t in threads {
-            self.log_thread(t);
-        }
-    }
-
-    fn log_thread(&mut self, t: &ThreadChange) {
-        let old = t.old.as_ref().map_or("?".to_string(), CpuSet::to_list_string);
-        match &t.result {
-            ThreadOutcome::Written { new } => {
-                self.failing.worked(&t.pid);
-                let new = new.to_list_string();
-                tracing::info!(
-                    message_id = catalog::NAPI_THREAD_APPLIED,
-                    device = t.device.as_str(),
-                    pid = t.pid,
-                    thread = t.name.as_str(),
-                    irq = t.irq,
-                    cpus_old = old.as_str(),
-                    cpus_new = new.as_str(),
-                    "thread {} (pid {}) of {}: {old} -> {new}, with irq {}",
-                    printable(&t.name),
-                    t.pid,
-                    t.device,
-                    t.irq.map_or("?".to_string(), |i| i.to_string())
-                );
-            }
-            ThreadOutcome::Gone | ThreadOutcome::NotThisMachine => {
-                tracing::debug!(pid = t.pid, "thread {} (pid {}): gone before it was moved", printable(&t.name), t.pid);
-            }
-            ThreadOutcome::Failed { class, error } => {
-                if self.failing.failed(t.pid, *class) {
-                    tracing::warn!(
-                        message_id = catalog::WRITE_FAILED,
-                        device = t.device.as_str(),
-                        pid = t.pid,
-                        thread = t.name.as_str(),
-                        class = ?class,
-                        "thread {} (pid {}) of {}: not moved ({class:?}): {}",
-                        printable(&t.name),
-                        t.pid,
-                        t.device,
-                        printable(error)
-                    );
+            match &t.result {
+                ThreadOutcome::Written { .. } => {
+                    self.failing.worked(&t.pid);
+                    news.push(ThreadNews::Moved(t));
+                }
+                ThreadOutcome::Gone | ThreadOutcome::NotThisMachine => news.push(ThreadNews::Gone(t)),
+                ThreadOutcome::Failed { class, .. } => {
+                    if self.failing.failed(t.pid, *class) {
+                        news.push(ThreadNews::Failed(t));
+                    }
                 }
             }
         }
+        news
     }
+}
+
+/// One thing to say of a pass's whole queues ([`super::journal::say_thread_news`]).
+#[derive(Debug)]
+pub(crate) enum ThreadNews<'p> {
+    /// A notice of the plan (why the kernel cannot be asked).
+    Notice(&'p str),
+    /// A queue IRQ whose name says another queue than the kernel.
+    Disagrees(&'p QueueDisagreement),
+    /// A NAPI thread moved.
+    Moved(&'p ThreadChange),
+    /// A thread gone before it was moved.
+    Gone(&'p ThreadChange),
+    /// A thread not moved.
+    Failed(&'p ThreadChange),
 }

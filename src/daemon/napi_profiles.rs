@@ -1,20 +1,18 @@
-//! What the daemon knows and says of the NAPI settings it writes (`[napi]`): each instance
-//! written (INFO, `NAPI_PROFILE_APPLIED`, one entry per instance), a failure (WARN once per
-//! instance and error), a socket the sandbox refuses (WARN once until it changes), and another
-//! writer's change of what irqwise wrote: written back, or with `on_drift = "respect"` left to
-//! it until the configuration is reloaded.
+//! What the daemon knows of the NAPI settings it writes (`[napi]`), and what is to be said of
+//! them ([`super::journal`] says it): each instance written (INFO, `NAPI_PROFILE_APPLIED`, one
+//! entry per instance), a failure (WARN once per instance and error), a socket the sandbox
+//! refuses (WARN once until it changes), and another writer's change of what irqwise wrote:
+//! written back, or with `on_drift = "respect"` left to it until the configuration is reloaded.
 //!
 //! Pure bookkeeping over plans and apply reports; the daemon holds one.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::catalog;
 use super::once::{SaidOnce, SaidOnceEach};
 use crate::apply::napi_write::{NapiChange, NapiOutcome};
 use crate::choices::{NapiMode, NapiProfile};
 use crate::plan::napi_profile::{describe, nanos};
 use crate::plan::{NapiView, Plan};
-use crate::text::printable;
 
 /// What was written and said, so that drift is told from the kernel's own values and nothing
 /// is said twice.
@@ -28,21 +26,57 @@ pub(crate) struct NapiProfiles {
     refused: SaidOnce<String>,
 }
 
+/// What [`NapiProfiles::judge`] found in one plan.
+#[derive(Debug, Default)]
+pub(crate) struct NapiJudgement {
+    /// The instances of the plan.
+    present: BTreeSet<u32>,
+    /// The instances another writer changed.
+    pub drift: Vec<NapiDrift>,
+    /// The instances left to another writer (`on_drift = "respect"`): not written.
+    pub leave: BTreeSet<u32>,
+}
+
+impl NapiJudgement {
+    /// Turns each instance of `plan` left to another writer into a `skip`.
+    pub fn leave_in(&self, plan: &mut Plan) {
+        for view in plan.devices.iter_mut().flat_map(|d| d.napi.iter_mut()) {
+            if let Some(p) = view.profile.as_mut().filter(|_| self.leave.contains(&view.id)) {
+                p.leave();
+            }
+        }
+    }
+}
+
+/// One NAPI instance another writer changed since irqwise wrote it.
+#[derive(Debug)]
+pub(crate) struct NapiDrift {
+    pub id: u32,
+    /// Its interface's name (the PCI address when there is none).
+    pub interface: String,
+    /// The keys changed, as `key wrote -> now`.
+    pub changed: Vec<String>,
+    /// Left to the other writer (`on_drift = "respect"`), with what irqwise wrote; `None`:
+    /// written back.
+    pub left: Option<NapiProfile>,
+}
+
 impl NapiProfiles {
     /// Compares `plan`'s instances with what irqwise wrote to them: a key someone else changed
-    /// is drift. With `respect`, such an instance (and every one already left) is not written
-    /// (`skip`) and said once; otherwise it is written back, and said. Instances gone from the
-    /// plan are forgotten.
-    pub fn observe(&mut self, plan: &mut Plan, respect: bool) {
-        let present: BTreeSet<u32> = plan.devices.iter().flat_map(|d| d.napi.iter().map(|n| n.id)).collect();
-        self.written.retain(|id, _| present.contains(id));
-        self.left.retain(|id, _| present.contains(id));
-        for d in &mut plan.devices {
+    /// is drift. With `respect`, such an instance (and every one already left) is to be left
+    /// (`skip`, [`NapiJudgement::leave_in`]); otherwise it is written back. Changes nothing:
+    /// [`NapiProfiles::take`] keeps the judgement, [`super::journal`] says it.
+    pub fn judge(&self, plan: &Plan, respect: bool) -> NapiJudgement {
+        let mut j = NapiJudgement {
+            present: plan.devices.iter().flat_map(|d| d.napi.iter().map(|n| n.id)).collect(),
+            ..NapiJudgement::default()
+        };
+        for d in &plan.devices {
             let name = d.name.clone().unwrap_or_else(|| d.bdf.clone());
-            for view in &mut d.napi {
-                let Some(p) = view.profile.as_mut() else { continue };
+            for view in &d.napi {
+                let Some(p) = view.profile.as_ref() else { continue };
                 if self.left.contains_key(&view.id) {
-                    p.leave();
+                    j.leave.insert(view.id);
                     continue;
                 }
                 let Some(wrote) = self.written.get(&view.id) else { continue };
@@ -53,30 +87,29 @@ impl NapiProfiles {
                     continue;
                 }
                 if respect {
-                    tracing::warn!(
-                        napi_id = view.id,
-                        interface = name.as_str(),
-                        "napi instance {} of {}: {} changed by another writer; left as it is (on_drift = respect) until the configuration is reloaded",
-                        view.id,
-                        printable(&name),
-                        changed.join(", ")
-                    );
-                    self.left.insert(view.id, wrote);
-                    if let Some(p) = view.profile.as_mut() {
-                        p.leave();
-                    }
-                } else {
-                    tracing::info!(
-                        napi_id = view.id,
-                        interface = name.as_str(),
-                        "napi instance {} of {}: {} changed by another writer; written back",
-                        view.id,
-                        printable(&name),
-                        changed.join(", ")
-                    );
+                    j.leave.insert(view.id);
                 }
-                self.written.remove(&view.id);
+                j.drift.push(NapiDrift {
+                    id: view.id,
+                    interface: name.clone(),
+                    changed,
+                    left: respect.then_some(wrote),
+                });
             }
+        }
+        j
+    }
+
+    /// Keeps a judgement of [`NapiProfiles::judge`]: instances gone from the plan are
+    /// forgotten, drifted ones are no longer irqwise's writes, those left are remembered.
+    pub fn take(&mut self, j: &NapiJudgement) {
+        self.written.retain(|id, _| j.present.contains(id));
+        self.left.retain(|id, _| j.present.contains(id));
+        for d in &j.drift {
+            if let Some(wrote) = &d.left {
+                self.left.insert(d.id, *wrote);
+            }
+            self.written.remove(&d.id);
         }
     }
 
@@ -85,52 +118,32 @@ impl NapiProfiles {
         self.left.clear();
     }
 
-    /// Says each write of a pass and remembers what was written.
-    pub fn record(&mut self, changes: &[NapiChange]) {
+    /// Remembers what a pass wrote; what is to be said of its writes comes back as news, each
+    /// failure once per instance and error, a machine's refusal once until it ends.
+    pub fn record<'c>(&mut self, changes: &'c [NapiChange]) -> Vec<NapiWriteNews<'c>> {
+        let mut news = Vec::new();
         for c in changes {
-            let name = c.interface.clone().unwrap_or_else(|| c.device.clone());
             // The kernel took the request (written, read back otherwise, or the instance gone):
             // a refusal of the machine has ended, said once.
             let taken = matches!(c.result, NapiOutcome::Written | NapiOutcome::Gone | NapiOutcome::Unverified { .. });
             if taken && self.refused.worked() {
-                tracing::info!("NAPI settings can be written again: [napi] is applied");
+                news.push(NapiWriteNews::WritableAgain);
             }
             match &c.result {
                 NapiOutcome::Written => {
                     self.failing.worked(&c.napi_id);
                     let entry = self.written.entry(c.napi_id).or_default();
                     *entry = entry.overlay(&c.new);
-                    let what = describe(&c.old, &c.new);
-                    tracing::info!(
-                        message_id = catalog::NAPI_PROFILE_APPLIED,
-                        device = c.device.as_str(),
-                        interface = name.as_str(),
-                        napi_id = c.napi_id,
-                        irq = c.irq,
-                        queue = c.queue,
-                        settings = what.as_str(),
-                        "napi profile of {} ({}): instance {}{}: {what}",
-                        printable(&name),
-                        c.device,
-                        c.napi_id,
-                        c.queue.map_or(String::new(), |q| format!(" (queue {q})"))
-                    );
+                    news.push(NapiWriteNews::Written(c));
                 }
                 NapiOutcome::Gone | NapiOutcome::NotThisMachine => {
                     self.written.remove(&c.napi_id);
-                    tracing::debug!(napi_id = c.napi_id, "napi instance {}: gone before it was written", c.napi_id);
+                    news.push(NapiWriteNews::Gone(c.napi_id));
                 }
                 NapiOutcome::Unverified { read } => {
                     let said = format!("read back {}", describe(&NapiProfile::default(), read));
                     if self.failing.failed(c.napi_id, said.clone()) {
-                        tracing::warn!(
-                            napi_id = c.napi_id,
-                            device = c.device.as_str(),
-                            "napi instance {} of {}: wrote {}, but the kernel {said}",
-                            c.napi_id,
-                            printable(&name),
-                            describe(&NapiProfile::default(), &c.new)
-                        );
+                        news.push(NapiWriteNews::Unverified(c, said));
                     }
                 }
                 NapiOutcome::Failed { error, machine } => {
@@ -138,23 +151,32 @@ impl NapiProfiles {
                     // words (they name no instance): said once until it ends.
                     if *machine {
                         if self.refused.failed(error.clone()) {
-                            tracing::warn!(
-                                "NAPI settings cannot be written: {error} (a sandbox that refuses AF_NETLINK or CAP_NET_ADMIN; [napi] is not applied until it can)"
-                            );
+                            news.push(NapiWriteNews::Refused(error));
                         }
                     } else if self.failing.failed(c.napi_id, error.clone()) {
-                        tracing::warn!(
-                            napi_id = c.napi_id,
-                            device = c.device.as_str(),
-                            "napi instance {} of {}: not written: {error}",
-                            c.napi_id,
-                            printable(&name)
-                        );
+                        news.push(NapiWriteNews::Failed(c, error));
                     }
                 }
             }
         }
+        news
     }
+}
+
+/// What is to be said of a pass's NAPI writes ([`super::journal::say_napi_writes`]).
+#[derive(Debug, PartialEq)]
+pub(crate) enum NapiWriteNews<'c> {
+    /// The kernel takes NAPI settings again after refusing them.
+    WritableAgain,
+    Written(&'c NapiChange),
+    /// The instance was gone before it was written.
+    Gone(u32),
+    /// Written, but read back otherwise (the words of what was read).
+    Unverified(&'c NapiChange, String),
+    /// The machine refuses every write (a sandbox), with the error.
+    Refused(&'c str),
+    /// Not written, with the error.
+    Failed(&'c NapiChange, &'c str),
 }
 
 /// The keys of `wrote` that `view` has otherwise now, as `key wrote -> now`.
@@ -230,6 +252,15 @@ mod tests {
             old: profile(old),
             new: profile(3),
             result: NapiOutcome::Written,
+        }
+    }
+
+    /// What a pass does with the NAPI recorder: judge, leave, keep.
+    impl NapiProfiles {
+        fn observe(&mut self, plan: &mut Plan, respect: bool) {
+            let j = self.judge(plan, respect);
+            j.leave_in(plan);
+            self.take(&j);
         }
     }
 
@@ -321,19 +352,19 @@ mod tests {
         let mut news = NapiProfiles::default();
         let text = logged(|| {
             for _ in 0..3 {
-                news.record(&pass(&mut sandboxed));
+                super::super::journal::say_napi_writes(&news.record(&pass(&mut sandboxed)));
             }
         });
         assert_eq!(text.matches("cannot be written").count(), 1, "one line for the condition:\n{text}");
         // It ends (the capability granted): said once, not per instance or pass.
         let mut granted = Refusing(None);
         let text = logged(|| {
-            news.record(&pass(&mut granted));
-            news.record(&pass(&mut granted));
+            super::super::journal::say_napi_writes(&news.record(&pass(&mut granted)));
+            super::super::journal::say_napi_writes(&news.record(&pass(&mut granted)));
         });
         assert_eq!(text.matches("can be written again").count(), 1, "{text}");
         // It starting again is news again.
-        let text = logged(|| news.record(&pass(&mut sandboxed)));
+        let text = logged(|| super::super::journal::say_napi_writes(&news.record(&pass(&mut sandboxed))));
         assert_eq!(text.matches("cannot be written").count(), 1, "{text}");
     }
 }

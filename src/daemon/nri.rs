@@ -19,55 +19,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::nri_claims::{plan, Why, OWNER_PREFIX};
-use super::once::SaidOnce;
-use super::Daemon;
+use super::nri_link::NriEvent;
+use super::parts::Daemon;
 use crate::cpuset::CpuSet;
-use crate::events::nri::{self, NriNote, NriProblem, NriSource};
+use crate::events::nri::{self, NriNote, NriProblem};
 use crate::sysfs::processes::process_identity;
 use crate::topology::claims::{render_claim, Claim};
 use crate::topology::discover::claims::CLAIMS_DIR;
-
-/// The plugin while it runs, and what was said of it.
-#[derive(Default)]
-pub(crate) struct Nri {
-    pub source: Option<NriSource>,
-    /// The socket, as a path of the system (for lines).
-    socket: String,
-    link: SaidOnce<NriProblem>,
-    synchronized_once: bool,
-    left_out: SaidOnce<()>,
-    /// The annotated containers not claimed for, by id, with the reason said (said once while
-    /// it lasts).
-    skipped: BTreeMap<String, String>,
-    /// The claims written, by owner: who and why (for the release's line).
-    held: BTreeMap<String, (String, Why)>,
-    /// Containers' processes seen alive: one no longer alive has ended, and its claim is not
-    /// written again (without its pid) when the view changes before the runtime says so.
-    seen_alive: BTreeSet<u32>,
-}
-
-impl std::fmt::Debug for Nri {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Nri").field("socket", &self.socket).field("held", &self.held).finish_non_exhaustive()
-    }
-}
-
-/// What the plugin has for the event loop.
-pub(crate) enum NriEvent {
-    Note(NriNote),
-    /// Its view changed.
-    Changed,
-}
-
-/// The plugin's next note or change of view; never, when it does not run.
-pub(super) async fn next(source: &mut Option<NriSource>) -> NriEvent {
-    let Some(s) = source else { return std::future::pending().await };
-    tokio::select! {
-        Some(note) = s.notes.recv() => NriEvent::Note(note),
-        Ok(()) = s.view.changed() => NriEvent::Changed,
-        else => std::future::pending().await,
-    }
-}
 
 /// A claim file's owner is NRI's.
 fn is_nri_owner(name: &str) -> bool {

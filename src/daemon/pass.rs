@@ -1,20 +1,23 @@
-//! One pass of the daemon: read the stale parts of the sample, plan it, leave other owners'
-//! IRQs alone (`on_drift = "respect"`), apply the plan (the masks it changes recorded on disk
-//! first), then hand the outcome to the record ([`super::record`]).
+//! One pass of the daemon: read the stale parts of the sample, plan it, adjust the plan (claims,
+//! load refinement, fights, other owners' IRQs with `on_drift = "respect"`, NAPI drift,
+//! irqbalance's banned CPUs: their news kept as values in [`Adjusted`]), apply it (the masks it
+//! changes recorded on disk first), then hand the outcome to the record ([`super::record`]),
+//! which keeps it and says it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Instant;
 
+use super::adjust::Adjusted;
 use super::fights::{hotplug_writers, read_again, FightNews};
 use super::ledger::{others_drift, Drift};
 use super::originals::{Originals, ORIGINALS_FILE};
+use super::parts::Daemon;
 use super::peers::process_exists;
-use super::peers::{irq_writer_runs, known_irq_writer, likely_writer, running_peers, what_it_writes};
+use super::peers::{irq_writer_runs, known_irq_writer, likely_writer, running_peers};
 use super::record::{Applied, PassOutcome};
-use super::respect::{classify, DriftCause, KernelDefaults, RespectNews};
+use super::respect::{classify, DriftCause, KernelDefaults, LeftToOther, RespectNews};
 use super::state::STATE_FILE;
-use super::Daemon;
 use crate::apply::blocked::{probe, probe_target};
 use crate::apply::{apply_whole, AffinityWriter, ProcIrq};
 use crate::config::OnDrift;
@@ -41,7 +44,7 @@ impl Daemon {
         // After a pass that read everything the daemon idles: its code need not stay mapped.
         let idles_after = probing || why.iter().any(|w| w == "reconcile");
         let result = match self.read_and_plan() {
-            Ok(planned) => Ok(self.apply(planned, probing)),
+            Ok((planned, adjusted)) => Ok(self.apply(planned, adjusted, probing)),
             Err(e) => Err(e.to_string()),
         };
         let hotplugged = self.reader.hotplugged().clone();
@@ -86,45 +89,57 @@ impl Daemon {
         }
     }
 
-    /// Reads the sample (what is stale of it) and plans it; when the topology cannot be read,
-    /// on the last one that could (saying so in the plan's warnings) rather than giving up.
-    fn read_and_plan(&mut self) -> Result<PlannedPass, ReadError> {
+    /// Reads the sample (what is stale of it), plans it and adjusts the plan; when the topology
+    /// cannot be read, on the last one that could (saying so in the plan's warnings) rather
+    /// than giving up.
+    fn read_and_plan(&mut self) -> Result<(PlannedPass, Adjusted), ReadError> {
         let sample = self.reader.read(&self.root, self.config.clone())?;
         if self.memory.remember(&sample.topology) {
             self.save_memory();
         }
         let memory = PassMemory { topology: Some(&self.memory), known_managed: &self.known_managed };
         let mut planned = plan_sample_refined(&sample, memory, self.balancer.moved());
+        let adjusted = self.adjust(&mut planned, &sample);
+        self.reader.give_back(sample.devices);
+        Ok((planned, adjusted))
+    }
+
+    /// The collaborators adjust the plan; what they found comes back as one value, said and
+    /// kept by the record after the apply.
+    fn adjust(&mut self, planned: &mut PlannedPass, sample: &Sample) -> Adjusted {
         // The claims as planned: those that hold, and those refused (they would leave no CPU).
-        self.claims.observe(&self.root, &sample.isolation.claims, &planned.refused_claims);
-        self.records.claims = self.claims.held();
-        self.records.refused_claims = self.claims.refused();
-        self.records.counters.claims = self.records.claims.len() as u64;
-        self.records.counters.claims_refused = self.records.refused_claims.len() as u64;
-        self.records.counters.claimed_cpus = self.claims.cpus().len() as u64;
+        let claim_news = self.claims.observe(&self.root, &sample.isolation.claims, &planned.refused_claims);
         self.balancer.take_candidates(std::mem::take(&mut planned.load_candidates));
-        self.records.away = self.balancer.moved().values().cloned().collect();
-        self.records.counters.load_moves = self.balancer.moves;
-        self.records.counters.load_returns = self.balancer.returns;
-        self.records.counters.away_from_home = self.records.away.len() as u64;
         // Drift from what this daemon placed, read once for the three rules that judge it.
         let drift = self.records.ledger.drift(&planned.plan);
         let proc_irq = ProcIrq::new(self.root.clone());
         let drift = read_again(&mut planned.plan, drift, &sample.kernel_facts, &|irq| proc_irq.read_current(irq).ok());
-        self.note_kernel_rewrites(&planned, &sample, &drift);
+        let kernel_rewrites = self.kernel_rewrites(planned, sample, &drift);
         let drift = others_drift(drift, self.reader.hotplugged());
-        if self.config.global.on_drift == OnDrift::Respect {
-            self.respect_owners(&mut planned, &sample, &drift);
-        } else {
-            self.stop_fights(&mut planned, &sample, &drift);
-        }
         let respect = self.config.global.on_drift == OnDrift::Respect;
+        let (fights, respected) = if respect {
+            (None, Some(self.respect_owners(planned, sample, &drift)))
+        } else {
+            (Some(self.stop_fights(planned, sample, &drift)), None)
+        };
         self.originals.give_back_napi(&mut planned.plan);
-        self.records.napi_profiles.observe(&mut planned.plan, respect);
+        let napi = self.records.napi_profiles.judge(&planned.plan, respect);
+        napi.leave_in(&mut planned.plan);
         self.irqbalance.leave_banned(&mut planned.plan);
         self.last_forbidden = planned.forbidden.cpus();
-        self.reader.give_back(sample.devices);
-        Ok(planned)
+        Adjusted {
+            claim_news,
+            claims: self.claims.held(),
+            refused_claims: self.claims.refused(),
+            claimed_cpus: self.claims.cpus().len() as u64,
+            away: self.balancer.moved().values().cloned().collect(),
+            load_moves: self.balancer.moves,
+            load_returns: self.balancer.returns,
+            kernel_rewrites,
+            fights,
+            respect: respected,
+            napi,
+        }
     }
 
     /// Saves the topology memory for a restart and for `irqwise plan`; a failure is said once.
@@ -167,7 +182,7 @@ impl Daemon {
     /// -L` and CPU hotplug), its hint or the default affinity: placed again without a drift
     /// warning, as the hotplug rule of [`others_drift`] does with the event in time. For other
     /// drivers a mask of every online CPU stays drift: an operator writes that too.
-    fn note_kernel_rewrites(&mut self, planned: &PlannedPass, sample: &Sample, drift: &[Drift]) {
+    fn kernel_rewrites(&self, planned: &PlannedPass, sample: &Sample, drift: &[Drift]) -> BTreeSet<u32> {
         let online = &planned.topology.online;
         let fallback = |placed: &CpuSet, found: &CpuSet| {
             !placed.intersects(online) || (!found.is_empty() && *found == online.difference(placed))
@@ -180,74 +195,40 @@ impl Daemon {
         let driver = |d: &Drift, found: &CpuSet| {
             spreads(d.irq) && classify(d.irq, &d.placed, found, &defaults) != DriftCause::Foreign
         };
-        self.records.kernel_rewrites = drift
+        drift
             .iter()
             .filter(|d| d.found.as_ref().is_some_and(|f| fallback(&d.placed, f) || driver(d, f)))
             .map(|d| d.irq)
-            .collect();
+            .collect()
     }
 
     /// Counts this pass's restores of IRQs someone else moved; an IRQ restored too often is left
-    /// to the other writer, said once ([`fights`](super::fights)).
-    fn stop_fights(&mut self, planned: &mut PlannedPass, sample: &Sample, drift: &[Drift]) {
+    /// to the other writer ([`fights`](super::fights)): what changed, and how many are fought.
+    fn stop_fights(&mut self, planned: &mut PlannedPass, sample: &Sample, drift: &[Drift]) -> (Vec<FightNews>, u64) {
         let defaults = self.kernel_defaults(planned, sample);
         let root = self.root.clone();
         let now = self.started_at.elapsed().as_secs_f64();
         let mut writer = || known_irq_writer(&root);
         let runs = |pid: u32, name: &str| irq_writer_runs(&root, pid, name);
         let news = self.fights.observe(&mut planned.plan, drift, &defaults, now, &mut writer, &runs);
-        self.records.counters.fought_irqs = self.fights.len() as u64;
-        for n in news {
-            match n {
-                FightNews::Stopped(f) => {
-                    let who = f.writer.as_ref().map_or_else(
-                        || "no known IRQ tuner runs (a script, another daemon?)".to_string(),
-                        |(pid, name)| format!("{name} (pid {pid}) runs and writes {}", what_it_writes(name)),
-                    );
-                    tracing::warn!(
-                        message_id = super::catalog::FIGHT_DETECTED,
-                        irq = f.irq,
-                        irq_name = f.name.as_deref().unwrap_or(""),
-                        device = f.device.as_str(),
-                        cpus_placed = f.placed.to_list_string().as_str(),
-                        cpus_found = f.mask.to_list_string().as_str(),
-                        writer = f.writer.as_ref().map_or("", |(_, name)| name.as_str()),
-                        "irq {} ({}) of {}: someone else keeps writing it ({} -> {} after {} restores in {} minutes; {who}); no longer restored, left as they set it until SIGHUP",
-                        f.irq,
-                        crate::text::printable(f.name.as_deref().unwrap_or("")),
-                        f.device,
-                        f.placed,
-                        f.mask,
-                        f.restores,
-                        super::fights::FIGHT_WINDOW_SECS / 60.0
-                    );
-                }
-                FightNews::Resumed(f, why) => tracing::info!(
-                    irq = f.irq,
-                    device = f.device.as_str(),
-                    "irq {} of {}: {why}; irqwise places it again",
-                    f.irq,
-                    f.device
-                ),
-            }
-        }
+        (news, self.fights.len() as u64)
     }
 
-    /// Takes this pass's drift into the respected set (logging each IRQ newly left to another
-    /// owner, and each given back), and turns every respected IRQ of the plan into a `skip` that
-    /// keeps its mask; transmit steering follows those IRQs where they are.
-    fn respect_owners(&mut self, planned: &mut PlannedPass, sample: &Sample, drift: &[Drift]) {
+    /// Takes this pass's drift into the respected set, and turns every respected IRQ of the plan
+    /// into a `skip` that keeps its mask; transmit steering follows those IRQs where they are.
+    /// What changed (IRQs newly left to another owner, and given back), and all those left.
+    fn respect_owners(
+        &mut self,
+        planned: &mut PlannedPass,
+        sample: &Sample,
+        drift: &[Drift],
+    ) -> (Vec<RespectNews>, Vec<LeftToOther>) {
         let defaults = self.kernel_defaults(planned, sample);
         let root = self.root.clone();
         let mut peers: Option<Option<String>> = None;
         // Read /proc once per pass, and only when some drift needs an owner.
         let mut owner = || peers.get_or_insert_with(|| likely_writer(&running_peers(&root))).clone();
         let news = self.respected.observe(&mut planned.plan, drift, &defaults, &mut owner);
-        self.records.left_to_others = self.respected.left();
-        self.records.counters.left_by_owner = BTreeMap::new();
-        for l in &self.records.left_to_others {
-            *self.records.counters.left_by_owner.entry(l.owner.clone()).or_default() += 1;
-        }
         for d in &mut planned.plan.devices {
             let moved: BTreeMap<u32, CpuSet> = d
                 .irqs
@@ -260,35 +241,12 @@ impl Daemon {
                 crate::plan::xps_plan::re_anchor(&planned.topology, x, &moved);
             }
         }
-        for news in news {
-            match news {
-                RespectNews::Respected(o) => tracing::warn!(
-                    irq = o.irq,
-                    device = o.device.as_str(),
-                    writer = o.owner.as_deref().unwrap_or(""),
-                    "irq {} ({}) of {}: moved from {} to {} by {}; left as it is (on_drift = respect) until the device goes away or the configuration is reloaded",
-                    o.irq,
-                    crate::text::printable(o.name.as_deref().unwrap_or("")),
-                    o.device,
-                    o.placed,
-                    o.mask,
-                    o.owner_words()
-                ),
-                RespectNews::Released(o) => tracing::info!(
-                    irq = o.irq,
-                    device = o.device.as_str(),
-                    "irq {} of {}: the CPUs another owner gave it ({}) are all offline; irqwise places it again",
-                    o.irq,
-                    o.device,
-                    o.mask
-                ),
-            }
-        }
+        (news, self.respected.left())
     }
 
     /// Writes the plan: the original masks of what it changes are on disk before the first
     /// write that changes them; the IRQs written are read again by the next pass.
-    fn apply(&mut self, planned: PlannedPass, probing: bool) -> Applied {
+    fn apply(&mut self, planned: PlannedPass, adjusted: Adjusted, probing: bool) -> Applied {
         let plan = planned.plan;
         let root = &self.root;
         // IRQs of no device stay recorded: the guard moved them, restore_on_exit puts them back.
@@ -316,6 +274,6 @@ impl Daemon {
         } else {
             None
         };
-        Applied { plan, report, probe }
+        Applied { plan, report, probe, adjusted }
     }
 }

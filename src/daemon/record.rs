@@ -2,16 +2,18 @@
 //! takes it to the ledger, the journal, the counters, the state file and the metrics file, in
 //! that order. Each side channel that can fail says so once ([`super::once`]).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
+use super::adjust::Adjusted;
+use super::clock::{unix_now, unix_now_f64};
 use super::counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
 use super::ledger::{others_drift, Ledger, Loudness};
 use super::metrics_file::MetricsPublisher;
 use super::napi_news::NapiNews;
 use super::once::{SaidOnce, SaidOnceEach};
 use super::state::{StateInputs, StateWriter};
-use super::{catalog, logging, unix_now, unix_now_f64};
+use super::{catalog, journal};
 use crate::apply::blocked::{writes_blocked, WritesBlocked};
 use crate::apply::threads::ThreadOutcome;
 use crate::apply::{ApplyReport, FailureClass, WriteOutcome, XpsChange, XpsOutcome};
@@ -45,6 +47,8 @@ pub(crate) struct Applied {
     pub report: ApplyReport,
     /// What a probe write found, when the pass probed (see [`crate::apply::blocked::probe`]).
     pub probe: Option<WritesBlocked>,
+    /// What the pass's collaborators found while adjusting the plan.
+    pub adjusted: Adjusted,
 }
 
 /// Everything the daemon keeps of its passes.
@@ -66,8 +70,6 @@ pub(crate) struct Records {
     napi: NapiNews,
     /// NAPI instances' settings written (`[napi]`), and drift from them.
     pub napi_profiles: super::napi_profiles::NapiProfiles,
-    /// IRQs of this pass whose drift the kernel or a driver made (not logged as drift).
-    pub kernel_rewrites: BTreeSet<u32>,
     /// The queues load refinement keeps away from home (for the state file).
     pub away: Vec<crate::plan::refine::Moved>,
     /// IRQs left to other writers (`on_drift = "respect"`), with who (for the state file).
@@ -102,7 +104,6 @@ impl Records {
             xps_failing: SaidOnceEach::default(),
             napi: NapiNews::default(),
             napi_profiles: super::napi_profiles::NapiProfiles::default(),
-            kernel_rewrites: BTreeSet::new(),
             left_to_others: Vec::new(),
             claims: Vec::new(),
             refused_claims: Vec::new(),
@@ -177,6 +178,8 @@ impl Records {
                 }
             }
             Ok(applied) => {
+                journal::say_adjusted(&applied.adjusted);
+                self.take_adjusted(&applied.adjusted);
                 if self.pass_failure.worked() {
                     tracing::info!("pass {number} succeeded again");
                 }
@@ -220,15 +223,39 @@ impl Records {
         self.publish_metrics(root, config);
     }
 
+    /// Keeps what a pass's collaborators found, for the state file and the counters.
+    fn take_adjusted(&mut self, a: &Adjusted) {
+        self.claims = a.claims.clone();
+        self.refused_claims = a.refused_claims.clone();
+        self.counters.claims = self.claims.len() as u64;
+        self.counters.claims_refused = self.refused_claims.len() as u64;
+        self.counters.claimed_cpus = a.claimed_cpus;
+        self.away = a.away.clone();
+        self.counters.load_moves = a.load_moves;
+        self.counters.load_returns = a.load_returns;
+        self.counters.away_from_home = self.away.len() as u64;
+        if let Some((_, fought)) = &a.fights {
+            self.counters.fought_irqs = *fought;
+        }
+        if let Some((_, left)) = &a.respect {
+            self.left_to_others = left.clone();
+            self.counters.left_by_owner = BTreeMap::new();
+            for l in left {
+                *self.counters.left_by_owner.entry(l.owner.clone()).or_default() += 1;
+            }
+        }
+        self.napi_profiles.take(&a.napi);
+    }
+
     /// The news of an applied plan, in the order an operator reads them: new plan warnings,
     /// drift, transmit steering, each write, kernel-managed devices, the pass's summary.
     fn applied(&mut self, number: u64, why: &[String], applied: Applied, hotplugged: &CpuSet) {
-        let Applied { plan, report, probe } = applied;
+        let Applied { plan, report, probe, adjusted } = applied;
         for w in self.ledger.new_warnings(&plan) {
             tracing::warn!("{}", crate::text::printable(&w));
         }
         for d in others_drift(self.ledger.observe(&plan), hotplugged) {
-            if self.kernel_rewrites.contains(&d.irq) {
+            if adjusted.kernel_rewrites.contains(&d.irq) {
                 tracing::info!(
                     irq = d.irq,
                     "irq {} moved from {} to {} by the kernel (CPU-offline fallback) or its driver; placed again",
@@ -238,15 +265,15 @@ impl Records {
                 );
                 continue;
             }
-            let dev = logging::log_drift(&d, &plan);
+            let dev = journal::log_drift(&d, &plan);
             if let Some(dev) = dev {
                 self.counters.record_drift(DeviceLabels::of(dev));
             }
         }
         let blocked = self.say_blocked(&report, probe);
         self.log_xps(&report.xps);
-        self.napi.record(&plan, &report.threads);
-        self.napi_profiles.record(&report.napi);
+        journal::say_thread_news(&self.napi.record(&plan, &report.threads));
+        journal::say_napi_writes(&self.napi_profiles.record(&report.napi));
         let targets: BTreeMap<u32, &CpuSet> =
             plan.writes().filter_map(|(_, p)| Some((p.irq, p.desired.as_ref()?))).collect();
         for c in &report.changes {
@@ -254,15 +281,15 @@ impl Records {
             // One diagnosis stands for every failure it explains.
             if blocked && matches!(c.result, WriteOutcome::Failed { .. }) {
                 let _ = self.ledger.loudness(c, &target);
-                logging::log_change_quietly(c);
+                journal::log_change_quietly(c);
                 continue;
             }
             match self.ledger.loudness(c, &target) {
-                Loudness::Loud => logging::log_change(c),
-                Loudness::Quiet => logging::log_change_quietly(c),
+                Loudness::Loud => journal::log_change(c),
+                Loudness::Quiet => journal::log_change_quietly(c),
                 Loudness::Recovered(n) => {
-                    logging::log_recovered(c, n);
-                    logging::log_change(c);
+                    journal::log_recovered(c, n);
+                    journal::log_change(c);
                 }
             }
         }
@@ -272,7 +299,7 @@ impl Records {
             let dev = plan.devices.iter().find(|d| d.name.as_deref().unwrap_or(&d.bdf) == news.device);
             let bdf = dev.map_or(news.device.as_str(), |d| d.bdf.as_str());
             let driver = dev.and_then(|d| d.driver.as_deref());
-            logging::log_managed_news(&news, bdf, driver.unwrap_or(""));
+            journal::log_managed_news(&news, bdf, driver.unwrap_or(""));
         }
         let r = report.summary;
         self.last_counts = r;
@@ -347,13 +374,13 @@ impl Records {
                     // A write blocked for the same cause as every IRQ's is in that one diagnosis.
                     let covered = self.blocked_now.as_ref().is_some_and(|b| b.class == *class);
                     let quiet = !self.xps_failing.failed(key, *class) || covered;
-                    logging::log_xps_change(x, quiet);
+                    journal::log_xps_change(x, quiet);
                 }
                 XpsOutcome::Written { .. } => {
                     if self.xps_failing.worked(&key) {
                         tracing::info!(device = x.device.as_str(), txq = x.txq, "xps of tx-{}: written again", x.txq);
                     }
-                    logging::log_xps_change(x, false);
+                    journal::log_xps_change(x, false);
                 }
             }
         }

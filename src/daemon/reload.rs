@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use super::{catalog, logging, Daemon};
+use super::parts::Daemon;
+use super::{catalog, logging};
 use crate::config::{load_config_with_warnings, ConfigWarning, Global, LoadError};
 
 impl Daemon {

@@ -102,6 +102,25 @@ impl Rescan {
     }
 }
 
+/// Why a batch ran a pass, in words for the log and the state file.
+pub(crate) fn describe(batch: &Batch) -> Vec<String> {
+    let mut why = Vec::new();
+    let flags = [
+        (batch.reload, "reload"),
+        (batch.cpus_changed, "cpu"),
+        (batch.devices_changed, "device"),
+        (batch.overflow, "overflow"),
+        (batch.reconcile, "reconcile"),
+        (batch.isolation, "isolation"),
+    ];
+    why.extend(flags.iter().filter(|(on, _)| *on).map(|(_, w)| w.to_string()));
+    for (ifindex, link) in &batch.links {
+        let name = link.name.clone().unwrap_or_else(|| format!("#{ifindex}"));
+        why.push(format!("link {name} {}", if link.up { "up" } else { "down" }));
+    }
+    why
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +135,14 @@ mod tests {
         let mut b = Batch { triggers: 1, ..Batch::default() };
         b.links.insert(ifindex, crate::events::LinkState { name: Some(name.into()), up: true });
         b
+    }
+
+    #[test]
+    fn a_batch_is_described_by_every_reason_it_carries() {
+        let mut batch = Batch { cpus_changed: true, reconcile: true, ..Batch::default() };
+        batch.links.insert(3, crate::events::LinkState { name: Some("eth1".into()), up: false });
+        batch.links.insert(4, crate::events::LinkState { name: None, up: true });
+        assert_eq!(describe(&batch), vec!["cpu", "reconcile", "link eth1 down", "link #4 up"]);
     }
 
     #[test]

@@ -3,11 +3,20 @@
 
 use tokio::sync::{mpsc, watch};
 
-use super::DaemonError;
+use crate::config::LoadError;
 use crate::events::config_watch::{self, ConfigWatchSpec};
 use crate::events::inotify::{WatchHow, WatchTarget};
 use crate::events::{EventConfig, EventSources, EventsError, Trigger};
 use crate::sysfs::Root;
+
+/// Why the daemon could not start or go on: its configuration, or its event sources.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Config(#[from] LoadError),
+    #[error(transparent)]
+    Events(#[from] EventsError),
+}
 
 /// The files whose changes run a pass: irqbalance's environment files (in their directories,
 /// so that files created later are seen), the root cgroup's isolated CPUs, every cgroup's

@@ -293,7 +293,7 @@ impl StateWriter {
                     pid: std::process::id(),
                     process: inputs.process,
                     started: inputs.started,
-                    last_pass: super::unix_now(),
+                    last_pass: super::clock::unix_now(),
                     passes: inputs.passes,
                     triggers: inputs.triggers,
                     summary: inputs.summary,

@@ -1,0 +1,520 @@
+//! The journal lines of a pass, rendered in one place: the record ([`super::record`]) decides
+//! which to say and in what order, this file says how each reads. What the pass's collaborators
+//! found (claims, load moves, fights, IRQs left to other owners, NAPI drift) comes here as
+//! values ([`super::adjust::Adjusted`]), as do the writes of the apply.
+//!
+//! Guarantee: one INFO entry per applied change carrying `MESSAGE_ID`, `IRQ`, `IRQ_NAME`,
+//! `DEVICE`, `DRIVER`, `QUEUE` (only for an IRQ that serves a queue), `CPUS_OLD`, `CPUS_NEW`,
+//! `STRATEGY`, `REASON`; every other entry about an IRQ carries `MESSAGE_ID`, `IRQ`, `DEVICE` and
+//! `DRIVER` too; one per transmit-steering change carrying `MESSAGE_ID`, `DEVICE`, `INTERFACE`,
+//! `DRIVER`, `TXQ`, `XPS_OLD`, `XPS_NEW`.
+
+use super::adjust::Adjusted;
+use super::catalog;
+use super::claims::ClaimNews;
+use super::fights::{FightNews, FIGHT_WINDOW_SECS};
+use super::ledger::{Drift, ManagedNews};
+use super::napi_news::ThreadNews;
+use super::napi_profiles::{NapiDrift, NapiWriteNews};
+use super::peers::what_it_writes;
+use super::respect::RespectNews;
+use crate::apply::threads::{ThreadChange, ThreadOutcome};
+use crate::apply::{Change, WriteOutcome, XpsChange, XpsOutcome};
+use crate::choices::NapiProfile;
+use crate::plan::napi_profile::describe;
+use crate::plan::{DevicePlan, Plan};
+use crate::text::printable;
+
+fn list(set: Option<&crate::cpuset::CpuSet>) -> String {
+    set.map_or_else(|| "?".to_string(), super::super::cpuset::CpuSet::to_list_string)
+}
+
+/// A change that ended as it did last pass: at debug level only (it was logged when it started;
+/// the state file counts the repeats). The same fields as [`log_change`]'s failure entry.
+pub(crate) fn log_change_quietly(c: &Change) {
+    let error = c.result.error().unwrap_or("widened again");
+    tracing::debug!(
+        irq = c.irq,
+        irq_name = c.irq_name.as_deref().unwrap_or(""),
+        device = c.device.as_str(),
+        driver = c.driver.as_deref().unwrap_or(""),
+        queue = c.queue,
+        "irq {} again: {}",
+        c.irq,
+        printable(error)
+    );
+}
+
+/// Logs one change of a pass, each kind with its `MESSAGE_ID` (see [`super::catalog`]): INFO
+/// with every journal field for a write, WARN with the error class for a failure, INFO for an
+/// IRQ learned to be kernel-managed or gone. Every entry carries `IRQ`, `IRQ_NAME`, `DEVICE`,
+/// `DRIVER`; `QUEUE` only when the IRQ serves a queue (absent, not empty, otherwise).
+pub(crate) fn log_change(c: &Change) {
+    let who = printable(c.device_name.as_deref().unwrap_or(&c.device));
+    let irq_name = c.irq_name.as_deref().unwrap_or("");
+    let shown_name = printable(irq_name);
+    let driver = c.driver.as_deref().unwrap_or("");
+    let old = list(c.old.as_ref());
+    match &c.result {
+        WriteOutcome::Written { cpus, .. } | WriteOutcome::WrittenFallback { cpus, .. } => {
+            let new = cpus.to_list_string();
+            let fallback = match &c.result {
+                WriteOutcome::WrittenFallback { step, .. } => format!(" (no vectors left there: widened to {step})"),
+                _ => String::new(),
+            };
+            tracing::info!(
+                message_id = catalog::MAPPING_APPLIED,
+                irq = c.irq,
+                irq_name,
+                device = c.device.as_str(),
+                driver,
+                queue = c.queue,
+                cpus_old = old.as_str(),
+                cpus_new = new.as_str(),
+                strategy = c.strategy.as_str(),
+                reason = c.reason.as_str(),
+                "irq {} ({shown_name}) of {who}: {old} -> {new}{fallback}",
+                c.irq
+            );
+        }
+        WriteOutcome::Managed { .. } => tracing::info!(
+            message_id = catalog::IRQ_MANAGED,
+            irq = c.irq,
+            irq_name,
+            device = c.device.as_str(),
+            driver,
+            queue = c.queue,
+            "irq {} of {who}: the kernel refused the write (kernel-managed); left alone from now on",
+            c.irq
+        ),
+        WriteOutcome::Gone { .. } => tracing::info!(
+            message_id = catalog::IRQ_GONE,
+            irq = c.irq,
+            irq_name,
+            device = c.device.as_str(),
+            driver,
+            queue = c.queue,
+            "irq {} of {who}: gone before it was written",
+            c.irq
+        ),
+        // Nothing changed: nothing to tell anyone (the counters have it).
+        WriteOutcome::Held { .. } => tracing::debug!(
+            irq = c.irq,
+            device = c.device.as_str(),
+            "irq {} of {who}: already where it belongs when it was to be written; not written",
+            c.irq
+        ),
+        // A CPU event's pass follows: nothing to tell anyone.
+        WriteOutcome::Overtaken { .. } => tracing::debug!(
+            irq = c.irq,
+            device = c.device.as_str(),
+            "irq {} of {who}: its CPUs went offline before it was written; the CPU event's pass places it",
+            c.irq
+        ),
+        WriteOutcome::Failed { class, error } => {
+            let class_name = serde_json::to_value(class).ok().and_then(|v| v.as_str().map(String::from));
+            let wanted = list(c.wanted.as_ref());
+            tracing::warn!(
+                message_id = catalog::WRITE_FAILED,
+                irq = c.irq,
+                irq_name,
+                device = c.device.as_str(),
+                driver,
+                queue = c.queue,
+                cpus_old = old.as_str(),
+                cpus_wanted = wanted.as_str(),
+                class = class_name.as_deref().unwrap_or("other"),
+                error = error.as_str(),
+                "irq {} of {who}: write failed ({class:?}): {}",
+                c.irq,
+                printable(error)
+            );
+        }
+    }
+}
+
+/// Logs one transmit-steering change: INFO with the journal fields for a write, WARN for a
+/// failure (DEBUG when `quiet`: the same failure as the pass before).
+pub(crate) fn log_xps_change(x: &XpsChange, quiet: bool) {
+    let interface = x.interface.as_deref().unwrap_or("");
+    let who = printable(if interface.is_empty() { &x.device } else { interface });
+    let driver = x.driver.as_deref().unwrap_or("");
+    let old = x.old.to_list_string();
+    match &x.result {
+        XpsOutcome::Written { new, matches, readback } => {
+            let new = new.to_list_string();
+            let differs = match (matches, readback) {
+                (true, _) => String::new(),
+                (false, Some(r)) => format!(" (read back as {})", r.to_list_string()),
+                (false, None) => " (unreadable after the write)".to_string(),
+            };
+            tracing::info!(
+                message_id = catalog::XPS_APPLIED,
+                device = x.device.as_str(),
+                interface,
+                driver,
+                txq = x.txq,
+                xps_old = old.as_str(),
+                xps_new = new.as_str(),
+                "xps of {who} tx-{}: {} -> {}{differs}",
+                x.txq,
+                if old.is_empty() { "-" } else { &old },
+                if new.is_empty() { "-" } else { &new }
+            );
+        }
+        XpsOutcome::Failed { class, error } if quiet => {
+            tracing::debug!(
+                device = x.device.as_str(),
+                txq = x.txq,
+                "xps of {who} tx-{} again ({class:?}): {}",
+                x.txq,
+                printable(error)
+            );
+        }
+        XpsOutcome::Failed { class, error } => tracing::warn!(
+            message_id = catalog::WRITE_FAILED,
+            device = x.device.as_str(),
+            interface,
+            txq = x.txq,
+            class = ?class,
+            "xps of {who} tx-{}: write failed ({class:?}): {}",
+            x.txq,
+            printable(error)
+        ),
+    }
+}
+
+/// An IRQ found off the CPUs irqwise placed it on, about to be restored; returns its device in
+/// `plan`, if it has one there.
+pub(crate) fn log_drift<'p>(d: &Drift, plan: &'p Plan) -> Option<&'p DevicePlan> {
+    let found = d.found.as_ref().map_or("unreadable".into(), super::super::cpuset::CpuSet::to_list_string);
+    let placed = d.placed.to_list_string();
+    let (dev, p) = plan.find_irq(d.irq).map_or((None, None), |(dev, p)| (Some(dev), Some(p)));
+    tracing::warn!(
+        message_id = catalog::DRIFT_RESTORED,
+        irq = d.irq,
+        irq_name = d.name.as_deref().unwrap_or(""),
+        device = dev.map_or("", |dev| dev.bdf.as_str()),
+        driver = dev.and_then(|dev| dev.driver.as_deref()).unwrap_or(""),
+        queue = p.and_then(|p| p.queue),
+        cpus_placed = placed.as_str(),
+        cpus_found = found.as_str(),
+        "irq {} drifted from {placed} to {found}, restoring",
+        d.irq
+    );
+    dev
+}
+
+/// A write that worked again after `n` passes that ended the same way.
+pub(crate) fn log_recovered(c: &Change, n: u64) {
+    tracing::info!(
+        irq = c.irq,
+        irq_name = c.irq_name.as_deref().unwrap_or(""),
+        device = c.device.as_str(),
+        driver = c.driver.as_deref().unwrap_or(""),
+        queue = c.queue,
+        "irq {}: written again after {n} passes that ended the same way",
+        c.irq
+    );
+}
+
+/// What a pass learned about a device's kernel-managed IRQs (`bdf`, bound to `driver`): not
+/// predicted (the driver's choice), as predicted, uncertain, or off the prediction.
+pub(crate) fn log_managed_news(news: &ManagedNews, bdf: &str, driver: &str) {
+    if news.predicted == 0 {
+        tracing::info!(
+            device = bdf,
+            driver,
+            managed_irqs = news.managed,
+            "{}: {} IRQs are kernel-managed; placement chosen by the driver (not predicted)",
+            news.device,
+            news.managed
+        );
+    } else if news.mismatched.is_empty() && news.uncertain.is_empty() {
+        let of = if news.predicted < news.managed { format!(" for {}", news.predicted) } else { String::new() };
+        tracing::info!(
+            message_id = catalog::MANAGED_VERIFIED,
+            device = bdf,
+            driver,
+            managed_irqs = news.managed,
+            "{}: {} IRQs are kernel-managed; predicted placement matches{of}",
+            news.device,
+            news.managed
+        );
+    } else if news.mismatched.is_empty() {
+        let irqs: Vec<String> = news.uncertain.iter().map(u32::to_string).collect();
+        let reason = news.uncertain_reason.as_deref().unwrap_or("unknown");
+        tracing::info!(
+            message_id = catalog::MANAGED_UNCERTAIN,
+            device = bdf,
+            driver,
+            managed_irqs = news.managed,
+            uncertain_irqs = irqs.join(" "),
+            reason,
+            "{}: {} IRQs are kernel-managed; predicted placement matches where it can be known; IRQ(s) {} uncertain: {}",
+            news.device,
+            news.managed,
+            irqs.join(", "),
+            reason
+        );
+    } else {
+        let irqs: Vec<String> = news.mismatched.iter().map(u32::to_string).collect();
+        tracing::warn!(
+            message_id = catalog::MANAGED_MISMATCH,
+            device = bdf,
+            driver,
+            managed_irqs = news.managed,
+            mismatched_irqs = irqs.join(" "),
+            "{}: {} IRQs are kernel-managed; IRQ(s) {} are not where the kernel's spreading predicts",
+            news.device,
+            news.managed,
+            irqs.join(", ")
+        );
+    }
+}
+
+/// Says what a pass's collaborators found ([`Adjusted`]), before its writes: claims held,
+/// changed, refused and removed, fights begun and
+/// ended, IRQs newly left to other owners and given back, NAPI instances another writer changed.
+pub(crate) fn say_adjusted(a: &Adjusted) {
+    for n in &a.claim_news {
+        say_claim(n);
+    }
+    for n in a.fights.iter().flat_map(|(news, _)| news) {
+        say_fight(n);
+    }
+    for n in a.respect.iter().flat_map(|(news, _)| news) {
+        say_respect(n);
+    }
+    for d in &a.napi.drift {
+        say_napi_drift(d);
+    }
+}
+
+/// An IRQ newly fought over (no longer restored), or given back to irqwise.
+fn say_fight(news: &FightNews) {
+    match news {
+        FightNews::Stopped(f) => {
+            let who = f.writer.as_ref().map_or_else(
+                || "no known IRQ tuner runs (a script, another daemon?)".to_string(),
+                |(pid, name)| format!("{name} (pid {pid}) runs and writes {}", what_it_writes(name)),
+            );
+            tracing::warn!(
+                message_id = catalog::FIGHT_DETECTED,
+                irq = f.irq,
+                irq_name = f.name.as_deref().unwrap_or(""),
+                device = f.device.as_str(),
+                cpus_placed = f.placed.to_list_string().as_str(),
+                cpus_found = f.mask.to_list_string().as_str(),
+                writer = f.writer.as_ref().map_or("", |(_, name)| name.as_str()),
+                "irq {} ({}) of {}: someone else keeps writing it ({} -> {} after {} restores in {} minutes; {who}); no longer restored, left as they set it until SIGHUP",
+                f.irq,
+                printable(f.name.as_deref().unwrap_or("")),
+                f.device,
+                f.placed,
+                f.mask,
+                f.restores,
+                FIGHT_WINDOW_SECS / 60.0
+            );
+        }
+        FightNews::Resumed(f, why) => tracing::info!(
+            irq = f.irq,
+            device = f.device.as_str(),
+            "irq {} of {}: {why}; irqwise places it again",
+            f.irq,
+            f.device
+        ),
+    }
+}
+
+/// An IRQ newly left to another owner (`on_drift = "respect"`), or given back to irqwise.
+fn say_respect(news: &RespectNews) {
+    match news {
+        RespectNews::Respected(o) => tracing::warn!(
+            irq = o.irq,
+            device = o.device.as_str(),
+            writer = o.owner.as_deref().unwrap_or(""),
+            "irq {} ({}) of {}: moved from {} to {} by {}; left as it is (on_drift = respect) until the device goes away or the configuration is reloaded",
+            o.irq,
+            printable(o.name.as_deref().unwrap_or("")),
+            o.device,
+            o.placed,
+            o.mask,
+            o.owner_words()
+        ),
+        RespectNews::Released(o) => tracing::info!(
+            irq = o.irq,
+            device = o.device.as_str(),
+            "irq {} of {}: the CPUs another owner gave it ({}) are all offline; irqwise places it again",
+            o.irq,
+            o.device,
+            o.mask
+        ),
+    }
+}
+
+/// A NAPI instance another writer changed: left to it, or written back.
+fn say_napi_drift(d: &NapiDrift) {
+    let name = d.interface.as_str();
+    if d.left.is_some() {
+        tracing::warn!(
+            napi_id = d.id,
+            interface = name,
+            "napi instance {} of {}: {} changed by another writer; left as it is (on_drift = respect) until the configuration is reloaded",
+            d.id,
+            printable(name),
+            d.changed.join(", ")
+        );
+    } else {
+        tracing::info!(
+            napi_id = d.id,
+            interface = name,
+            "napi instance {} of {}: {} changed by another writer; written back",
+            d.id,
+            printable(name),
+            d.changed.join(", ")
+        );
+    }
+}
+
+/// A runtime claim newly held, changed, refused or removed.
+fn say_claim(news: &ClaimNews) {
+    match news {
+        ClaimNews::Refused { refused: r, held_until_now } => {
+            let was = if *held_until_now { " (it held until now)" } else { "" };
+            tracing::warn!(claim = r.owner.as_str(), cpus = r.cpus.as_str(), "{}: the claim is refused{was}", r.reason);
+        }
+        ClaimNews::Held(claim) => tracing::info!(
+            claim = claim.owner.as_str(),
+            cpus = claim.cpus.as_str(),
+            "claim {}: {} kept free of device IRQs",
+            claim.owner,
+            claim.describe()
+        ),
+        ClaimNews::Changed { now, was } => tracing::info!(
+            claim = now.owner.as_str(),
+            cpus = now.cpus.as_str(),
+            "claim {} changed: {} kept free of device IRQs (was {})",
+            now.owner,
+            now.describe(),
+            was.describe()
+        ),
+        ClaimNews::Removed(was) => tracing::info!(
+            claim = was.owner.as_str(),
+            "claim {} released (its file was removed): CPUs {} are free again",
+            was.owner,
+            was.cpus
+        ),
+    }
+}
+
+/// What a pass's NAPI writes did, as [`super::napi_profiles::NapiProfiles::record`] found it
+/// worth saying.
+pub(crate) fn say_napi_writes(news: &[NapiWriteNews<'_>]) {
+    let name = |c: &crate::apply::napi_write::NapiChange| c.interface.clone().unwrap_or_else(|| c.device.clone());
+    for n in news {
+        match n {
+            NapiWriteNews::WritableAgain => tracing::info!("NAPI settings can be written again: [napi] is applied"),
+            NapiWriteNews::Written(c) => {
+                let (name, what) = (name(c), describe(&c.old, &c.new));
+                tracing::info!(
+                    message_id = catalog::NAPI_PROFILE_APPLIED,
+                    device = c.device.as_str(),
+                    interface = name.as_str(),
+                    napi_id = c.napi_id,
+                    irq = c.irq,
+                    queue = c.queue,
+                    settings = what.as_str(),
+                    "napi profile of {} ({}): instance {}{}: {what}",
+                    printable(&name),
+                    c.device,
+                    c.napi_id,
+                    c.queue.map_or(String::new(), |q| format!(" (queue {q})"))
+                );
+            }
+            NapiWriteNews::Gone(id) => tracing::debug!(napi_id = id, "napi instance {id}: gone before it was written"),
+            NapiWriteNews::Unverified(c, said) => tracing::warn!(
+                napi_id = c.napi_id,
+                device = c.device.as_str(),
+                "napi instance {} of {}: wrote {}, but the kernel {said}",
+                c.napi_id,
+                printable(&name(c)),
+                describe(&NapiProfile::default(), &c.new)
+            ),
+            NapiWriteNews::Refused(error) => tracing::warn!(
+                "NAPI settings cannot be written: {error} (a sandbox that refuses AF_NETLINK or CAP_NET_ADMIN; [napi] is not applied until it can)"
+            ),
+            NapiWriteNews::Failed(c, error) => tracing::warn!(
+                napi_id = c.napi_id,
+                device = c.device.as_str(),
+                "napi instance {} of {}: not written: {error}",
+                c.napi_id,
+                printable(&name(c))
+            ),
+        }
+    }
+}
+
+/// What a pass's whole queues brought, as [`super::napi_news::NapiNews::record`] found it worth
+/// saying.
+pub(crate) fn say_thread_news(news: &[ThreadNews<'_>]) {
+    for n in news {
+        match n {
+            ThreadNews::Notice(n) => tracing::info!("{}", printable(n)),
+            ThreadNews::Disagrees(d) => tracing::warn!(
+                message_id = catalog::QUEUE_IDENTITY_DISAGREES,
+                irq = d.irq,
+                device = d.bdf.as_str(),
+                irq_name = d.name.as_deref().unwrap_or(""),
+                kernel_queue = d.kernel_queue,
+                name_queue = d.name_queue,
+                "irq {} ({}) of {}: its name says queue {}, the kernel says queue {}; the kernel's is used",
+                d.irq,
+                printable(d.name.as_deref().unwrap_or("?")),
+                d.bdf,
+                d.name_queue,
+                d.kernel_queue
+            ),
+            ThreadNews::Moved(t) => say_thread_moved(t),
+            ThreadNews::Gone(t) => {
+                tracing::debug!(pid = t.pid, "thread {} (pid {}): gone before it was moved", printable(&t.name), t.pid);
+            }
+            ThreadNews::Failed(t) => {
+                let ThreadOutcome::Failed { class, error } = &t.result else { continue };
+                tracing::warn!(
+                    message_id = catalog::WRITE_FAILED,
+                    device = t.device.as_str(),
+                    pid = t.pid,
+                    thread = t.name.as_str(),
+                    class = ?class,
+                    "thread {} (pid {}) of {}: not moved ({class:?}): {}",
+                    printable(&t.name),
+                    t.pid,
+                    t.device,
+                    printable(error)
+                );
+            }
+        }
+    }
+}
+
+/// A NAPI thread moved to its queue IRQ's CPUs.
+fn say_thread_moved(t: &ThreadChange) {
+    let ThreadOutcome::Written { new } = &t.result else { return };
+    let old = list(t.old.as_ref());
+    let new = new.to_list_string();
+    tracing::info!(
+        message_id = catalog::NAPI_THREAD_APPLIED,
+        device = t.device.as_str(),
+        pid = t.pid,
+        thread = t.name.as_str(),
+        irq = t.irq,
+        cpus_old = old.as_str(),
+        cpus_new = new.as_str(),
+        "thread {} (pid {}) of {}: {old} -> {new}, with irq {}",
+        printable(&t.name),
+        t.pid,
+        t.device,
+        t.irq.map_or("?".to_string(), |i| i.to_string())
+    );
+}
