@@ -192,6 +192,7 @@ fn plan_only(bencher: divan::Bencher) {
         home: None,
         first: None,
         group_rules: group_rules(topo),
+        group_fact: None,
         respect_isolation: true,
         known_managed: &known,
         kernel_queues: &std::collections::BTreeMap::new(),

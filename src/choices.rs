@@ -75,7 +75,7 @@ impl SpreadOrder {
 }
 
 /// Whether a device's queues are refined by measured load (`balance = ...`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Balance {
     /// The deterministic plan, exactly.
@@ -97,7 +97,7 @@ impl Balance {
 }
 
 /// What irqwise does with the NAPI threads of a NIC running threaded NAPI (`napi_threads = ...`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum NapiThreads {
     /// Each thread gets the CPUs of the IRQ of its NAPI instance: the queue's work runs where
@@ -119,7 +119,7 @@ impl NapiThreads {
 }
 
 /// Where queues go once a device has used its node's CPUs (`spill = ...`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Spill {
     /// Queue i takes the hop of the i-th CPU of the device's order, as the kernel's

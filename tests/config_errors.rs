@@ -273,6 +273,21 @@ fn kubelet_cpu_manager_state_must_be_an_absolute_plain_path_and_a_later_file_may
 }
 
 #[test]
+fn reconcile_full_every_is_from_1_to_1000_and_a_later_file_wins() {
+    for bad in ["0", "1001"] {
+        let text = format!("[global]\nreconcile_full_every = {bad}\n");
+        assert_one_error(&text, 2, 24, &["reconcile_full_every", bad, "an integer from 1 to 1000"]);
+    }
+    assert_one_error("[global]\nreconcile_full_every = \"10\"\n", 2, 24, &["invalid type", "expected"]);
+    assert_eq!(parse_ok("").global.reconcile_full_every, 10, "the default");
+    let files = [
+        SourceFile { path: "a.toml".into(), text: "[global]\nreconcile_full_every = 1\n".into() },
+        SourceFile { path: "b.toml".into(), text: "[global]\nreconcile_full_every = 30\n".into() },
+    ];
+    assert_eq!(parse_files(&files, &possible()).config.unwrap().global.reconcile_full_every, 30);
+}
+
+#[test]
 fn nri_socket_must_be_an_absolute_plain_path_and_the_nri_keys_read() {
     for bad in ["nri.sock", "/var/run/nri/", "/var/./run/nri.sock", "/var/run/../nri.sock", ""] {
         assert_one_error(&format!("[global]\nnri_socket = \"{bad}\"\n"), 2, 14, &["nri_socket", "absolute path"]);

@@ -22,7 +22,7 @@ mod schema_check;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use irqwise::config::{known_keys, parse_files, Global, SourceFile};
+use irqwise::config::{global_schema, known_keys, parse_files, Global, SourceFile};
 use serde_json::Value;
 
 use config_text::possible;
@@ -317,6 +317,40 @@ fn toml_as_json(text: &str) -> Value {
     serde_json::to_value(t).unwrap()
 }
 
+/// (e): the `[global]` table is the one the code's key table gives ([`global_schema`]: each
+/// key's type, spellings, range, pattern, default and description), key by key.
+fn global_table_problems(root: &Value) -> Vec<String> {
+    let shipped = &root["properties"]["global"];
+    let derived = global_schema();
+    let mut out = Vec::new();
+    for part in ["type", "description", "additionalProperties"] {
+        if shipped.get(part) != derived.get(part) {
+            out.push(format!(
+                "[global] {part}: the schema has {:?}, the key table {:?}",
+                shipped.get(part),
+                derived.get(part)
+            ));
+        }
+    }
+    let keys = |v: &Value| -> BTreeSet<String> {
+        v["properties"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default()
+    };
+    let all: BTreeSet<String> = keys(shipped).union(&keys(&derived)).cloned().collect();
+    for k in all {
+        let (have, want) = (&shipped["properties"][&k], &derived["properties"][&k]);
+        if have != want {
+            out.push(format!("[global] `{k}`: the schema has {have}, the key table (src/config/keys.rs) gives {want}"));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_global_table_is_the_key_tables() {
+    let p = global_table_problems(&shipped_schema());
+    assert!(p.is_empty(), "schemas/config.schema.json against src/config/keys.rs:\n{}", p.join("\n"));
+}
+
 #[test]
 fn each_table_has_exactly_the_readers_keys() {
     let p = key_problems(&shipped_schema());
@@ -430,6 +464,14 @@ fn a_missing_or_extra_spelling_fails_the_enum_check() {
         s["$defs"]["rule"]["properties"]["strategy"]["enum"].as_array_mut().unwrap().push("spread".into());
     });
     assert!(enum_problems(&s).join("\n").contains("`strategy = \"spread\"` is refused"));
+}
+
+#[test]
+fn a_global_key_unlike_the_key_table_fails_the_global_check() {
+    let s = broken(|s| s["properties"]["global"]["properties"]["debounce"]["default"] = "200ms".into());
+    let p = global_table_problems(&s).join("\n");
+    assert!(p.contains("[global] `debounce`: the schema has {"), "{p}");
+    assert!(p.contains("\"default\":\"100ms\""), "{p}");
 }
 
 #[test]

@@ -12,6 +12,11 @@
 //!   the real reader (`irqwise::config::parse_files`) without an unknown key, a wrong type or an
 //!   unknown spelling. A block that is not TOML (`...` placeholders) is skipped and counted; write
 //!   ` ```toml ignore ` for a block that is TOML but not a configuration, or shows an error;
+//! - **configuration values**: docs/configuration.md's `[global]` reference table has one row
+//!   per key of the code's key table (`irqwise::config::GLOBAL_KEYS`) with its type and range
+//!   (enum spellings), default and when it takes effect, as the key table words them; and every
+//!   "`key` (`a`, `b`)" in prose lists exactly the spellings the schema gives that key, every
+//!   rule, match and `[napi]` key with spellings being listed so somewhere;
 //! - **the command line**: every command of clap's definition (`irqwise plan`, and a subcommand
 //!   with its parent: `irqwise spread numa`) and every long option (`--json`), hidden ones aside,
 //!   appears; every `irqwise WORD` in a command position of code (inline code, or a line of a
@@ -58,7 +63,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use clap::CommandFactory;
-use irqwise::config::{parse_files, ConfigError, MachineShape, SourceFile};
+use irqwise::config::{parse_files, ConfigError, MachineShape, SourceFile, GLOBAL_KEYS};
 use irqwise::cpuset::CpuSet;
 use regex_lite::Regex;
 
@@ -349,8 +354,7 @@ fn schema_keys(schema: &serde_json::Value) -> BTreeSet<String> {
 }
 
 fn shipped_schema_keys() -> BTreeSet<String> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/config.schema.json");
-    schema_keys(&serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
+    schema_keys(&shipped_schema())
 }
 
 /// The key names a piece of code documents: `key`, `key = ...`, `[table.key]`, `a.b.c`.
@@ -417,6 +421,115 @@ fn config_key_problems(docs: &[Doc], keys: &BTreeSet<String>) -> (Vec<String>, T
         out.push(format!("schemas/config.schema.json: the configuration key `{k}` is documented nowhere"));
     }
     (out, counts)
+}
+
+/// The header of the `[global]` reference table of docs/configuration.md.
+const GLOBAL_TABLE: &str = "| key | type and range | default | takes effect |";
+
+/// The `[global]` reference table of `doc` (docs/configuration.md): one row per key of
+/// [`GLOBAL_KEYS`], in its order, each cell what the key table says (type and range, default,
+/// when a change takes effect).
+fn global_table_problems(doc: &Doc) -> Vec<String> {
+    let path = doc.path.display();
+    let lines: Vec<&str> = doc.text.lines().collect();
+    let Some(header) = lines.iter().position(|l| l.trim() == GLOBAL_TABLE) else {
+        return vec![format!("{path}: no [global] reference table (a table headed `{GLOBAL_TABLE}`)")];
+    };
+    let mut out = Vec::new();
+    let mut rows: BTreeMap<String, (usize, Vec<String>)> = BTreeMap::new();
+    for (i, line) in lines.iter().enumerate().skip(header + 2).take_while(|(_, l)| l.starts_with('|')) {
+        let cells: Vec<String> = line.trim().trim_matches('|').split(" | ").map(|c| c.trim().to_string()).collect();
+        let key = cells.first().map(|c| c.trim_matches('`').to_string()).unwrap_or_default();
+        if GLOBAL_KEYS.iter().all(|k| k.name != key) {
+            out.push(format!("{path}:{}: the [global] table names `{key}`, which is no [global] key", i + 1));
+        }
+        rows.insert(key, (i + 1, cells));
+    }
+    for k in GLOBAL_KEYS {
+        let Some((line, cells)) = rows.get(k.name) else {
+            out.push(format!("{path}: the [global] key `{}` has no row in the reference table", k.name));
+            continue;
+        };
+        let want = [k.kind.words(), k.default.words(), k.effect.words().to_string()];
+        for ((what, want), have) in
+            ["type and range", "default", "takes effect"].iter().zip(&want).zip(cells.iter().skip(1))
+        {
+            if want != have {
+                out.push(format!(
+                    "{path}:{line}: `{}`: the {what} is documented as {have}, the code's is {want}",
+                    k.name
+                ));
+            }
+        }
+        if cells.len() != 4 {
+            out.push(format!("{path}:{line}: `{}`: {} cells, expected 4 ({GLOBAL_TABLE})", k.name, cells.len()));
+        }
+    }
+    out
+}
+
+/// Every key of the configuration's JSON Schema that takes one of a list of spellings, with
+/// them (`$ref`s followed).
+fn schema_enums(schema: &serde_json::Value) -> BTreeMap<String, BTreeSet<String>> {
+    fn walk(root: &serde_json::Value, v: &serde_json::Value, out: &mut BTreeMap<String, BTreeSet<String>>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let Some(serde_json::Value::Object(props)) = m.get("properties") {
+                    for (k, p) in props {
+                        let p = match p.get("$ref").and_then(|r| r.as_str()) {
+                            Some(r) => root.pointer(r.trim_start_matches('#')).unwrap_or(p),
+                            None => p,
+                        };
+                        if let Some(e) = p.get("enum").and_then(|e| e.as_array()) {
+                            out.insert(k.clone(), e.iter().filter_map(|s| s.as_str().map(String::from)).collect());
+                        }
+                    }
+                }
+                m.values().for_each(|x| walk(root, x, out));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(root, x, out)),
+            _ => {}
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(schema, schema, &mut out);
+    out
+}
+
+fn shipped_schema() -> serde_json::Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/config.schema.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Spellings in prose: every "`key` (`a`, `b`)" (or "`key` (`a`, `b`: ...") of the docs whose
+/// key takes spellings lists exactly the schema's (itself checked against the reader by
+/// tests/config_schema.rs), and every such key of a rule, a match table or a `[napi]` table is
+/// listed so somewhere (the `[global]` ones are in the reference table).
+fn enum_spelling_problems(docs: &[Doc], enums: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let re = Regex::new(r"`([a-z_]+)` \((`[a-z0-9-]+`(?:, `[a-z0-9-]+`)*)[:)]").unwrap();
+    let mut out = Vec::new();
+    let mut listed = BTreeSet::new();
+    for d in docs {
+        let text = d.text.replace('\n', " ");
+        for c in re.captures_iter(&text) {
+            let Some(want) = enums.get(&c[1]) else { continue };
+            listed.insert(c[1].to_string());
+            let have: BTreeSet<String> = c[2].split(", ").map(|s| s.trim_matches('`').to_string()).collect();
+            if &have != want {
+                let line = d.text[..c.get(0).map_or(0, |m| m.start())].matches('\n').count() + 1;
+                out.push(format!(
+                    "{}:{line}: `{}` is documented with {have:?}, the reader takes {want:?}",
+                    d.path.display(),
+                    &c[1]
+                ));
+            }
+        }
+    }
+    let global: BTreeSet<&str> = GLOBAL_KEYS.iter().map(|k| k.name).collect();
+    for k in enums.keys().filter(|k| !listed.contains(*k) && !global.contains(k.as_str())) {
+        out.push(format!("docs: `{k}` is never documented with its spellings (`{k}` (`a`, `b`))"));
+    }
+    out
 }
 
 /// The command line: command paths (`irqwise spread numa`) and long options, hidden ones aside.
@@ -946,6 +1059,20 @@ fn every_config_key_is_documented_and_every_toml_block_is_read_cleanly() {
 }
 
 #[test]
+fn the_global_reference_table_is_the_key_tables() {
+    let docs = repo_docs();
+    let Some(d) = docs.iter().find(|d| d.path == Path::new("docs/configuration.md")) else {
+        panic!("no configuration.md")
+    };
+    assert_none("the [global] reference table", &global_table_problems(d));
+}
+
+#[test]
+fn documented_spellings_are_the_readers() {
+    assert_none("spellings", &enum_spelling_problems(&repo_docs(), &schema_enums(&shipped_schema())));
+}
+
+#[test]
 fn every_command_and_option_is_documented_and_every_command_named_exists() {
     let cli = cli_items();
     eprintln!("commands: {}, long options: {}", cli.commands.len(), cli.options.len());
@@ -1087,6 +1214,31 @@ fn an_undocumented_or_unknown_config_key_is_reported() {
         "{p:#?}"
     );
     assert_eq!(p[2], "schemas/config.schema.json: the configuration key `debounce` is documented nowhere");
+}
+
+#[test]
+fn a_wrong_default_or_spelling_in_the_configuration_reference_is_reported() {
+    let real = std::fs::read_to_string(repo().join("docs/configuration.md")).unwrap();
+    let planted = real
+        .replace(
+            "| `debounce` | duration, `0ms` to `10s` | `\"100ms\"` |",
+            "| `debounce` | duration, `0ms` to `10s` | `\"200ms\"` |",
+        )
+        .replace("| `log_format` | `auto`, `journal`, `text`, `json` |", "| `log_format` | `auto`, `journal`, `text` |")
+        .replace("`order` (`kernel`, `hops`, `legacy`, `cores-first`)", "`order` (`cores-first`, `kernel`)");
+    assert_ne!(planted, real, "the planted drifts must change the page");
+    let d = doc("docs/configuration.md", &planted);
+    let p = global_table_problems(&d).join("\n");
+    assert!(p.contains("`debounce`: the default is documented as `\"200ms\"`, the code's is `\"100ms\"`"), "{p}");
+    assert!(
+        p.contains("`log_format`: the type and range is documented as `auto`, `journal`, `text`, the code's"),
+        "{p}"
+    );
+    let p = enum_spelling_problems(&[d], &schema_enums(&shipped_schema())).join("\n");
+    assert!(p.contains("`order` is documented with {\"cores-first\", \"kernel\"}, the reader takes"), "{p}");
+    let without =
+        doc("docs/configuration.md", &real.replace("| key | type and range | default | takes effect |", "| key |"));
+    assert!(global_table_problems(&without)[0].contains("no [global] reference table"));
 }
 
 #[test]

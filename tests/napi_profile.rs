@@ -19,11 +19,11 @@ mod schema_check;
 use std::collections::{BTreeMap, BTreeSet};
 
 use config_text::{assert_one_error, parse_ok};
+use irqwise::apply::napi_socket::NapiSocketError;
 use irqwise::apply::napi_write::{apply_napi, NapiOutcome, NapiWriter};
 use irqwise::choices::{NapiMode, NapiProfile};
 use irqwise::config::Config;
 use irqwise::cpuset::CpuSet;
-use irqwise::devices::discover::netdev_netlink::NapiSocketError;
 use irqwise::devices::napi::{
     InterfaceState, NapiInstance, NapiSettings, NapiThreaded, NetdevReport, NetdevView, QueueKind, QueueNapi,
 };

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::process::Command;
 
-use irqwise::devices::discover::netdev_netlink::{capture_netdev, NapiSocket};
+use irqwise::apply::napi_socket::NapiSocket;
+use irqwise::devices::discover::netdev_netlink::capture_netdev;
 use irqwise::devices::napi::{NapiInstance, NapiSettings, NapiSlot, NapiThreaded};
 
 fn run(tool: &str, args: &[&str]) -> Result<(), String> {

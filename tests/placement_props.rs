@@ -57,6 +57,7 @@ fn plan(now: &Topology, memory: &mut TopologyMemory, devices: &[Device], policie
         home: Some(&home),
         first: None,
         group_rules: group_rules(now),
+        group_fact: None,
         respect_isolation: true,
         known_managed: &known,
         kernel_queues: &std::collections::BTreeMap::new(),

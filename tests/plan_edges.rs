@@ -49,6 +49,7 @@ fn plan_one(topo: &Topology, dev: Device, policy: Policy) -> (DevicePlan, Vec<St
         home: None,
         first: None,
         group_rules: group_rules(topo),
+        group_fact: None,
         respect_isolation: true,
         known_managed: &known,
         kernel_queues: &std::collections::BTreeMap::new(),

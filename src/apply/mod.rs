@@ -21,6 +21,7 @@ use crate::sysfs::SysfsError;
 
 mod apply_plan;
 pub mod blocked;
+pub mod napi_socket;
 pub mod napi_write;
 mod proc_irq;
 pub mod threads;
@@ -32,6 +33,23 @@ pub use proc_irq::ProcIrq;
 pub(crate) use xps_write::apply_xps;
 pub use xps_write::XpsChange;
 pub use xps_write::XpsOutcome;
+
+/// Writes the whole of `plan` below `root`, the one apply of the daemon and of `irqwise apply`:
+/// the IRQ masks ([`apply_plan`]), then each NIC's transmit steering (which follows its IRQs),
+/// the NAPI threads, and the NAPI instances' settings through `napi`. Threads and instances are
+/// this machine's: under another root they are reported as not written. One report for all,
+/// each write with its own outcome; no failure stops the others.
+pub fn apply_whole(
+    plan: &crate::plan::Plan,
+    root: &crate::sysfs::Root,
+    napi: &mut dyn napi_write::NapiWriter,
+) -> ApplyReport {
+    let mut report = apply_plan(plan, &ProcIrq::new(root.clone()));
+    report.xps = apply_xps(plan, root);
+    report.threads = threads::apply_threads(plan, &threads::HostThreads, root.is_this_machine());
+    report.napi = napi_write::apply_napi(plan, napi, root.is_this_machine());
+    report
+}
 
 /// Why one IRQ could not be written, in the terms an operator acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

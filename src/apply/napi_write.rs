@@ -7,8 +7,8 @@
 
 use serde::Serialize;
 
+use crate::apply::napi_socket::{NapiSocket, NapiSocketError};
 use crate::choices::NapiProfile;
-use crate::devices::discover::netdev_netlink::{NapiSocket, NapiSocketError};
 use crate::devices::napi::{NapiInstance, NapiSettings, NapiThreaded};
 use crate::plan::Plan;
 

@@ -77,7 +77,7 @@ pub enum ConfigError {
     #[error("{at}: {key}: {source}")]
     CpuList { at: Location, key: &'static str, source: CpuSetError },
     #[error("{at}: {key} = {value:?} is not a valid duration; expected {expected}")]
-    Duration { at: Location, key: &'static str, value: String, expected: &'static str },
+    Duration { at: Location, key: &'static str, value: String, expected: String },
     #[error("{at}: match.{key} = {value:?} is not a valid glob pattern: {source}")]
     Glob { at: Location, key: String, value: String, source: GlobError },
     #[error("{at}: strategy = \"pin\" without cpus; expected `cpus = \"...\"` in the same rule (the CPUs to pin to)")]
@@ -91,19 +91,19 @@ pub enum ConfigError {
     #[error("{at}: queue_pattern = {value:?} {source}")]
     QueuePattern { at: Location, value: String, source: QueuePatternError },
     #[error(
-        "{at}: metrics_file = {value:?}; expected an absolute path without . or .. components, of a file ending in .prom (node_exporter's textfile collector reads only *.prom), or \"\" for no metrics"
+        "{at}: {key} = {value:?}; expected an absolute path without . or .. components, of a file ending in .prom (node_exporter's textfile collector reads only *.prom), or \"\" for no metrics"
     )]
-    MetricsFile { at: Location, value: String },
+    MetricsFile { at: Location, key: &'static str, value: String },
     #[error(
-        "{at}: kubelet_cpu_manager_state = {value:?}; expected an absolute path of a file without . or .. components (the kubelet's is /var/lib/kubelet/cpu_manager_state), or \"\" for none"
+        "{at}: {key} = {value:?}; expected an absolute path of a file without . or .. components (the kubelet's is /var/lib/kubelet/cpu_manager_state), or \"\" for none"
     )]
-    KubeletState { at: Location, value: String },
-    #[error("{at}: nri_socket = {value:?}; expected an absolute path without . or .. components (the runtime's NRI socket, below --root)")]
-    NriSocket { at: Location, value: String },
+    KubeletState { at: Location, key: &'static str, value: String },
+    #[error("{at}: {key} = {value:?}; expected an absolute path without . or .. components (the runtime's NRI socket, below --root)")]
+    NriSocket { at: Location, key: &'static str, value: String },
     #[error("{at}: node = {node}: no kernel has a node {node}; expected a node id from 0 to {}", max - 1)]
     NodeBeyondKernel { at: Location, node: u32, max: u32 },
     #[error("{at}: {key} = {value}: expected {expected}")]
-    OutOfRange { at: Location, key: &'static str, value: String, expected: &'static str },
+    OutOfRange { at: Location, key: &'static str, value: String, expected: String },
     #[error("{at}: queues_per_cpu = 0; expected an integer of at least 1")]
     ZeroQueuesPerCpu { at: Location },
     #[error(

@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 
 use super::error::{ConfigError, ConfigWarning};
-use super::validate::{validate_file, FileLayer, GlobalLayer};
-use super::{BalanceKnobs, Config, Global, MachineShape};
+use super::keys::GlobalLayer;
+use super::validate::{validate_file, FileLayer};
+use super::{Config, MachineShape};
 
 /// A drop-in hidden by one of the same name in a higher-precedence directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,17 +58,17 @@ pub fn parse_files(files: &[SourceFile], machine: &MachineShape) -> CheckReport 
 
     // Banning every CPU this machine has would leave devices nothing: on this machine the ban
     // is void (other machines of a fleet may have more CPUs).
-    if let Some((set, at, value)) = &global.banned_cpus {
-        if !machine.possible.is_empty() && machine.possible.is_subset(set) {
+    if let Some(ban) = &global.banned_cpus {
+        if !machine.possible.is_empty() && machine.possible.is_subset(&ban.set) {
             warnings.push(ConfigWarning::EverythingBanned {
-                at: at.clone(),
-                value: value.clone(),
+                at: ban.at.clone(),
+                value: ban.value.clone(),
                 possible: machine.possible.clone(),
             });
             global.banned_cpus = None;
         }
     }
-    let banned = global.banned_cpus.as_ref().map(|(set, _, _)| set.clone()).unwrap_or_default();
+    let banned = global.banned_cpus.as_ref().map(|ban| ban.set.clone()).unwrap_or_default();
     for parsed in &rules {
         let (Some(cpus), Some((at, value))) = (&parsed.raw_cpus, &parsed.cpus_at) else { continue };
         let excluded = parsed.raw_exclude.as_ref().map_or(banned.clone(), |e| e.union(&banned));
@@ -79,45 +80,9 @@ pub fn parse_files(files: &[SourceFile], machine: &MachineShape) -> CheckReport 
 
     let sources: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
     let config = errors.is_empty().then(|| Config {
-        global: finish_global(global),
+        global: global.finish(),
         rules: rules.into_iter().map(|p| p.rule).collect(),
         sources: sources.clone(),
     });
     CheckReport { config, errors, warnings, sources, masked: Vec::new() }
-}
-
-/// Fills unset `[global]` keys with their defaults.
-fn finish_global(layer: GlobalLayer) -> Global {
-    let d = Global::default();
-    Global {
-        banned_cpus: layer.banned_cpus.map_or(d.banned_cpus, |(set, _, _)| set),
-        respect_isolation: layer.respect_isolation.unwrap_or(d.respect_isolation),
-        reconcile_interval: layer.reconcile_interval.unwrap_or(d.reconcile_interval),
-        debounce: layer.debounce.unwrap_or(d.debounce),
-        restore_on_exit: layer.restore_on_exit.unwrap_or(d.restore_on_exit),
-        log_format: layer.log_format.unwrap_or(d.log_format),
-        xps: layer.xps.unwrap_or(d.xps),
-        import_irqbalance_banned: layer.import_irqbalance_banned.unwrap_or(d.import_irqbalance_banned),
-        on_drift: layer.on_drift.unwrap_or(d.on_drift),
-        metrics_file: layer.metrics_file.unwrap_or(d.metrics_file),
-        spill: layer.spill.unwrap_or(d.spill),
-        napi_threads: layer.napi_threads.unwrap_or(d.napi_threads),
-        balance: layer.balance.unwrap_or(d.balance),
-        balance_knobs: BalanceKnobs {
-            interval: layer.balance_interval.unwrap_or(d.balance_knobs.interval),
-            hold: layer.balance_hold.unwrap_or(d.balance_knobs.hold),
-            moves_per_minute: layer.balance_moves_per_minute.unwrap_or(d.balance_knobs.moves_per_minute),
-        },
-        guard: layer.guard.unwrap_or(d.guard),
-        napi: layer.napi,
-        irqbalance_socket: layer.irqbalance_socket.unwrap_or(d.irqbalance_socket),
-        kubelet_cpu_manager_state: match layer.kubelet_cpu_manager_state {
-            Some(path) if path.as_os_str().is_empty() => None,
-            Some(path) => Some(path),
-            None => d.kubelet_cpu_manager_state,
-        },
-        nri: layer.nri.unwrap_or(d.nri),
-        nri_socket: layer.nri_socket.unwrap_or(d.nri_socket),
-        nri_exclusive_cpus: layer.nri_exclusive_cpus.unwrap_or(d.nri_exclusive_cpus),
-    }
 }

@@ -15,6 +15,8 @@
 mod duration;
 mod error;
 mod glob;
+mod key_types;
+mod keys;
 mod load;
 mod merge;
 mod schema;
@@ -36,6 +38,7 @@ pub use error::Location;
 pub use error::{ConfigError, ConfigWarning};
 pub use glob::Glob;
 pub use glob::GlobError;
+pub use keys::{global_schema, DefaultValue, DurationRange, Effect, Global, KeySpec, Kind, PathRule, GLOBAL_KEYS};
 pub(crate) use load::machine_shape;
 pub use load::LoadError;
 pub use load::{check, check_files, is_dropin_name, load, load_config, load_config_with_warnings, ConfigPaths};
@@ -55,62 +58,6 @@ pub struct Config {
     pub sources: Vec<PathBuf>,
 }
 
-/// `[global]`, with defaults filled in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Global {
-    /// CPUs that never get device IRQs from irqwise. Invariant: within the possible set and not
-    /// all of it.
-    pub banned_cpus: CpuSet,
-    /// Keep device IRQs off isolated (`isolcpus`) and `nohz_full` CPUs (default true).
-    pub respect_isolation: bool,
-    /// Period of the slow safety reconcile (default 60 s). Invariant: non-zero.
-    pub reconcile_interval: Duration,
-    /// How long to wait for an event burst to settle before re-planning (default 100 ms).
-    pub debounce: Duration,
-    /// Put back the affinities found at start when the daemon stops (default false).
-    pub restore_on_exit: bool,
-    pub log_format: LogFormat,
-    /// Align each NIC's transmit steering (`xps_cpus`) with its queue IRQs (default true; a
-    /// rule's `xps` overrides it per device).
-    pub xps: bool,
-    /// Keep device IRQs off the CPUs irqbalance's banned list names (`IRQBALANCE_BANNED_CPULIST`,
-    /// `IRQBALANCE_BANNED_CPUS` in `/etc/sysconfig/irqbalance` and `/etc/default/irqbalance`, as
-    /// tuned and CRI-O write them), like `banned_cpus` (default true).
-    pub import_irqbalance_banned: bool,
-    /// What to do with an IRQ whose mask someone else changed (default: restore it).
-    pub on_drift: OnDrift,
-    /// Where NUMA-hop queues go beyond the device's node (default `kernel`: the next hop).
-    pub spill: Spill,
-    /// What happens to the NAPI threads of NICs running threaded NAPI (default `follow`: each
-    /// gets the CPUs of its queue's IRQ; a rule's `napi_threads` overrides it per device).
-    pub napi_threads: NapiThreads,
-    /// Which IRQs are kept off banned and isolated CPUs (default `all`).
-    pub guard: GuardScope,
-    /// Refine queue placement by measured load (default `off`; a rule's `balance` overrides it
-    /// per device), with its knobs.
-    pub balance: Balance,
-    pub balance_knobs: BalanceKnobs,
-    /// Where the daemon writes its Prometheus metrics (default: node_exporter's textfile
-    /// directory when it exists).
-    pub metrics_file: MetricsFile,
-    /// `[napi]`: what every placed NIC's NAPI instances get (default: nothing is set).
-    pub napi: NapiProfile,
-    /// Speak irqbalance's control socket (`/run/irqbalance/irqbalance<PID>.sock`) for
-    /// `irqbalance-ui` and intel-lpmd (default false; never while irqbalance runs; read at start).
-    pub irqbalance_socket: bool,
-    /// The kubelet's CPU manager checkpoint (`/var/lib/kubelet/cpu_manager_state`), read every
-    /// pass and watched: device IRQs avoid every CPU its static policy assigned exclusively
-    /// (default: none).
-    pub kubelet_cpu_manager_state: Option<PathBuf>,
-    /// Be an NRI plugin of the container runtime (default false; read at start).
-    pub nri: bool,
-    /// The runtime's NRI socket, below the root (default `/var/run/nri/nri.sock`; read at start).
-    pub nri_socket: PathBuf,
-    /// With `nri`, claim the cpuset of every running container of a Guaranteed pod whose CPUs
-    /// no other running container shares (default false).
-    pub nri_exclusive_cpus: bool,
-}
-
 /// Where containerd and CRI-O listen for NRI plugins.
 pub const DEFAULT_NRI_SOCKET: &str = "/var/run/nri/nri.sock";
 
@@ -128,34 +75,6 @@ pub enum MetricsFile {
     At(PathBuf),
 }
 
-impl Default for Global {
-    fn default() -> Self {
-        Global {
-            banned_cpus: CpuSet::new(),
-            respect_isolation: true,
-            reconcile_interval: Duration::from_secs(60),
-            debounce: Duration::from_millis(100),
-            restore_on_exit: false,
-            log_format: LogFormat::Auto,
-            xps: true,
-            import_irqbalance_banned: true,
-            on_drift: OnDrift::Restore,
-            metrics_file: MetricsFile::Auto,
-            spill: Spill::Kernel,
-            napi_threads: NapiThreads::Follow,
-            guard: GuardScope::All,
-            balance: Balance::Off,
-            balance_knobs: BalanceKnobs::default(),
-            napi: NapiProfile::default(),
-            irqbalance_socket: false,
-            kubelet_cpu_manager_state: None,
-            nri: false,
-            nri_socket: PathBuf::from(DEFAULT_NRI_SOCKET),
-            nri_exclusive_cpus: false,
-        }
-    }
-}
-
 /// How `balance = "load"` measures and moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BalanceKnobs {
@@ -169,8 +88,20 @@ pub struct BalanceKnobs {
 }
 
 impl Default for BalanceKnobs {
+    /// The knobs of the default `[global]`.
     fn default() -> Self {
-        BalanceKnobs { interval: Duration::from_secs(10), hold: Duration::from_secs(300), moves_per_minute: 4 }
+        Global::default().balance_knobs()
+    }
+}
+
+impl Global {
+    /// `balance_interval`, `balance_hold` and `balance_moves_per_minute` together.
+    pub fn balance_knobs(&self) -> BalanceKnobs {
+        BalanceKnobs {
+            interval: self.balance_interval,
+            hold: self.balance_hold,
+            moves_per_minute: self.balance_moves_per_minute,
+        }
     }
 }
 
@@ -312,7 +243,7 @@ impl Serialize for RuleRef {
 }
 
 /// `guard = ...`: which IRQs irqwise keeps off banned and isolated CPUs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum GuardScope {
     /// Every movable IRQ, as irqbalance does with its banned list: the devices irqwise places,
@@ -342,7 +273,7 @@ pub enum LogFormat {
 
 /// `on_drift = ...`: what the daemon does when an IRQ it placed is found on other CPUs and
 /// neither the kernel's CPU-offline fallback nor the driver's reset explains it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum OnDrift {
     /// Put the IRQ back where irqwise placed it.

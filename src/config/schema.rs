@@ -11,44 +11,18 @@ use serde::de::{Deserialize, IntoDeserializer};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::{GuardScope, LogFormat, OnDrift};
+use super::keys::GLOBAL_NAMES;
 use crate::choices::{Balance, NapiMode, NapiThreads, Spill, SpreadOrder, StrategyName};
 use crate::devices::DeviceClass;
 
 /// One config file (main file or drop-in).
 #[derive(Debug, Default)]
-pub(crate) struct RawFile {
-    pub global: Option<RawGlobal>,
+pub(crate) struct RawFile<'i> {
+    /// `[global]`, read key by key by `keys.rs`.
+    pub global: Option<DeTable<'i>>,
     /// The top-level `[napi]` table: every placed NIC's instances.
     pub napi: Option<Spanned<RawNapi>>,
     pub device: Vec<Spanned<RawRule>>,
-}
-
-/// `[global]`.
-#[derive(Debug, Default)]
-pub(crate) struct RawGlobal {
-    pub banned_cpus: Option<Spanned<String>>,
-    pub respect_isolation: Option<bool>,
-    pub reconcile_interval: Option<Spanned<String>>,
-    pub debounce: Option<Spanned<String>>,
-    pub restore_on_exit: Option<bool>,
-    pub log_format: Option<LogFormat>,
-    pub xps: Option<bool>,
-    pub import_irqbalance_banned: Option<bool>,
-    pub on_drift: Option<OnDrift>,
-    pub metrics_file: Option<Spanned<String>>,
-    pub spill: Option<Spill>,
-    pub guard: Option<GuardScope>,
-    pub napi_threads: Option<NapiThreads>,
-    pub balance: Option<Balance>,
-    pub balance_interval: Option<Spanned<String>>,
-    pub balance_hold: Option<Spanned<String>>,
-    pub balance_moves_per_minute: Option<Spanned<u32>>,
-    pub irqbalance_socket: Option<bool>,
-    pub kubelet_cpu_manager_state: Option<Spanned<String>>,
-    pub nri: Option<bool>,
-    pub nri_socket: Option<Spanned<String>>,
-    pub nri_exclusive_cpus: Option<bool>,
 }
 
 /// One `[[device]]` table.
@@ -107,30 +81,6 @@ pub(crate) struct SchemaError {
 
 /// The keys of each table, for "unknown field" messages.
 const TOP: &[&str] = &["global", "napi", "device"];
-const GLOBAL: &[&str] = &[
-    "banned_cpus",
-    "respect_isolation",
-    "reconcile_interval",
-    "debounce",
-    "restore_on_exit",
-    "log_format",
-    "xps",
-    "import_irqbalance_banned",
-    "on_drift",
-    "spill",
-    "guard",
-    "metrics_file",
-    "napi_threads",
-    "balance",
-    "balance_interval",
-    "balance_hold",
-    "balance_moves_per_minute",
-    "irqbalance_socket",
-    "kubelet_cpu_manager_state",
-    "nri",
-    "nri_socket",
-    "nri_exclusive_cpus",
-];
 pub(crate) const RULE: &[&str] = &[
     "match",
     "strategy",
@@ -160,7 +110,7 @@ const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "n
 pub fn known_keys() -> [(&'static str, &'static [&'static str]); 6] {
     [
         ("", TOP),
-        ("global", GLOBAL),
+        ("global", GLOBAL_NAMES),
         ("napi", NAPI),
         ("device", RULE),
         ("device.match", MATCH),
@@ -170,7 +120,7 @@ pub fn known_keys() -> [(&'static str, &'static [&'static str]); 6] {
 
 /// Reads `text` into the raw structure, keeping every key that has the right type, and returns
 /// every error found, ordered by position in the file.
-pub fn read(text: &str) -> (RawFile, Vec<SchemaError>) {
+pub fn read(text: &str) -> (RawFile<'_>, Vec<SchemaError>) {
     let (table, syntax) = DeTable::parse_recoverable(text);
     let mut r = Reader {
         errors: syntax
@@ -181,7 +131,7 @@ pub fn read(text: &str) -> (RawFile, Vec<SchemaError>) {
     let mut file = RawFile::default();
     for (key, value) in table.into_inner() {
         match key.get_ref().as_ref() {
-            "global" => file.global = r.table(value).map(|t| r.global(t)),
+            "global" => file.global = r.table(value).map(Spanned::into_inner),
             "napi" => {
                 let span = value.span();
                 file.napi = r.table(value).map(|t| Spanned::new(span, r.napi(t, NAPI)));
@@ -204,6 +154,12 @@ pub fn read(text: &str) -> (RawFile, Vec<SchemaError>) {
     (file, r.errors)
 }
 
+/// The message of an unknown key `name` where the keys are `expected`.
+pub(super) fn unknown_message(name: &str, expected: &[&str]) -> String {
+    let list = expected.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
+    format!("unknown field `{name}`, expected one of {list}")
+}
+
 /// Collects the errors of one file while reading it.
 struct Reader {
     errors: Vec<SchemaError>,
@@ -215,8 +171,7 @@ impl Reader {
     }
 
     fn unknown(&mut self, key: &Spanned<toml::de::DeString>, name: &str, expected: &[&str]) {
-        let list = expected.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
-        self.error(key.span(), format!("unknown field `{name}`, expected one of {list}"));
+        self.error(key.span(), unknown_message(name, expected));
     }
 
     /// The value as a table, else an error at it.
@@ -240,38 +195,6 @@ impl Reader {
                 None
             }
         }
-    }
-
-    fn global(&mut self, t: Spanned<DeTable<'_>>) -> RawGlobal {
-        let mut g = RawGlobal::default();
-        for (key, v) in t.into_inner() {
-            match key.get_ref().as_ref() {
-                "banned_cpus" => g.banned_cpus = self.value(v),
-                "respect_isolation" => g.respect_isolation = self.value(v),
-                "reconcile_interval" => g.reconcile_interval = self.value(v),
-                "debounce" => g.debounce = self.value(v),
-                "restore_on_exit" => g.restore_on_exit = self.value(v),
-                "log_format" => g.log_format = self.value(v),
-                "xps" => g.xps = self.value(v),
-                "import_irqbalance_banned" => g.import_irqbalance_banned = self.value(v),
-                "on_drift" => g.on_drift = self.value(v),
-                "metrics_file" => g.metrics_file = self.value(v),
-                "spill" => g.spill = self.value(v),
-                "guard" => g.guard = self.value(v),
-                "napi_threads" => g.napi_threads = self.value(v),
-                "balance" => g.balance = self.value(v),
-                "balance_interval" => g.balance_interval = self.value(v),
-                "balance_hold" => g.balance_hold = self.value(v),
-                "balance_moves_per_minute" => g.balance_moves_per_minute = self.value(v),
-                "irqbalance_socket" => g.irqbalance_socket = self.value(v),
-                "kubelet_cpu_manager_state" => g.kubelet_cpu_manager_state = self.value(v),
-                "nri" => g.nri = self.value(v),
-                "nri_socket" => g.nri_socket = self.value(v),
-                "nri_exclusive_cpus" => g.nri_exclusive_cpus = self.value(v),
-                other => self.unknown(&key, other, GLOBAL),
-            }
-        }
-        g
     }
 
     fn rule(&mut self, t: Spanned<DeTable<'_>>) -> RawRule {

@@ -3,9 +3,11 @@
 //! Pure: works on a file's path (for messages) and text, never on the filesystem.
 
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
+use serde::de::{Deserialize, IntoDeserializer};
+use toml::de::{DeString, DeValue};
 use toml::Spanned;
 
 use crate::cpuset::{CpuSet, CpuSetError};
@@ -13,77 +15,13 @@ use crate::cpuset::{CpuSet, CpuSetError};
 use super::duration::{parse_duration, parse_fine_duration};
 use super::error::{ConfigError, ConfigWarning, LineIndex, Location};
 use super::glob::Glob;
-use super::schema::{read, RawGlobal, RawMatch, RawNapi, RawRule};
-use super::{GuardScope, LogFormat, MachineShape, Match, MetricsFile, NapiRange, OnDrift, Rule, RuleRef, Settings};
-use crate::choices::{Balance, NapiProfile, NapiThreads, Spill, StrategyName};
+use super::keys::{read_global, DurationRange, GlobalLayer};
+use super::schema::{read, unknown_message, RawMatch, RawNapi, RawRule};
+use super::{MachineShape, Match, NapiRange, Rule, RuleRef, Settings};
+use crate::choices::{NapiProfile, StrategyName};
 use crate::devices::napi::NapiSettings;
 use crate::devices::{DeviceClass, QueuePattern};
 use crate::topology::MAX_NUMNODES;
-
-/// `[global]` keys one file sets (`None`: not set here). `banned_cpus` keeps where it was
-/// written, for the "bans everything" check after merging.
-#[derive(Debug, Default)]
-pub(super) struct GlobalLayer {
-    pub banned_cpus: Option<(CpuSet, Location, String)>,
-    pub respect_isolation: Option<bool>,
-    pub reconcile_interval: Option<Duration>,
-    pub debounce: Option<Duration>,
-    pub restore_on_exit: Option<bool>,
-    pub log_format: Option<LogFormat>,
-    pub xps: Option<bool>,
-    pub import_irqbalance_banned: Option<bool>,
-    pub on_drift: Option<OnDrift>,
-    pub metrics_file: Option<MetricsFile>,
-    pub spill: Option<Spill>,
-    pub napi_threads: Option<NapiThreads>,
-    pub guard: Option<GuardScope>,
-    pub balance: Option<Balance>,
-    pub balance_interval: Option<Duration>,
-    pub balance_hold: Option<Duration>,
-    pub balance_moves_per_minute: Option<u32>,
-    /// `[napi]`, key by key (a later file's key wins).
-    pub napi: NapiProfile,
-    pub irqbalance_socket: Option<bool>,
-    /// An empty path: set to `""` (off).
-    pub kubelet_cpu_manager_state: Option<PathBuf>,
-    pub nri: Option<bool>,
-    pub nri_socket: Option<std::path::PathBuf>,
-    pub nri_exclusive_cpus: Option<bool>,
-}
-
-impl GlobalLayer {
-    /// Overlays `later` on `self` key by key: every key `later` sets wins.
-    pub(crate) fn overlay(&mut self, later: GlobalLayer) {
-        fn take<T>(slot: &mut Option<T>, value: Option<T>) {
-            if value.is_some() {
-                *slot = value;
-            }
-        }
-        take(&mut self.banned_cpus, later.banned_cpus);
-        take(&mut self.respect_isolation, later.respect_isolation);
-        take(&mut self.reconcile_interval, later.reconcile_interval);
-        take(&mut self.debounce, later.debounce);
-        take(&mut self.restore_on_exit, later.restore_on_exit);
-        take(&mut self.log_format, later.log_format);
-        take(&mut self.xps, later.xps);
-        take(&mut self.import_irqbalance_banned, later.import_irqbalance_banned);
-        take(&mut self.on_drift, later.on_drift);
-        take(&mut self.metrics_file, later.metrics_file);
-        take(&mut self.spill, later.spill);
-        take(&mut self.napi_threads, later.napi_threads);
-        take(&mut self.guard, later.guard);
-        take(&mut self.balance, later.balance);
-        take(&mut self.balance_interval, later.balance_interval);
-        take(&mut self.balance_hold, later.balance_hold);
-        take(&mut self.balance_moves_per_minute, later.balance_moves_per_minute);
-        self.napi = self.napi.overlay(&later.napi);
-        take(&mut self.irqbalance_socket, later.irqbalance_socket);
-        take(&mut self.kubelet_cpu_manager_state, later.kubelet_cpu_manager_state);
-        take(&mut self.nri, later.nri);
-        take(&mut self.nri_socket, later.nri_socket);
-        take(&mut self.nri_exclusive_cpus, later.nri_exclusive_cpus);
-    }
-}
 
 /// A validated rule plus where its `cpus` value was written, for the cross-file check of the
 /// allowed set against the global `banned_cpus`.
@@ -104,58 +42,16 @@ pub(super) struct FileLayer {
     pub rules: Vec<ParsedRule>,
 }
 
-/// The durations a key accepts and how errors say so.
-struct DurationRange {
-    min: Duration,
-    max: Duration,
-    expected: &'static str,
-}
-
-/// `reconcile_interval`: a full pass more often than once a second would only burn CPU (a
-/// millisecond interval measured 41% of a CPU); one a day is the longest that still deserves the
-/// name.
-const RECONCILE: DurationRange = DurationRange {
-    min: Duration::from_secs(1),
-    max: Duration::from_secs(86_400),
-    expected: "a duration from \"1s\" to \"24h\" (a whole number followed by ms, s, m or h)",
-};
-
-/// `debounce`: the longest a burst of events may delay its pass; beyond 10 s the daemon would
-/// react slower than the irqbalance it replaces.
-const DEBOUNCE: DurationRange = DurationRange {
-    min: Duration::ZERO,
-    max: Duration::from_secs(10),
-    expected: "a duration from \"0ms\" to \"10s\" (a whole number followed by ms, s, m or h)",
-};
-
-/// `balance_interval`: a sample is a rate over this window; below a second the counts of a
-/// moderately busy queue are noise, beyond ten minutes the load it measures is gone.
-const BALANCE_INTERVAL: DurationRange = DurationRange {
-    min: Duration::from_secs(1),
-    max: Duration::from_secs(600),
-    expected: "a duration from \"1s\" to \"10m\" (a whole number followed by ms, s, m or h)",
-};
-
-/// `balance_hold`: how long a moved queue stays; up to a day.
-const BALANCE_HOLD: DurationRange = DurationRange {
-    min: Duration::ZERO,
-    max: Duration::from_secs(86_400),
-    expected: "a duration from \"0s\" to \"24h\" (a whole number followed by ms, s, m or h)",
-};
-
 /// `gro_flush_timeout` and `irq_suspend_timeout`: the kernel takes nanoseconds; past ten
 /// seconds an instance's IRQ would stay off longer than any watchdog waits for a packet.
-const NAPI_TIMEOUT: DurationRange = DurationRange {
-    min: Duration::ZERO,
-    max: Duration::from_secs(10),
-    expected: "a duration from \"0ns\" to \"10s\" (a whole number followed by ns, us, ms or s)",
-};
+const NAPI_TIMEOUT_MAX: Duration = Duration::from_secs(10);
+const NAPI_TIMEOUT_EXPECTED: &str = "a duration from \"0ns\" to \"10s\" (a whole number followed by ns, us, ms or s)";
 
 /// `defer_hard_irqs`: the kernel's policy stops at `S32_MAX`.
 const DEFER_HARD_IRQS_MAX: i64 = i32::MAX as i64;
 
 /// Validation context of one file: its path and text (for locations) and the machine's CPUs.
-struct FileCtx<'a> {
+pub(super) struct FileCtx<'a> {
     path: &'a Path,
     text: &'a str,
     lines: LineIndex,
@@ -179,7 +75,7 @@ pub(super) fn validate_file(
         let at = ctx.loc(e.span.start);
         ctx.errors.push(ConfigError::Schema { at, message: schema_message(&e.message) });
     }
-    let mut global = raw.global.map(|g| ctx.global(g)).unwrap_or_default();
+    let mut global = raw.global.map(|g| read_global(&mut ctx, g)).unwrap_or_default();
     if let Some(n) = raw.napi {
         global.napi = ctx.napi(n.get_ref()).profile;
     }
@@ -204,7 +100,33 @@ fn schema_message(message: &str) -> String {
 }
 
 impl FileCtx<'_> {
-    fn loc(&self, offset: usize) -> Location {
+    /// The value as a `T`, else the TOML reader's error at its position (as `schema.rs` says
+    /// it of the other tables).
+    pub(super) fn typed<T: for<'de> Deserialize<'de>>(&mut self, value: Spanned<DeValue<'_>>) -> Option<T> {
+        let span = value.span();
+        match T::deserialize(value.into_deserializer()) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                let at = self.loc(e.span().unwrap_or(span).start);
+                self.errors.push(ConfigError::Schema { at, message: schema_message(e.message()) });
+                None
+            }
+        }
+    }
+
+    /// An unknown key's error: what keys there are.
+    pub(super) fn unknown_key(&mut self, key: &Spanned<DeString<'_>>, expected: &[&str]) {
+        let at = self.loc(key.span().start);
+        let message = schema_message(&unknown_message(key.get_ref(), expected));
+        self.errors.push(ConfigError::Schema { at, message });
+    }
+
+    /// Records an error.
+    pub(super) fn push(&mut self, error: ConfigError) {
+        self.errors.push(error);
+    }
+
+    pub(super) fn loc(&self, offset: usize) -> Location {
         self.lines.locate(self.path, self.text, offset)
     }
 
@@ -214,100 +136,6 @@ impl FileCtx<'_> {
         let written = self.text.get(span.clone()).unwrap_or("");
         let plain = written.len() == value.len() + 2 && written.get(1..written.len() - 1) == Some(value);
         self.loc(if plain { span.start + 1 + inner } else { span.start })
-    }
-
-    fn global(&mut self, g: RawGlobal) -> GlobalLayer {
-        let banned_cpus = g.banned_cpus.and_then(|v| {
-            let set = self.cpu_list("banned_cpus", &v)?;
-            let set = self.fit("banned_cpus", &v, &set, "no CPU of this machine is banned");
-            Some((set, self.loc(v.span().start), v.into_inner()))
-        });
-        GlobalLayer {
-            banned_cpus,
-            respect_isolation: g.respect_isolation,
-            reconcile_interval: g.reconcile_interval.and_then(|v| self.duration("reconcile_interval", &v, &RECONCILE)),
-            debounce: g.debounce.and_then(|v| self.duration("debounce", &v, &DEBOUNCE)),
-            restore_on_exit: g.restore_on_exit,
-            log_format: g.log_format,
-            xps: g.xps,
-            import_irqbalance_banned: g.import_irqbalance_banned,
-            on_drift: g.on_drift,
-            metrics_file: g.metrics_file.and_then(|v| self.metrics_file(&v)),
-            spill: g.spill,
-            napi_threads: g.napi_threads,
-            guard: g.guard,
-            balance: g.balance,
-            balance_interval: g.balance_interval.and_then(|v| self.duration("balance_interval", &v, &BALANCE_INTERVAL)),
-            balance_hold: g.balance_hold.and_then(|v| self.duration("balance_hold", &v, &BALANCE_HOLD)),
-            balance_moves_per_minute: g.balance_moves_per_minute.and_then(|v| {
-                let n = *v.get_ref();
-                if (1..=600).contains(&n) {
-                    return Some(n);
-                }
-                let at = self.loc(v.span().start);
-                self.errors.push(ConfigError::OutOfRange {
-                    at,
-                    key: "balance_moves_per_minute",
-                    value: n.to_string(),
-                    expected: "an integer from 1 to 600",
-                });
-                None
-            }),
-            napi: NapiProfile::default(),
-            irqbalance_socket: g.irqbalance_socket,
-            kubelet_cpu_manager_state: g.kubelet_cpu_manager_state.and_then(|v| self.kubelet_cpu_manager_state(&v)),
-            nri: g.nri,
-            nri_socket: g.nri_socket.and_then(|v| self.nri_socket(&v)),
-            nri_exclusive_cpus: g.nri_exclusive_cpus,
-        }
-    }
-
-    /// `kubelet_cpu_manager_state`: empty (off), or an absolute path without `.` or `..`
-    /// components (it is read below the root, as every host file).
-    /// `""` is the empty path.
-    fn kubelet_cpu_manager_state(&mut self, v: &Spanned<String>) -> Option<PathBuf> {
-        let text = v.get_ref();
-        if text.is_empty() {
-            return Some(PathBuf::new());
-        }
-        if let Some(path) = plain_absolute(text) {
-            return Some(path);
-        }
-        let at = self.loc(v.span().start);
-        self.errors.push(ConfigError::KubeletState { at, value: text.clone() });
-        None
-    }
-
-    /// `nri_socket`: an absolute path without `.` or `..` components and no trailing `/` (it is
-    /// opened below the root: a path that climbs out of it is refused here).
-    fn nri_socket(&mut self, v: &Spanned<String>) -> Option<PathBuf> {
-        let text = v.get_ref();
-        if let Some(path) = plain_absolute(text).filter(|_| !text.ends_with('/')) {
-            return Some(path);
-        }
-        let at = self.loc(v.span().start);
-        self.errors.push(ConfigError::NriSocket { at, value: text.clone() });
-        None
-    }
-
-    /// `metrics_file`: empty (off), or an absolute path of a `*.prom` file (node_exporter's
-    /// textfile collector reads no other name) without `.` or `..` components (it is written
-    /// below the root: a path that climbs out of it is refused here, not at the first write).
-    fn metrics_file(&mut self, v: &Spanned<String>) -> Option<MetricsFile> {
-        let text = v.get_ref();
-        if text.is_empty() {
-            return Some(MetricsFile::Off);
-        }
-        let path = std::path::Path::new(text);
-        let named = path.file_name().is_some_and(|n| n.len() > ".prom".len());
-        let plain = path.components().skip(1).all(|c| matches!(c, std::path::Component::Normal(_)))
-            && !text.split('/').any(|c| c == "." || c == "..");
-        if path.is_absolute() && named && plain && text.ends_with(".prom") && !text.contains('\0') {
-            return Some(MetricsFile::At(path.to_path_buf()));
-        }
-        let at = self.loc(v.span().start);
-        self.errors.push(ConfigError::MetricsFile { at, value: text.clone() });
-        None
     }
 
     /// A `[napi]` or `[device.napi]` table: its values checked, each bad one an error.
@@ -326,17 +154,17 @@ impl FileCtx<'_> {
                 at,
                 key: "napi.defer_hard_irqs",
                 value: d.to_string(),
-                expected: "an integer from 0 to 2147483647 (the kernel's limit)",
+                expected: "an integer from 0 to 2147483647 (the kernel's limit)".to_owned(),
             });
             None
         });
         let timeout = |this: &mut Self, key: &'static str, v: &Option<Spanned<String>>| {
             let v = v.as_ref()?;
             match parse_fine_duration(v.get_ref()) {
-                Some(d) if d <= NAPI_TIMEOUT.max => u64::try_from(d.as_nanos()).ok(),
+                Some(d) if d <= NAPI_TIMEOUT_MAX => u64::try_from(d.as_nanos()).ok(),
                 _ => {
                     let at = this.loc(v.span().start);
-                    let (value, expected) = (v.get_ref().clone(), NAPI_TIMEOUT.expected);
+                    let (value, expected) = (v.get_ref().clone(), NAPI_TIMEOUT_EXPECTED.to_owned());
                     this.errors.push(ConfigError::Duration { at, key, value, expected });
                     None
                 }
@@ -349,11 +177,16 @@ impl FileCtx<'_> {
     }
 
     /// A duration value within `range`, whose words say what it is.
-    fn duration(&mut self, key: &'static str, v: &Spanned<String>, range: &DurationRange) -> Option<Duration> {
+    pub(super) fn duration(
+        &mut self,
+        key: &'static str,
+        v: &Spanned<String>,
+        range: &DurationRange,
+    ) -> Option<Duration> {
         match parse_duration(v.get_ref()) {
             Some(d) if d >= range.min && d <= range.max => Some(d),
             _ => {
-                let expected = range.expected;
+                let expected = range.expected();
                 let at = self.loc(v.span().start);
                 self.errors.push(ConfigError::Duration { at, key, value: v.get_ref().clone(), expected });
                 None
@@ -363,7 +196,7 @@ impl FileCtx<'_> {
 
     /// The part of a CPU list value this machine has, with a warning naming the CPUs it lacks
     /// and `instead`: what is left, or (when nothing is) what happens then.
-    fn fit(&mut self, key: &'static str, v: &Spanned<String>, set: &CpuSet, if_none: &str) -> CpuSet {
+    pub(super) fn fit(&mut self, key: &'static str, v: &Spanned<String>, set: &CpuSet, if_none: &str) -> CpuSet {
         let within = set.intersection(&self.machine.possible);
         let beyond = set.difference(&self.machine.possible);
         if !beyond.is_empty() {
@@ -383,7 +216,7 @@ impl FileCtx<'_> {
 
     /// A CPU list value as written (any CPU below the CpuSet limit): see [`FileCtx::fit`] for
     /// the part this machine has.
-    fn cpu_list(&mut self, key: &'static str, v: &Spanned<String>) -> Option<CpuSet> {
+    pub(super) fn cpu_list(&mut self, key: &'static str, v: &Spanned<String>) -> Option<CpuSet> {
         let span = v.span();
         match CpuSet::parse_list(v.get_ref()) {
             Ok(set) => Some(set),
@@ -620,13 +453,4 @@ impl FileCtx<'_> {
             self.warnings.push(ignored("spill", "it applies to the numa-hop strategy only"));
         }
     }
-}
-
-/// `text` as a path when it is absolute, names a file and has no `.` or `..` component (nor a
-/// NUL): what every host path read below the root must be.
-fn plain_absolute(text: &str) -> Option<PathBuf> {
-    let path = Path::new(text);
-    let plain = path.components().skip(1).all(|c| matches!(c, std::path::Component::Normal(_)))
-        && !text.split('/').any(|c| c == "." || c == "..");
-    (path.is_absolute() && path.file_name().is_some() && plain && !text.contains('\0')).then(|| path.to_path_buf())
 }

@@ -349,7 +349,7 @@ impl Daemon {
             retry.after_pass(self.degraded().is_some(), self.config.global.reconcile_interval);
             let metrics_due = self.records.metrics_due();
             let recheck_due = self.recheck_due();
-            let balance_due = self.balancer.due(&self.config.global.balance_knobs);
+            let balance_due = self.balancer.due(&self.config.global.balance_knobs());
             tokio::select! {
                 batch = batches.recv() => match batch {
                     Some(batch) if !batch.stop => self.handle(batch),
@@ -369,7 +369,7 @@ impl Daemon {
                     self.notifier.status(&self.status_text());
                 }
                 () = deadline(balance_due) => {
-                    if self.balancer.sample(&self.root, &self.config.global.balance_knobs) {
+                    if self.balancer.sample(&self.root, &self.config.global.balance_knobs()) {
                         self.run_pass(vec!["balance".into()]);
                         self.notifier.status(&self.status_text());
                     }
@@ -392,7 +392,7 @@ impl Daemon {
     /// made stale.
     pub fn handle(&mut self, batch: Batch) {
         let why = describe(&batch);
-        self.rescan.note(&self.root, &batch, &mut self.reader);
+        self.rescan.note(&self.root, &batch, &mut self.reader, self.config.global.reconcile_full_every);
         if batch.reload {
             self.notifier.reloading();
             self.reload();

@@ -281,8 +281,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::apply::napi_socket::NapiSocketError;
     use crate::apply::napi_write::NapiWriter;
-    use crate::devices::discover::netdev_netlink::NapiSocketError;
     use crate::devices::napi::{NapiInstance, QueueKind, QueueNapi};
 
     fn settings(defer: u32, gro: u64) -> NapiSettings {

@@ -183,8 +183,8 @@ fn changed_keys(wrote: &NapiProfile, view: &NapiView) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::apply::napi_socket::NapiSocketError;
     use crate::apply::napi_write::NapiChange;
-    use crate::devices::discover::netdev_netlink::NapiSocketError;
     use crate::devices::napi::NapiSettings;
     use crate::plan::napi_profile::NapiProfilePlan;
     use crate::plan::Action;

@@ -16,9 +16,7 @@ use super::respect::{classify, DriftCause, KernelDefaults, RespectNews};
 use super::state::STATE_FILE;
 use super::Daemon;
 use crate::apply::blocked::{probe, probe_target};
-use crate::apply::napi_write::apply_napi;
-use crate::apply::threads::{apply_threads, HostThreads};
-use crate::apply::{apply_plan, apply_xps, ProcIrq};
+use crate::apply::{apply_whole, ProcIrq};
 use crate::config::OnDrift;
 use crate::cpuset::CpuSet;
 use crate::devices::QueueRole;
@@ -306,12 +304,9 @@ impl Daemon {
                 }
             }
         }
-        let mut report = apply_plan(&plan, &ProcIrq::new(self.root.clone()));
+        let report = apply_whole(&plan, &self.root, &mut self.napi_writer);
         // What a write leaves (its mask, the effective mask the kernel picked) is read again.
         self.reader.stale_irqs(plan.writes().map(|(_, p)| p.irq));
-        report.xps = apply_xps(&plan, &self.root);
-        report.threads = apply_threads(&plan, &HostThreads, self.root.is_this_machine());
-        report.napi = apply_napi(&plan, &mut self.napi_writer, self.root.is_this_machine());
         self.known_managed.extend(report.learned_managed.iter().copied());
         let probe = if probing && report.changes.is_empty() {
             probe_target(&plan).and_then(|(irq, cpus)| probe(&ProcIrq::new(self.root.clone()), irq, &cpus))

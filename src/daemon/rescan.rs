@@ -1,6 +1,6 @@
 //! What a batch of events makes stale in the sample the daemon keeps ([`SampleReader`]):
 //! everything after an overflow, a reload, an isolation change or a stop, and on every
-//! [`FULL_EVERY`]-th reconcile; what can drift without an event after the other reconciles
+//! `reconcile_full_every`-th reconcile; what can drift without an event after the other reconciles
 //! ([`SampleReader::stale_drift`]); after CPU events, the CPUs they name; after device and link
 //! events, the devices they name (a virtual interface's link names none).
 
@@ -9,11 +9,6 @@ use std::collections::BTreeSet;
 use crate::events::Batch;
 use crate::sample::reader::SampleReader;
 use crate::sysfs::Root;
-
-/// Every this many reconciles, one reads the whole machine again: what no drift check covers (a
-/// device's attributes, an IRQ renamed under the same number) is then at most this many
-/// reconcile intervals old (ten minutes with the default interval).
-pub(crate) const FULL_EVERY: u64 = 10;
 
 /// Turns event batches into what the reader must read again.
 #[derive(Debug, Default)]
@@ -51,8 +46,10 @@ fn is_pci_address(s: &str) -> bool {
 }
 
 impl Rescan {
-    /// Marks in `reader` what `batch`'s events can have changed.
-    pub(crate) fn note(&mut self, root: &Root, batch: &Batch, reader: &mut SampleReader) {
+    /// Marks in `reader` what `batch`'s events can have changed. Every `full_every`-th reconcile
+    /// reads the whole machine again: what no drift check covers (a device's attributes, an IRQ
+    /// renamed under the same number) is then at most that many reconcile intervals old.
+    pub(crate) fn note(&mut self, root: &Root, batch: &Batch, reader: &mut SampleReader, full_every: u32) {
         if !batch.cpus.is_empty() || batch.cpus_changed {
             reader.stale_cpus(&batch.cpus);
         }
@@ -64,7 +61,7 @@ impl Rescan {
         }
         if batch.reconcile {
             self.reconciles += 1;
-            if self.reconciles.is_multiple_of(FULL_EVERY) {
+            if self.reconciles.is_multiple_of(u64::from(full_every.max(1))) {
                 reader.stale_everything();
             } else {
                 reader.stale_drift();
@@ -110,6 +107,11 @@ mod tests {
     use super::*;
     use crate::cpuset::CpuSet;
 
+    use std::path::Path;
+
+    /// The configuration's default `reconcile_full_every`.
+    const FULL_EVERY: u32 = 10;
+
     fn link(ifindex: u32, name: &str) -> Batch {
         let mut b = Batch { triggers: 1, ..Batch::default() };
         b.links.insert(ifindex, crate::events::LinkState { name: Some(name.into()), up: true });
@@ -127,29 +129,50 @@ mod tests {
         let mut r = Rescan::default();
         let mut reader = SampleReader::holding();
         reader.forget_stale();
-        r.note(&root, &link(7, "veth0"), &mut reader);
+        r.note(&root, &link(7, "veth0"), &mut reader, FULL_EVERY);
         let veth1 = ["/devices/virtual/net/veth1".to_string()].into();
-        r.note(&root, &Batch { devices_changed: true, devpaths: veth1, ..Batch::default() }, &mut reader);
+        r.note(&root, &Batch { devices_changed: true, devpaths: veth1, ..Batch::default() }, &mut reader, FULL_EVERY);
         assert_eq!(
             reader.stale_summary(),
             (false, CpuSet::new(), BTreeSet::new(), false),
             "virtual interfaces read nothing"
         );
-        r.note(&root, &link(2, "ens3"), &mut reader);
+        r.note(&root, &link(2, "ens3"), &mut reader, FULL_EVERY);
         assert_eq!(reader.stale_summary(), (false, CpuSet::new(), ["0000:00:03.0".to_string()].into(), false));
-        r.note(&root, &link(9, "gone0"), &mut reader);
+        r.note(&root, &link(9, "gone0"), &mut reader, FULL_EVERY);
         assert!(reader.stale_summary().3, "an interface that cannot be traced: every device");
-        r.note(&root, &Batch { cpus_changed: true, cpus: CpuSet::single(3), ..Batch::default() }, &mut reader);
+        r.note(
+            &root,
+            &Batch { cpus_changed: true, cpus: CpuSet::single(3), ..Batch::default() },
+            &mut reader,
+            FULL_EVERY,
+        );
         let (everything, cpus, _, _) = reader.stale_summary();
         assert!(!everything && cpus.contains(3));
         reader.forget_stale();
         for n in 1..=FULL_EVERY {
-            r.note(&root, &Batch { reconcile: true, ..Batch::default() }, &mut reader);
+            r.note(&root, &Batch { reconcile: true, ..Batch::default() }, &mut reader, FULL_EVERY);
             let full = n == FULL_EVERY;
             assert_eq!(reader.stale_summary().0, full, "reconcile {n}: everything only at the {FULL_EVERY}th");
             assert_eq!(reader.drift_pending(), !full, "reconcile {n}: a drift check otherwise");
             reader.forget_stale();
         }
+    }
+
+    #[test]
+    fn every_full_every_th_reconcile_reads_everything() {
+        let root = Root::new(Path::new("/nonexistent"));
+        let (mut r, mut reader) = (Rescan::default(), SampleReader::holding());
+        reader.forget_stale();
+        let full: Vec<bool> = (1..=6)
+            .map(|_| {
+                r.note(&root, &Batch { reconcile: true, ..Batch::default() }, &mut reader, 3);
+                let everything = reader.stale_summary().0;
+                reader.forget_stale();
+                everything
+            })
+            .collect();
+        assert_eq!(full, [false, false, true, false, false, true], "reconcile_full_every = 3");
     }
 
     #[test]

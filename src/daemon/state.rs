@@ -21,6 +21,7 @@ use super::once::SaidOnce;
 use super::respect::LeftToOther;
 use crate::apply::ApplyReport;
 use crate::cpuset::CpuSet;
+use crate::plan::grouping::GroupingChoice;
 use crate::plan::refine::Moved;
 use crate::plan::{DevicePlan, Plan, Summary};
 use crate::sysfs::processes::ProcessIdentity;
@@ -109,13 +110,46 @@ pub(crate) struct PlanEntries<'a> {
     pub devices: Devices<'a>,
     #[serde(default)]
     pub warnings: Cow<'a, [String]>,
+    /// The kernel's grouping rule the plan predicted with (`status` says when no rule fits);
+    /// absent in files of versions that did not record it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grouping: Option<GroupingEntry<'a>>,
+}
+
+/// The grouping rule of the plan ([`GroupingChoice`]) as the state file has it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct GroupingEntry<'a> {
+    pub rule: Cow<'a, str>,
+    pub heapsort: Cow<'a, str>,
+    pub source: Cow<'a, str>,
+    pub evidence: Cow<'a, str>,
+    /// Present when the managed masks fit no rule irqwise knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finding: Option<Cow<'a, str>>,
+}
+
+impl<'a> GroupingEntry<'a> {
+    /// `g`, borrowed.
+    pub fn of(g: &'a GroupingChoice) -> GroupingEntry<'a> {
+        GroupingEntry {
+            rule: Cow::Borrowed(g.rule),
+            heapsort: Cow::Borrowed(g.heapsort),
+            source: Cow::Borrowed(g.source.as_str()),
+            evidence: Cow::Borrowed(&g.evidence),
+            finding: g.finding.as_deref().map(Cow::Borrowed),
+        }
+    }
 }
 
 impl<'a> PlanEntries<'a> {
     /// The warnings of `plan`; its devices are filled in by [`StateWriter::write`] from the
     /// encodings it keeps.
     pub fn of(plan: &'a Plan) -> PlanEntries<'a> {
-        PlanEntries { devices: Devices::Encoded(Cow::Borrowed(&[])), warnings: Cow::Borrowed(&plan.warnings) }
+        PlanEntries {
+            devices: Devices::Encoded(Cow::Borrowed(&[])),
+            warnings: Cow::Borrowed(&plan.warnings),
+            grouping: plan.grouping.as_ref().map(GroupingEntry::of),
+        }
     }
 }
 
@@ -344,8 +378,7 @@ impl StateWriter {
             .update(replaced.as_ref().unwrap_or(plan), plan)
             .map_err(StateError::Encode)
             .and_then(|devices| {
-                let plan =
-                    PlanEntries { devices: Devices::Encoded(Cow::Borrowed(devices)), warnings: state.plan.warnings };
+                let plan = PlanEntries { devices: Devices::Encoded(Cow::Borrowed(devices)), ..state.plan };
                 write_state(root, &StateFile { plan, ..state }, &mut self.buf)
             });
         match written {

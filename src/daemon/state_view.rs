@@ -37,6 +37,9 @@ pub(crate) fn render_status(s: &StateFile, now: u64, alive: bool) -> String {
     if let Some(e) = &s.config_error {
         out.push_str(&format!("last reload rejected, previous configuration kept: {}\n", e.replace('\n', "; ")));
     }
+    if let Some(f) = s.plan.grouping.as_ref().and_then(|g| g.finding.as_deref()) {
+        out.push_str(&format!("kernel grouping: {}\n", crate::text::printable(f)));
+    }
     for c in s.claims.iter() {
         out.push_str(&format!("claim {}: {} kept free of device IRQs\n", c.owner, c.describe()));
     }

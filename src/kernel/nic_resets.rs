@@ -4,11 +4,15 @@
 //! kernel keeps a mask, a reset is no reason to write; where the driver writes its own spread,
 //! irqwise places the queues again.
 //!
-//! Pure: a driver name and a kernel version in, a rule with its source out. Every rule names the
-//! kernel change or the observation it rests on; tests/vm proves those on the kernels it boots.
+//! Pure: a driver name, what its modules import and a kernel version in, a rule with its source
+//! out. The imports decide where a module could be read ([`reset_rule_of`]: a driver importing
+//! `netif_set_affinity_auto` has the core keep its masks, whatever the version number says); the
+//! table by version stands in only where none could. Every rule names the kernel change or the
+//! observation it rests on; tests/vm proves those on the kernels it boots.
 
 use serde::Serialize;
 
+use super::facts::{DriverFacts, FactSource, Import};
 use super::KernelVersion;
 
 /// Who keeps a queue IRQ's mask across the driver's resets.
@@ -65,16 +69,26 @@ pub struct ResetRule {
     pub napi_ids_kept: Option<bool>,
     /// The change or observation the rule rests on, for the plan's reader.
     pub why: &'static str,
+    /// Where `mask` was learnt: `module` (the driver's imports decided it, whatever the version
+    /// number), `version` (the table by the kernel's version: no module could tell), `unknown`.
+    pub source: FactSource,
+    /// Whether the driver writes its own XPS maps (`netif_set_xps_queue`, `__netif_set_xps_queue`)
+    /// when it sets up its queues: its `xps_cpus` are read again after a reset. `None`: unknown.
+    pub xps_rewritten: Option<bool>,
+    /// Where `xps_rewritten` was learnt.
+    pub xps_source: FactSource,
 }
 
 /// One row of the table: from kernel `since` on (and for every kernel when `None`), `driver`
-/// behaves as `rule` says, until a later row of the same driver takes over.
+/// behaves as `rule` says, until a later row of the same driver takes over. `rests_on`: the
+/// import the behaviour needs; a module read without it rules the row out.
 struct Row {
     driver: &'static str,
     since: Option<KernelVersion>,
     mask: MaskKeeper,
     napi_ids_kept: Option<bool>,
     why: &'static str,
+    rests_on: Option<Import>,
 }
 
 const fn v(major: u32, minor: u32) -> Option<KernelVersion> {
@@ -90,6 +104,7 @@ const ROWS: &[Row] = &[
         napi_ids_kept: None,
         why: "ena writes its affinity hint as the mask whenever it opens (irq_set_affinity_hint; \
               its 6.15 conversion de340d8206bf moved only the aRFS rmap to the core)",
+        rests_on: Some(Import::AffinityHint),
     },
     Row {
         driver: "ena",
@@ -98,6 +113,24 @@ const ROWS: &[Row] = &[
         napi_ids_kept: Some(true),
         why: "ena writes its affinity hint as the mask whenever it opens (irq_set_affinity_hint); \
               persistent NAPI config from 6.16 (0f681b0ecd19)",
+        rests_on: Some(Import::AffinityHint),
+    },
+    Row {
+        driver: "gve",
+        since: None,
+        mask: MaskKeeper::DriverSpread,
+        napi_ids_kept: None,
+        why: "gve writes its affinity hint as the mask on every IRQ request (irq_set_affinity_hint \
+              in gve_alloc_notify_blocks)",
+        rests_on: Some(Import::AffinityHint),
+    },
+    Row {
+        driver: "mana",
+        since: None,
+        mask: MaskKeeper::DriverSpread,
+        napi_ids_kept: None,
+        why: "mana sets its mask and hint on every IRQ request (irq_set_affinity_and_hint)",
+        rests_on: Some(Import::AffinityHint),
     },
     Row {
         driver: "ice",
@@ -105,6 +138,7 @@ const ROWS: &[Row] = &[
         mask: MaskKeeper::Unknown,
         napi_ids_kept: Some(true),
         why: "persistent NAPI config from 6.13 (492a044508ad)",
+        rests_on: None,
     },
     Row {
         driver: "ice",
@@ -112,6 +146,7 @@ const ROWS: &[Row] = &[
         mask: MaskKeeper::Core,
         napi_ids_kept: Some(true),
         why: "the net core keeps the mask from 6.15 (bd7c00605ee0, 4063af296762: netif_set_affinity_auto)",
+        rests_on: Some(Import::AffinityAuto),
     },
     Row {
         driver: "idpf",
@@ -119,6 +154,7 @@ const ROWS: &[Row] = &[
         mask: MaskKeeper::Core,
         napi_ids_kept: Some(true),
         why: "the net core keeps the mask from 6.15 (bd7c00605ee0, deab38f8f011: netif_set_affinity_auto)",
+        rests_on: Some(Import::AffinityAuto),
     },
     Row {
         driver: "iavf",
@@ -126,6 +162,7 @@ const ROWS: &[Row] = &[
         mask: MaskKeeper::Core,
         napi_ids_kept: Some(true),
         why: "the net core keeps the mask from 6.17 (b0ca7dc0e70e: netif_set_affinity_auto)",
+        rests_on: Some(Import::AffinityAuto),
     },
     Row {
         driver: "bnxt_en",
@@ -133,6 +170,7 @@ const ROWS: &[Row] = &[
         mask: MaskKeeper::DriverSpread,
         napi_ids_kept: None,
         why: "before 6.13 bnxt_en wrote its affinity hint as the mask whenever it opened",
+        rests_on: Some(Import::AffinityHint),
     },
     Row {
         driver: "bnxt_en",
@@ -141,6 +179,7 @@ const ROWS: &[Row] = &[
         napi_ids_kept: Some(true),
         why: "from 6.13 bnxt_en sets only the hint (fcf42409c6e1) and keeps NAPI config \
               (41936522749); with TPH (6.15) every mask write restarts an RX queue",
+        rests_on: Some(Import::AffinityHint),
     },
     Row {
         driver: "nfp",
@@ -148,6 +187,7 @@ const ROWS: &[Row] = &[
         mask: MaskKeeper::DriverSpread,
         napi_ids_kept: None,
         why: "before 6.13 nfp wrote its affinity hint as the mask whenever it opened",
+        rests_on: Some(Import::AffinityHint),
     },
     Row {
         driver: "nfp",
@@ -155,6 +195,7 @@ const ROWS: &[Row] = &[
         mask: MaskKeeper::HintOnly,
         napi_ids_kept: Some(false),
         why: "from 6.13 nfp sets only the hint (d9e2e290f714)",
+        rests_on: Some(Import::AffinityHint),
     },
     Row {
         driver: "mlx5_core",
@@ -162,6 +203,7 @@ const ROWS: &[Row] = &[
         mask: MaskKeeper::Unknown,
         napi_ids_kept: Some(true),
         why: "persistent NAPI config from 6.13 (2a3372cafe02)",
+        rests_on: None,
     },
     Row {
         driver: "mlx4_en",
@@ -169,6 +211,7 @@ const ROWS: &[Row] = &[
         mask: MaskKeeper::Unknown,
         napi_ids_kept: Some(true),
         why: "persistent NAPI config for receive queues from 6.13 (c9191eaa7285)",
+        rests_on: None,
     },
     Row {
         driver: "igb",
@@ -176,6 +219,7 @@ const ROWS: &[Row] = &[
         mask: MaskKeeper::Unknown,
         napi_ids_kept: Some(true),
         why: "persistent NAPI config from 6.16 (fc0fb1f116e9)",
+        rests_on: None,
     },
     Row {
         driver: "virtio_net",
@@ -184,6 +228,7 @@ const ROWS: &[Row] = &[
         napi_ids_kept: None,
         why: "virtio_net writes its own spread as the masks at probe, on `ethtool -L` and on CPU \
               hotplug (virtnet_set_affinity); link down/up and XDP keep them",
+        rests_on: None,
     },
     Row {
         driver: "virtio_net",
@@ -193,6 +238,7 @@ const ROWS: &[Row] = &[
         why: "virtio_net writes its own spread as the masks at probe, on `ethtool -L` and on CPU \
               hotplug (virtnet_set_affinity); link down/up and XDP keep them; persistent NAPI \
               config for receive queues from 6.15 (d5d715207e29)",
+        rests_on: None,
     },
     Row {
         driver: "vmxnet3",
@@ -201,6 +247,7 @@ const ROWS: &[Row] = &[
         napi_ids_kept: Some(false),
         why: "vmxnet3 keeps its vectors across link down/up and XDP and has no `ethtool -L`; its \
               NAPI ids change on every reset",
+        rests_on: None,
     },
     Row {
         driver: "e1000e",
@@ -209,25 +256,84 @@ const ROWS: &[Row] = &[
         napi_ids_kept: Some(false),
         why: "e1000e keeps its vectors across link down/up and has neither `ethtool -L` nor XDP; \
               its NAPI ids change on every reset",
+        rests_on: None,
     },
 ];
 
-/// What `driver` does on `kernel` (`None`: unknown, the rows without a version apply). A driver
-/// the table does not know gets [`MaskKeeper::Unknown`].
+/// The drivers that write their own XPS maps, as Debian's 7.2 modules import
+/// `netif_set_xps_queue` (virtio_net `__netif_set_xps_queue`): what stands in where no module
+/// can be read. mlx4's Ethernet half is bound as `mlx4_core`.
+const XPS_WRITERS: [&str; 9] =
+    ["gve", "mlx4_core", "mlx4_en", "ixgbe", "i40e", "nfp", "bnxt_en", "virtio_net", "ice"];
+
+/// Why the core keeps the masks of a driver whose module imports `netif_set_affinity_auto`. Its
+/// NAPI instances keep their ids: the core stores the mask in their persistent config.
+const CORE_BY_IMPORT: &str = "its module imports netif_set_affinity_auto: the net core keeps the mask \
+                              written to /proc/irq and applies it again on every IRQ request (bd7c00605ee0)";
+
+/// Why a driver whose module does not import what its version row rests on gets no rule.
+const RULED_OUT_BY_IMPORT: &str = "its module imports none of what the version's rule rests on \
+                                   (netif_set_affinity_auto, __irq_apply_affinity_hint): a reset may \
+                                   lose the mask, and irqwise places it again";
+
+/// The rule of a driver the table does not know.
+const NO_RULE: &str = "no rule for this driver: a reset may lose the mask, and irqwise places it again";
+
+/// What `driver` does on `kernel` (`None`: unknown, the rows without a version apply), by the
+/// table alone. A driver the table does not know gets [`MaskKeeper::Unknown`].
 pub fn reset_rule(driver: &str, kernel: Option<KernelVersion>) -> ResetRule {
+    reset_rule_of(driver, None, kernel)
+}
+
+/// What `driver` does on `kernel`, from what its modules import (`modules`, as probed; `None`:
+/// not probed) where they tell, else from the table by version. Guarantees: a module importing
+/// `netif_set_affinity_auto` is [`MaskKeeper::Core`] on any kernel; a row whose import a read
+/// module lacks never applies; `source` is `module` exactly when an import decided the mask.
+pub fn reset_rule_of(driver: &str, modules: Option<&DriverFacts>, kernel: Option<KernelVersion>) -> ResetRule {
+    let told = |i: Import| modules.and_then(|m| m.imports(i).value());
+    let (xps_rewritten, xps_source) = match told(Import::XpsQueue) {
+        Some(v) => (Some(v), FactSource::Module),
+        None if XPS_WRITERS.contains(&driver) => (Some(true), FactSource::Version),
+        None => (None, FactSource::Unknown),
+    };
+    let rule = |mask, napi_ids_kept, why, source| ResetRule {
+        mask,
+        napi_ids_kept,
+        why,
+        source,
+        xps_rewritten,
+        xps_source,
+    };
+    if told(Import::AffinityAuto) == Some(true) {
+        return rule(MaskKeeper::Core, Some(true), CORE_BY_IMPORT, FactSource::Module);
+    }
+    let rows = || ROWS.iter().filter(|r| r.driver == driver);
+    let ruled_out = |r: &Row| r.rests_on.is_some_and(|i| told(i) == Some(false));
     let applies = |r: &&Row| match (r.since, kernel) {
         (None, _) => true,
         (Some(since), Some(k)) => k >= since,
         (Some(_), None) => false,
     };
-    ROWS.iter().rev().filter(|r| r.driver == driver).find(applies).map_or(
-        ResetRule {
-            mask: MaskKeeper::Unknown,
-            napi_ids_kept: None,
-            why: "no rule for this driver: a reset may lose the mask, and irqwise places it again",
-        },
-        |r| ResetRule { mask: r.mask, napi_ids_kept: r.napi_ids_kept, why: r.why },
-    )
+    let by_version = rows().rev().find(applies);
+    let chosen = rows().rev().filter(|r| !ruled_out(r)).find(applies);
+    match chosen {
+        // The module ruled out what the version alone would have said.
+        _ if by_version.is_some_and(ruled_out) => {
+            let napi = chosen.and_then(|r| r.napi_ids_kept);
+            match chosen.filter(|r| r.mask != MaskKeeper::Unknown) {
+                Some(r) => rule(r.mask, napi, r.why, FactSource::Module),
+                None => rule(MaskKeeper::Unknown, napi, RULED_OUT_BY_IMPORT, FactSource::Module),
+            }
+        }
+        Some(r) => {
+            // The import it rests on is there and every version of the driver does the same.
+            let confirmed = r.rests_on.is_some_and(|i| told(i) == Some(true))
+                && rows().filter(|o| !ruled_out(o)).all(|o| o.mask == r.mask);
+            let source = if confirmed { FactSource::Module } else { FactSource::Version };
+            rule(r.mask, r.napi_ids_kept, r.why, source)
+        }
+        None => rule(MaskKeeper::Unknown, None, NO_RULE, FactSource::Unknown),
+    }
 }
 
 #[cfg(test)]
@@ -295,6 +401,67 @@ mod tests {
         {
             assert_eq!(serde_json::to_value(k).unwrap(), serde_json::Value::from(k.as_str()));
         }
+    }
+
+    /// A driver whose one module was read with `imports`.
+    fn read(imports: &[Import]) -> DriverFacts {
+        use crate::kernel::facts::{ModuleFacts, ModuleState};
+        let state = ModuleState::Read { path: "m.ko".into(), imports: imports.to_vec() };
+        DriverFacts { modules: vec![ModuleFacts { name: "m".into(), state }] }
+    }
+
+    #[test]
+    fn the_imports_decide_where_a_module_was_read_and_the_version_only_where_none_was() {
+        let auto = read(&[Import::AffinityAuto, Import::XpsQueue]);
+        // A backport: the core keeps ice's masks on a kernel numbered 6.12 (or 5.14).
+        for kernel in [k(6, 12), k(5, 14), None] {
+            let r = reset_rule_of("ice", Some(&auto), kernel);
+            assert_eq!((r.mask, r.source, r.napi_ids_kept), (MaskKeeper::Core, FactSource::Module, Some(true)));
+            assert_eq!((r.xps_rewritten, r.xps_source), (Some(true), FactSource::Module));
+        }
+        // A driver the table does not know, importing it: the core keeps its masks too.
+        assert_eq!(reset_rule_of("newnic", Some(&auto), k(7, 2)).mask, MaskKeeper::Core);
+        // A 7.x-numbered kernel whose ice does not import it: not the core's.
+        let old_ice = read(&[Import::AffinityHint]);
+        let r = reset_rule_of("ice", Some(&old_ice), k(7, 2));
+        assert_eq!((r.mask, r.source), (MaskKeeper::Unknown, FactSource::Module), "{r:?}");
+        assert!(r.why.contains("netif_set_affinity_auto"), "{}", r.why);
+        assert_eq!(r.xps_rewritten, Some(false), "read, without netif_set_xps_queue");
+        // No module: the version, and said so.
+        let r = reset_rule_of("ice", None, k(7, 2));
+        assert_eq!((r.mask, r.source, r.xps_source), (MaskKeeper::Core, FactSource::Version, FactSource::Version));
+        let unread = DriverFacts { modules: vec![] };
+        assert_eq!(reset_rule_of("ice", Some(&unread), k(6, 12)).mask, MaskKeeper::Unknown);
+    }
+
+    #[test]
+    fn ena_gve_and_mana_apply_their_hints_and_the_import_says_so_on_any_kernel() {
+        let hint = read(&[Import::AffinityHint]);
+        for driver in ["ena", "gve", "mana"] {
+            for kernel in [k(6, 1), k(7, 2), None] {
+                let r = reset_rule_of(driver, Some(&hint), kernel);
+                assert_eq!((r.mask, r.source), (MaskKeeper::DriverSpread, FactSource::Module), "{driver}");
+                assert_eq!(reset_rule(driver, kernel).mask, MaskKeeper::DriverSpread, "{driver} by the table");
+            }
+            // Read without the import: it cannot apply a hint, whatever the table says.
+            let r = reset_rule_of(driver, Some(&read(&[])), k(7, 2));
+            assert_eq!((r.mask, r.source), (MaskKeeper::Unknown, FactSource::Module), "{driver}");
+        }
+        // bnxt_en imports the same symbol before and after 6.13: the version tells which.
+        let r = reset_rule_of("bnxt_en", Some(&hint), k(6, 15));
+        assert_eq!((r.mask, r.source), (MaskKeeper::HintOnly, FactSource::Version));
+    }
+
+    #[test]
+    fn the_xps_writers_are_known_from_their_imports_else_from_the_table() {
+        for driver in ["gve", "mlx4_core", "ixgbe", "i40e", "nfp", "bnxt_en", "virtio_net"] {
+            let r = reset_rule(driver, k(7, 2));
+            assert_eq!((r.xps_rewritten, r.xps_source), (Some(true), FactSource::Version), "{driver}");
+        }
+        let r = reset_rule("ena", k(7, 2));
+        assert_eq!((r.xps_rewritten, r.xps_source), (None, FactSource::Unknown));
+        let r = reset_rule_of("ena", Some(&read(&[Import::AffinityHint])), k(7, 2));
+        assert_eq!((r.xps_rewritten, r.xps_source), (Some(false), FactSource::Module));
     }
 
     #[test]

@@ -8,11 +8,12 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Action, DevicePlan, Placement, Plan, QueueDisagreement, QueueSource};
+use super::{grouping, Action, DevicePlan, Placement, Plan, QueueDisagreement, QueueSource};
 use crate::choices::StrategyName;
 use crate::config::RuleRef;
 use crate::devices::napi::KernelQueue;
 use crate::devices::{Device, DeviceClass, IrqVector, QueuePattern, QueueRole, Recognition};
+use crate::kernel::facts::Fact;
 use crate::kernel::GroupRules;
 use crate::policy::Policy;
 use crate::strategy::allocator::allocate;
@@ -30,8 +31,12 @@ pub struct PlanContext<'a> {
     /// The machine as first seen this boot, when it spreads differently from now (CPUs hot-added
     /// or brought online since): kernel-managed IRQs allocated before then were spread on it.
     pub first: Option<&'a Topology>,
-    /// The running kernel's `group_cpus_evenly()` rules (for managed-IRQ prediction and cluster-group).
+    /// The running kernel's `group_cpus_evenly()` rules as its BTF or version says (for
+    /// managed-IRQ prediction and cluster-group); the managed NVMe masks may show others
+    /// ([`super::grouping`]).
     pub group_rules: GroupRules,
+    /// The cluster-grouping fact `group_rules`' algorithm came from; `None`: the version's.
+    pub group_fact: Option<&'a Fact<bool>>,
     /// Keep isolated and nohz_full CPUs free of device IRQs.
     pub respect_isolation: bool,
     /// IRQs learned to be kernel-managed from failed writes (EIO/EPERM).
@@ -78,7 +83,7 @@ pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) ->
         &derived
     };
     let groupings = GroupingCache::default();
-    let machine = Machine {
+    let mut machine = Machine {
         now: ctx.topo,
         home,
         first: ctx.first,
@@ -91,6 +96,11 @@ pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) ->
         .enumerate()
         .map(|(i, d)| prepare(d, policies.get(i).unwrap_or(default), ctx.kernel_queues))
         .collect();
+    // The rule the managed NVMe masks show, before anything is predicted with it.
+    let shown: Vec<_> = prepared.iter().map(|p| (p.dev.as_ref(), p.policy, p.strategy)).collect();
+    let observed = grouping::observe(&machine, &shown, ctx.known_managed, ctx.group_rules);
+    let (rules, choice) = grouping::decide(ctx.group_rules, ctx.group_fact, &observed);
+    machine.group_rules = rules;
     let mut contexts: Vec<_> =
         prepared.iter().map(|p| DeviceContext::new(&machine, &p.dev, p.policy, p.strategy)).collect();
     allocate_queues(&machine, &mut contexts, &prepared, ctx.known_managed);
@@ -105,7 +115,15 @@ pub fn build_plan(ctx: &PlanContext, devices: &[Device], policies: &[Policy]) ->
         })
         .collect();
     let queue_disagreements = prepared.iter().flat_map(|p| p.disagreements.iter().cloned()).collect();
-    Plan { kernel: ctx.topo.kernel.clone(), devices, warnings, queue_disagreements, notices: Vec::new() }
+    warnings.extend(choice.finding.clone());
+    Plan {
+        kernel: ctx.topo.kernel.clone(),
+        grouping: Some(choice),
+        devices,
+        warnings,
+        queue_disagreements,
+        notices: Vec::new(),
+    }
 }
 
 /// Reads the names with the rule's `queue_pattern` if it has one, bounds queue indexes and

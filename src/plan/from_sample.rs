@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::grouping::fact_rules;
 use super::guard::{guard, Forbidden, GuardInput};
 use super::held_claims::hold_claims;
 use super::napi_profile::plan_napi_settings;
@@ -19,6 +20,7 @@ use crate::choices::{Balance, StrategyName};
 use crate::config::{Config, GuardScope};
 use crate::cpuset::CpuSet;
 use crate::devices::{Device, DeviceClass};
+use crate::kernel::facts::{BtfState, Feature, KernelFacts, ModuleState};
 use crate::policy::{resolve, unmatched_rules, DeviceFacts, Policy};
 use crate::sample::Sample;
 use crate::strategy::leave::PASSTHROUGH_DRIVERS;
@@ -87,11 +89,13 @@ pub fn plan_sample_refined(sample: &Sample, memory: PassMemory, moved: &BTreeMap
         .collect();
     let policies: Vec<_> = facts.iter().map(|f| resolve(config, f)).collect();
     let kernel_queues = kernel_queues(sample);
+    let cluster_fact = sample.kernel_facts.feature(Feature::ClusterGrouping);
     let ctx = PlanContext {
         topo: &topology,
         home: Some(&home),
         first: first.as_ref(),
-        group_rules: sample.group_rules,
+        group_rules: fact_rules(sample.group_rules, cluster_fact),
+        group_fact: Some(cluster_fact),
         respect_isolation: config.global.respect_isolation,
         known_managed: memory.known_managed,
         kernel_queues: &kernel_queues,
@@ -134,12 +138,30 @@ pub fn plan_sample_refined(sample: &Sample, memory: PassMemory, moved: &BTreeMap
     plan_napi_settings(&mut plan, sample, &policies);
     plan.notices.extend(identity_notice(sample));
     plan.notices.extend(isolation_notice(isolation));
+    plan.notices.extend(version_only_notice(&sample.kernel_facts));
     plan.warnings.splice(0..0, warnings);
     plan.warnings.extend(sample.warnings.kernel.iter().cloned());
     plan.warnings.extend(sample.warnings.kernel_facts.iter().cloned());
     plan.warnings.extend(sample.warnings.devices.iter().cloned());
     plan.warnings.extend(unmatched_rules(config, &facts).into_iter().map(|r| format!("rule at {r} matches no device")));
     PlannedPass { topology, plan, forbidden, load_candidates, refused_claims }
+}
+
+/// Where the running kernel shows nothing of itself (no readable BTF, no NIC driver's module
+/// read), the one sentence saying that its behaviour is taken from its version: the rules irqwise
+/// had before it probed anything. Nothing for a sample built in memory (nothing probed).
+fn version_only_notice(facts: &KernelFacts) -> Option<String> {
+    if matches!(facts.btf, BtfState::Read { .. } | BtfState::NotProbed) {
+        return None;
+    }
+    let module_read = facts.drivers.values().flat_map(|d| &d.modules).any(|m| matches!(m.state, ModuleState::Read { .. }));
+    if module_read {
+        return None;
+    }
+    let version = facts.version.as_deref().unwrap_or("unknown");
+    Some(format!(
+        "the kernel has no readable BTF and no NIC driver module irqwise could read: what it does is taken from its version ({version}), as the version rules say"
+    ))
 }
 
 /// The queue IRQs of the devices with `balance = "load"` that refinement may move, each with the

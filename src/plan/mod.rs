@@ -19,6 +19,7 @@ use crate::topology::locality::Locality;
 pub mod build;
 pub mod from_sample;
 pub mod guard;
+pub mod grouping;
 pub(crate) mod held_claims;
 pub mod napi_profile;
 pub mod napi_threads;
@@ -255,6 +256,9 @@ impl Summary {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Plan {
     pub kernel: Option<String>,
+    /// The kernel's grouping rule the managed predictions use, and where it comes from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grouping: Option<grouping::GroupingChoice>,
     pub devices: Vec<DevicePlan>,
     /// Problems met while planning (devices skipped, rules matching nothing).
     pub warnings: Vec<String>,
@@ -331,6 +335,7 @@ impl Plan {
             .collect();
         Plan {
             kernel: self.kernel.clone(),
+            grouping: self.grouping.clone(),
             devices,
             warnings: self.warnings.clone(),
             queue_disagreements: self.queue_disagreements.clone(),

@@ -8,7 +8,8 @@ use super::napi_threads::instance_irq;
 use super::{DevicePlan, NapiView, Plan};
 use crate::devices::napi::{NapiSlot, NapiThreaded, NetdevReport};
 use crate::devices::{Device, DeviceClass};
-use crate::kernel::nic_resets::{reset_rule, MaskKeeper};
+use crate::kernel::facts::FactSource;
+use crate::kernel::nic_resets::{reset_rule_of, MaskKeeper, ResetRule};
 use crate::kernel::KernelVersion;
 use crate::sample::Sample;
 
@@ -20,7 +21,8 @@ pub fn describe_nics(plan: &mut Plan, sample: &Sample) {
         if dev.class != DeviceClass::Nic {
             continue;
         }
-        dp.resets = dev.driver.as_deref().map(|d| reset_rule(net_driver(d), version));
+        let facts = &sample.kernel_facts;
+        dp.resets = dev.driver.as_deref().map(|d| reset_rule_of(net_driver(d), facts.driver(d), version));
         let Some(report) = report else { continue };
         dp.napi = napi_views(report, dev, sample, dp);
     }
@@ -34,6 +36,22 @@ fn net_driver(driver: &str) -> &str {
     } else {
         driver
     }
+}
+
+/// `  resets: MASK, by SOURCE (WHY)`, and whether the driver rewrites its XPS maps (checked after
+/// a reset) with where that was learnt.
+fn reset_line(r: &ResetRule) -> String {
+    let by = match r.source {
+        FactSource::Module => "by its module",
+        FactSource::Version => "by the kernel's version",
+        _ => "by nothing known",
+    };
+    let xps = match (r.xps_rewritten, r.xps_source) {
+        (Some(true), FactSource::Module) => "; its module writes XPS maps: xps_cpus checked after a reset",
+        (Some(true), _) => "; it writes XPS maps (by the driver table): xps_cpus checked after a reset",
+        _ => "",
+    };
+    format!("  resets: {}, {by} ({}){xps}\n", r.mask.as_str(), r.why)
 }
 
 /// The NAPI instances the kernel reports for `dev`'s interfaces, by id, each with its IRQ as a
@@ -63,13 +81,13 @@ fn napi_views(report: &NetdevReport, dev: &Device, sample: &Sample, dp: &DeviceP
     out
 }
 
-/// The device lines of the table: `  resets: driver-spreads (virtio_net writes ...)` and
-/// `  napi: 4 instances, ids 8236-8239 (kept across resets); threaded: 8239 (pid 651)`.
+/// The device lines of the table: `  resets: driver-spreads, by its module (ena writes ...)`
+/// and `  napi: 4 instances, ids 8236-8239 (kept across resets); threaded: 8239 (pid 651)`.
 pub(super) fn render(dp: &super::DevicePlan) -> String {
     let mut out = String::new();
-    // A driver without a rule gets no line: the JSON says `unknown`, the table stays short.
-    if let Some(r) = dp.resets.filter(|r| r.mask != MaskKeeper::Unknown || r.napi_ids_kept.is_some()) {
-        out.push_str(&format!("  resets: {} ({})\n", r.mask.as_str(), r.why));
+    // A driver of which nothing is known gets no line: the JSON says `unknown`, the table stays short.
+    if let Some(r) = dp.resets.filter(|r| r.mask != MaskKeeper::Unknown || r.napi_ids_kept.is_some() || r.source == FactSource::Module) {
+        out.push_str(&reset_line(&r));
     }
     if let (Some(first), Some(last)) = (dp.napi.first(), dp.napi.last()) {
         let kept = match dp.resets.and_then(|r| r.napi_ids_kept) {
@@ -99,13 +117,13 @@ pub(super) fn render(dp: &super::DevicePlan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::nic_resets::ResetRule;
+    use crate::kernel::nic_resets::reset_rule;
 
     #[test]
     fn the_table_says_the_rule_and_the_instances_in_two_lines() {
         let mut dp = super::super::test_nic_plan("0000:81:00.0", Vec::new(), Vec::new());
         assert_eq!(render(&dp), "", "nothing known, nothing said");
-        dp.resets = Some(ResetRule { mask: MaskKeeper::Unknown, napi_ids_kept: None, why: "no rule" });
+        dp.resets = Some(reset_rule("r8169", KernelVersion::parse("6.15").ok()));
         assert_eq!(render(&dp), "", "an unknown driver gets no line");
         dp.resets = Some(reset_rule("bnxt_en", KernelVersion::parse("6.15").ok()));
         let view = |id, threaded, pid| NapiView {
@@ -126,7 +144,11 @@ mod tests {
         ];
         let text = render(&dp);
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[0].starts_with("  resets: hint-only (from 6.13 bnxt_en sets only the hint"), "{text}");
+        assert!(
+            lines[0].starts_with("  resets: hint-only, by the kernel's version (from 6.13 bnxt_en sets only the hint"),
+            "{text}"
+        );
+        assert!(lines[0].ends_with("(by the driver table): xps_cpus checked after a reset"), "{text}");
         assert_eq!(lines[1], "  napi: 3 instances, ids 8193-8195 (kept across resets); threaded: 8194 (pid 700)");
         assert_eq!(net_driver("virtio-pci"), "virtio_net");
         assert_eq!(net_driver("ice"), "ice");

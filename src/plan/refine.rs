@@ -167,8 +167,7 @@ pub fn refine(
     while state.recent.front().is_some_and(|t| now - t >= 60.0) {
         state.recent.pop_front();
     }
-    let rate = |irq: u32| rates.get(&irq).copied().unwrap_or(0.0);
-    let at = |c: &Candidate, state: &LoadState| state.moved.get(&c.irq).map_or(c.home, |m| m.to);
+    let rate = |irq: u32| rate_of(rates, irq);
     // The pool: every CPU a candidate lives on or may go to.
     let mut pool: BTreeSet<u32> = BTreeSet::new();
     for c in cands {
@@ -186,15 +185,44 @@ pub fn refine(
         *state.streak.entry(*cpu).or_default() += 1;
     }
     let mut news = Vec::new();
-    let budget = |state: &LoadState| (state.recent.len() as u32) < params.moves_per_minute;
-
     // Returns first: the plan is the resting state.
+    take_returns(state, &mut load, rates, params, now, &mut news);
+    // Then moves, hottest CPU first.
+    take_moves(state, cands, &mut load, rates, params, now, &mut news);
+    news
+}
+
+/// The interrupts per second of `irq` (0 when it has no rate).
+fn rate_of(rates: &BTreeMap<u32, f64>, irq: u32) -> f64 {
+    rates.get(&irq).copied().unwrap_or(0.0)
+}
+
+/// The CPU candidate `c` is on now: where it was moved to, else its home.
+fn at(c: &Candidate, state: &LoadState) -> u32 {
+    state.moved.get(&c.irq).map_or(c.home, |m| m.to)
+}
+
+/// Whether the last minute's moves and returns leave room for one more.
+fn within_budget(state: &LoadState, params: LoadParams) -> bool {
+    (state.recent.len() as u32) < params.moves_per_minute
+}
+
+/// Brings home each moved queue held long enough whose home would not be hot with it back,
+/// within the budget; `load` follows each return.
+fn take_returns(
+    state: &mut LoadState,
+    load: &mut BTreeMap<u32, f64>,
+    rates: &BTreeMap<u32, f64>,
+    params: LoadParams,
+    now: f64,
+    news: &mut Vec<LoadNews>,
+) {
     let due: Vec<Moved> = state.moved.values().filter(|m| now - m.since >= params.hold).cloned().collect();
     for m in due {
-        if !budget(state) {
+        if !within_budget(state, params) {
             break;
         }
-        let r = rate(m.irq);
+        let r = rate_of(rates, m.irq);
         let home_load = load.get(&m.home).copied().unwrap_or(0.0);
         // Judged on the load as it would be with the queue back: the move itself raised the
         // median, and a return judged on that would make home hot again (back and forth).
@@ -204,13 +232,25 @@ pub fn refine(
         if home_load + r > hot_threshold(&back) {
             continue;
         }
-        load = back;
+        *load = back;
         state.moved.remove(&m.irq);
         state.recent.push_back(now);
         news.push(LoadNews::Returned { moved: m, home_load: home_load + r });
     }
+}
 
-    // Then moves, hottest CPU first.
+/// From each CPU hot for long enough, hottest first, moves its second-busiest movable queue to
+/// the coolest near CPU it would not make as hot, within the budget; `load` follows each move.
+fn take_moves(
+    state: &mut LoadState,
+    cands: &[Candidate],
+    load: &mut BTreeMap<u32, f64>,
+    rates: &BTreeMap<u32, f64>,
+    params: LoadParams,
+    now: f64,
+    news: &mut Vec<LoadNews>,
+) {
+    let rate = |irq: u32| rate_of(rates, irq);
     let mut hot_now: Vec<(u32, f64)> = state
         .streak
         .iter()
@@ -219,7 +259,7 @@ pub fn refine(
         .collect();
     hot_now.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     for (cpu, hot_load) in hot_now {
-        if !budget(state) {
+        if !within_budget(state, params) {
             break;
         }
         let mut here: Vec<&Candidate> = cands.iter().filter(|c| at(c, state) == cpu).collect();
@@ -266,7 +306,6 @@ pub fn refine(
         }
         news.push(LoadNews::Moved { moved, rate: r, hot: hot_load, target: target_load });
     }
-    news
 }
 
 /// Puts `moved` into `plan`: each moved IRQ's desired CPU becomes its target, its reason says

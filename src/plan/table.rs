@@ -188,6 +188,10 @@ pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
         "{} IRQs on {} devices: {} to set, {} kept, {} kernel-managed ({} differ from prediction{uncertain}), {} skipped\n",
         s.irqs, s.devices, s.set, s.kept, s.managed, s.mismatched, s.skipped
     ));
+    if let Some(g) = &whole.grouping {
+        out.push_str(&g.line());
+        out.push('\n');
+    }
     for w in &whole.warnings {
         out.push_str(&format!("warning: {w}\n"));
     }

@@ -100,25 +100,28 @@ impl Spread {
     /// empty, which makes 7.0's cluster-aware grouping fall back for its whole node, so a spread
     /// while CPUs were offline at boot, `nosmt` or `maxcpus=`, differs from one with every CPU up).
     fn choose(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> Spread {
+        Spread::fitting(ctx, known_managed).unwrap_or_else(|| Spread::on(ctx, ctx.home, None))
+    }
+
+    /// The first of the machines of [`Spread::choose`] the device's masks agree with, if any.
+    fn fitting(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> Option<Spread> {
         let home = Spread::on(ctx, ctx.home, None);
         if home.fits(ctx, known_managed) {
-            return home;
+            return Some(home);
         }
         if let Some(first) = ctx.first {
             let then = Spread::on(ctx, first, Some(first_sight_words(first, ctx.home)));
             if then.fits(ctx, known_managed) {
-                return then;
+                return Some(then);
             }
         }
         let offline = ctx.topo.present.difference(&ctx.topo.online);
-        if !offline.is_empty() {
-            let words = format!("spread while CPUs {offline} were offline, as now");
-            let now = Spread::on(ctx, ctx.topo, Some(words));
-            if now.fits(ctx, known_managed) {
-                return now;
-            }
+        if offline.is_empty() {
+            return None;
         }
-        home
+        let words = format!("spread while CPUs {offline} were offline, as now");
+        let now = Spread::on(ctx, ctx.topo, Some(words));
+        now.fits(ctx, known_managed).then_some(now)
     }
 
     fn on(ctx: &DeviceContext, topo: &Topology, note: Option<String>) -> Spread {
@@ -158,6 +161,24 @@ impl Spread {
         };
         compared(why, group, v.current.as_ref(), blk_mq, self.unknowns.as_ref())
     }
+}
+
+/// What `ctx.device`'s managed queue masks say of the grouping rule its context has (issue
+/// #63): `None` when it shows none to go by (no predicted queue with a mask read, or CPUs whose
+/// node irqwise cannot know), else whether a machine it may have been spread on (those
+/// [`Spread::choose`] tries) reproduces every mask and blk-mq entry, and how many queue masks
+/// were compared.
+pub(crate) fn reproduces(ctx: &DeviceContext, known_managed: &BTreeSet<u32>) -> Option<(bool, usize)> {
+    let shown = ctx
+        .device
+        .vectors
+        .iter()
+        .filter(|v| v.current.is_some() && queue_index(v).is_some() && is_predicted(ctx, v, known_managed))
+        .count();
+    if shown == 0 || Unknowns::of(ctx.home).is_some() {
+        return None;
+    }
+    Some((Spread::fitting(ctx, known_managed).is_some(), shown))
 }
 
 /// How the machine as first seen this boot differs from `now`, for reasons: "spread as first

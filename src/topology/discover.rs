@@ -262,25 +262,42 @@ fn levels_mut(cpu: &mut Cpu) -> [Option<&mut CpuSet>; 5] {
     [cpu.core.as_mut(), cpu.cluster.as_mut(), cpu.die.as_mut(), cpu.package.as_mut(), cpu.llc.as_mut()]
 }
 
-fn discover(
-    root: &Root,
-    again: Option<(TopologyReads, &Topology, &CpuSet)>,
-) -> Result<(Topology, Vec<TopologyWarning>, TopologyReads), TopologyError> {
-    let mut w = Vec::new();
-    let possible = possible(root, &mut w)?;
-    let present = read_cpu_list(root, "present", &mut w, "every possible CPU counts as present")?;
-    let present = within(root, "present", present.unwrap_or_else(|| possible.clone()), "possible", &possible, &mut w);
-    let global_online = match read_cpu_list(root, "online", &mut w, "each CPU's own online file is used")? {
+/// The machine-wide CPU lists of `devices/system/cpu`.
+struct CpuLists {
+    possible: CpuSet,
+    present: CpuSet,
+    /// `None` when the list is missing or empty: each CPU's own online file counts.
+    global_online: Option<CpuSet>,
+    isolated: CpuSet,
+    nohz_full: CpuSet,
+}
+
+/// Reads the [`CpuLists`], each within the one before it (online within present within
+/// possible); a list missing or out of bounds is a warning in `w` and read as its fallback says.
+fn cpu_lists(root: &Root, w: &mut Vec<TopologyWarning>) -> Result<CpuLists, TopologyError> {
+    let possible = possible(root, w)?;
+    let present = read_cpu_list(root, "present", w, "every possible CPU counts as present")?;
+    let present = within(root, "present", present.unwrap_or_else(|| possible.clone()), "possible", &possible, w);
+    let global_online = match read_cpu_list(root, "online", w, "each CPU's own online file is used")? {
         Some(list) if list.is_empty() => {
             let problem = "empty, but a running machine has at least one online CPU";
             w.push(warning(root, &format!("{CPU_DIR}/online"), problem, "each CPU's own online file is used"));
             None
         }
-        Some(list) => Some(within(root, "online", list, "present", &present, &mut w)),
+        Some(list) => Some(within(root, "online", list, "present", &present, w)),
         None => None,
     };
-    let isolated = read_cpu_list(root, "isolated", &mut w, "no CPU counts as isolated")?.unwrap_or_default();
-    let nohz_full = read_cpu_list(root, "nohz_full", &mut w, "no CPU counts as nohz_full")?.unwrap_or_default();
+    let isolated = read_cpu_list(root, "isolated", w, "no CPU counts as isolated")?.unwrap_or_default();
+    let nohz_full = read_cpu_list(root, "nohz_full", w, "no CPU counts as nohz_full")?.unwrap_or_default();
+    Ok(CpuLists { possible, present, global_online, isolated, nohz_full })
+}
+
+fn discover(
+    root: &Root,
+    again: Option<(TopologyReads, &Topology, &CpuSet)>,
+) -> Result<(Topology, Vec<TopologyWarning>, TopologyReads), TopologyError> {
+    let mut w = Vec::new();
+    let CpuLists { possible, present, global_online, isolated, nohz_full } = cpu_lists(root, &mut w)?;
 
     let node_dirs = nodes::read_nodes(root, &mut w)?;
     let online_now = global_online.clone().unwrap_or_default();

@@ -50,7 +50,7 @@
 #      IRQWISE_VM_IDLE_S=S  kernel tier: the idle-cost window in the guest, seconds (default 60: one
 #                           reconcile of irqwise, six scans of irqbalance)
 #      IRQWISE_VM_STORM_CYCLES=N  kernel tier: CPU offline/online cycles of the storm scenarios
-#                           (57-storm.sh, 70-irqbalance.sh; default 200: 40-80 s each under TCG)
+#                           (57-storm.sh, 70-irqbalance.sh; default 100: 20-40 s each under TCG)
 #      IRQWISE_VM_BOOT_TIMEOUT=S  a guest not at /init after S s (default 180) is stopped and
 #                           its boot retried once (reported in the timings line)
 #      IRQWISE_VM_MIRROR=URL  Debian mirror for debootstrap (default http://deb.debian.org/debian)
@@ -115,6 +115,23 @@ case " $TIERS " in *" kernel-sid "* | *" systemd-sid "*) use_kernel sid || exit 
 case " $TIERS $ORACLE_RUNS " in *" oracle "*6.12:*) use_kernel 6.12 || exit 2;; esac
 case " $TIERS $ORACLE_RUNS " in *" oracle "*sid:*) use_kernel sid || exit 2;; esac
 T_PKG=$(since "$t")
+
+# IRQWISE_VM_FETCH_ONLY=1: only what the tiers download or build before their first boot (host
+# packages, the kernels above, irqbalance, the Debian root, containerd and the CRI client, the
+# arm64 kernels), then exit; a later run finds them cached. `.ci/run` starts it beside the cargo
+# build, which leaves the network and disk idle.
+if [ "${IRQWISE_VM_FETCH_ONLY:-0}" = 1 ]; then
+  fetch_irqbalance "$WORK/cache/irqbalance"
+  case " $TIERS " in *" systemd"*) debian_base "$WORK/cache/debroot-$DEBROOT_SUITE" || exit 2;; esac
+  case " $TIERS " in *" systemd-sid "*)
+    scenario_files "$VM_DIR"/guest/systemd | grep -q '/66-containerd-nri\.sh$' && { containerd_prepare "$WORK/cache" || exit 2; };; esac
+  case " $TIERS " in *" arm64 "*)
+    for version in $(for run in $ARM64_RUNS_DEFAULT; do echo "${run%%:*}"; done | sort -u); do
+      arm64_packages "$WORK/cache" "$version" || exit 2
+    done;; esac
+  echo "test-vm: fetched in $(since "$T_ALL") s"
+  exit 0
+fi
 
 # boot_retried WORK INITRD [DISK]: boots the guest; once more when it never reached /init (an
 # environmental stall: QEMU could not start or the kernel boot hung under load), and once more when

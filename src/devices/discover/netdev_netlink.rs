@@ -15,8 +15,7 @@ use nix::sys::socket::{bind, recv, send, setsockopt, socket, sockopt, AddressFam
 use nix::sys::socket::{SockFlag, SockProtocol, SockType};
 use nix::sys::time::TimeVal;
 
-use crate::devices::napi::{napi_set_attributes, napis_of, parse_genl_messages, NapiInstance, NapiSettings};
-use crate::devices::napi::{NapiThreaded, NetdevDumps, NetdevView};
+use crate::devices::napi::{parse_genl_messages, NetdevDumps, NetdevView};
 use crate::sysfs::Root;
 
 /// The generic-netlink controller's family id (`GENL_ID_CTRL`) and what is asked of it.
@@ -26,15 +25,11 @@ const CTRL_ATTR_FAMILY_ID: u16 = 1;
 const CTRL_ATTR_FAMILY_NAME: u16 = 2;
 /// `NETDEV_CMD_QUEUE_GET` and `NETDEV_CMD_NAPI_GET`.
 const NETDEV_CMD_QUEUE_GET: u8 = 10;
-const NETDEV_CMD_NAPI_GET: u8 = 11;
-const NETDEV_CMD_NAPI_SET: u8 = 14;
+pub(crate) const NETDEV_CMD_NAPI_GET: u8 = 11;
 const NLM_F_REQUEST: u16 = 1;
-const NLM_F_ACK: u16 = 4;
-/// `NETDEV_A_NAPI_ID`: which instance a `napi-get` asks for.
-const NAPI_ID_ATTR: u16 = 2;
 const NLM_F_DUMP: u16 = 0x300;
 /// How long one answer may take: the kernel answers at once, a hung socket must not hang a pass.
-const TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(1);
 /// The most bytes a dump may take: a machine with 64 NICs of 128 queues answers in ~1 MB.
 const MAX_DUMP: usize = 16 << 20;
 
@@ -89,101 +84,22 @@ pub fn capture_netdev() -> Result<NetdevDumps, String> {
     Ok(NetdevDumps { napi_get: dump(NETDEV_CMD_NAPI_GET, 2)?, queue_get: dump(NETDEV_CMD_QUEUE_GET, 3)? })
 }
 
-/// Why a `napi-set` or a `napi-get` of one instance failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NapiSocketError {
-    /// The kernel refused it: `errno` is positive (`ENOENT`: no such instance now; `EPERM`:
-    /// no `CAP_NET_ADMIN`; `EINVAL`: a value or attribute this kernel does not take).
-    #[error("the kernel refused napi-{op} of NAPI instance {id}: {}", nix::errno::Errno::from_raw(*errno))]
-    Refused { op: &'static str, id: u32, errno: i32 },
-    /// The socket could not be opened or asked.
-    #[error("{0}")]
-    Socket(String),
+/// A socket to the `netdev` family and the family's id, for asking one thing at a time
+/// ([`ask_netdev`]): the writes of [`crate::apply::napi_socket`].
+pub(crate) fn open_netdev() -> Result<(OwnedFd, u16), String> {
+    let fd = open_socket()?;
+    let family = family_id(&fd)?;
+    Ok((fd, family))
 }
 
-impl NapiSocketError {
-    /// Whether it fails every instance alike: the socket, or no `CAP_NET_ADMIN`.
-    pub fn is_machine_wide(&self) -> bool {
-        match self {
-            NapiSocketError::Socket(_) => true,
-            NapiSocketError::Refused { errno, .. } => *errno == nix::errno::Errno::EPERM as i32,
-        }
-    }
-
-    /// The failure said without its instance when it fails every instance alike (the same
-    /// problem for each, so said once); as it is otherwise.
-    pub fn problem(&self) -> String {
-        match self {
-            NapiSocketError::Refused { op, errno, .. } if self.is_machine_wide() => {
-                format!("the kernel refused napi-{op}: {}", nix::errno::Errno::from_raw(*errno))
-            }
-            _ => self.to_string(),
-        }
-    }
-
-    /// Whether the instance is gone (recreated under another id, or its interface removed).
-    pub fn is_gone(&self) -> bool {
-        matches!(self, NapiSocketError::Refused { errno, .. } if *errno == nix::errno::Errno::ENOENT as i32)
-    }
-}
-
-/// One socket to the kernel's `netdev` family for writing instances' settings (`napi-set`,
-/// which needs `CAP_NET_ADMIN`) and reading one instance back (`napi-get` of its id). Every
-/// request waits for the kernel's acknowledgement, within [`TIMEOUT`].
-pub struct NapiSocket {
-    fd: OwnedFd,
+/// One request of `cmd` to the `netdev` family (id `family`) and its one answer.
+pub(crate) fn ask_netdev(
+    fd: &OwnedFd,
     family: u16,
-    seq: u32,
-}
-
-impl NapiSocket {
-    /// Opens the socket and asks for the family's id.
-    pub fn open() -> Result<NapiSocket, NapiSocketError> {
-        let fd = open_socket().map_err(NapiSocketError::Socket)?;
-        let family = family_id(&fd).map_err(NapiSocketError::Socket)?;
-        Ok(NapiSocket { fd, family, seq: 100 })
-    }
-
-    /// Writes `settings` (the keys set) and `threaded` to instance `id`.
-    pub fn set(
-        &mut self,
-        id: u32,
-        settings: &NapiSettings,
-        threaded: Option<NapiThreaded>,
-    ) -> Result<(), NapiSocketError> {
-        let attrs = napi_set_attributes(id, settings, threaded);
-        let attrs: Vec<(u16, &[u8])> = attrs.iter().map(|(k, v)| (*k, v.as_slice())).collect();
-        self.ask("set", id, NETDEV_CMD_NAPI_SET, NLM_F_ACK, &attrs).map(drop)
-    }
-
-    /// Instance `id` as the kernel reports it now.
-    pub fn get(&mut self, id: u32) -> Result<NapiInstance, NapiSocketError> {
-        // No acknowledgement asked: the reply is the answer (an ack after it would be read as
-        // the next request's).
-        let answer = self.ask("get", id, NETDEV_CMD_NAPI_GET, 0, &[(NAPI_ID_ATTR, &id.to_ne_bytes())])?;
-        let (messages, _) = parse_genl_messages(&answer).map_err(|e| NapiSocketError::Socket(e.to_string()))?;
-        napis_of(&messages)
-            .into_iter()
-            .find(|n| n.id == id)
-            .ok_or_else(|| NapiSocketError::Socket(format!("napi-get of NAPI instance {id} answered no instance")))
-    }
-
-    /// One request and its one answer (the ack of a `set`, the reply of a `get`).
-    fn ask(
-        &mut self,
-        op: &'static str,
-        id: u32,
-        cmd: u8,
-        flags: u16,
-        attrs: &[(u16, &[u8])],
-    ) -> Result<Vec<u8>, NapiSocketError> {
-        self.seq = self.seq.wrapping_add(1);
-        match exchange(&self.fd, &request(self.family, cmd, flags, self.seq, attrs), false) {
-            Ok(bytes) => Ok(bytes),
-            Err(Asked::Kernel(errno)) => Err(NapiSocketError::Refused { op, id, errno: -errno }),
-            Err(Asked::Failed(why)) => Err(NapiSocketError::Socket(why)),
-        }
-    }
+    (cmd, flags, seq): (u8, u16, u32),
+    attrs: &[(u16, &[u8])],
+) -> Result<Vec<u8>, Asked> {
+    exchange(fd, &request(family, cmd, flags, seq, attrs), false)
 }
 
 /// A bound generic-netlink socket with the receive timeout.
@@ -196,7 +112,7 @@ fn open_socket() -> Result<OwnedFd, String> {
 }
 
 /// A failed question: the kernel's answer was an error (errno), or the socket failed (why).
-enum Asked {
+pub(crate) enum Asked {
     Kernel(i32),
     Failed(String),
 }

@@ -50,6 +50,56 @@ pub(super) fn read_device(
         return Ok(None);
     }
 
+    let Facts { vendor, device, local_cpus, node, interfaces, nvme } = read_facts(root, bdf, class, warnings);
+    let name = nvme.as_ref().map(|n| n.controller.clone()).or_else(|| interfaces.first().cloned());
+    // An IRQ without a handler is not in use (a NIC frees its queue IRQs at link down): nothing
+    // to place, and no name to read.
+    let named: Vec<(u32, Vec<String>)> = irqs
+        .into_iter()
+        .filter_map(|irq| match names.actions(root, irq) {
+            Some(a) if a.is_empty() => None,
+            a => Some((irq, a.unwrap_or_default())),
+        })
+        .collect();
+    if named.is_empty() {
+        return Ok(None);
+    }
+    let (mut vectors, actions): (Vec<_>, Vec<_>) =
+        named.into_iter().map(|(irq, a)| read_vector(root, a, bdf, irq, warnings)).unzip();
+    let ctx = NameContext { driver: driver.as_deref(), class, interfaces: &interfaces };
+    for (v, r) in vectors.iter_mut().zip(recognise_device(&ctx, &actions)) {
+        (v.role, v.queue, v.recognised) = (r.role, r.queue, r.by);
+    }
+    Ok(Some(Device {
+        bdf: bdf.into(),
+        class,
+        pci_class,
+        vendor,
+        device,
+        driver,
+        name,
+        interfaces,
+        node,
+        local_cpus,
+        vectors,
+        nvme,
+    }))
+}
+
+/// What a device's directory tells beside its class and IRQs, none of it needed to place them.
+struct Facts {
+    vendor: Option<u16>,
+    device: Option<u16>,
+    local_cpus: Option<CpuSet>,
+    node: Option<u32>,
+    interfaces: Vec<String>,
+    nvme: Option<crate::devices::NvmeInfo>,
+}
+
+/// Reads device `bdf`'s [`Facts`]: a file that cannot be read or holds nonsense is a warning
+/// and the fact is missing, never an error of the device.
+fn read_facts(root: &Root, bdf: &str, class: DeviceClass, warnings: &mut Vec<DeviceError>) -> Facts {
+    let dir = format!("{PCI_DEVICES}/{bdf}");
     let mut soft = |e: SysfsError| warnings.push(device_error(root, bdf, e));
     let vendor = optional_id(root, &format!("{dir}/vendor")).unwrap_or_else(|e| {
         soft(e);
@@ -90,39 +140,7 @@ pub(super) fn read_device(
         _ => None,
     };
     warnings.extend(implausible_node);
-    let name = nvme.as_ref().map(|n| n.controller.clone()).or_else(|| interfaces.first().cloned());
-    // An IRQ without a handler is not in use (a NIC frees its queue IRQs at link down): nothing
-    // to place, and no name to read.
-    let named: Vec<(u32, Vec<String>)> = irqs
-        .into_iter()
-        .filter_map(|irq| match names.actions(root, irq) {
-            Some(a) if a.is_empty() => None,
-            a => Some((irq, a.unwrap_or_default())),
-        })
-        .collect();
-    if named.is_empty() {
-        return Ok(None);
-    }
-    let (mut vectors, actions): (Vec<_>, Vec<_>) =
-        named.into_iter().map(|(irq, a)| read_vector(root, a, bdf, irq, warnings)).unzip();
-    let ctx = NameContext { driver: driver.as_deref(), class, interfaces: &interfaces };
-    for (v, r) in vectors.iter_mut().zip(recognise_device(&ctx, &actions)) {
-        (v.role, v.queue, v.recognised) = (r.role, r.queue, r.by);
-    }
-    Ok(Some(Device {
-        bdf: bdf.into(),
-        class,
-        pci_class,
-        vendor,
-        device,
-        driver,
-        name,
-        interfaces,
-        node,
-        local_cpus,
-        vectors,
-        nvme,
-    }))
+    Facts { vendor, device, local_cpus, node, interfaces, nvme }
 }
 
 /// The most vectors a PCI function can have: the MSI-X table size field is 11 bits (PCI spec).

@@ -35,7 +35,7 @@ arm64_packages() {
   fi
   if ! command -v qemu-system-aarch64 >/dev/null; then
     [ "$(id -u)" = 0 ] || { echo "test-vm: qemu-system-aarch64 missing (apt-get install qemu-system-arm)" >&2; return 1; }
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-arm >&2 || return 1
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends qemu-system-arm >&2 || return 1
   fi
   if [ "$version" = sid ]; then
     archive_kernel "$cache/archive" sid arm64 || return 1

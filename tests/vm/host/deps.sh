@@ -18,7 +18,7 @@ ensure_packages() {
   echo "test-vm: installing$missing" >&2
   apt-get update -qq
   # No recommends: qemu's recommends pull in a GUI stack; the kernel's pull in firmware.
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends $missing >&2
 }
 
 # guest_kernel: sets KVER to Debian 12's default kernel (the release linux-image-amd64 depends

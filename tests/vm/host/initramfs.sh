@@ -96,7 +96,7 @@ build_initramfs() {
   install_modules "$root" $GUEST_MODULES || return 1
   echo "$GUEST_MODULES" > "$root/etc/modules-load"
   echo "${IDLE_S_TIER:-${IRQWISE_VM_IDLE_S:-60}}" > "$root/etc/vm-idle-s"   # idle-cost window, seconds
-  echo "${STORM_CYCLES_TIER:-${IRQWISE_VM_STORM_CYCLES:-200}}" > "$root/etc/vm-storm-cycles"   # CPU storm cycles
+  echo "${STORM_CYCLES_TIER:-${IRQWISE_VM_STORM_CYCLES:-100}}" > "$root/etc/vm-storm-cycles"   # CPU storm cycles
   pack_cpio "$root" "$out"
 }
 
