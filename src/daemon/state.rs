@@ -5,8 +5,11 @@
 //! root and through no symlink), so a reader sees the previous or the new state, never half of
 //! one; world-readable, so monitoring reads it without root. Compact: CPU sets are kernel list
 //! strings (`"0-3,8"`) and JSON has no indentation, so the file grows with the number of IRQs,
-//! not with IRQs × CPUs. `schemas/status.schema.json` describes it (checked against this type
-//! in the tests below).
+//! not with IRQs × CPUs. `schemas/status.schema.json` describes it (tests/json_schemas.rs
+//! validates the file the daemon writes and those of earlier versions, tests/data/state/). A
+//! file that does not read as this type (another program's, a newer field's wrong type) is
+//! refused by the commands ([`StateError::Parse`], naming it); the daemon never reads the file,
+//! it only replaces it.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -373,14 +376,13 @@ impl StateWriter {
         // The plan the kept encodings were made from: the one this pass replaced, else (no new
         // plan) the current one.
         let replaced = self.replaced.take();
-        let written = self
-            .encoded
-            .update(replaced.as_ref().unwrap_or(plan), plan)
-            .map_err(StateError::Encode)
-            .and_then(|devices| {
-                let plan = PlanEntries { devices: Devices::Encoded(Cow::Borrowed(devices)), ..state.plan };
-                write_state(root, &StateFile { plan, ..state }, &mut self.buf)
-            });
+        let written =
+            self.encoded.update(replaced.as_ref().unwrap_or(plan), plan).map_err(StateError::Encode).and_then(
+                |devices| {
+                    let plan = PlanEntries { devices: Devices::Encoded(Cow::Borrowed(devices)), ..state.plan };
+                    write_state(root, &StateFile { plan, ..state }, &mut self.buf)
+                },
+            );
         match written {
             Ok(()) => {
                 self.failed.worked();
@@ -500,5 +502,83 @@ mod tests {
         // Told that the kept encodings are of a plan with a different number of devices.
         let two = plan(vec![b.devices[0].clone(), b.devices[0].clone()]);
         assert_eq!(texts(encoded.update(&two, &b).unwrap()), fresh(&b));
+    }
+
+    /// A state file the daemon wrote with the previous types (`StateRecord` written, `StateView`
+    /// read: before this type), on the fixture machine of tests/common/acceptance.rs.
+    const PREVIOUS: &str = include_str!("../../tests/data/state/written-by-073bc2d.json");
+
+    fn previous() -> serde_json::Value {
+        serde_json::from_str(PREVIOUS).unwrap()
+    }
+
+    #[test]
+    fn a_file_of_the_previous_writer_reads_and_writes_back_the_same_document() {
+        let read: StateFile<'static> = serde_json::from_str(PREVIOUS).unwrap();
+        assert!(!read.plan.devices.entries().is_empty() && read.counters.is_some());
+        assert_eq!(serde_json::to_value(&read).unwrap(), previous(), "a field read or written differently");
+    }
+
+    #[test]
+    fn a_file_of_the_first_version_reads_with_its_later_fields_absent() {
+        let mut old = previous();
+        let later = [
+            "schema",
+            "process",
+            "degraded",
+            "config_error",
+            "config_sources",
+            "repeated",
+            "report",
+            "counters",
+            "recent_changes",
+            "claims",
+            "refused_claims",
+            "away_from_home",
+            "left_to_others",
+        ];
+        for key in later {
+            old.as_object_mut().unwrap().remove(key);
+        }
+        old["plan"].as_object_mut().unwrap().remove("warnings");
+        for d in old["plan"]["devices"].as_array_mut().unwrap() {
+            d.as_object_mut().unwrap().remove("node");
+            for irq in d["irqs"].as_array_mut().unwrap() {
+                irq.as_object_mut().unwrap().remove("queue");
+            }
+        }
+        let read: StateFile<'static> = serde_json::from_value(old).unwrap();
+        assert_eq!((read.schema, read.process.is_none(), read.counters.is_none()), (0, true, true));
+        let shown = super::super::state_view::render_status(&read, read.last_pass, true);
+        assert!(shown.contains(read.status.as_ref()) && shown.contains("0000:41:00.0"), "{shown}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_state_file_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        assert!(read_state(&root).unwrap().is_none(), "no file: no daemon");
+        let path = dir.path().join(STATE_FILE);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut wrong = previous();
+        wrong["plan"]["devices"][0]["irqs"][0]["desired"] = "0-".into();
+        for text in ["{half".to_string(), r#"{"pid": "x"}"#.to_string(), wrong.to_string()] {
+            std::fs::write(&path, &text).unwrap();
+            let said = read_state(&root).unwrap_err().to_string();
+            assert!(said.starts_with(&format!("{}: not a state file irqwise wrote", path.display())), "{said}");
+        }
+    }
+
+    #[test]
+    fn the_grouping_rule_reads_back_and_status_says_its_finding() {
+        let mut with = previous();
+        with["plan"]["grouping"] = serde_json::json!({
+            "rule": "mainline", "heapsort": "6.11+", "source": "observed", "evidence": "masks of nvme0",
+            "finding": "the masks fit no rule"
+        });
+        let read: StateFile<'static> = serde_json::from_value(with.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&read).unwrap(), with);
+        let shown = super::super::state_view::render_status(&read, read.last_pass, true);
+        assert!(shown.contains("kernel grouping: the masks fit no rule\n"), "{shown}");
     }
 }
