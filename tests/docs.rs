@@ -832,7 +832,7 @@ fn runnable_problems(docs: &[Doc]) -> (Vec<String>, usize) {
                 .arg(Duration::from_secs(60).as_secs().to_string())
                 .args(["bash", "-e", "-c", &script])
                 .current_dir(cwd.path())
-                .env("IRQWISE_BIN", env!("CARGO_BIN_EXE_irqwise"))
+                .env("IRQWISE_BIN", acceptance::bin::BIN)
                 .env("IRQWISE_ROOT", root.path())
                 .env("IRQWISE_CONFIG", config.path())
                 .output()

@@ -36,7 +36,7 @@ fn machine() -> tempfile::TempDir {
 fn run(root: &Path, cfg: &Path, args: &[&str]) -> Output {
     Command::new("timeout")
         .arg("60")
-        .arg(env!("CARGO_BIN_EXE_irqwise"))
+        .arg(bin::BIN)
         .arg("--root")
         .arg(root)
         .arg("--config")

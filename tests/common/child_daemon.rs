@@ -2,6 +2,9 @@
 //! stderr kept in a log file; its state file says how many passes it ran. Stopped with real
 //! signals; a daemon still running when dropped gets SIGTERM.
 
+#[path = "bin.rs"]
+mod bin;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -34,10 +37,10 @@ impl Daemon {
 
     fn spawn_under(wrapper: &[&str], root: &Path, config: &Path, log: PathBuf) -> Daemon {
         let mut cmd = match wrapper.split_first() {
-            None => Command::new(env!("CARGO_BIN_EXE_irqwise")),
+            None => Command::new(bin::BIN),
             Some((first, rest)) => {
                 let mut c = Command::new(first);
-                c.args(rest).arg(env!("CARGO_BIN_EXE_irqwise"));
+                c.args(rest).arg(bin::BIN);
                 c
             }
         };
