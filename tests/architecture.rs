@@ -397,7 +397,7 @@ fn architecture_md_matches_the_tree() {
 
 /// Functions over the limit that other work is shortening now, by file and name: each must still
 /// be over it (an entry that is no longer is reported, so the list only shrinks).
-const LONG_FOR_NOW: [(&str, &str); 2] = [("src/daemon/exposition.rs", "render"), ("src/config/validate.rs", "rule")];
+const LONG_FOR_NOW: [(&str, &str); 1] = [("src/config/validate.rs", "rule")];
 
 /// The most lines a production function may have, from its `fn` line to its closing brace.
 const MAX_FUNCTION_LINES: usize = 100;

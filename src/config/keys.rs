@@ -187,7 +187,7 @@ impl KeySpec {
 
 /// The spellings of a choice, in declaration order.
 fn spellings<T: clap::ValueEnum>() -> Vec<String> {
-    T::value_variants().iter().filter_map(|v| v.to_possible_value()).map(|p| p.get_name().to_owned()).collect()
+    T::value_variants().iter().filter_map(clap::ValueEnum::to_possible_value).map(|p| p.get_name().to_owned()).collect()
 }
 
 /// The JSON Schema's pattern of a CPU list (what `CpuSet::parse_list` reads).
