@@ -973,7 +973,7 @@ fn journal_example_problems(docs: &[Doc], reasons: &BTreeSet<String>) -> Vec<Str
                 }
             }
             if let (Some((n, p)), Some((_, id))) = (field("PRIORITY="), field("MESSAGE_ID=")) {
-                let listed = priority.get(&id).map(String::as_str).unwrap_or("(no row)");
+                let listed = priority.get(&id).map_or("(no row)", String::as_str);
                 if listed.split_whitespace().next() != Some(p.as_str()) {
                     out.push(format!("{}:{n}: PRIORITY={p} for {id}, whose row says `{listed}`", d.path.display()));
                 }

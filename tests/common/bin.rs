@@ -8,8 +8,12 @@
 use std::path::Path;
 use std::process::Command;
 
-/// The built binary (cargo builds it for the integration tests).
-pub const BIN: &str = env!("CARGO_BIN_EXE_irqwise");
+/// The built binary (cargo builds it for the integration tests; an example that includes these
+/// helpers, where cargo names no binary, gets the one on `PATH`).
+pub const BIN: &str = match option_env!("CARGO_BIN_EXE_irqwise") {
+    Some(path) => path,
+    None => "irqwise",
+};
 
 /// `irqwise --root ROOT`.
 pub fn irqwise(root: impl AsRef<Path>) -> Command {

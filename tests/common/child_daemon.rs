@@ -1,9 +1,7 @@
 //! The real daemon as a child process, `irqwise --root R --config C --log-format text run`, its
 //! stderr kept in a log file; its state file says how many passes it ran. Stopped with real
-//! signals; a daemon still running when dropped gets SIGTERM.
-
-#[path = "bin.rs"]
-mod bin;
+//! signals; a daemon still running when dropped gets SIGTERM. The test file that includes it has
+//! `bin` (tests/common/bin.rs) too, itself or through `acceptance`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,6 +11,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
+
+use super::bin::BIN;
 
 pub struct Daemon {
     child: Child,
@@ -37,10 +37,10 @@ impl Daemon {
 
     fn spawn_under(wrapper: &[&str], root: &Path, config: &Path, log: PathBuf) -> Daemon {
         let mut cmd = match wrapper.split_first() {
-            None => Command::new(bin::BIN),
+            None => Command::new(BIN),
             Some((first, rest)) => {
                 let mut c = Command::new(first);
-                c.args(rest).arg(bin::BIN);
+                c.args(rest).arg(BIN);
                 c
             }
         };
