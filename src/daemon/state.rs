@@ -517,6 +517,8 @@ mod tests {
         let read: StateFile<'static> = serde_json::from_str(PREVIOUS).unwrap();
         assert!(!read.plan.devices.entries().is_empty() && read.counters.is_some());
         assert_eq!(serde_json::to_value(&read).unwrap(), previous(), "a field read or written differently");
+        // Byte for byte: the same fields in the same order.
+        assert_eq!(serde_json::to_string(&read).unwrap(), PREVIOUS.trim_end());
     }
 
     #[test]
