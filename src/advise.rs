@@ -33,6 +33,10 @@ pub struct BootAdvice {
     pub contradictions: Vec<String>,
     /// How to put the parameters on the command line on this distribution.
     pub how: String,
+    /// Where the running kernel applies the command line otherwise than it reads: a flag it
+    /// lacks (`isolcpus=io_queue`), a setting it ignores (`crate::kernel::boot_isolation`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kernel_applies: Vec<String>,
 }
 
 /// The parameters for `plan` on a machine whose `online` CPUs hold `forbidden` ones, and the
@@ -46,6 +50,7 @@ pub fn advise_boot(
     cmdline: &[String],
     respect_isolation: bool,
     os_id: Option<&str>,
+    kernel_applies: &[String],
 ) -> BootAdvice {
     // A runtime claim (or a pod's kubelet-exclusive CPUs) is no boot advice: only the CPUs kept
     // free whatever runs count.
@@ -101,6 +106,7 @@ pub fn advise_boot(
         contradictions: contradictions(cmdline, &free, &on_free, respect_isolation, online),
         how: how_to_apply(os_id, &parameters),
         parameters,
+        kernel_applies: kernel_applies.to_vec(),
     }
 }
 
@@ -227,6 +233,12 @@ pub fn render_boot_advice(a: &BootAdvice) -> String {
             out.push_str(&format!("  - {c}\n"));
         }
     }
+    if !a.kernel_applies.is_empty() {
+        out.push_str("the running kernel applies its command line otherwise than it reads:\n");
+        for k in &a.kernel_applies {
+            out.push_str(&format!("  - {k}\n"));
+        }
+    }
     out.push_str(&format!("{}\n", a.how));
     out
 }
@@ -289,7 +301,7 @@ mod tests {
 
     #[test]
     fn banned_cpus_give_irqaffinity_and_isolcpus_managed_irq() {
-        let a = advise_boot(&plan(), &set("0-7"), &banned("2-3"), &words("root=/dev/sda1"), true, Some("debian"));
+        let a = advise_boot(&plan(), &set("0-7"), &banned("2-3"), &words("root=/dev/sda1"), true, Some("debian"), &[]);
         let params: Vec<&str> = a.parameters.iter().map(|p| p.parameter.as_str()).collect();
         assert_eq!(params, ["irqaffinity=0-1,4-7", "isolcpus=managed_irq,2-3"]);
         assert!(a.parameters[1].why.contains("IRQ(s) 41 sit on them now"), "{:?}", a.parameters[1]);
@@ -302,7 +314,7 @@ mod tests {
     #[test]
     fn a_command_line_that_already_says_it_contradicts_nothing() {
         let cmdline = words("isolcpus=managed_irq,domain,2-3 irqaffinity=0-1,4-7");
-        let a = advise_boot(&plan(), &set("0-7"), &banned("2-3"), &cmdline, true, Some("fedora"));
+        let a = advise_boot(&plan(), &set("0-7"), &banned("2-3"), &cmdline, true, Some("fedora"), &[]);
         assert!(a.contradictions.is_empty(), "{:?}", a.contradictions);
         assert!(a.how.starts_with("grubby --update-kernel=ALL"));
     }
@@ -310,20 +322,20 @@ mod tests {
     #[test]
     fn contradictions_are_named() {
         let cmdline = words("isolcpus=2-3 irqaffinity=0-3 nohz_full=2-3");
-        let a = advise_boot(&plan(), &set("0-7"), &banned("2-3"), &cmdline, false, None);
+        let a = advise_boot(&plan(), &set("0-7"), &banned("2-3"), &cmdline, false, None, &[]);
         assert_eq!(a.contradictions.len(), 4, "{:#?}", a.contradictions);
         assert!(
             a.contradictions[0].starts_with("irqaffinity=0-3 sends IRQs") && a.contradictions[0].contains("CPUs 2-3")
         );
         assert!(a.contradictions[1].contains("(it says isolcpus=2-3)"), "no managed_irq flag: {}", a.contradictions[1]);
         assert!(a.contradictions[2].starts_with("isolcpus=2-3 isolates CPUs, but respect_isolation = false"));
-        let bad = advise_boot(&plan(), &set("0-7"), &banned("2-3"), &words("irqaffinity=x"), true, None);
+        let bad = advise_boot(&plan(), &set("0-7"), &banned("2-3"), &words("irqaffinity=x"), true, None, &[]);
         assert!(bad.contradictions[0].contains("is not a CPU list"), "{:?}", bad.contradictions);
     }
 
     #[test]
     fn nothing_kept_free_is_nothing_to_add() {
-        let a = advise_boot(&plan(), &set("0-7"), &Forbidden::default(), &[], true, Some("debian"));
+        let a = advise_boot(&plan(), &set("0-7"), &Forbidden::default(), &[], true, Some("debian"), &[]);
         assert!(a.parameters.is_empty() && a.contradictions.is_empty());
         assert_eq!(a.kept_free, "none");
         assert!(a.how.starts_with("nothing to add"));
@@ -333,13 +345,13 @@ mod tests {
     fn a_runtime_claim_is_no_boot_advice() {
         let forbidden =
             Forbidden { sources: vec![("banned".into(), set("4")), ("job-42's claimed".into(), set("2-3"))] };
-        let a = advise_boot(&plan(), &set("0-7"), &forbidden, &[], true, Some("debian"));
+        let a = advise_boot(&plan(), &set("0-7"), &forbidden, &[], true, Some("debian"), &[]);
         let params: Vec<&str> = a.parameters.iter().map(|p| p.parameter.as_str()).collect();
         assert_eq!(params, ["irqaffinity=0-3,5-7", "isolcpus=managed_irq,4"]);
         assert_eq!(a.claimed_now, "job-42's claimed CPUs 2-3");
         assert!(a.contradictions.is_empty(), "IRQ 41 on the claimed CPUs is no boot matter: {:?}", a.contradictions);
         let only = Forbidden { sources: vec![("job-42's claimed".into(), set("2-3"))] };
-        let a = advise_boot(&plan(), &set("0-7"), &only, &[], true, None);
+        let a = advise_boot(&plan(), &set("0-7"), &only, &[], true, None, &[]);
         assert!(a.parameters.is_empty() && a.contradictions.is_empty(), "{a:?}");
     }
 
@@ -347,7 +359,7 @@ mod tests {
     fn a_pods_kubelet_exclusive_cpus_are_no_boot_advice() {
         let forbidden =
             Forbidden { sources: vec![("banned".into(), set("4")), ("kubelet-exclusive".into(), set("2-3"))] };
-        let a = advise_boot(&plan(), &set("0-7"), &forbidden, &[], true, Some("debian"));
+        let a = advise_boot(&plan(), &set("0-7"), &forbidden, &[], true, Some("debian"), &[]);
         let params: Vec<&str> = a.parameters.iter().map(|p| p.parameter.as_str()).collect();
         assert_eq!(params, ["irqaffinity=0-3,5-7", "isolcpus=managed_irq,4"]);
         assert_eq!(a.claimed_now, "kubelet-exclusive CPUs 2-3");
@@ -356,7 +368,9 @@ mod tests {
     #[test]
     fn every_isolcpus_word_counts_as_the_kernel_reads_them() {
         let covered = |cmdline: &str| {
-            advise_boot(&plan(), &set("0-7"), &banned("2-3"), &words(cmdline), true, None).contradictions.is_empty()
+            advise_boot(&plan(), &set("0-7"), &banned("2-3"), &words(cmdline), true, None, &[])
+                .contradictions
+                .is_empty()
         };
         assert!(covered("isolcpus=managed_irq,2-3 isolcpus=domain,2-3"), "the flag of the first word stays");
         assert!(covered("isolcpus=2-3 isolcpus=managed_irq,2-3"), "a second word adds its flag");

@@ -84,3 +84,32 @@ fn a_runtime_claim_is_said_and_not_advised_for_the_boot() {
     assert!(text.contains("isolcpus=managed_irq,2-3 ") && !text.contains("6-7 "), "{text}");
     assert!(text.contains("claimed now, not advised for the boot: job-42's claimed CPUs 6-7"), "{text}");
 }
+
+/// `isolcpus=io_queue` on a kernel without `HK_TYPE_IO_QUEUE` (7.2 by its version: no BTF in
+/// the fixture) is domain isolation only, and the advice says so; from 6.19 a `nohz_full=` that
+/// with `isolcpus=domain` would leave no present CPU is ignored by the kernel: its CPUs are not
+/// kept free, and the advice says that too.
+#[test]
+fn what_the_kernel_skips_or_ignores_on_the_command_line_is_said() {
+    let release = |root: &Path, text: &str| {
+        std::fs::create_dir_all(root.join("proc/sys/kernel")).unwrap();
+        std::fs::write(root.join("proc/sys/kernel/osrelease"), text).unwrap();
+    };
+    let (root, cfg) = machine("isolcpus=io_queue,2-3");
+    release(root.path(), "7.2.13-amd64\n");
+    let (_, text) = advise(root.path(), cfg.path(), false);
+    assert!(text.contains("the running kernel applies its command line otherwise than it reads:"), "{text}");
+    assert!(text.contains("isolcpus=io_queue,2-3: this kernel has no isolcpus=io_queue"), "{text}");
+    assert!(text.contains("CPUs 2-3 get domain isolation only"), "{text}");
+
+    let (root, cfg) = machine("isolcpus=domain,0-7 nohz_full=8-15");
+    release(root.path(), "6.19.1\n");
+    let (_, text) = advise(root.path(), cfg.path(), false);
+    assert!(text.contains("CPUs kept free of device IRQs: isolcpus CPUs 0-7\n"), "{text}");
+    assert!(text.contains("nohz_full=8-15: ignored by the kernel"), "{text}");
+    // Before 6.19 the kernel applies both: every CPU is kept free.
+    release(root.path(), "6.18.3\n");
+    let (_, text) = advise(root.path(), cfg.path(), false);
+    assert!(!text.contains("ignored by the kernel"), "{text}");
+    assert!(text.contains("every online CPU (0-15) is kept free"), "{text}");
+}

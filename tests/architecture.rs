@@ -405,6 +405,7 @@ const MAX_FUNCTION_LINES: usize = 100;
 /// `line` without its comment, string and character literals (their braces do not count);
 /// `in_block` and `in_str` carry a block comment or a string (raw with `Some(hashes)`, plain with
 /// `Some(None)`) over from the line before.
+#[allow(clippy::option_option)] // three states, as the doc says: code, a plain string, a raw one
 fn braces_code(line: &str, in_block: &mut bool, in_str: &mut Option<Option<usize>>) -> String {
     let b = line.as_bytes();
     let (mut out, mut i) = (String::new(), 0);
@@ -455,7 +456,7 @@ fn braces_code(line: &str, in_block: &mut bool, in_str: &mut Option<Option<usize
             && (rest.get(2..3) == Some("'") || (rest.starts_with("'\\") && rest[2..].find('\'').is_some()))
         {
             // A character literal ('{', '\''); a lifetime ('a) has no closing quote nearby.
-            i += if rest.starts_with("'\\") { 2 + rest[2..].find('\'').unwrap_or(0) + 1 } else { 3 };
+            i += if let Some(escaped) = rest.strip_prefix("'\\") { 2 + escaped.find('\'').unwrap_or(0) + 1 } else { 3 };
         } else {
             out.push(b[i] as char);
             i += 1;

@@ -401,3 +401,39 @@ fn the_daemon_follows_the_checkpoint_and_keeps_the_last_good_reading_through_dam
     write_checkpoint(root.path(), &kubelet_checkpoint("0-7,9-23", &[("9a2e", "db", "8")]));
     d.wait(third + 1, "good again", || off("8") && affinity(root.path(), irqs[0]) == set("6"));
 }
+
+/// `topology` shows the command line's isolation as the running kernel applies it: from 6.19 a
+/// `nohz_full=` that with `isolcpus=domain` would leave no present CPU is ignored (not a
+/// source, its CPUs free for IRQs, and said); `isolcpus=io_queue` on a kernel without it is
+/// said to be domain isolation only.
+#[test]
+fn topology_and_plan_read_the_isolation_the_kernel_applies() {
+    let (root, _) = nic_root();
+    let cfg = tempfile::tempdir().unwrap();
+    write(root.path(), "proc/sys/kernel/osrelease", "6.19.1\n");
+    write(root.path(), "proc/cmdline", "root=/dev/sda1 isolcpus=domain,0-11 nohz_full=12-23\n");
+    let (code, out, err) = irqwise(root.path(), cfg.path(), &["topology", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let topo: Value = serde_json::from_str(&out).unwrap();
+    let settings: Vec<&str> =
+        topo["isolation"]["sources"].as_array().unwrap().iter().filter_map(|s| s["setting"].as_str()).collect();
+    assert_eq!(settings, ["isolcpus=domain,0-11"], "{out}");
+    let warned = topo["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .any(|w| w.starts_with("nohz_full=12-23: ignored by the kernel") && w.contains("isolcpus=domain,0-11"));
+    assert!(warned, "{out}");
+    let (planned, _) = desired(root.path(), cfg.path());
+    assert!(planned.iter().all(|(_, cpus)| cpus.is_subset(&set("12-23"))), "on the nohz_full CPUs: {planned:?}");
+
+    write(root.path(), "proc/sys/kernel/osrelease", "7.2.13-amd64\n");
+    write(root.path(), "proc/cmdline", "root=/dev/sda1 isolcpus=io_queue,6-7\n");
+    let (_, table, _) = irqwise(root.path(), cfg.path(), &["topology"]);
+    assert!(
+        table.contains("warning: isolcpus=io_queue,6-7: this kernel has no isolcpus=io_queue (no HK_TYPE_IO_QUEUE, by its version)"),
+        "{table}"
+    );
+    assert!(table.contains("CPUs 6-7 get domain isolation only"), "{table}");
+}

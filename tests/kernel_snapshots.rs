@@ -136,12 +136,13 @@ fn unstable_apt(test: &str) -> Option<Vec<String>> {
     .into_iter()
     .flat_map(|o| ["-o".to_string(), o])
     .collect();
-    let listed = std::fs::read_dir(dir.join("lists")).unwrap().flatten().any(|e| {
-        e.file_name().to_string_lossy().contains("_Packages")
-    });
+    let listed = std::fs::read_dir(dir.join("lists"))
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().contains("_Packages"));
     if !listed {
         let ok = std::process::Command::new("apt-get").args(&apt).args(["update", "-qq"]).status();
-        if !ok.as_ref().is_ok_and(|s| s.success()) {
+        if !ok.as_ref().is_ok_and(std::process::ExitStatus::success) {
             skip::skip(test, &format!("apt-get update of {archive} sid failed ({ok:?})"));
             return None;
         }

@@ -208,3 +208,59 @@ async fn a_fight_with_a_named_peer_names_it() {
     assert_eq!(p.action, Action::Skip);
     assert!(p.reason.starts_with("intel_lpmd keeps writing it"), "{}", p.reason);
 }
+
+/// A driver that writes its own XPS maps (ixgbe imports `netif_set_xps_queue`) rewrites them on
+/// a reset while its IRQs keep their masks: the link event's pass reads `xps_cpus` again and
+/// steers the queues back, and nothing of it counts as drift.
+#[tokio::test]
+async fn an_xps_writers_reset_is_steered_again_without_drift() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    let queues = fixture::FixtureRoot::at(root.path()).tx_queues(daemon_fixture::NIC, "eth1", 8, &CpuSet::new());
+    let xps: Vec<_> = (0..8).map(|q| queues.join(format!("tx-{q}/xps_cpus"))).collect();
+    let read = |q: usize| CpuSet::parse_mask(std::fs::read_to_string(&xps[q]).unwrap().trim()).unwrap();
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let steered: Vec<CpuSet> = (0..8).map(read).collect();
+    let placed = daemon_fixture::affinities(root.path(), &irqs);
+
+    // The reset: ixgbe writes queue i's map to CPU i (as at probe); the masks stay.
+    for (q, file) in xps.iter().enumerate() {
+        std::fs::write(file, format!("{}\n", fixture::kernel_mask(&CpuSet::single(q as u32), 15))).unwrap();
+    }
+    d.trigger(Trigger::Link { ifindex: 2, name: Some("eth1".into()), up: true }).await;
+    assert_eq!((0..8).map(read).collect::<Vec<_>>(), steered, "steered again after the reset");
+    assert_eq!(daemon_fixture::affinities(root.path(), &irqs), placed);
+    let daemon = d.stop().await;
+    assert!(daemon.counters().drift_corrections.iter().all(|c| c.value == 0), "no drift");
+    let resets = daemon.last_plan().devices.iter().find(|d| d.bdf == daemon_fixture::NIC).and_then(|d| d.resets);
+    assert_eq!(resets.and_then(|r| r.xps_rewritten), Some(true), "ixgbe writes its XPS maps");
+}
+
+/// From 7.0 a CPU hotplug that breaks an IRQ's mask notifies its driver, and bnxt_en (which
+/// registers an affinity notifier) may write its IRQs: a write seen in a pass that follows a
+/// CPU event is restored but never counted towards a fight, however often it comes.
+#[tokio::test]
+async fn a_notified_drivers_write_in_a_hotplug_pass_is_no_fight() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    fixture::write_cpu_topology(root.path(), 2, 4, 2);
+    let mut fx = fixture::FixtureRoot::at(root.path());
+    fx.nic(daemon_fixture::NIC, "bnxt_en", "eth1", Some(1), 8, fixture::NamingScheme::TxRx);
+    let irqs = fx.irqs_of(daemon_fixture::NIC).to_vec();
+    std::fs::create_dir_all(root.path().join("proc/sys/kernel")).unwrap();
+    std::fs::write(root.path().join("proc/sys/kernel/osrelease"), "7.2.13-amd64\n").unwrap();
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let placed = affinity(root.path(), irqs[1]);
+    let cpu = (2..16).find(|c| !placed.contains(*c)).unwrap();
+    for round in 0..5 {
+        // The driver, told of CPU `cpu`'s hotplug, writes queue 1 elsewhere.
+        set_affinity(root.path(), irqs[1], &set("0-1"));
+        d.trigger(Trigger::Cpu { cpu, action: UeventAction::Online }).await;
+        assert_eq!(affinity(root.path(), irqs[1]), placed, "restored in round {round}");
+    }
+    let daemon = d.stop().await;
+    assert_eq!(daemon.counters().fought_irqs, 0, "no fight with the kernel's notified driver");
+    let resets = daemon.last_plan().devices.iter().find(|d| d.bdf == daemon_fixture::NIC).and_then(|d| d.resets);
+    assert_eq!(resets.and_then(|r| r.hotplug_writes), Some(true));
+}

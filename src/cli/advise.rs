@@ -32,6 +32,7 @@ pub fn advise(root: &Root, paths: &ConfigPaths, json: bool) -> Result<Outcome, C
         &words,
         config.global.respect_isolation,
         os_id(root).as_deref(),
+        &pass.kernel_isolation,
     );
     let exit = u8::from(!advice.contradictions.is_empty());
     let text = if json { to_json_text(&advice) } else { render_boot_advice(&advice) };

@@ -153,7 +153,7 @@ fn report_text(report: &ApplyReport, blocked: Option<&WritesBlocked>) -> String 
         "{} written, {} kept, {} managed, {} skipped, {} failed{xps}",
         s.written, s.kept, s.managed, s.skipped, s.failed
     ));
-    lines.iter().map(|l| format!("{l}\n")).collect()
+    lines.iter().flat_map(|l| [l.as_str(), "\n"]).collect()
 }
 
 /// One IRQ's line of `apply`.

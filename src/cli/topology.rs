@@ -1,5 +1,6 @@
 //! `irqwise topology [--json]`: the CPUs, nodes and isolation sources as irqwise reads them, and
-//! what the running kernel does, each fact with its source.
+//! what the running kernel does, each fact with its source. The isolation is the command line's
+//! as the running kernel applies it (a flag it lacks skipped, a setting it ignores left out).
 
 use serde_json::json;
 
@@ -7,6 +8,7 @@ use super::{to_json_text, CliError};
 use crate::config::{load_config, Config, ConfigPaths};
 use crate::devices::discover::discover_devices;
 use crate::devices::DeviceClass;
+use crate::kernel::boot_isolation::as_the_kernel_applies;
 use crate::plan::held_claims::hold_claims;
 use crate::probe::discover::read_kernel_facts;
 use crate::probe::view::{facts_json, facts_table};
@@ -49,6 +51,9 @@ pub fn topology(root: &Root, paths: &ConfigPaths, json: bool) -> Result<String, 
     };
     let (facts, probe_warnings) = read_kernel_facts(root, topo.kernel.as_deref(), &drivers);
     warnings.extend(probe_warnings);
+    // The command line's isolation as this kernel applies it, and where that differs.
+    let (isolation, kernel_isolation) = as_the_kernel_applies(&isolation, &facts, &topo.present);
+    warnings.extend(kernel_isolation);
     let global = &config.global;
     let applied =
         Applied { respect_isolation: global.respect_isolation, import_banned: global.import_irqbalance_banned };

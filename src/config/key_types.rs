@@ -10,8 +10,8 @@ use toml::de::DeValue;
 use toml::Spanned;
 
 use super::error::{ConfigError, Location};
-use super::keys::{KeySpec, Kind};
-use super::validate::FileCtx;
+use super::file_ctx::FileCtx;
+use super::key_spec::{KeySpec, Kind};
 use super::{GuardScope, LogFormat, MetricsFile, OnDrift};
 use crate::choices::{Balance, NapiThreads, Spill};
 use crate::cpuset::CpuSet;

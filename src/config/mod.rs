@@ -14,7 +14,9 @@
 
 mod duration;
 mod error;
+mod file_ctx;
 mod glob;
+mod key_spec;
 mod key_types;
 mod keys;
 mod load;
@@ -38,7 +40,8 @@ pub use error::Location;
 pub use error::{ConfigError, ConfigWarning};
 pub use glob::Glob;
 pub use glob::GlobError;
-pub use keys::{global_schema, DefaultValue, DurationRange, Effect, Global, KeySpec, Kind, PathRule, GLOBAL_KEYS};
+pub use key_spec::{DefaultValue, DurationRange, Effect, KeySpec, Kind, PathRule};
+pub use keys::{global_schema, known_keys, Global, GLOBAL_KEYS};
 pub(crate) use load::machine_shape;
 pub use load::LoadError;
 pub use load::{check, check_files, is_dropin_name, load, load_config, load_config_with_warnings, ConfigPaths};
@@ -46,7 +49,6 @@ pub use load::{check, check_files, is_dropin_name, load, load_config, load_confi
 pub use merge::CheckReport;
 pub use merge::Masked;
 pub use merge::{parse_files, SourceFile};
-pub use schema::known_keys;
 
 /// The validated, merged configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -11,7 +11,6 @@ use serde::de::{Deserialize, IntoDeserializer};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::keys::GLOBAL_NAMES;
 use crate::choices::{Balance, NapiMode, NapiThreads, Spill, SpreadOrder, StrategyName};
 use crate::devices::DeviceClass;
 
@@ -80,7 +79,7 @@ pub(crate) struct SchemaError {
 }
 
 /// The keys of each table, for "unknown field" messages.
-const TOP: &[&str] = &["global", "napi", "device"];
+pub(super) const TOP: &[&str] = &["global", "napi", "device"];
 pub(crate) const RULE: &[&str] = &[
     "match",
     "strategy",
@@ -101,22 +100,9 @@ pub(crate) const RULE: &[&str] = &[
 ];
 /// The keys of a `[napi]` table (`queues` only in a device's).
 pub(crate) const NAPI: &[&str] = &["defer_hard_irqs", "gro_flush_timeout", "irq_suspend_timeout", "threaded"];
-const DEVICE_NAPI: &[&str] = &["queues", "defer_hard_irqs", "gro_flush_timeout", "irq_suspend_timeout", "threaded"];
-const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "nvme_serial", "property"];
-
-/// Every table of a configuration file with the keys its reader accepts (`""` is the top level;
-/// `device`, `device.match` and `device.napi` are a `[[device]]` rule's), for the tests that
-/// keep `schemas/config.schema.json` and the documentation in step with this reader.
-pub fn known_keys() -> [(&'static str, &'static [&'static str]); 6] {
-    [
-        ("", TOP),
-        ("global", GLOBAL_NAMES),
-        ("napi", NAPI),
-        ("device", RULE),
-        ("device.match", MATCH),
-        ("device.napi", DEVICE_NAPI),
-    ]
-}
+pub(super) const DEVICE_NAPI: &[&str] =
+    &["queues", "defer_hard_irqs", "gro_flush_timeout", "irq_suspend_timeout", "threaded"];
+pub(super) const MATCH: &[&str] = &["pci", "driver", "interface", "class", "nvme_model", "nvme_serial", "property"];
 
 /// Reads `text` into the raw structure, keeping every key that has the right type, and returns
 /// every error found, ordered by position in the file.

@@ -2,21 +2,19 @@
 //!
 //! Pure: works on a file's path (for messages) and text, never on the filesystem.
 
-use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::de::{Deserialize, IntoDeserializer};
-use toml::de::{DeString, DeValue};
 use toml::Spanned;
 
-use crate::cpuset::{CpuSet, CpuSetError};
+use crate::cpuset::CpuSet;
 
-use super::duration::{parse_duration, parse_fine_duration};
-use super::error::{ConfigError, ConfigWarning, LineIndex, Location};
+use super::duration::parse_fine_duration;
+use super::error::{ConfigError, ConfigWarning, Location};
+use super::file_ctx::FileCtx;
 use super::glob::Glob;
-use super::keys::{read_global, DurationRange, GlobalLayer};
-use super::schema::{read, unknown_message, RawMatch, RawNapi, RawRule};
+use super::keys::{read_global, GlobalLayer};
+use super::schema::{read, RawMatch, RawNapi, RawRule};
 use super::{MachineShape, Match, NapiRange, Rule, RuleRef, Settings};
 use crate::choices::{NapiProfile, StrategyName};
 use crate::devices::napi::NapiSettings;
@@ -50,16 +48,6 @@ const NAPI_TIMEOUT_EXPECTED: &str = "a duration from \"0ns\" to \"10s\" (a whole
 /// `defer_hard_irqs`: the kernel's policy stops at `S32_MAX`.
 const DEFER_HARD_IRQS_MAX: i64 = i32::MAX as i64;
 
-/// Validation context of one file: its path and text (for locations) and the machine's CPUs.
-pub(super) struct FileCtx<'a> {
-    path: &'a Path,
-    text: &'a str,
-    lines: LineIndex,
-    machine: &'a MachineShape,
-    errors: Vec<ConfigError>,
-    warnings: Vec<ConfigWarning>,
-}
-
 /// Parses and validates one file. Returns what it contributes (only the parts that validated),
 /// its errors in file order and its warnings. Every key is checked: a syntax, type or
 /// unknown-key error does not hide the errors after it.
@@ -68,12 +56,10 @@ pub(super) fn validate_file(
     text: &str,
     machine: &MachineShape,
 ) -> (FileLayer, Vec<ConfigError>, Vec<ConfigWarning>) {
-    let lines = LineIndex::new(text);
     let (raw, schema_errors) = read(text);
-    let mut ctx = FileCtx { path, text, lines, machine, errors: Vec::new(), warnings: Vec::new() };
+    let mut ctx = FileCtx::new(path, text, machine);
     for e in schema_errors {
-        let at = ctx.loc(e.span.start);
-        ctx.errors.push(ConfigError::Schema { at, message: schema_message(&e.message) });
+        ctx.schema_error(e.span.start, &e.message);
     }
     let mut global = raw.global.map(|g| read_global(&mut ctx, g)).unwrap_or_default();
     if let Some(n) = raw.napi {
@@ -85,59 +71,7 @@ pub(super) fn validate_file(
     (FileLayer { global, rules }, errors, ctx.warnings)
 }
 
-/// The TOML parser's message on one line, in the config's words: Rust integer type names become
-/// what they mean, and a setting found inside a match table gets a hint about TOML's table rules.
-fn schema_message(message: &str) -> String {
-    let mut text = message.trim_end().lines().map(str::trim).collect::<Vec<_>>().join("; ");
-    text = text.replace("expected u32", "expected a non-negative integer (at most 4294967295)");
-    // A rule's settings: every key of a [[device]] table but its match.
-    let settings = super::schema::RULE.iter().filter(|k| **k != "match");
-    let misplaced = settings.into_iter().any(|k| text.starts_with(&format!("unknown field `{k}`")));
-    if misplaced && text.contains("expected one of `pci`") {
-        text.push_str(" (keys after a [device.match] header belong to the match table: put the rule's settings before that header, or write match = { ... } inline)");
-    }
-    text
-}
-
 impl FileCtx<'_> {
-    /// The value as a `T`, else the TOML reader's error at its position (as `schema.rs` says
-    /// it of the other tables).
-    pub(super) fn typed<T: for<'de> Deserialize<'de>>(&mut self, value: Spanned<DeValue<'_>>) -> Option<T> {
-        let span = value.span();
-        match T::deserialize(value.into_deserializer()) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                let at = self.loc(e.span().unwrap_or(span).start);
-                self.errors.push(ConfigError::Schema { at, message: schema_message(e.message()) });
-                None
-            }
-        }
-    }
-
-    /// An unknown key's error: what keys there are.
-    pub(super) fn unknown_key(&mut self, key: &Spanned<DeString<'_>>, expected: &[&str]) {
-        let at = self.loc(key.span().start);
-        let message = schema_message(&unknown_message(key.get_ref(), expected));
-        self.errors.push(ConfigError::Schema { at, message });
-    }
-
-    /// Records an error.
-    pub(super) fn push(&mut self, error: ConfigError) {
-        self.errors.push(error);
-    }
-
-    pub(super) fn loc(&self, offset: usize) -> Location {
-        self.lines.locate(self.path, self.text, offset)
-    }
-
-    /// Location of character `inner` inside the string value spanning `span`, when the value is
-    /// written as a plain quoted string (no escapes), else of the value's start.
-    fn loc_inside(&self, span: &Range<usize>, value: &str, inner: usize) -> Location {
-        let written = self.text.get(span.clone()).unwrap_or("");
-        let plain = written.len() == value.len() + 2 && written.get(1..written.len() - 1) == Some(value);
-        self.loc(if plain { span.start + 1 + inner } else { span.start })
-    }
-
     /// A `[napi]` or `[device.napi]` table: its values checked, each bad one an error.
     fn napi(&mut self, n: &RawNapi) -> NapiRange {
         let queues = n.queues.as_ref().and_then(|v| {
@@ -174,65 +108,6 @@ impl FileCtx<'_> {
         let irq_suspend_timeout = timeout(self, "napi.irq_suspend_timeout", &n.irq_suspend_timeout);
         let settings = NapiSettings { defer_hard_irqs, gro_flush_timeout, irq_suspend_timeout };
         NapiRange { queues, profile: NapiProfile { settings, threaded: n.threaded.as_ref().map(|t| *t.get_ref()) } }
-    }
-
-    /// A duration value within `range`, whose words say what it is.
-    pub(super) fn duration(
-        &mut self,
-        key: &'static str,
-        v: &Spanned<String>,
-        range: &DurationRange,
-    ) -> Option<Duration> {
-        match parse_duration(v.get_ref()) {
-            Some(d) if d >= range.min && d <= range.max => Some(d),
-            _ => {
-                let expected = range.expected();
-                let at = self.loc(v.span().start);
-                self.errors.push(ConfigError::Duration { at, key, value: v.get_ref().clone(), expected });
-                None
-            }
-        }
-    }
-
-    /// The part of a CPU list value this machine has, with a warning naming the CPUs it lacks
-    /// and `instead`: what is left, or (when nothing is) what happens then.
-    pub(super) fn fit(&mut self, key: &'static str, v: &Spanned<String>, set: &CpuSet, if_none: &str) -> CpuSet {
-        let within = set.intersection(&self.machine.possible);
-        let beyond = set.difference(&self.machine.possible);
-        if !beyond.is_empty() {
-            let instead =
-                if within.is_empty() { if_none.to_string() } else { format!("{key} is {within} on this machine") };
-            self.warnings.push(ConfigWarning::CpusBeyondMachine {
-                at: self.loc(v.span().start),
-                key,
-                value: v.get_ref().clone(),
-                beyond,
-                possible: self.machine.possible.clone(),
-                instead,
-            });
-        }
-        within
-    }
-
-    /// A CPU list value as written (any CPU below the CpuSet limit): see [`FileCtx::fit`] for
-    /// the part this machine has.
-    pub(super) fn cpu_list(&mut self, key: &'static str, v: &Spanned<String>) -> Option<CpuSet> {
-        let span = v.span();
-        match CpuSet::parse_list(v.get_ref()) {
-            Ok(set) => Some(set),
-            Err(source) => {
-                let pos = match &source {
-                    CpuSetError::BadListToken { pos, .. }
-                    | CpuSetError::ReversedRange { pos, .. }
-                    | CpuSetError::CpuTooLarge { pos, .. }
-                    | CpuSetError::BadMaskGroup { pos, .. } => *pos,
-                    CpuSetError::MaskTooWide { .. } => 0,
-                };
-                let at = self.loc_inside(&span, v.get_ref(), pos);
-                self.errors.push(ConfigError::CpuList { at, key, source });
-                None
-            }
-        }
     }
 
     fn glob(&mut self, key: &str, v: &Spanned<String>) -> Option<Glob> {

@@ -17,7 +17,7 @@ use crate::apply::threads::ThreadOutcome;
 use crate::apply::{ApplyReport, WriteOutcome};
 use crate::plan::{Action, DevicePlan, Plan, QueueSource};
 
-use super::metric_table::{
+use super::metric_labels::{
     names, BLOCKED_CLASSES, FAILURE_CLASSES, IRQ_STATES, NAPI_RESULTS, QUEUE_SOURCES, RELOAD_RESULTS, THREAD_RESULTS,
     THREAD_STATES, TRIGGERS, WRITE_RESULTS, XPS_RESULTS,
 };

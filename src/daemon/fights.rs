@@ -6,14 +6,66 @@
 //! (`SIGHUP`), the writer it named stops, the device goes away, or the other writer's CPUs all go
 //! offline.
 //!
+//! What the kernel itself does is no other writer: from 7.0 a CPU hotplug that breaks an IRQ's
+//! mask notifies its driver, which may write ([`hotplug_writers`]); before 6.19 a read right
+//! after a write may return the old mask, so a drift is read once more first ([`read_again`]).
+//! Both are decided from the kernel's facts (the version only where nothing else tells).
+//!
 //! Pure bookkeeping over plans and times; the daemon logs what [`Fights::observe`] returns.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::ledger::Drift;
 use super::respect::{classify, leave_as_set, DriftCause, KernelDefaults};
 use crate::cpuset::CpuSet;
-use crate::plan::Plan;
+use crate::kernel::facts::{Feature, KernelFacts};
+use crate::plan::{Action, Plan};
+
+/// The IRQs a driver may have written during a pass that follows a CPU hotplug (`hotplugged` not
+/// empty): those of the devices whose reset rule says the kernel notifies their driver of a
+/// broken mask and the driver writes (7.0, dd9f6d30c640; bnxt_en restarts a queue). Empty
+/// outside hotplug passes.
+pub(crate) fn hotplug_writers(plan: &Plan, hotplugged: &CpuSet) -> BTreeSet<u32> {
+    if hotplugged.is_empty() {
+        return BTreeSet::new();
+    }
+    plan.devices
+        .iter()
+        .filter(|d| d.resets.is_some_and(|r| r.hotplug_writes == Some(true)))
+        .flat_map(|d| d.irqs.iter().map(|p| p.irq))
+        .collect()
+}
+
+/// `drift` read once more where the kernel may show the old mask right after a write (before
+/// 6.19, 9ea2b810d51a: [`Feature::AffinityReadLocked`] not known true): an IRQ that `read` now
+/// finds on what irqwise placed is no drift, and its placement in `plan` becomes a `keep` of
+/// it; the others keep the first read. On a kernel whose reads are locked, `drift` as it is.
+pub(crate) fn read_again(
+    plan: &mut Plan,
+    drift: Vec<Drift>,
+    facts: &KernelFacts,
+    read: &dyn Fn(u32) -> Option<CpuSet>,
+) -> Vec<Drift> {
+    if facts.feature(Feature::AffinityReadLocked).value() == Some(true) {
+        return drift;
+    }
+    let mut settled = BTreeSet::new();
+    let drift = drift
+        .into_iter()
+        .filter(|d| {
+            let now_placed = d.found.is_some() && read(d.irq).as_ref() == Some(&d.placed);
+            if now_placed {
+                settled.insert(d.irq);
+            }
+            !now_placed
+        })
+        .collect();
+    for p in plan.devices.iter_mut().flat_map(|d| d.irqs.iter_mut()).filter(|p| settled.contains(&p.irq)) {
+        p.current.clone_from(&p.desired);
+        p.action = Action::Keep;
+    }
+    drift
+}
 
 /// Restores of one IRQ allowed within [`FIGHT_WINDOW_SECS`]; the next drift is a fight.
 pub(crate) const FIGHT_RESTORES: usize = 3;
@@ -149,7 +201,9 @@ mod tests {
     use super::*;
     use crate::choices::StrategyName;
     use crate::devices::{DeviceClass, QueueRole, Recognition};
-    use crate::plan::{Action, DevicePlan, Placement};
+    use crate::kernel::nic_resets::reset_rule_of;
+    use crate::kernel::KernelVersion;
+    use crate::plan::{DevicePlan, Placement};
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse_list(s).unwrap()
@@ -197,7 +251,7 @@ mod tests {
     }
 
     fn k() -> KernelDefaults {
-        KernelDefaults { online: set("0-7"), default_affinity: Some(set("0-7")), hints: BTreeMap::new() }
+        KernelDefaults { online: set("0-7"), default_affinity: Some(set("0-7")), ..KernelDefaults::default() }
     }
 
     #[test]
@@ -252,5 +306,49 @@ mod tests {
         }
         f.clear();
         assert!(f.observe(&mut plan("5"), &drift("5"), &k(), 3.0, &mut writer, &|_, _| true).is_empty());
+    }
+
+    /// The plan of [`plan`], its NIC bound to bnxt_en on a kernel that notifies (`notifies`).
+    fn bnxt_plan(current: &str, notifies: Option<bool>) -> Plan {
+        let mut p = plan(current);
+        let version = KernelVersion::parse("7.2").ok();
+        p.devices[0].resets = Some(reset_rule_of("bnxt_en", None, version, notifies));
+        p
+    }
+
+    #[test]
+    fn a_write_in_a_hotplug_pass_by_a_notified_driver_is_no_fight() {
+        let mut writer = || None;
+        for (notifies, hotplugged, fights) in
+            [(Some(true), "7", false), (Some(true), "", true), (Some(false), "7", true), (None, "7", true)]
+        {
+            let mut f = Fights::default();
+            let mut news = Vec::new();
+            for t in 0..5 {
+                let mut p = bnxt_plan("5", notifies);
+                let k = KernelDefaults { hotplug_writers: hotplug_writers(&p, &set(hotplugged)), ..k() };
+                news.extend(f.observe(&mut p, &drift("5"), &k, f64::from(t), &mut writer, &|_, _| true));
+            }
+            assert_eq!(!news.is_empty(), fights, "notifies {notifies:?}, hotplugged {hotplugged:?}: {news:?}");
+        }
+    }
+
+    #[test]
+    fn a_drift_read_again_on_the_placed_mask_is_none_where_reads_may_be_stale() {
+        use crate::kernel::facts::KernelFacts;
+        let read = |_irq: u32| Some(set("2"));
+        for (kernel, kept) in [("6.12", true), ("6.18", true), ("7.0", false)] {
+            let facts = KernelFacts::from_version(KernelVersion::parse(kernel).ok());
+            let mut p = plan("5");
+            let left = read_again(&mut p, drift("5"), &facts, &read);
+            assert_eq!(left.is_empty(), kept, "{kernel}");
+            let irq = &p.devices[0].irqs[0];
+            let want = if kept { (Action::Keep, Some(set("2"))) } else { (Action::Set, Some(set("5"))) };
+            assert_eq!((irq.action, irq.current.clone()), want, "{kernel}");
+        }
+        // Read again and still elsewhere: the drift stays, with what the first read found.
+        let facts = KernelFacts::from_version(KernelVersion::parse("6.12").ok());
+        let left = read_again(&mut plan("5"), drift("5"), &facts, &|_| Some(set("6")));
+        assert_eq!(left, drift("5"));
     }
 }

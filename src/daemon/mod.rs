@@ -44,6 +44,7 @@ mod ledger;
 pub mod lock;
 pub mod logging;
 pub mod malloc;
+mod metric_labels;
 pub mod metric_table;
 pub mod metrics_file;
 mod napi_news;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-use super::fights::FightNews;
+use super::fights::{hotplug_writers, read_again, FightNews};
 use super::ledger::{others_drift, Drift};
 use super::originals::{Originals, ORIGINALS_FILE};
 use super::peers::process_exists;
@@ -16,7 +16,7 @@ use super::respect::{classify, DriftCause, KernelDefaults, RespectNews};
 use super::state::STATE_FILE;
 use super::Daemon;
 use crate::apply::blocked::{probe, probe_target};
-use crate::apply::{apply_whole, ProcIrq};
+use crate::apply::{apply_whole, AffinityWriter, ProcIrq};
 use crate::config::OnDrift;
 use crate::cpuset::CpuSet;
 use crate::devices::QueueRole;
@@ -109,6 +109,8 @@ impl Daemon {
         self.records.counters.away_from_home = self.records.away.len() as u64;
         // Drift from what this daemon placed, read once for the three rules that judge it.
         let drift = self.records.ledger.drift(&planned.plan);
+        let proc_irq = ProcIrq::new(self.root.clone());
+        let drift = read_again(&mut planned.plan, drift, &sample.kernel_facts, &|irq| proc_irq.read_current(irq).ok());
         self.note_kernel_rewrites(&planned, &sample, &drift);
         let drift = others_drift(drift, self.reader.hotplugged());
         if self.config.global.on_drift == OnDrift::Respect {
@@ -144,7 +146,7 @@ impl Daemon {
     }
 
     /// What the kernel and drivers write, for telling their rewrites from other owners'.
-    fn kernel_defaults(planned: &PlannedPass, sample: &Sample) -> KernelDefaults {
+    fn kernel_defaults(&self, planned: &PlannedPass, sample: &Sample) -> KernelDefaults {
         KernelDefaults {
             online: planned.topology.online.clone(),
             default_affinity: sample.default_affinity.clone(),
@@ -154,6 +156,7 @@ impl Daemon {
                 .flat_map(|d| &d.vectors)
                 .filter_map(|v| Some((v.irq, v.hint.clone()?)))
                 .collect(),
+            hotplug_writers: hotplug_writers(&planned.plan, self.reader.hotplugged()),
         }
     }
 
@@ -169,7 +172,7 @@ impl Daemon {
         let fallback = |placed: &CpuSet, found: &CpuSet| {
             !placed.intersects(online) || (!found.is_empty() && *found == online.difference(placed))
         };
-        let defaults = Self::kernel_defaults(planned, sample);
+        let defaults = self.kernel_defaults(planned, sample);
         let spreads = |irq: u32| {
             planned.plan.find_irq(irq).and_then(|(d, _)| d.resets).is_some_and(|r| r.mask == MaskKeeper::DriverSpread)
         };
@@ -187,7 +190,7 @@ impl Daemon {
     /// Counts this pass's restores of IRQs someone else moved; an IRQ restored too often is left
     /// to the other writer, said once ([`fights`](super::fights)).
     fn stop_fights(&mut self, planned: &mut PlannedPass, sample: &Sample, drift: &[Drift]) {
-        let defaults = Self::kernel_defaults(planned, sample);
+        let defaults = self.kernel_defaults(planned, sample);
         let root = self.root.clone();
         let now = self.started_at.elapsed().as_secs_f64();
         let mut writer = || known_irq_writer(&root);
@@ -234,7 +237,7 @@ impl Daemon {
     /// owner, and each given back), and turns every respected IRQ of the plan into a `skip` that
     /// keeps its mask; transmit steering follows those IRQs where they are.
     fn respect_owners(&mut self, planned: &mut PlannedPass, sample: &Sample, drift: &[Drift]) {
-        let defaults = Self::kernel_defaults(planned, sample);
+        let defaults = self.kernel_defaults(planned, sample);
         let root = self.root.clone();
         let mut peers: Option<Option<String>> = None;
         // Read /proc once per pass, and only when some drift needs an owner.

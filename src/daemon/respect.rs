@@ -34,13 +34,19 @@ pub(crate) struct KernelDefaults {
     pub default_affinity: Option<CpuSet>,
     /// Each IRQ's `affinity_hint`, where it has one.
     pub hints: BTreeMap<u32, CpuSet>,
+    /// IRQs whose driver the kernel notified of this pass's CPU hotplug and which may write
+    /// ([`super::fights::hotplug_writers`]): what they show is the driver's.
+    pub hotplug_writers: std::collections::BTreeSet<u32>,
 }
 
 /// Why IRQ `irq`, placed on `placed`, now shows `found`. Guarantees `Foreign` only when no
-/// kernel or driver rule explains the mask: some placed CPU is online, `found` leaves out an
-/// online CPU outside `placed`, and it is neither the default affinity's online CPUs nor the
-/// IRQ's hint.
+/// kernel or driver rule explains the mask: the IRQ's driver was not notified of a hotplug this
+/// pass, some placed CPU is online, `found` leaves out an online CPU outside `placed`, and it is
+/// neither the default affinity's online CPUs nor the IRQ's hint.
 pub(crate) fn classify(irq: u32, placed: &CpuSet, found: &CpuSet, k: &KernelDefaults) -> DriftCause {
+    if k.hotplug_writers.contains(&irq) {
+        return DriftCause::DriverReset;
+    }
     if !placed.intersects(&k.online) {
         return DriftCause::KernelFallback;
     }
@@ -207,7 +213,7 @@ mod tests {
     }
 
     fn defaults(online: &str) -> KernelDefaults {
-        KernelDefaults { online: set(online), default_affinity: Some(set("0-63")), hints: BTreeMap::new() }
+        KernelDefaults { online: set(online), default_affinity: Some(set("0-63")), ..KernelDefaults::default() }
     }
 
     #[test]
@@ -228,5 +234,9 @@ mod tests {
         assert_eq!(classify(31, &set("6"), &set("9"), &k), DriftCause::Foreign, "another IRQ's hint is not this one's");
         // Housekeeping CPUs only, as tuned or an operator writes them.
         assert_eq!(classify(30, &set("6"), &set("0-9,12-15"), &defaults("0-15")), DriftCause::Foreign);
+        // ... unless the kernel notified the IRQ's driver of this pass's hotplug (bnxt_en on 7.0+).
+        let k = KernelDefaults { hotplug_writers: [30].into(), ..defaults("0-15") };
+        assert_eq!(classify(30, &set("6"), &set("0-9,12-15"), &k), DriftCause::DriverReset);
+        assert_eq!(classify(31, &set("6"), &set("0-9,12-15"), &k), DriftCause::Foreign);
     }
 }

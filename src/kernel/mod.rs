@@ -8,6 +8,7 @@
 //! Pure: `(Topology, ...) → CpuSets`, `(driver, version) → rule`; nothing here touches the
 //! filesystem (`crate::probe` reads the facts). Device strategies that use these live in [`crate::strategy`].
 
+pub mod boot_isolation;
 pub mod facts;
 pub mod group_cpus;
 mod group_fill;

@@ -77,6 +77,10 @@ pub struct ResetRule {
     pub xps_rewritten: Option<bool>,
     /// Where `xps_rewritten` was learnt.
     pub xps_source: FactSource,
+    /// Whether the driver may write when a CPU hotplug breaks one of its IRQs' masks: the kernel
+    /// notifies it (from 7.0, dd9f6d30c640) and it registers an affinity notifier
+    /// (`irq_set_affinity_notifier`; bnxt_en restarts a queue). `None`: unknown.
+    pub hotplug_writes: Option<bool>,
 }
 
 /// One row of the table: from kernel `since` on (and for every kernel when `None`), `driver`
@@ -263,8 +267,23 @@ const ROWS: &[Row] = &[
 /// The drivers that write their own XPS maps, as Debian's 7.2 modules import
 /// `netif_set_xps_queue` (virtio_net `__netif_set_xps_queue`): what stands in where no module
 /// can be read. mlx4's Ethernet half is bound as `mlx4_core`.
-const XPS_WRITERS: [&str; 9] =
-    ["gve", "mlx4_core", "mlx4_en", "ixgbe", "i40e", "nfp", "bnxt_en", "virtio_net", "ice"];
+const XPS_WRITERS: [&str; 9] = ["gve", "mlx4_core", "mlx4_en", "ixgbe", "i40e", "nfp", "bnxt_en", "virtio_net", "ice"];
+
+/// The drivers that register an IRQ affinity notifier, as Debian's 7.2 modules import
+/// `irq_set_affinity_notifier`: what stands in where no module can be read.
+const NOTIFIED: [&str; 3] = ["bnxt_en", "i40e", "ionic"];
+
+/// Whether `driver` may write on a hotplug that breaks a mask: the kernel notifies drivers
+/// (`notifies`: the fact of [`crate::kernel::facts::Feature::HotplugNotifiesDriver`]) and it has
+/// a notifier (`imports`: its modules' answer; else the table).
+pub fn hotplug_writes(driver: &str, notifies: Option<bool>, imports: Option<bool>) -> Option<bool> {
+    let imports = imports.or_else(|| NOTIFIED.contains(&driver).then_some(true));
+    match (notifies, imports) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (Some(true), Some(true)) => Some(true),
+        _ => None,
+    }
+}
 
 /// Why the core keeps the masks of a driver whose module imports `netif_set_affinity_auto`. Its
 /// NAPI instances keep their ids: the core stores the mask in their persistent config.
@@ -282,15 +301,22 @@ const NO_RULE: &str = "no rule for this driver: a reset may lose the mask, and i
 /// What `driver` does on `kernel` (`None`: unknown, the rows without a version apply), by the
 /// table alone. A driver the table does not know gets [`MaskKeeper::Unknown`].
 pub fn reset_rule(driver: &str, kernel: Option<KernelVersion>) -> ResetRule {
-    reset_rule_of(driver, None, kernel)
+    reset_rule_of(driver, None, kernel, None)
 }
 
 /// What `driver` does on `kernel`, from what its modules import (`modules`, as probed; `None`:
 /// not probed) where they tell, else from the table by version. Guarantees: a module importing
 /// `netif_set_affinity_auto` is [`MaskKeeper::Core`] on any kernel; a row whose import a read
 /// module lacks never applies; `source` is `module` exactly when an import decided the mask.
-pub fn reset_rule_of(driver: &str, modules: Option<&DriverFacts>, kernel: Option<KernelVersion>) -> ResetRule {
+/// `notifies`: whether the kernel notifies drivers of a hotplug that breaks a mask.
+pub fn reset_rule_of(
+    driver: &str,
+    modules: Option<&DriverFacts>,
+    kernel: Option<KernelVersion>,
+    notifies: Option<bool>,
+) -> ResetRule {
     let told = |i: Import| modules.and_then(|m| m.imports(i).value());
+    let hotplug_writes = hotplug_writes(driver, notifies, told(Import::AffinityNotifier));
     let (xps_rewritten, xps_source) = match told(Import::XpsQueue) {
         Some(v) => (Some(v), FactSource::Module),
         None if XPS_WRITERS.contains(&driver) => (Some(true), FactSource::Version),
@@ -303,6 +329,7 @@ pub fn reset_rule_of(driver: &str, modules: Option<&DriverFacts>, kernel: Option
         source,
         xps_rewritten,
         xps_source,
+        hotplug_writes,
     };
     if told(Import::AffinityAuto) == Some(true) {
         return rule(MaskKeeper::Core, Some(true), CORE_BY_IMPORT, FactSource::Module);
@@ -415,23 +442,23 @@ mod tests {
         let auto = read(&[Import::AffinityAuto, Import::XpsQueue]);
         // A backport: the core keeps ice's masks on a kernel numbered 6.12 (or 5.14).
         for kernel in [k(6, 12), k(5, 14), None] {
-            let r = reset_rule_of("ice", Some(&auto), kernel);
+            let r = reset_rule_of("ice", Some(&auto), kernel, None);
             assert_eq!((r.mask, r.source, r.napi_ids_kept), (MaskKeeper::Core, FactSource::Module, Some(true)));
             assert_eq!((r.xps_rewritten, r.xps_source), (Some(true), FactSource::Module));
         }
         // A driver the table does not know, importing it: the core keeps its masks too.
-        assert_eq!(reset_rule_of("newnic", Some(&auto), k(7, 2)).mask, MaskKeeper::Core);
+        assert_eq!(reset_rule_of("newnic", Some(&auto), k(7, 2), None).mask, MaskKeeper::Core);
         // A 7.x-numbered kernel whose ice does not import it: not the core's.
         let old_ice = read(&[Import::AffinityHint]);
-        let r = reset_rule_of("ice", Some(&old_ice), k(7, 2));
+        let r = reset_rule_of("ice", Some(&old_ice), k(7, 2), None);
         assert_eq!((r.mask, r.source), (MaskKeeper::Unknown, FactSource::Module), "{r:?}");
         assert!(r.why.contains("netif_set_affinity_auto"), "{}", r.why);
         assert_eq!(r.xps_rewritten, Some(false), "read, without netif_set_xps_queue");
         // No module: the version, and said so.
-        let r = reset_rule_of("ice", None, k(7, 2));
+        let r = reset_rule_of("ice", None, k(7, 2), None);
         assert_eq!((r.mask, r.source, r.xps_source), (MaskKeeper::Core, FactSource::Version, FactSource::Version));
         let unread = DriverFacts { modules: vec![] };
-        assert_eq!(reset_rule_of("ice", Some(&unread), k(6, 12)).mask, MaskKeeper::Unknown);
+        assert_eq!(reset_rule_of("ice", Some(&unread), k(6, 12), None).mask, MaskKeeper::Unknown);
     }
 
     #[test]
@@ -439,16 +466,16 @@ mod tests {
         let hint = read(&[Import::AffinityHint]);
         for driver in ["ena", "gve", "mana"] {
             for kernel in [k(6, 1), k(7, 2), None] {
-                let r = reset_rule_of(driver, Some(&hint), kernel);
+                let r = reset_rule_of(driver, Some(&hint), kernel, None);
                 assert_eq!((r.mask, r.source), (MaskKeeper::DriverSpread, FactSource::Module), "{driver}");
                 assert_eq!(reset_rule(driver, kernel).mask, MaskKeeper::DriverSpread, "{driver} by the table");
             }
             // Read without the import: it cannot apply a hint, whatever the table says.
-            let r = reset_rule_of(driver, Some(&read(&[])), k(7, 2));
+            let r = reset_rule_of(driver, Some(&read(&[])), k(7, 2), None);
             assert_eq!((r.mask, r.source), (MaskKeeper::Unknown, FactSource::Module), "{driver}");
         }
         // bnxt_en imports the same symbol before and after 6.13: the version tells which.
-        let r = reset_rule_of("bnxt_en", Some(&hint), k(6, 15));
+        let r = reset_rule_of("bnxt_en", Some(&hint), k(6, 15), None);
         assert_eq!((r.mask, r.source), (MaskKeeper::HintOnly, FactSource::Version));
     }
 
@@ -460,8 +487,20 @@ mod tests {
         }
         let r = reset_rule("ena", k(7, 2));
         assert_eq!((r.xps_rewritten, r.xps_source), (None, FactSource::Unknown));
-        let r = reset_rule_of("ena", Some(&read(&[Import::AffinityHint])), k(7, 2));
+        let r = reset_rule_of("ena", Some(&read(&[Import::AffinityHint])), k(7, 2), None);
         assert_eq!((r.xps_rewritten, r.xps_source), (Some(false), FactSource::Module));
+    }
+
+    #[test]
+    fn a_driver_writes_on_hotplug_only_with_a_notifier_on_a_kernel_that_notifies() {
+        let notifier = read(&[Import::AffinityHint, Import::AffinityNotifier]);
+        assert_eq!(reset_rule_of("bnxt_en", Some(&notifier), k(7, 2), Some(true)).hotplug_writes, Some(true));
+        assert_eq!(reset_rule_of("bnxt_en", Some(&notifier), k(6, 12), Some(false)).hotplug_writes, Some(false));
+        assert_eq!(reset_rule_of("bnxt_en", Some(&read(&[])), k(7, 2), Some(true)).hotplug_writes, Some(false));
+        // No module: the table of notifier drivers; a kernel that cannot tell: unknown.
+        assert_eq!(reset_rule_of("i40e", None, k(7, 2), Some(true)).hotplug_writes, Some(true));
+        assert_eq!(reset_rule_of("ena", None, k(7, 2), Some(true)).hotplug_writes, None);
+        assert_eq!(reset_rule_of("bnxt_en", None, None, None).hotplug_writes, None);
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::choices::{Balance, StrategyName};
 use crate::config::{Config, GuardScope};
 use crate::cpuset::CpuSet;
 use crate::devices::{Device, DeviceClass};
+use crate::kernel::boot_isolation::as_the_kernel_applies;
 use crate::kernel::facts::{BtfState, Feature, KernelFacts, ModuleState};
 use crate::policy::{resolve, unmatched_rules, DeviceFacts, Policy};
 use crate::sample::Sample;
@@ -51,6 +52,9 @@ pub struct PlannedPass {
     pub load_candidates: Vec<Candidate>,
     /// The live claims this pass does not hold (with them no CPU would be left), and why.
     pub refused_claims: Vec<RefusedClaim>,
+    /// Where the running kernel applies the command line's isolation otherwise than it reads
+    /// (`crate::kernel::boot_isolation`), in words; also among the plan's warnings.
+    pub kernel_isolation: Vec<String>,
 }
 
 /// Plans `sample` with what earlier passes learned. The plan's warnings: the sample's topology
@@ -68,8 +72,12 @@ pub fn plan_sample_refined(sample: &Sample, memory: PassMemory, moved: &BTreeMap
     let first = memory.topology.and_then(|m| m.first_topology(&sample.topology));
     let mut warnings: Vec<String> = sample.warnings.topology.clone();
     warnings.extend(sample.warnings.isolation.iter().cloned());
-    // The claims that hold, oldest first; a refused one is no isolation source of this pass.
-    let (isolation, refused_claims) = hold_claims(&sample.isolation, own, &sample.topology);
+    // The command line as the running kernel applies it, then the claims that hold, oldest
+    // first; a refused one is no isolation source of this pass.
+    let (applied, kernel_isolation) =
+        as_the_kernel_applies(&sample.isolation, &sample.kernel_facts, &sample.topology.present);
+    warnings.extend(kernel_isolation.iter().cloned());
+    let (isolation, refused_claims) = hold_claims(&applied, own, &sample.topology);
     let isolation = isolation.as_ref();
     warnings.extend(refused_claims.iter().map(|r| format!("{}: the claim is refused", r.reason)));
     let (topology, merged, void_bans, bans) = with_isolation(sample.topology.clone(), own, isolation);
@@ -144,7 +152,7 @@ pub fn plan_sample_refined(sample: &Sample, memory: PassMemory, moved: &BTreeMap
     plan.warnings.extend(sample.warnings.kernel_facts.iter().cloned());
     plan.warnings.extend(sample.warnings.devices.iter().cloned());
     plan.warnings.extend(unmatched_rules(config, &facts).into_iter().map(|r| format!("rule at {r} matches no device")));
-    PlannedPass { topology, plan, forbidden, load_candidates, refused_claims }
+    PlannedPass { topology, plan, forbidden, load_candidates, refused_claims, kernel_isolation }
 }
 
 /// Where the running kernel shows nothing of itself (no readable BTF, no NIC driver's module
@@ -154,7 +162,8 @@ fn version_only_notice(facts: &KernelFacts) -> Option<String> {
     if matches!(facts.btf, BtfState::Read { .. } | BtfState::NotProbed) {
         return None;
     }
-    let module_read = facts.drivers.values().flat_map(|d| &d.modules).any(|m| matches!(m.state, ModuleState::Read { .. }));
+    let module_read =
+        facts.drivers.values().flat_map(|d| &d.modules).any(|m| matches!(m.state, ModuleState::Read { .. }));
     if module_read {
         return None;
     }

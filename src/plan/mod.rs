@@ -18,8 +18,8 @@ use crate::topology::locality::Locality;
 
 pub mod build;
 pub mod from_sample;
-pub mod guard;
 pub mod grouping;
+pub mod guard;
 pub(crate) mod held_claims;
 pub mod napi_profile;
 pub mod napi_threads;

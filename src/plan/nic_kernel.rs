@@ -8,7 +8,7 @@ use super::napi_threads::instance_irq;
 use super::{DevicePlan, NapiView, Plan};
 use crate::devices::napi::{NapiSlot, NapiThreaded, NetdevReport};
 use crate::devices::{Device, DeviceClass};
-use crate::kernel::facts::FactSource;
+use crate::kernel::facts::{FactSource, Feature};
 use crate::kernel::nic_resets::{reset_rule_of, MaskKeeper, ResetRule};
 use crate::kernel::KernelVersion;
 use crate::sample::Sample;
@@ -22,7 +22,8 @@ pub fn describe_nics(plan: &mut Plan, sample: &Sample) {
             continue;
         }
         let facts = &sample.kernel_facts;
-        dp.resets = dev.driver.as_deref().map(|d| reset_rule_of(net_driver(d), facts.driver(d), version));
+        let notifies = facts.feature(Feature::HotplugNotifiesDriver).value();
+        dp.resets = dev.driver.as_deref().map(|d| reset_rule_of(net_driver(d), facts.driver(d), version, notifies));
         let Some(report) = report else { continue };
         dp.napi = napi_views(report, dev, sample, dp);
     }
@@ -86,7 +87,10 @@ fn napi_views(report: &NetdevReport, dev: &Device, sample: &Sample, dp: &DeviceP
 pub(super) fn render(dp: &super::DevicePlan) -> String {
     let mut out = String::new();
     // A driver of which nothing is known gets no line: the JSON says `unknown`, the table stays short.
-    if let Some(r) = dp.resets.filter(|r| r.mask != MaskKeeper::Unknown || r.napi_ids_kept.is_some() || r.source == FactSource::Module) {
+    if let Some(r) = dp
+        .resets
+        .filter(|r| r.mask != MaskKeeper::Unknown || r.napi_ids_kept.is_some() || r.source == FactSource::Module)
+    {
         out.push_str(&reset_line(&r));
     }
     if let (Some(first), Some(last)) = (dp.napi.first(), dp.napi.last()) {

@@ -21,7 +21,8 @@
 #            sandbox, journal fields and exposure, irqbalance's conflict and the install warning;
 #            the image (`make image`) under podman as a DaemonSet runs it, and the claim hook;
 #            on sid (systemd-sid), pods on containerd 2.x driven through CRI, irqwise as an NRI
-#            plugin (66-containerd-nri, host/containerd.sh).
+#            plugin (66-containerd-nri, host/containerd.sh), and the shipped DaemonSet manifest
+#            under `podman kube play` of Debian unstable's podman (67-podman-kube, host/podman.sh).
 # Installs missing packages (as root), boots one guest per tier (each runs all of its scenarios;
 # the oracle and arm64 tiers boot one per kernel and shape;
 # a guest line "HOST <command>" is relayed to QEMU's monitor), then prints one line per check,
@@ -30,8 +31,9 @@
 # Exit status: 0 when every check passed, 1 when one failed, 2 when the suite could not run.
 # env: IRQWISE_VM_TIERS="kernel kernel-sid kernel-6.12 oracle arm64 systemd systemd-sid"  the
 #                           tiers to run (default: kernel kernel-sid oracle arm64 systemd
-#                           systemd-sid; systemd-sid: the systemd guest on 7.x, scenarios 10 56 66 90: the podman scenario runs on 6.1 only, to keep CI short;
-#                           66-containerd-nri on sid only: containerd 2.x from Debian unstable, host/containerd.sh)
+#                           systemd-sid; systemd-sid: the systemd guest on 7.x, scenarios 10 56 66 67 90: the podman scenario runs on 6.1 only, to keep CI short;
+#                           66-containerd-nri and 67-podman-kube on sid only: containerd 2.x and podman 5.x
+#                           from Debian unstable, host/containerd.sh and host/podman.sh)
 #      IRQWISE_VM_ARCHIVE_MIRROR=URL  Debian archive for the kernels newer than Debian 12's
 #                           (default http://deb.debian.org/debian; unstable's current is found
 #                           anew from the archive, never named here)
@@ -80,6 +82,7 @@ TIERS=${IRQWISE_VM_TIERS:-kernel kernel-sid oracle arm64 systemd systemd-sid}
 . "$VM_DIR/host/oracle.sh"
 . "$VM_DIR/host/arm64.sh"
 . "$VM_DIR/host/containerd.sh"
+. "$VM_DIR/host/podman.sh"
 
 secs() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(secs)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -117,14 +120,16 @@ case " $TIERS $ORACLE_RUNS " in *" oracle "*sid:*) use_kernel sid || exit 2;; es
 T_PKG=$(since "$t")
 
 # IRQWISE_VM_FETCH_ONLY=1: only what the tiers download or build before their first boot (host
-# packages, the kernels above, irqbalance, the Debian root, containerd and the CRI client, the
-# arm64 kernels), then exit; a later run finds them cached. `.ci/run` starts it beside the cargo
-# build, which leaves the network and disk idle.
+# packages, the kernels above, irqbalance, the Debian root, containerd and the CRI client,
+# podman from unstable, the arm64 kernels), then exit; a later run finds them cached. `.ci/run`
+# starts it beside the cargo build, which leaves the network and disk idle.
 if [ "${IRQWISE_VM_FETCH_ONLY:-0}" = 1 ]; then
   fetch_irqbalance "$WORK/cache/irqbalance"
   case " $TIERS " in *" systemd"*) debian_base "$WORK/cache/debroot-$DEBROOT_SUITE" || exit 2;; esac
   case " $TIERS " in *" systemd-sid "*)
-    scenario_files "$VM_DIR"/guest/systemd | grep -q '/66-containerd-nri\.sh$' && { containerd_prepare "$WORK/cache" || exit 2; };; esac
+    scenario_files "$VM_DIR"/guest/systemd | grep -q '/66-containerd-nri\.sh$' && { containerd_prepare "$WORK/cache" || exit 2; }
+    scenario_files "$VM_DIR"/guest/systemd | grep -q '/67-podman-kube\.sh$' &&
+      { podman_prepare "$WORK/cache" "$WORK/cache/debroot-$DEBROOT_SUITE" || exit 2; };; esac
   case " $TIERS " in *" arm64 "*)
     for version in $(for run in $ARM64_RUNS_DEFAULT; do echo "${run%%:*}"; done | sort -u); do
       arm64_packages "$WORK/cache" "$version" || exit 2
@@ -367,13 +372,15 @@ tier_arm64() {
 tier_systemd() {
   local version=${1:-6.1} tier=systemd modules="virtio_pci virtio_blk crc32c_generic ext4"
   if [ "$version" = sid ]; then
-    # The hardened unit on 7.x: what needs a newer kernel (napi-set), the sandbox itself, and
-    # pods on containerd 2.x through NRI (66-containerd-nri, issue 62; the image under podman
+    # The hardened unit on 7.x: what needs a newer kernel (napi-set), the sandbox itself, pods
+    # on containerd 2.x through NRI (66-containerd-nri, issue 62) and the shipped manifest under
+    # `podman kube play` (67-podman-kube: unstable's podman; the image under Debian 12's podman
     # with the claim hook, 65-podman, is left to 6.1: about 40 s of guest time).
     tier=systemd-sid modules="virtio_pci virtio_blk ext4"   # 7.x has crc32c in the core
-    local IRQWISE_VM_SCENARIOS=${IRQWISE_VM_SCENARIOS:-10 56 66 90}
+    local IRQWISE_VM_SCENARIOS=${IRQWISE_VM_SCENARIOS:-10 56 66 67 90}
   else
-    local SKIP_SCENARIOS=66   # containerd from Debian unstable: the sid tier's (host/containerd.sh)
+    # containerd and podman 5 from Debian unstable: the sid tier's (host/containerd.sh, host/podman.sh)
+    local SKIP_SCENARIOS="66 67"
   fi
   local w=$WORK/$tier t deb oci base=$WORK/cache/debroot-$DEBROOT_SUITE
   mkdir -p "$w"
@@ -396,6 +403,13 @@ tier_systemd() {
     t=$(secs); containerd_prepare "$WORK/cache" || return 2; t_ctr=$(since "$t")
     GUEST_EXTRA=containerd_install
   fi
+  # podman from unstable over the Debian 12 root's, only when 67-podman-kube.sh runs.
+  local t_pod="" sid_note=""
+  if scenario_files "$VM_DIR"/guest/systemd | grep -q '/67-podman-kube\.sh$'; then
+    t=$(secs); podman_prepare "$WORK/cache" "$base" || return 2; t_pod=$(since "$t")
+    GUEST_EXTRA="$GUEST_EXTRA podman_install"
+    sid_note=" + podman $PODMAN_VERSION with $(echo $PODMAN_DEBS | wc -w) packages from Debian unstable (libc6 $(echo $PODMAN_DEBS | tr ' ' '\n' | sed -n 's|.*/libc6_\([^_]*\)_.*|\1|p'))"
+  fi
   deb=$(ls -t "$REPO"/target/packages/irqwise_*.deb | head -1)
   oci=$(ls -t "$REPO"/target/image/irqwise-*.oci.tar | head -1)
   t=$(secs)
@@ -410,13 +424,13 @@ tier_systemd() {
   between @@JOURNAL_BEGIN @@JOURNAL_END "$w/guest.out" > "$w/journal.log"
   expected_checks "$VM_DIR"/guest/systemd/main.sh $(scenario_files "$VM_DIR"/guest/systemd) > "$w/expected"
   local systemd_version; systemd_version=$(awk '$1 == "MEASURE" && $3 == "systemd" { print $4 }' "$w/guest.out")
-  local meta="Debian 12 (debootstrap --variant=minbase: $DEBROOT_PACKAGES; no procps), systemd ${systemd_version:-?} as PID 1, kernel $KVER, QEMU $ACCEL_USED, 8 CPUs in 2 NUMA nodes, NVMe on node 0, vmxnet3 (8 queues) on node 1; $(basename "$deb") installed with dpkg -i in a chroot"
+  local meta="Debian 12 (debootstrap --variant=minbase: $DEBROOT_PACKAGES; no procps)$sid_note, systemd ${systemd_version:-?} as PID 1, kernel $KVER, QEMU $ACCEL_USED, 8 CPUs in 2 NUMA nodes, NVMe on node 0, vmxnet3 (8 queues) on node 1; $(basename "$deb") installed with dpkg -i in a chroot"
   local rc=0
   awk -v md="$w/RESULTS.md" -v meta="$meta" -v tier=systemd -f "$VM_DIR/host/report.awk" "$w/expected" "$w/guest.out" || rc=1
   local base_note="reused"; [ "$DEBROOT_BUILT" = yes ] && base_note="built"
   {
     echo
-    echo "Timings on this host: Debian root ${t_base} s ($base_note), make deb ${t_deb} s, make image ${t_oci} s,${t_ctr:+ containerd, runc, CRI client and images ${t_ctr} s,} disk image and initramfs ${t_img} s, guest run ${t_boot} s${BOOT_NOTE}."
+    echo "Timings on this host: Debian root ${t_base} s ($base_note), make deb ${t_deb} s, make image ${t_oci} s,${t_ctr:+ containerd, runc, CRI client and images ${t_ctr} s,}${t_pod:+ podman from unstable resolved and fetched ${t_pod} s (installed in the chroot ${PODMAN_INSTALL_S} s),} disk image and initramfs ${t_img} s, guest run ${t_boot} s${BOOT_NOTE}."
   } | tee -a "$w/RESULTS.md"
   [ -z "${IRQWISE_VM_BROKEN_UNIT:-}" ] && grep -q '^@@DONE' "$w/guest.out" && COMPLETE="$COMPLETE $tier"
   return $rc

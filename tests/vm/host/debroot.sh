@@ -5,12 +5,13 @@
 #   lists are dropped: the guest installs nothing from the network.
 # guest_disk BASE STAGE DEB OUT.img LOG [OCI]: a copy of BASE in STAGE with the .deb installed by
 #   `dpkg -i` in a chroot (its output in LOG, as an administrator building an image sees it),
-#   the image archive OCI of `make image` as /root/irqwise.oci.tar (65-podman.sh loads it),
-#   the nvme, vmxnet3 and overlay (podman's storage) modules of $KVER, the guest test program (tests/vm/guest/systemd/, run
-#   by guest-test.service once the system is up), the guest tools (/usr/local/bin/napi),
-#   whatever the function GUEST_EXTRA (when set) adds to the root it is given (containerd:
-#   host/containerd.sh) and, with IRQWISE_VM_BROKEN_UNIT, a broken unit; then packed into the
-#   ext4 image OUT.img.
+#   the image archive OCI of `make image` as /root/irqwise.oci.tar (65-podman.sh and
+#   67-podman-kube.sh load it), the nvme, vmxnet3 and overlay (podman's storage) modules of
+#   $KVER, the guest test program (tests/vm/guest/systemd/, run by guest-test.service once the
+#   system is up), the guest tools (/usr/local/bin/napi), whatever the functions GUEST_EXTRA
+#   names (a list; when set) add to the root they are given (containerd: host/containerd.sh;
+#   podman from unstable: host/podman.sh) and, with IRQWISE_VM_BROKEN_UNIT, a broken unit; then
+#   packed into the ext4 image OUT.img.
 
 DEBROOT_SUITE=bookworm
 # procps is deliberately absent (no /bin/kill): the unit must not need what the package does not
@@ -81,7 +82,8 @@ guest_disk() {
   install -m 755 "$g"/systemd/main.sh $(scenario_files "$g"/systemd) "$stage/guest/"
   install -m 644 "$g"/lib.sh "$g"/planrows.awk "$log" "$stage/guest/"
   guest_tools "$stage/usr/local/bin" || return 1   # napi (56-napi-profile.sh), xdp-pass: static
-  [ -z "${GUEST_EXTRA:-}" ] || "$GUEST_EXTRA" "$stage" || return 1
+  local extra
+  for extra in ${GUEST_EXTRA:-}; do "$extra" "$stage" || return 1; done
   install -m 644 "$g"/systemd/guest-test.service "$stage/etc/systemd/system/"
   ln -sf /etc/systemd/system/guest-test.service "$stage/etc/systemd/system/multi-user.target.wants/"
   # The console shows the boot; a login prompt on it would only cost CPU time.

@@ -75,6 +75,7 @@ function systemd_tables(   i, k, p) {
   out("| an annotated pod through CRI: StartContainer called to the NIC off its cpuset; StopContainer called (then RemoveContainer, StopPodSandbox, RemovePodSandbox) to the NIC back | " msx("containerd start_to_off_ms") "; " msx("containerd stop_to_back_ms") " |")
   out("| irqwise restarted while the pod runs (claim files removed, NIC scrambled) to the claim back from Synchronize; `systemctl restart containerd` returned to the plugin connected again | " msx("containerd restart_to_off_ms") "; " msx("containerd reconnect_ms") " |")
   out("| `nri_exclusive_cpus`: an unannotated exclusive pod's StartContainer called to the NIC off it; `cpu_manager_state` written to the NIC off its entry's CPUs; the entry removed to back | " msx("containerd exclusive_start_to_off_ms") "; " msx("containerd kubelet_state_to_off_ms") "; " msx("containerd kubelet_state_to_back_ms") " |")
+  out("| `podman kube play` of the shipped manifest (sid tier, podman " val("podman-kube podman_version") "): `podman load`; `kube play` returned; `kube play` called to its daemon's pass 1 (the daemon's log); its VmRSS; `podman kube down` (SIGTERM, masks restored) | " msx("podman-kube load_ms") "; " msx("podman-kube play_ms") "; " msx("podman-kube first_pass_ms") "; " val("podman-kube container_rss_kb") " kB; " msx("podman-kube down_ms") " |")
   out("")
 }
 function kernel_tables() {

@@ -22,8 +22,6 @@ nic_off() {
   for e in $MASKS; do expand "${e#*=}"; for c in "$@"; do contains "$REPLY" "$c" && return 1; done; done
   return 0
 }
-# with_cfg DIR COMMAND...: COMMAND with the harness's --config root set to DIR.
-with_cfg() { local saved=$CFG rc; CFG=$1; shift; "$@"; rc=$?; CFG=$saved; return $rc; }
 # claim_row OWNER: REPLY = "CPUS HELD PID" of OWNER's claim in `irqwise claims --json`; false
 # when it is not listed.
 claim_row() {

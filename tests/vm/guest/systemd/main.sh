@@ -64,6 +64,8 @@ daemon_quiet() {
     grep -E -m1 'Operation not permitted|Permission denied|Read-only file system|running without|cannot notify|state file not written')
   [ -z "$REPLY" ]
 }
+# with_cfg DIR COMMAND...: COMMAND with the harness's --config root set to DIR (65, 67).
+with_cfg() { local saved=$CFG rc; CFG=$1; shift; "$@"; rc=$?; CFG=$saved; return $rc; }
 nic_up() { nic_queues "$NIC"; [ "$(count "$QIRQS")" -ge 8 ]; }
 
 SCEN=harness
