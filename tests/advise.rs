@@ -4,17 +4,18 @@
 //! advice is `irqaffinity=` of the other CPUs and `isolcpus=managed_irq,2-3`, and a command line
 //! without `managed_irq` contradicts it (exit 1).
 
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/fixture.rs"]
 mod fixture;
 
 use std::path::Path;
-use std::process::Command;
 
 use fixture::FixtureRoot;
 
 fn advise(root: &Path, cfg: &Path, json: bool) -> (Option<i32>, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_irqwise"));
-    cmd.arg("--root").arg(root).arg("--config").arg(cfg).args(["advise", "boot"]);
+    let mut cmd = bin::irqwise_with(root, cfg);
+    cmd.args(["advise", "boot"]);
     if json {
         cmd.arg("--json");
     }

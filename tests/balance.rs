@@ -4,6 +4,8 @@
 //! `status` and by `plan` (which plans what the daemon planned); once the load stops, the queue
 //! returns home. Without `balance`, the same load moves nothing.
 
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/child_daemon.rs"]
 mod child_daemon;
 #[path = "common/daemon_fixture.rs"]
@@ -124,22 +126,10 @@ fn two_hot_queues_on_one_cpu_are_split_near_the_device_and_return_home_when_idle
     assert!(line.contains(&format!("home {home}, moved to {to} by load:")) && line.contains("k/s on CPU"), "{line}");
 
     // `status` lists it; `plan` plans what the daemon planned (nothing to write).
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_irqwise"))
-        .arg("--root")
-        .arg(root)
-        .arg("status")
-        .output()
-        .unwrap();
+    let out = bin::irqwise(root).arg("status").output().unwrap();
     let status = String::from_utf8_lossy(&out.stdout);
     assert!(status.contains(&format!("away from home by load: irq {q1}")), "{status}");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_irqwise"))
-        .arg("--root")
-        .arg(root)
-        .arg("--config")
-        .arg(s.cfg.path())
-        .args(["plan", "--exit-code"])
-        .output()
-        .unwrap();
+    let out = bin::irqwise_with(root, s.cfg.path()).args(["plan", "--exit-code"]).output().unwrap();
     let plan = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "plan agrees with the daemon: {plan}");
     assert!(plan.contains(&format!("home {home}, moved to {to}")), "{plan}");

@@ -5,6 +5,8 @@
 //! command's; a claim whose process died while no daemon ran is released by the first pass; every
 //! bad claim is refused with the reason.
 
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/child_daemon.rs"]
 mod child_daemon;
 #[path = "common/daemon_fixture.rs"]
@@ -29,7 +31,7 @@ fn set(s: &str) -> CpuSet {
 }
 
 fn irqwise(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_irqwise")).arg("--root").arg(root).args(args).output().unwrap()
+    bin::irqwise(root).args(args).output().unwrap()
 }
 
 fn text(b: &[u8]) -> String {
@@ -227,11 +229,8 @@ fn the_oci_hook_example_claims_the_containers_cpuset_and_releases_it() {
     let bin = work.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
     let wrapper = bin.join("irqwise");
-    std::fs::write(
-        &wrapper,
-        format!("#!/bin/sh\nexec '{}' --root '{}' \"$@\"\n", env!("CARGO_BIN_EXE_irqwise"), root.path().display()),
-    )
-    .unwrap();
+    std::fs::write(&wrapper, format!("#!/bin/sh\nexec '{}' --root '{}' \"$@\"\n", bin::BIN, root.path().display()))
+        .unwrap();
     std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let bundle = work.path().join("bundle");
     std::fs::create_dir(&bundle).unwrap();
@@ -349,11 +348,7 @@ fn claims_made_at_once_are_checked_one_at_a_time() {
         .enumerate()
         .map(|(i, cpus)| {
             let owner = format!("job-{i}");
-            let child = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-                .arg("--root")
-                .arg(root)
-                .arg("--config")
-                .arg(cfg)
+            let child = bin::irqwise_with(root, cfg)
                 .args(["claim", "--cpus", cpus, "--owner", &owner])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
@@ -492,11 +487,7 @@ fn a_claim_waits_for_the_claims_lock_no_longer_than_its_timeout() {
     std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
     let held = std::fs::File::create(&lock).unwrap();
     rustix::fs::flock(&held, rustix::fs::FlockOperation::LockExclusive).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-        .arg("--root")
-        .arg(root.path())
-        .arg("--config")
-        .arg(cfg.path())
+    let mut child = bin::irqwise_with(root.path(), cfg.path())
         .args(["claim", "--cpus", "12-13", "--owner", "pod", "--timeout", "2"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

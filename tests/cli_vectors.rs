@@ -3,6 +3,8 @@
 //! topology discovery inside the real `irqwise` binary, and `spread groups` / `spread numa`
 //! must print exactly the kernel's results.
 
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/sysfs_tree.rs"]
 mod sysfs_tree;
 #[path = "common/vectors.rs"]
@@ -10,7 +12,6 @@ mod vectors;
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use irqwise::cpuset::CpuSet;
 use irqwise::topology::{OfflineMasks, Topology};
 use serde_json::Value;
@@ -46,7 +47,7 @@ fn as_sysfs_shows(mut topo: Topology, offline_mode: &str) -> Topology {
 }
 
 fn irqwise_json(root: &Path, args: &[&str]) -> Value {
-    let out = Command::cargo_bin("irqwise").expect("binary").arg("--root").arg(root).args(args).output().expect("run");
+    let out = bin::irqwise(root).args(args).output().expect("run");
     assert!(out.status.success(), "irqwise {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("irqwise {args:?}: bad JSON: {e}"))
 }
@@ -144,13 +145,7 @@ fn bad_arguments_are_usage_errors() {
         (vec!["spread", "groups", "--groups", "0"], "--groups 0"),
         (vec!["spread", "groups", "--groups", "2", "--kernel", "six"], "\"six\""),
     ] {
-        let out = Command::cargo_bin("irqwise")
-            .expect("binary")
-            .arg("--root")
-            .arg(dir.path())
-            .args(&args)
-            .output()
-            .expect("run");
+        let out = bin::irqwise(dir.path()).args(&args).output().expect("run");
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{args:?}: {err}");

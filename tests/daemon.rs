@@ -2,6 +2,8 @@
 //! exactly what the re-plan says, coming back restores the placement, bursts coalesce, drift is
 //! restored, an invalid reload keeps the old config, restore_on_exit puts the start masks back.
 
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
@@ -186,15 +188,7 @@ async fn a_failing_pass_keeps_the_daemon_and_the_placement() {
 async fn status_shows_the_last_pass_and_json_is_the_state_file() {
     let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let irqs = nic_root(root.path());
-    let status = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_irqwise"))
-            .arg("--root")
-            .arg(root.path())
-            .arg("status")
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let status = |args: &[&str]| bin::irqwise(root.path()).arg("status").args(args).output().unwrap();
     let missing = status(&[]);
     assert_eq!(missing.status.code(), Some(3), "not running, like systemctl status");
     let err = String::from_utf8_lossy(&missing.stderr);
@@ -259,13 +253,7 @@ async fn every_write_failing_is_degraded_said_by_status_and_retried_until_it_wor
     let degraded = s["degraded"].as_str().unwrap_or_default();
     assert!(degraded.contains("writes of the last pass failed"), "{s}");
     assert!(s["status"].as_str().unwrap().starts_with("degraded: "), "{}", s["status"]);
-    let out = assert_cmd::Command::cargo_bin("irqwise")
-        .unwrap()
-        .arg("--root")
-        .arg(root.path())
-        .arg("status")
-        .output()
-        .unwrap();
+    let out = bin::irqwise(root.path()).arg("status").output().unwrap();
     assert_eq!(out.status.code(), Some(1), "status exits 1 while degraded: {}", String::from_utf8_lossy(&out.stdout));
     assert!(String::from_utf8_lossy(&out.stdout).contains("degraded: "));
 

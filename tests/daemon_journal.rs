@@ -7,6 +7,8 @@
 //! the host has one (never write the host's journal). journald runs against the host's
 //! /etc/machine-id; it is SIGTERMed (and so syncs its files) before `journalctl -D` reads them.
 
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
@@ -56,8 +58,7 @@ fn two_changed_irqs_make_two_journal_entries_with_every_field() {
     let (root, cfg, logdir) =
         (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let irqs = nic_root(root.path());
-    let apply =
-        Command::new(env!("CARGO_BIN_EXE_irqwise")).arg("--root").arg(root.path()).arg("apply").output().unwrap();
+    let apply = bin::irqwise(root.path()).arg("apply").output().unwrap();
     assert!(apply.status.success(), "{}", String::from_utf8_lossy(&apply.stderr));
     // Someone else moves queues 2 and 5 to all CPUs: exactly these two need to change.
     let all = CpuSet::parse_list("0-15").unwrap();
@@ -78,7 +79,7 @@ fn two_changed_irqs_make_two_journal_entries_with_every_field() {
     let out = Command::new("unshare")
         .args(["-m", "--propagation", "private", "sh", "-c", SCRIPT])
         .env("LOGDIR", logdir.path())
-        .env("IRQWISE", env!("CARGO_BIN_EXE_irqwise"))
+        .env("IRQWISE", bin::BIN)
         .env("ROOT", root.path())
         .env("CFG", cfg.path())
         .output()
@@ -194,7 +195,7 @@ fn every_kind_of_entry_has_its_message_id_and_the_fields_of_its_irq() {
     let out = Command::new("unshare")
         .args(["-m", "--propagation", "private", "sh", "-c", SCRIPT_KINDS])
         .env("LOGDIR", logdir.path())
-        .env("IRQWISE", env!("CARGO_BIN_EXE_irqwise"))
+        .env("IRQWISE", bin::BIN)
         .env("ROOT", root.path())
         .env("CFG", cfg.path())
         .env("CATALOG", concat!(env!("CARGO_MANIFEST_DIR"), "/systemd/irqwise.catalog"))

@@ -2,6 +2,8 @@
 //! READY=1 (with STATUS) → WATCHDOG=1… → on SIGHUP RELOADING=1 + MONOTONIC_USEC → READY=1 → on
 //! SIGTERM STOPPING=1, exit 0; with a valid and with an invalid config on reload.
 
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
@@ -9,7 +11,7 @@ mod fixture;
 
 use std::io::Read;
 use std::os::unix::net::UnixDatagram;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -48,11 +50,8 @@ impl Daemon {
                 }
             }
         });
-        let mut child = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-            .args(["run", "--log-format", "text", "--root"])
-            .arg(root)
-            .arg("--config")
-            .arg(cfg)
+        let mut child = bin::irqwise_with(root, cfg)
+            .args(["run", "--log-format", "text"])
             .env("NOTIFY_SOCKET", &sock_path)
             .env("WATCHDOG_USEC", "200000")
             .env_remove("WATCHDOG_PID")

@@ -2,20 +2,22 @@
 //! the topology group, before the plans it changes); a snapshot against itself exits 0; JSON has
 //! the same differences; a root that is not one exits 2.
 
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
 mod fixture;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use daemon_fixture::{nic_root, Hotplug};
 
 fn diff(a: &Path, b: &Path, json: bool) -> Output {
     let cfg = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_irqwise"));
-    cmd.arg("--root").arg(a).arg("--config").arg(cfg.path()).arg("diff").arg(a).arg(b);
+    let mut cmd = bin::irqwise_with(a, cfg.path());
+    cmd.arg("diff").arg(a).arg(b);
     if json {
         cmd.arg("--json");
     }

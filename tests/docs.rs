@@ -50,6 +50,8 @@
 //!   aside), a `PRIORITY=` beside a `MESSAGE_ID=` the one the message ID table lists;
 //! - **tables and numbers**: no table row outside a table; no copied count of checks or suite
 //!   time (`tests/vm/RESULTS.md` records each run: link it).
+//! - **the map of the tests**: every `tests/*.rs` is named in the last column of a row of
+//!   `tests/README.md`'s table, and every file named there exists.
 //!
 //! Each problem names `file:line` and the offending item. The checks take the documents as
 //! (path, text) pairs, so the tests at the end feed them broken documents.
@@ -769,6 +771,30 @@ fn file_name_problems(docs: &[Doc], files: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The map of the tests (`tests/README.md`): every file of `files` (`claims.rs`) is named in
+/// backticks in the last column of a table row, and every `*.rs` named there is one of them.
+fn test_map_problems(map: &Doc, files: &[String]) -> Vec<String> {
+    let named = Regex::new(r"`([A-Za-z0-9_]+\.rs)`").unwrap();
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for (n, line) in map.text.lines().enumerate() {
+        let Some(last) =
+            line.trim().strip_prefix('|').and_then(|l| l.strip_suffix('|')).and_then(|l| l.rsplit('|').next())
+        else {
+            continue;
+        };
+        for name in named.captures_iter(last).map(|c| c[1].to_string()) {
+            if !files.contains(&name) {
+                out.push(format!("{}:{}: `{name}` is no file of tests/", map.path.display(), n + 1));
+            }
+            seen.insert(name);
+        }
+    }
+    let missing = files.iter().filter(|f| !seen.contains(*f));
+    out.extend(missing.map(|f| format!("{}: tests/{f} is in no row of the table", map.path.display())));
+    out
+}
+
 /// The script of a runnable block: `sh` as it is, `console` its `$ ` lines (with their `\`
 /// continuations).
 fn runnable_script(b: &Block) -> String {
@@ -806,7 +832,7 @@ fn runnable_problems(docs: &[Doc]) -> (Vec<String>, usize) {
                 .arg(Duration::from_secs(60).as_secs().to_string())
                 .args(["bash", "-e", "-c", &script])
                 .current_dir(cwd.path())
-                .env("IRQWISE_BIN", env!("CARGO_BIN_EXE_irqwise"))
+                .env("IRQWISE_BIN", acceptance::bin::BIN)
                 .env("IRQWISE_ROOT", root.path())
                 .env("IRQWISE_CONFIG", config.path())
                 .output()
@@ -1130,6 +1156,21 @@ fn every_message_id_is_documented_and_every_id_named_exists() {
 }
 
 #[test]
+fn every_test_file_is_in_the_map_of_the_tests() {
+    let mut files: Vec<String> = std::fs::read_dir(repo().join("tests"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".rs"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 40, "{files:?}");
+    let map =
+        Doc { path: "tests/README.md".into(), text: std::fs::read_to_string(repo().join("tests/README.md")).unwrap() };
+    assert_none("tests/README.md", &test_map_problems(&map, &files));
+}
+
+#[test]
 fn every_json_schema_is_named() {
     let mut files: Vec<String> = std::fs::read_dir(repo().join("schemas"))
         .unwrap()
@@ -1378,4 +1419,21 @@ fn a_schema_named_only_inside_another_name_is_reported() {
     let docs = [doc("docs/commands.md", "`check-config.schema.json` and plan.schema.json.\n")];
     let files = ["config.schema.json".to_string(), "check-config.schema.json".into(), "plan.schema.json".into()];
     assert_eq!(file_name_problems(&docs, &files), ["config.schema.json is named nowhere"]);
+}
+
+#[test]
+fn a_test_file_missing_from_the_map_or_a_gone_one_named_is_reported() {
+    let map = doc(
+        "tests/README.md",
+        "| behaviour | code | test files |\n|---|---|---|\n| claims | `cli/claim.rs` | `claims.rs`, `gone.rs` |\n\
+         Shared: `daemon.rs` in prose does not count.\n",
+    );
+    let files = ["claims.rs".to_string(), "daemon.rs".into()];
+    assert_eq!(
+        test_map_problems(&map, &files),
+        [
+            "tests/README.md:3: `gone.rs` is no file of tests/",
+            "tests/README.md: tests/daemon.rs is in no row of the table"
+        ]
+    );
 }

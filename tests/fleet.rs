@@ -10,7 +10,6 @@ mod child_daemon;
 
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
 use acceptance::fixture::{FixtureRoot, NamingScheme};
 use acceptance::*;
@@ -26,7 +25,7 @@ fn affinity(root: &Path, irq: u32) -> CpuSet {
 }
 
 fn status(root: &Path) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_irqwise")).arg("--root").arg(root).arg("status").output().unwrap();
+    let out = bin::irqwise(root).arg("status").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.code().unwrap(), text)
 }
@@ -91,16 +90,10 @@ fn check_config_lists_every_error_of_every_file_in_file_order() {
 fn a_mistyped_root_or_config_is_an_error_not_an_empty_success() {
     let root = cpu_root(1, 2, 1, "6.1.0");
     let cfg = empty_config();
-    let bin = env!("CARGO_BIN_EXE_irqwise");
-    let out = Command::new(bin).args(["--root", "/nonexistent", "plan"]).output().unwrap();
+    let out = bin::irqwise("/nonexistent").arg("plan").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/sys/devices/system/cpu is not a directory"));
-    let out = Command::new(bin)
-        .arg("--root")
-        .arg(root.path())
-        .args(["--config", "/nonexistent", "check-config"])
-        .output()
-        .unwrap();
+    let out = bin::irqwise_with(root.path(), "/nonexistent").arg("check-config").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--config /nonexistent: not a directory"));
     let ok = irqwise(root.path(), cfg.path()).arg("plan").output().unwrap();
@@ -270,14 +263,8 @@ fn big_root() -> tempfile::TempDir {
 fn the_state_file_of_4000_irqs_on_1024_cpus_stays_under_a_megabyte() {
     let root = big_root();
     let cfg = empty_config();
-    let out = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-        .arg("--root")
-        .arg(root.path())
-        .arg("--config")
-        .arg(cfg.path())
-        .args(["--log-format", "text", "run", "--once"])
-        .output()
-        .unwrap();
+    let out =
+        bin::irqwise_with(root.path(), cfg.path()).args(["--log-format", "text", "run", "--once"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let state = root.path().join("run/irqwise/state.json");
     let size = fs::metadata(&state).unwrap().len();

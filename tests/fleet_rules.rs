@@ -8,6 +8,8 @@ use std::process::Command;
 
 #[path = "common/apt.rs"]
 mod apt;
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
@@ -79,14 +81,8 @@ fn the_rules_and_the_dashboard_use_only_series_the_daemon_exports_or_the_rules_r
     daemon_fixture::nic_root(root.path());
     fixture::FixtureRoot::at(root.path()).nvme("0000:01:00.0", "nvme0", Some(0), 4, true, true);
     daemon_fixture::write_config(cfg.path(), "[global]\nmetrics_file = \"/metrics/irqwise.prom\"\n");
-    let once = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-        .arg("--root")
-        .arg(root.path())
-        .arg("--config")
-        .arg(cfg.path())
-        .args(["--log-format", "text", "run", "--once"])
-        .output()
-        .unwrap();
+    let once =
+        bin::irqwise_with(root.path(), cfg.path()).args(["--log-format", "text", "run", "--once"]).output().unwrap();
     assert_eq!(once.status.code(), Some(0), "{}", String::from_utf8_lossy(&once.stderr));
     let metrics = std::fs::read_to_string(root.path().join("metrics/irqwise.prom")).unwrap();
     let exported: BTreeSet<String> = metrics

@@ -169,7 +169,7 @@ fn run_limited(root: &Path, config: &Path, args: &[&str]) -> Result<(i32, String
         .arg("-c")
         .arg("ulimit -v 524288; exec timeout 30 \"$@\"")
         .arg("sh")
-        .arg(env!("CARGO_BIN_EXE_irqwise"))
+        .arg(bin::BIN)
         .arg("--root")
         .arg(root)
         .arg("--config")

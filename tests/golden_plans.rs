@@ -3,6 +3,8 @@
 //! placement shows up here as a diff to review; `IRQWISE_BLESS=1 cargo test --test golden_plans`
 //! records the new outputs (commit them with the reason).
 
+#[path = "common/bin.rs"]
+mod bin;
 mod common {
     #[path = "../common/catalog.rs"]
     pub mod catalog;
@@ -13,23 +15,13 @@ mod common {
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
-
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden")
 }
 
 /// Runs `irqwise --root R --config C ARGS`; the output with the temporary paths replaced.
 fn run(entry: &common::catalog::Entry, args: &[&str]) -> String {
-    let out = Command::cargo_bin("irqwise")
-        .unwrap()
-        .arg("--root")
-        .arg(entry.root.path())
-        .arg("--config")
-        .arg(entry.config.path())
-        .args(args)
-        .output()
-        .unwrap();
+    let out = bin::irqwise_with(entry.root.path(), entry.config.path()).args(args).output().unwrap();
     let text = format!(
         "exit {}\n{}{}",
         out.status.code().unwrap_or(-1),

@@ -32,7 +32,7 @@ struct Run {
 /// `irqwise --root ROOT --config CONFIG ARGS` under `timeout 60` and `ulimit -v 524288`: a hang
 /// or a crash (a signal, an abort on a failed allocation) fails the test with what it printed.
 fn run(root: &Path, config: &Path, args: &[&str]) -> Run {
-    let bin = env!("CARGO_BIN_EXE_irqwise");
+    let bin = bin::BIN;
     let out: Output = Command::new("sh")
         .arg("-c")
         .arg("ulimit -v 524288; exec timeout 60 \"$@\"")

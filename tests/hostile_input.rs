@@ -36,7 +36,7 @@ fn machine() -> tempfile::TempDir {
 fn run(root: &Path, cfg: &Path, args: &[&str]) -> Output {
     Command::new("timeout")
         .arg("60")
-        .arg(env!("CARGO_BIN_EXE_irqwise"))
+        .arg(bin::BIN)
         .arg("--root")
         .arg(root)
         .arg("--config")
@@ -145,6 +145,24 @@ fn status_believes_a_state_file_only_of_a_running_irqwise() {
     }
     let _ = sleeper.kill();
     let _ = sleeper.wait();
+}
+
+/// The daemon never reads its state file, only replaces it: a file of another version or none
+/// that `status` would refuse does not stop it.
+#[test]
+fn the_daemon_replaces_a_state_file_status_refuses() {
+    let (dir, cfg) = (machine(), empty_config());
+    let path = dir.path().join("run/irqwise/state.json");
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    for foreign in ["{half", r#"{"schema": 99, "pid": "x", "plan": {"devices": 3}}"#] {
+        fs::write(&path, foreign).unwrap();
+        let out = run(dir.path(), cfg.path(), &["status"]);
+        assert_eq!(out.status.code(), Some(1), "{foreign}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = run(dir.path(), cfg.path(), &["--log-format", "text", "run", "--once"]);
+        assert_eq!(out.status.code(), Some(0), "{foreign}: {}", String::from_utf8_lossy(&out.stderr));
+        let state: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(state["passes"], 1, "{foreign}: replaced by the daemon's own");
+    }
 }
 
 // 5. An empty or impossible machine is said.

@@ -46,7 +46,7 @@ fn closed_pipe() -> OwnedFd {
 fn run_to(root: &Path, cfg: &Path, args: &[&str], out: Stdio) -> Output {
     Command::new("timeout")
         .arg("60")
-        .arg(env!("CARGO_BIN_EXE_irqwise"))
+        .arg(bin::BIN)
         .arg("--root")
         .arg(root)
         .arg("--config")

@@ -5,6 +5,8 @@
 //! irqbalance-ui and intel-lpmd do: one connection per command, no terminator, the reply read to
 //! the end. Needs root (the socket answers root peers only); skipped otherwise.
 
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/child_daemon.rs"]
 mod child_daemon;
 #[path = "common/daemon_fixture.rs"]

@@ -4,6 +4,8 @@
 //! every source; the running daemon re-places within its debounce window when the banned list
 //! changes.
 
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/child_daemon.rs"]
 mod child_daemon;
 #[path = "common/fixture.rs"]
@@ -12,7 +14,6 @@ mod fixture;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
 use child_daemon::Daemon;
 use fixture::{FixtureRoot, NamingScheme};
@@ -43,16 +44,8 @@ fn write(root: &Path, rel: &str, text: &str) {
 }
 
 fn irqwise(root: &Path, cfg: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-        .arg("--root")
-        .arg(root)
-        .arg("--config")
-        .arg(cfg)
-        .args(args)
-        .output()
-        .unwrap();
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+    let r = bin::ran(bin::irqwise_with(root, cfg).args(args));
+    (r.code.unwrap_or(-1), r.stdout, r.stderr)
 }
 
 /// `plan --json`: every placed IRQ's desired CPUs, and the plan's warnings.

@@ -72,6 +72,20 @@ fn every_json_document_validates_against_its_schema() {
     validates(r, c, "diff", &["diff", "-", b.to_str().unwrap(), "--json"], 1);
 }
 
+/// The state files of earlier versions (tests/data/state/, which src/daemon/state.rs reads
+/// back): the schema still describes them.
+#[test]
+fn the_state_files_of_earlier_versions_validate_against_the_status_schema() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/state");
+    let files: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(!files.is_empty(), "{dir}");
+    for f in files {
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        let v = violations(&schema("status"), &doc);
+        assert!(v.is_empty(), "{} against schemas/status.schema.json:\n{}", f.display(), v.join("\n"));
+    }
+}
+
 #[test]
 fn the_check_fails_on_a_missing_field_a_wrong_type_and_an_unchecked_keyword() {
     let s = schema("claims");

@@ -8,6 +8,8 @@
 
 #[path = "common/apt.rs"]
 mod apt;
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
@@ -94,13 +96,7 @@ async fn status_shows_the_counters_and_the_last_ten_changes() {
     set_affinity(root.path(), irqs[6], &CpuSet::parse_list("0-15").unwrap());
     d.trigger(Trigger::Reconcile).await;
     let daemon = d.stop().await;
-    let out = assert_cmd::Command::cargo_bin("irqwise")
-        .unwrap()
-        .arg("--root")
-        .arg(root.path())
-        .arg("status")
-        .output()
-        .unwrap();
+    let out = bin::irqwise(root.path()).arg("status").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let written = daemon.counters().writes["written"];
     assert_eq!(written, irqs.len() as u64 + 2);
@@ -114,13 +110,7 @@ async fn status_shows_the_counters_and_the_last_ten_changes() {
     assert!(changes[1].contains(&format!("pass 2: irq {} eth1-TxRx-4 of eth1: 0-15 -> ", irqs[4])), "{text}");
     assert!(!text.contains(&format!("irq {} eth1-TxRx-0 ", irqs[0])), "the oldest change is dropped: {text}");
     // The JSON has the same counters.
-    let json = assert_cmd::Command::cargo_bin("irqwise")
-        .unwrap()
-        .arg("--root")
-        .arg(root.path())
-        .args(["status", "--json"])
-        .output()
-        .unwrap();
+    let json = bin::irqwise(root.path()).args(["status", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["counters"]["writes"]["written"], serde_json::json!(written));
     assert_eq!(v["recent_changes"].as_array().map(Vec::len), Some(10));

@@ -12,6 +12,8 @@
 
 #[path = "common/apt.rs"]
 mod apt;
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
@@ -52,8 +54,8 @@ impl Drop for Killed {
 }
 
 fn irqwise(root: &Path, cfg: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_irqwise"));
-    cmd.arg("--root").arg(root).arg("--config").arg(cfg).args(["--log-format", "text"]);
+    let mut cmd = bin::irqwise_with(root, cfg);
+    cmd.args(["--log-format", "text"]);
     cmd
 }
 

@@ -5,6 +5,8 @@
 
 #[path = "common/apt.rs"]
 mod apt;
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/skip.rs"]
 mod skip;
 
@@ -113,7 +115,7 @@ fn unit_sandbox_leaves_the_daemon_what_it_needs() {
 fn unit_copy_with_existing_binary(dir: &Path) -> PathBuf {
     let text = std::fs::read_to_string(repo("systemd/irqwise.service")).unwrap();
     let path = dir.join("irqwise.service");
-    std::fs::write(&path, text.replace("/usr/sbin/irqwise", env!("CARGO_BIN_EXE_irqwise"))).unwrap();
+    std::fs::write(&path, text.replace("/usr/sbin/irqwise", bin::BIN)).unwrap();
     path
 }
 
@@ -173,14 +175,7 @@ fn the_exit_status_the_unit_does_not_restart_on_is_the_configuration_error() {
     let main = cfg.path().join("etc/irqwise/irqwise.toml");
     std::fs::create_dir_all(main.parent().unwrap()).unwrap();
     std::fs::write(&main, "[global]\nbanned_cpus = \"zero\"\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-        .arg("--root")
-        .arg(root.path())
-        .arg("--config")
-        .arg(cfg.path())
-        .args(["--log-format", "text", "run"])
-        .output()
-        .unwrap();
+    let out = bin::irqwise_with(root.path(), cfg.path()).args(["--log-format", "text", "run"]).output().unwrap();
     let status = out.status.code().expect("exited, not killed").to_string();
     assert_eq!(
         one(&unit_settings(), "Service.RestartPreventExitStatus"),

@@ -7,6 +7,8 @@
 //! file's link target edited, a drop-in named with a leading dot, a change lost in an inotify
 //! queue overflow.
 
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
@@ -31,13 +33,9 @@ impl Daemon {
     }
 
     fn start_with(root: &Path, cfg: &Path, extra: &[&str]) -> Daemon {
-        let child = Command::new(env!("CARGO_BIN_EXE_irqwise"))
+        let child = bin::irqwise_with(root, cfg)
             .args(["run", "--log-format", "text"])
             .args(extra)
-            .arg("--root")
-            .arg(root)
-            .arg("--config")
-            .arg(cfg)
             .env_remove("NOTIFY_SOCKET")
             .env_remove("WATCHDOG_USEC")
             .stderr(Stdio::null())
@@ -81,14 +79,7 @@ fn state(root: &Path) -> Option<Value> {
 }
 
 fn reload(root: &Path, cfg: &Path, pid: u32) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_irqwise"))
-        .arg("--root")
-        .arg(root)
-        .arg("--config")
-        .arg(cfg)
-        .args(["reload", "--pid", &pid.to_string()])
-        .output()
-        .unwrap()
+    bin::irqwise_with(root, cfg).args(["reload", "--pid", &pid.to_string()]).output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -194,11 +185,8 @@ fn a_reload_switches_the_log_format_the_configuration_names() {
     nic_root(root.path());
     write_config(cfg.path(), "[global]\nlog_format = \"text\"\n");
     let log_path = root.path().join("daemon.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-        .args(["run", "--root"])
-        .arg(root.path())
-        .arg("--config")
-        .arg(cfg.path())
+    let child = bin::irqwise_with(root.path(), cfg.path())
+        .arg("run")
         .env_remove("NOTIFY_SOCKET")
         .env_remove("WATCHDOG_USEC")
         .stderr(std::fs::File::create(&log_path).unwrap())

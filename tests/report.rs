@@ -6,6 +6,8 @@
 //! 4-7,12-15) with the 8-queue ixgbe NIC `eth1` on node 1, and a USB controller (class
 //! `other`, left alone: no desired CPUs) on node 1. Desired sets come from the plan.
 
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
@@ -13,7 +15,6 @@ mod fixture;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::Command;
 
 use daemon_fixture::{nic_root, NIC};
 use fixture::FixtureRoot;
@@ -48,8 +49,8 @@ fn interrupts_text(root: &Path, counts: &BTreeMap<u32, BTreeMap<u32, u64>>) -> S
 }
 
 fn report(root: &Path, cfg: &Path, between: &str, json: bool) -> String {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_irqwise"));
-    cmd.arg("--root").arg(root).arg("--config").arg(cfg).args(["report", "--interval", "2s"]);
+    let mut cmd = bin::irqwise_with(root, cfg);
+    cmd.args(["report", "--interval", "2s"]);
     cmd.args(["--between-samples", between]);
     if json {
         cmd.arg("--json");
@@ -163,14 +164,7 @@ fn a_root_without_proc_interrupts_is_an_error_naming_the_file() {
     let (dir, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     nic_root(dir.path());
     std::fs::remove_file(dir.path().join("proc/interrupts")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-        .arg("--root")
-        .arg(dir.path())
-        .arg("--config")
-        .arg(cfg.path())
-        .args(["report", "--interval", "100ms"])
-        .output()
-        .unwrap();
+    let out = bin::irqwise_with(dir.path(), cfg.path()).args(["report", "--interval", "100ms"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("{}/proc/interrupts: missing", dir.path().display())), "{err}");
@@ -180,17 +174,7 @@ fn a_root_without_proc_interrupts_is_an_error_naming_the_file() {
 fn watch_needs_a_terminal_and_intervals_must_be_bounded_durations() {
     let (dir, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     nic_root(dir.path());
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_irqwise"))
-            .arg("--root")
-            .arg(dir.path())
-            .arg("--config")
-            .arg(cfg.path())
-            .arg("report")
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| bin::irqwise_with(dir.path(), cfg.path()).arg("report").args(args).output().unwrap();
     let out = run(&["--watch"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));

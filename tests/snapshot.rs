@@ -1,6 +1,9 @@
 //! `snapshot`: a copy of a fixture root holds exactly the files discovery reads, byte for byte and
 //! mode for mode; a copy of the real host is usable as a root.
 
+#[path = "common/bin.rs"]
+mod bin;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
@@ -338,7 +341,7 @@ fn a_snapshot_of_a_snapshot_keeps_the_netdev_answers_and_diff_sees_them() {
     fs::remove_file(out.path().join(CAPTURED_NAPI_GET)).unwrap();
     fs::remove_file(out.path().join(CAPTURED_QUEUE_GET)).unwrap();
     let cfg = tempfile::tempdir().unwrap();
-    let diff = std::process::Command::new(env!("CARGO_BIN_EXE_irqwise"))
+    let diff = std::process::Command::new(bin::BIN)
         .arg("--config")
         .arg(cfg.path())
         .args(["diff", src.path().to_str().unwrap(), out.path().to_str().unwrap()])

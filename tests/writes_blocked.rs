@@ -6,6 +6,8 @@
 //! only, as in CI) where the fixture root's `proc/irq` is bind-mounted read-only, so every write
 //! fails with the kernel's own EROFS.
 
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
@@ -24,7 +26,7 @@ exec "$IRQWISE" --root "$ROOT" --config "$CFG" "$@""#;
     Command::new("unshare")
         .args(["-m", "--propagation", "private", "sh", "-c", SCRIPT, "sh"])
         .args(args)
-        .env("IRQWISE", env!("CARGO_BIN_EXE_irqwise"))
+        .env("IRQWISE", bin::BIN)
         .env("ROOT", root)
         .env("CFG", cfg)
         .output()
@@ -79,14 +81,7 @@ fn a_start_with_nothing_to_write_probes_and_still_says_it() {
     let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     nic_root(root.path());
     // Everything placed first, while /proc/irq is writable: the next pass has nothing to write.
-    let out = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-        .arg("--root")
-        .arg(root.path())
-        .arg("--config")
-        .arg(cfg.path())
-        .arg("apply")
-        .output()
-        .unwrap();
+    let out = bin::irqwise_with(root.path(), cfg.path()).arg("apply").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     let out = read_only_irqwise(root.path(), cfg.path(), &["--log-format", "text", "run", "--once"]);
     let log = String::from_utf8_lossy(&out.stderr);

@@ -5,6 +5,8 @@
 //! leave it alone with a reason; the daemon logs each change with its fields and puts the
 //! original `xps_cpus` back on exit.
 
+#[path = "common/bin.rs"]
+mod bin;
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
 #[path = "common/fixture.rs"]
@@ -13,7 +15,6 @@ mod fixture;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use daemon_fixture::{affinity, write_config, Hotplug, Running};
 use fixture::{FixtureRoot, NamingScheme};
@@ -42,16 +43,8 @@ fn nic_root(xps: &CpuSet) -> (tempfile::TempDir, Vec<u32>, PathBuf) {
 
 /// `irqwise --root R --config C ARGS`: exit code, stdout, stderr.
 fn irqwise(root: &Path, cfg: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_irqwise"))
-        .arg("--root")
-        .arg(root)
-        .arg("--config")
-        .arg(cfg)
-        .args(args)
-        .output()
-        .unwrap();
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+    let r = bin::ran(bin::irqwise_with(root, cfg).args(args));
+    (r.code.unwrap_or(-1), r.stdout, r.stderr)
 }
 
 /// Every tx queue's `xps_cpus`, read as the kernel's hex mask.

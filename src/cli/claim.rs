@@ -11,7 +11,8 @@ use std::time::Duration;
 use super::{CliError, Outcome};
 use crate::config::{load_config, Config, ConfigPaths};
 use crate::daemon::claims::HeldClaim;
-use crate::daemon::state_view::{is_writer, read_state, StateView};
+use crate::daemon::state::{read_state, StateFile};
+use crate::daemon::state_view::is_writer;
 use crate::plan::held_claims::hold_claims;
 use crate::sysfs::processes::process_identity;
 use crate::sysfs::Root;
@@ -78,7 +79,7 @@ pub fn claim(
     let life = pid.map_or_else(|| "until released".to_string(), |p| format!("while pid {p} runs"));
     let said = format!("claimed CPUs {} for {owner} ({life})", claim.cpus);
     let want = HeldClaim { owner: owner.to_string(), cpus: claim.cpus.to_list_string(), pid };
-    let taken = |s: &StateView| s.claims.contains(&want) || s.refused_claims.iter().any(|r| r.owner == owner);
+    let taken = |s: &StateFile<'static>| s.claims.contains(&want) || s.refused_claims.iter().any(|r| r.owner == owner);
     let mut outcome = finish(root, daemon, timeout, &said, owner, taken)?;
     if let Some(state) = running_daemon(root) {
         if let Some(r) = state.refused_claims.iter().find(|r| r.owner == owner && !state.claims.contains(&want)) {
@@ -159,17 +160,17 @@ pub fn release(root: &Root, owner: &str, timeout: Duration) -> Result<Outcome, C
     root.remove_own_file(Path::new(&rel))
         .map_err(|(path, e)| CliError::Failed(format!("cannot remove {}: {e}", path.display())))?;
     let said = format!("released the claim of {owner}");
-    finish(root, daemon, timeout, &said, owner, |s: &StateView| !s.claims.iter().any(|c| c.owner == owner))
+    finish(root, daemon, timeout, &said, owner, |s: &StateFile<'static>| !s.claims.iter().any(|c| c.owner == owner))
 }
 
 /// After the file changed: waits for the daemon's pass that shows it (`done`), and says so.
 fn finish(
     root: &Root,
-    daemon: Option<StateView>,
+    daemon: Option<StateFile<'static>>,
     timeout: Duration,
     said: &str,
     owner: &str,
-    done: impl Fn(&StateView) -> bool,
+    done: impl Fn(&StateFile<'static>) -> bool,
 ) -> Result<Outcome, CliError> {
     let Some(before) = daemon else {
         if let Some(pid) = daemon_without_state(root) {
@@ -198,7 +199,7 @@ fn finish(
 
 /// The state of the daemon that runs on `root`, when one does (its process is the one the
 /// state file names).
-pub(super) fn running_daemon(root: &Root) -> Option<StateView> {
+pub(super) fn running_daemon(root: &Root) -> Option<StateFile<'static>> {
     let (_, view) = read_state(root).ok().flatten()?;
     let now = process_identity(view.pid)?;
     is_writer(&view, &now).then_some(view)
@@ -213,7 +214,7 @@ fn wait_without_state(
     pid: u32,
     timeout: Duration,
     said: &str,
-    done: &impl Fn(&StateView) -> bool,
+    done: &impl Fn(&StateFile<'static>) -> bool,
 ) -> Result<Outcome, CliError> {
     let why = || match read_state(root) {
         Ok(None) => "there is none yet".to_string(),
@@ -249,8 +250,8 @@ fn wait_for(
     pid: u32,
     after: u64,
     timeout: Duration,
-    done: &impl Fn(&StateView) -> bool,
-) -> Result<StateView, String> {
+    done: &impl Fn(&StateFile<'static>) -> bool,
+) -> Result<StateFile<'static>, String> {
     let deadline = super::deadline_after(timeout);
     loop {
         if let Some((_, s)) = read_state(root).ok().flatten() {

@@ -78,7 +78,9 @@ pub(crate) fn is_past(deadline: Option<std::time::Instant>) -> bool {
 /// The queues the running daemon's load refinement keeps away from home (none without a
 /// running daemon), so a command plans what the daemon planned.
 pub(crate) fn daemon_moves(root: &crate::sysfs::Root) -> std::collections::BTreeMap<u32, crate::plan::refine::Moved> {
-    claim::running_daemon(root).map(|s| s.away_from_home.into_iter().map(|m| (m.irq, m)).collect()).unwrap_or_default()
+    claim::running_daemon(root)
+        .map(|s| s.away_from_home.into_owned().into_iter().map(|m| (m.irq, m)).collect())
+        .unwrap_or_default()
 }
 
 /// `--config DIR` or the system's directories.

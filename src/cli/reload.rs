@@ -14,7 +14,7 @@ use nix::unistd::Pid;
 use super::{check_config, CliError, Outcome};
 use crate::config::ConfigPaths;
 use crate::daemon::state::STATE_FILE;
-use crate::daemon::state_view::{read_state, StateView};
+use crate::daemon::state::{read_state, StateFile};
 use crate::sysfs::processes::{process_name, DAEMON_NAME};
 use crate::sysfs::Root;
 
@@ -82,18 +82,23 @@ fn daemon_pid(pid: u32) -> Result<Pid, CliError> {
 }
 
 /// The state file, when there is a readable one (a missing or foreign file counts as none).
-fn current_state(root: &Root) -> Option<StateView> {
+fn current_state(root: &Root) -> Option<StateFile<'static>> {
     read_state(root).ok().flatten().map(|(_, view)| view)
 }
 
 /// Whether `state` is what daemon `pid` wrote after a pass that includes a reload, later than
 /// pass `before` (the last pass of `pid` seen before the signal, if any).
-pub(crate) fn reload_recorded(state: &StateView, pid: u32, before: Option<u64>) -> bool {
+pub(crate) fn reload_recorded(state: &StateFile<'static>, pid: u32, before: Option<u64>) -> bool {
     state.pid == pid && before.is_none_or(|b| state.passes > b) && state.triggers.iter().any(|t| t == "reload")
 }
 
 /// Polls the state file until [`reload_recorded`]; fails when `pid` exits or `timeout` passes.
-fn wait_for_reload(root: &Root, pid: u32, before: Option<u64>, timeout: Duration) -> Result<StateView, CliError> {
+fn wait_for_reload(
+    root: &Root,
+    pid: u32,
+    before: Option<u64>,
+    timeout: Duration,
+) -> Result<StateFile<'static>, CliError> {
     let deadline = super::deadline_after(timeout);
     loop {
         if let Some(state) = current_state(root).filter(|s| reload_recorded(s, pid, before)) {
@@ -117,7 +122,7 @@ fn wait_for_reload(root: &Root, pid: u32, before: Option<u64>, timeout: Duration
 mod tests {
     use super::*;
 
-    fn state(pid: u32, passes: u64, triggers: &[&str]) -> StateView {
+    fn state(pid: u32, passes: u64, triggers: &[&str]) -> StateFile<'static> {
         serde_json::from_value(serde_json::json!({
             "pid": pid, "started": 1, "last_pass": 2, "passes": passes, "triggers": triggers,
             "summary": crate::plan::Summary::default(), "status": "s", "error": null,

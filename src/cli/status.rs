@@ -1,8 +1,9 @@
 //! `irqwise status [--json]`: what the running daemon last did, from its state file.
 
 use super::{CliError, Outcome};
+use crate::daemon::state::read_state;
 use crate::daemon::state::STATE_FILE;
-use crate::daemon::state_view::{is_writer, read_state, render_status};
+use crate::daemon::state_view::{is_writer, render_status};
 use crate::daemon::unix_now;
 use crate::sysfs::processes::{process_identity, ProcessIdentity};
 use crate::sysfs::Root;

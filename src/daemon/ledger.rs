@@ -49,7 +49,7 @@ pub(crate) struct ManagedNews {
 
 /// A write that ends the same way pass after pass (the same failure class, or the same ENOSPC
 /// widening) for the same target: logged loudly the first time, then counted.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub(crate) struct Repeated {
     pub irq: u32,
     pub name: Option<String>,

@@ -144,7 +144,7 @@ impl Originals {
         let boot_id = root.read_small_optional(BOOT_ID).ok().flatten().map(|s| s.trim().to_string());
         let fresh = Originals { boot_id: boot_id.clone(), ..Originals::default() };
         let path = root.path(ORIGINALS_FILE);
-        let bytes = match crate::sysfs::read_regular_file(&path, super::state_view::STATE_FILE_LIMIT) {
+        let bytes = match crate::sysfs::read_regular_file(&path, super::state::STATE_FILE_LIMIT) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (fresh, None),
             Err(e) => return (fresh, Some(OriginalsError::Unreadable { path, problem: e.to_string() })),

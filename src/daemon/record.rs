@@ -2,6 +2,7 @@
 //! takes it to the ledger, the journal, the counters, the state file and the metrics file, in
 //! that order. Each side channel that can fail says so once ([`super::once`]).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -12,7 +13,7 @@ use super::ledger::{others_drift, Ledger, Loudness};
 use super::metrics_file::MetricsPublisher;
 use super::napi_news::NapiNews;
 use super::once::{SaidOnce, SaidOnceEach};
-use super::state::{StateInputs, StateWriter};
+use super::state::{PlanEntries, ReportEntries, StateFile, StateWriter};
 use super::{catalog, journal};
 use crate::apply::blocked::{writes_blocked, WritesBlocked};
 use crate::apply::threads::ThreadOutcome;
@@ -198,28 +199,31 @@ impl Records {
         let status = self.status_text();
         let degraded = self.degraded();
         self.recent.make_contiguous();
-        let inputs = StateInputs {
+        let state = StateFile {
+            schema: crate::JSON_SCHEMA,
+            pid: std::process::id(),
+            process: self.process.as_ref().map(Cow::Borrowed),
             started: self.started,
-            process: self.process.as_ref(),
+            last_pass: unix_now(),
             passes: number,
-            triggers: &why,
+            triggers: Cow::Borrowed(&why),
             summary: self.last_counts,
-            status: &status,
-            error: self.pass_failure.current().map(String::as_str),
-            degraded: degraded.as_deref(),
-            config_error: self.config_error.as_deref(),
-            config_sources: &config.sources,
-            plan: &self.last_plan,
-            repeated: self.ledger.repeated(),
-            report: &self.last_report,
-            counters: &self.counters,
-            recent_changes: self.recent.as_slices().0,
-            claims: &self.claims,
-            refused_claims: &self.refused_claims,
-            away: &self.away,
-            left_to_others: &self.left_to_others,
+            status: Cow::Borrowed(&status),
+            error: self.pass_failure.current().map(|e| Cow::Borrowed(e.as_str())),
+            degraded: degraded.as_deref().map(Cow::Borrowed),
+            config_error: self.config_error.as_deref().map(Cow::Borrowed),
+            config_sources: Cow::Borrowed(&config.sources),
+            plan: PlanEntries::of(&self.last_plan),
+            repeated: Cow::Owned(self.ledger.repeated()),
+            report: ReportEntries::of(&self.last_report),
+            counters: Some(Cow::Borrowed(&self.counters)),
+            recent_changes: Cow::Borrowed(self.recent.as_slices().0),
+            claims: Cow::Borrowed(&self.claims),
+            refused_claims: Cow::Borrowed(&self.refused_claims),
+            away_from_home: Cow::Borrowed(&self.away),
+            left_to_others: Cow::Borrowed(&self.left_to_others),
         };
-        self.state.write(root, inputs);
+        self.state.write(root, &self.last_plan, state);
         self.publish_metrics(root, config);
     }
 

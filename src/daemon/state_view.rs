@@ -1,127 +1,20 @@
-//! The state file as `irqwise status` reads it back ([`read_state`]), and the text it prints
-//! ([`render_status`]). The daemon writes the file ([`super::state`]).
+//! What `irqwise status` prints of the state file ([`render_status`]) and whether the daemon
+//! that wrote it still runs ([`is_writer`]). The file and its type are [`super::state`].
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-
-use super::claims::HeldClaim;
 use super::counters::{Counters, RecentChange};
-use super::state::{StateError, STATE_FILE};
-use crate::plan::Summary;
+use super::state::StateFile;
 use crate::sysfs::processes::ProcessIdentity;
-use crate::sysfs::Root;
-
-/// The most bytes `status` reads of the state file (it grows with the IRQs of the machine).
-pub(crate) const STATE_FILE_LIMIT: u64 = 256 << 20;
-
-/// What `irqwise status` reads back: the parts of [`super::state::StateRecord`] it shows.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct StateView {
-    pub pid: u32,
-    /// Absent in state files of versions that did not record it.
-    #[serde(default)]
-    pub process: Option<ProcessIdentity>,
-    pub started: u64,
-    pub last_pass: u64,
-    pub passes: u64,
-    pub triggers: Vec<String>,
-    pub summary: Summary,
-    pub status: String,
-    pub error: Option<String>,
-    #[serde(default)]
-    pub degraded: Option<String>,
-    /// Absent in state files of versions that did not record it.
-    #[serde(default)]
-    pub config_error: Option<String>,
-    pub plan: PlanView,
-    /// Absent in state files of versions without counters.
-    #[serde(default)]
-    pub counters: Option<Counters>,
-    #[serde(default)]
-    pub recent_changes: Vec<RecentChange>,
-    #[serde(default)]
-    pub repeated: Vec<RepeatedView>,
-    /// Absent in state files of versions without claims.
-    #[serde(default)]
-    pub claims: Vec<HeldClaim>,
-    /// The live claims the last pass refused; absent in state files of versions without.
-    #[serde(default)]
-    pub refused_claims: Vec<crate::topology::claims::RefusedClaim>,
-    /// Absent in state files of versions without load refinement.
-    #[serde(default)]
-    pub away_from_home: Vec<crate::plan::refine::Moved>,
-    /// Absent in state files of versions that did not name other writers.
-    #[serde(default)]
-    pub left_to_others: Vec<super::respect::LeftToOther>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct RepeatedView {
-    pub irq: u32,
-    pub name: Option<String>,
-    pub target: String,
-    pub outcome: String,
-    pub count: u64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct PlanView {
-    pub devices: Vec<DeviceView>,
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    /// Absent in state files of versions that did not record it.
-    #[serde(default)]
-    pub grouping: Option<GroupingView>,
-}
-
-/// The part of the plan's grouping rule `status` shows: the finding, when the kernel's managed
-/// masks fit no rule irqwise knows.
-#[derive(Debug, Clone, Deserialize)]
-pub struct GroupingView {
-    #[serde(default)]
-    pub finding: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct DeviceView {
-    pub bdf: String,
-    pub name: Option<String>,
-    pub driver: Option<String>,
-    pub strategy: String,
-    pub irqs: Vec<PlacementView>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct PlacementView {
-    pub irq: u32,
-    pub name: Option<String>,
-    pub action: String,
-    pub desired: Option<String>,
-    pub current: Option<String>,
-}
 
 /// Whether `now`, the process running under the state file's pid, is the daemon that wrote it:
 /// the process the file names (name and start time), or in a file that names none, irqwise.
-pub(crate) fn is_writer(view: &StateView, now: &ProcessIdentity) -> bool {
-    view.process.as_ref().map_or(now.comm == crate::sysfs::processes::DAEMON_NAME, |p| p == now)
-}
-
-/// Reads the state file as raw text (`status --json`) and parsed (`status`). `Ok(None)` when it
-/// does not exist: the daemon is not running.
-pub(crate) fn read_state(root: &Root) -> Result<Option<(String, StateView)>, StateError> {
-    let path = root.path(STATE_FILE);
-    let text = match crate::sysfs::read_regular_file(&path, STATE_FILE_LIMIT) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(StateError::Read { path, source }),
-    };
-    let view = serde_json::from_str(&text).map_err(|source| StateError::Parse { path, source })?;
-    Ok(Some((text, view)))
+pub(crate) fn is_writer(state: &StateFile, now: &ProcessIdentity) -> bool {
+    state.process.as_deref().map_or(now.comm == crate::sysfs::processes::DAEMON_NAME, |p| p == now)
 }
 
 /// The human summary of `irqwise status`; `now` in unix seconds, `alive` whether `pid` runs.
-pub(crate) fn render_status(s: &StateView, now: u64, alive: bool) -> String {
+pub(crate) fn render_status(s: &StateFile, now: u64, alive: bool) -> String {
     let mut out = String::new();
     if alive {
         out.push_str(&format!("irqwise is running (pid {}) for {}\n", s.pid, ago(now, s.started)));
@@ -147,13 +40,13 @@ pub(crate) fn render_status(s: &StateView, now: u64, alive: bool) -> String {
     if let Some(f) = s.plan.grouping.as_ref().and_then(|g| g.finding.as_deref()) {
         out.push_str(&format!("kernel grouping: {}\n", crate::text::printable(f)));
     }
-    for c in &s.claims {
+    for c in s.claims.iter() {
         out.push_str(&format!("claim {}: {} kept free of device IRQs\n", c.owner, c.describe()));
     }
-    for r in &s.refused_claims {
+    for r in s.refused_claims.iter() {
         out.push_str(&format!("claim {} refused: {}\n", crate::text::printable(&r.owner), r.reason));
     }
-    for l in &s.left_to_others {
+    for l in s.left_to_others.iter() {
         out.push_str(&format!(
             "left to {} (on_drift = respect): irq {} ({}) of {} on {}\n",
             crate::text::printable(&l.owner),
@@ -163,22 +56,22 @@ pub(crate) fn render_status(s: &StateView, now: u64, alive: bool) -> String {
             l.mask
         ));
     }
-    for m in &s.away_from_home {
+    for m in s.away_from_home.iter() {
         out.push_str(&format!("away from home by load: irq {} of {}: home {}, {}\n", m.irq, m.device, m.home, m.why));
     }
-    for r in &s.repeated {
+    for r in s.repeated.iter() {
         let name = r.name.as_deref().unwrap_or("-");
         out.push_str(&format!(
             "irq {} ({name}) -> {}: {} in each of the last {} passes (logged once)\n",
             r.irq, r.target, r.outcome, r.count
         ));
     }
-    for d in &s.plan.devices {
+    for d in s.plan.devices.entries() {
         let name = d.name.as_deref().unwrap_or("-");
         let driver = d.driver.as_deref().unwrap_or("-");
         out.push_str(&format!("\n{} {name} ({driver}): {}\n", d.bdf, d.strategy));
         for p in &d.irqs {
-            let cpus = p.desired.as_deref().or(p.current.as_deref()).unwrap_or("?");
+            let cpus = p.desired.as_ref().or(p.current.as_ref()).map_or_else(|| "?".to_string(), ToString::to_string);
             let pname = p.name.as_deref().unwrap_or("-");
             out.push_str(&format!("  irq {:>5} {pname:<24} {:<8} {cpus}\n", p.irq, p.action));
         }

@@ -10,6 +10,8 @@ use assert_cmd::Command;
 use irqwise::cpuset::CpuSet;
 use serde_json::Value;
 
+#[path = "bin.rs"]
+pub mod bin;
 #[path = "fixture.rs"]
 pub mod fixture;
 
@@ -79,11 +81,10 @@ pub fn five_device_machine() -> tempfile::TempDir {
     dir
 }
 
-/// The real binary with `--root root --config config`.
+/// The real binary with `--root root --config config` ([`bin::irqwise_with`], with
+/// `assert_cmd`'s assertions).
 pub fn irqwise(root: &Path, config: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("irqwise").expect("binary");
-    cmd.arg("--root").arg(root).arg("--config").arg(config);
-    cmd
+    Command::from_std(bin::irqwise_with(root, config))
 }
 
 /// Runs the binary, asserting success; returns stdout.

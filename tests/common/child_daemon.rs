@@ -1,6 +1,7 @@
 //! The real daemon as a child process, `irqwise --root R --config C --log-format text run`, its
 //! stderr kept in a log file; its state file says how many passes it ran. Stopped with real
-//! signals; a daemon still running when dropped gets SIGTERM.
+//! signals; a daemon still running when dropped gets SIGTERM. The test file that includes it has
+//! `bin` (tests/common/bin.rs) too, itself or through `acceptance`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
+
+use super::bin::BIN;
 
 pub struct Daemon {
     child: Child,
@@ -34,10 +37,10 @@ impl Daemon {
 
     fn spawn_under(wrapper: &[&str], root: &Path, config: &Path, log: PathBuf) -> Daemon {
         let mut cmd = match wrapper.split_first() {
-            None => Command::new(env!("CARGO_BIN_EXE_irqwise")),
+            None => Command::new(BIN),
             Some((first, rest)) => {
                 let mut c = Command::new(first);
-                c.args(rest).arg(env!("CARGO_BIN_EXE_irqwise"));
+                c.args(rest).arg(BIN);
                 c
             }
         };
