@@ -6,7 +6,9 @@
 //! - the pure core (CPU sets, the topology and device models, the kernel's algorithms, the
 //!   vocabulary, the configuration but its loader, policy, strategies, the sample, the plan)
 //!   does no I/O and imports nothing from the shell;
-//! - the daemon never imports the command line.
+//! - the daemon never imports the command line;
+//! - in the daemon, only the files of `DAEMON_LOGGERS` call `tracing`, each for its stated reason:
+//!   a pass's lines are rendered by `daemon/journal.rs`, never by the record.
 //!
 //! An import is any `crate::NAME` path in code, in a `use` line or inline; comments are skipped
 //! (a doc comment may name the reader of a model).
@@ -720,4 +722,66 @@ fn architecture_md_draws_the_pass_as_it_runs() {
         assert!(function_exists(path), "ARCHITECTURE.md's {stage} stage names {path}, which is no function of src/");
     }
     assert!(!function_exists("daemon::pass::Daemon::no_such_stage") && !function_exists("nowhere::read"));
+}
+
+/// The files of `src/daemon/` whose production code may call `tracing`, each with why: the
+/// pass's lines are rendered by `journal.rs` from values; the others say what happens outside a
+/// pass (start-up, the event loop's sources, timers, side channels, stop). A new file that logs
+/// must be added here with its reason, and a file that no longer logs struck.
+const DAEMON_LOGGERS: &[(&str, &str)] = &[
+    ("journal.rs", "renders every journal line of a pass, from the values the pass computes"),
+    ("mod.rs", "the event loop's start: irqbalance running, the claims directory"),
+    ("pass.rs", "the first pass's start-up lines: container diagnosis, stale temp files, files read back"),
+    ("reload.rs", "a reload's outcome, between passes"),
+    ("sources.rs", "event sources that cannot be opened, at start"),
+    ("notify.rs", "the service manager's socket, outside any pass"),
+    ("descriptors.rs", "the open-file limit, at start"),
+    ("resident.rs", "giving back mapped pages while idle, after a pass"),
+    ("balance.rs", "the load sampler's timer: its moves and unreadable counts, between passes"),
+    ("claims.rs", "the claimed processes' pidfd watches, spawned tasks outside a pass"),
+    ("originals.rs", "restoring the original masks on stop"),
+    ("napi_originals.rs", "restoring the original NAPI settings on stop"),
+    ("state.rs", "the state file's writer, a side channel said once"),
+    ("metrics_file.rs", "the metrics file's writer, a side channel said once"),
+    ("nri.rs", "the NRI plugin's connection, its own task"),
+    ("irqbalance_answers.rs", "irqbalance's socket clients, answered outside a pass"),
+    ("irqbalance_socket.rs", "irqbalance's socket, its own task"),
+    ("irqbalance_socket_file.rs", "irqbalance's stale socket files, at start"),
+];
+
+/// The lines of `text`'s production code (comments and the test module left out) that call
+/// into `tracing`.
+fn tracing_calls(text: &str) -> Vec<String> {
+    violations(production(text), &["tracing::", "use tracing;"])
+}
+
+#[test]
+fn in_the_daemon_only_the_listed_files_call_tracing() {
+    let mut unlisted = Vec::new();
+    let mut logging = BTreeSet::new();
+    for file in rust_files("src/daemon") {
+        let rel = file.strip_prefix(src_root().join("src/daemon")).unwrap().to_string_lossy().into_owned();
+        let calls = tracing_calls(&fs::read_to_string(&file).unwrap());
+        if calls.is_empty() {
+            continue;
+        }
+        logging.insert(rel.clone());
+        if !DAEMON_LOGGERS.iter().any(|(f, _)| *f == rel) {
+            unlisted.extend(calls.iter().map(|c| format!("src/daemon/{rel}:{c}")));
+        }
+    }
+    assert!(
+        unlisted.is_empty(),
+        "daemon files that call tracing but are not in DAEMON_LOGGERS (say a pass's news as a value rendered by daemon/journal.rs, or list the file with its reason):\n{}",
+        unlisted.join("\n")
+    );
+    let stale: Vec<&str> = DAEMON_LOGGERS.iter().map(|(f, _)| *f).filter(|f| !logging.contains(*f)).collect();
+    assert!(stale.is_empty(), "listed in DAEMON_LOGGERS but calling no tracing (strike them): {stale:?}");
+    assert!(!logging.contains("record.rs"), "the record decides; daemon/journal.rs says");
+}
+
+#[test]
+fn the_tracing_check_sees_calls_and_skips_comments_and_tests() {
+    let text = "fn a() {\n    tracing::info!(\"x\");\n    // tracing::warn!(\"y\");\n}\n#[cfg(test)]\nmod tests {\n    fn b() { tracing::debug!(\"z\"); }\n}\n";
+    assert_eq!(tracing_calls(text), ["2: tracing::info!(\"x\");"]);
 }

@@ -226,3 +226,30 @@ fn a_second_daemon_on_one_root_exits_naming_the_first() {
     let out = run_to(dir.path(), cfg.path(), &["--log-format", "text", "run", "--once"], Stdio::piped());
     assert_eq!(out.status.code(), Some(0), "the lock is free once the first stopped");
 }
+
+/// How many log lines of `log` contain `words`.
+fn lines_with(log: &str, words: &str) -> usize {
+    log.lines().filter(|l| l.contains(words)).count()
+}
+
+#[test]
+fn the_daemons_own_files_it_cannot_write_are_said_once_each_with_what_that_costs() {
+    let (dir, cfg) = (machine(), empty_config());
+    // A directory where the topology memory and the record of original masks go: no rename can
+    // replace it.
+    for file in ["topology.json", "originals.json"] {
+        fs::create_dir_all(dir.path().join("run/irqwise").join(file).join("x")).unwrap();
+    }
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let d = child_daemon::Daemon::start(dir.path(), cfg.path(), log.path().to_path_buf());
+    // A reload's pass reads and plans everything again.
+    d.signal(nix::sys::signal::Signal::SIGHUP);
+    d.wait_passes(2);
+    let log = d.stop();
+    let memory = "a restart while CPUs are offline may move queues";
+    let originals = "restore_on_exit would not know these IRQs' masks after a restart";
+    assert_eq!(lines_with(&log, memory), 1, "the topology memory unsaved, said once:\n{log}");
+    assert_eq!(lines_with(&log, originals), 1, "the original masks unsaved, said once:\n{log}");
+    let said = log.lines().find(|l| l.contains(memory)).unwrap_or("");
+    assert!(said.contains("WARN") && said.contains("topology.json"), "names the file, at WARN: {said}");
+}

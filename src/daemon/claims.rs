@@ -12,7 +12,7 @@
 //!   file, so `irqwise claim` can wait until they are applied.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
@@ -59,6 +59,10 @@ pub(crate) enum ClaimNews {
     Changed { now: HeldClaim, was: HeldClaim },
     /// A held claim whose file was removed.
     Removed(HeldClaim),
+    /// A claim whose process exited (`why`), its file removed: its `cpus` are free again.
+    Released { owner: String, why: String, cpus: CpuSet },
+    /// A claim whose process exited (`why`), but whose file at `path` could not be removed.
+    Unremovable { owner: String, why: String, path: PathBuf, error: String },
 }
 
 /// What the daemon knows of the claims: those held, and a watch on each claimed process.
@@ -115,9 +119,10 @@ impl Claims {
     pub fn observe(&mut self, root: &Root, read: &[ClaimRead], refused: &[RefusedClaim]) -> Vec<ClaimNews> {
         let mut now = BTreeMap::new();
         let mut refused_now = BTreeMap::new();
+        let mut news = Vec::new();
         for c in read {
             match &c.ended {
-                Some(why) => release_ended(root, c, why),
+                Some(why) => news.extend(release_ended(root, c, why)),
                 None => match refused.iter().find(|r| r.owner == c.claim.owner) {
                     Some(r) => {
                         refused_now.insert(r.owner.clone(), r.clone());
@@ -128,7 +133,6 @@ impl Claims {
                 },
             }
         }
-        let mut news = Vec::new();
         for (owner, r) in &refused_now {
             if self.refused.get(owner) != Some(r) {
                 news.push(ClaimNews::Refused { refused: r.clone(), held_until_now: self.held.contains_key(owner) });
@@ -222,18 +226,18 @@ impl Claims {
 }
 
 /// Removes the file of a claim whose process exited, unless it now names another process (a
-/// writer replaced it since it was read).
-fn release_ended(root: &Root, c: &ClaimRead, why: &str) {
+/// writer replaced it since it was read); what came of it, as news for the journal.
+fn release_ended(root: &Root, c: &ClaimRead, why: &str) -> Option<ClaimNews> {
     let rel = format!("{CLAIMS_DIR}/{}", c.claim.owner);
     let any_cpu = CpuSet::first_n(MAX_CPUS);
     let still =
         root.read_small_optional(&rel).ok().flatten().and_then(|t| parse_claim(&c.claim.owner, &t, &any_cpu).ok());
     if still.is_some_and(|now| now.pid != c.claim.pid) {
-        return;
+        return None;
     }
-    let owner = c.claim.owner.as_str();
-    match root.remove_own_file(Path::new(&rel)) {
-        Ok(()) => tracing::info!(claim = owner, "claim {owner} released ({why}): CPUs {} are free again", c.claim.cpus),
-        Err((path, e)) => tracing::warn!("claim {owner} ended ({why}) but {} cannot be removed: {e}", path.display()),
-    }
+    let (owner, why) = (c.claim.owner.clone(), why.to_string());
+    Some(match root.remove_own_file(Path::new(&rel)) {
+        Ok(()) => ClaimNews::Released { owner, why, cpus: c.claim.cpus.clone() },
+        Err((path, e)) => ClaimNews::Unremovable { owner, why, path, error: e.to_string() },
+    })
 }

@@ -1,7 +1,9 @@
 //! The journal lines of a pass, rendered in one place: the record ([`super::record`]) decides
 //! which to say and in what order, this file says how each reads. What the pass's collaborators
-//! found (claims, load moves, fights, IRQs left to other owners, NAPI drift) comes here as
-//! values ([`super::adjust::Adjusted`]), as do the writes of the apply.
+//! found (claims taken and released, load moves, fights, IRQs left to other owners, NAPI drift)
+//! comes here as values ([`super::adjust::Adjusted`]), as do the writes of the apply, the files
+//! the pass could not save ([`Unsaved`]) and the pass's own news ([`PassNews`]: failed, working
+//! again, degraded, blocked, its summary).
 //!
 //! Guarantee: one INFO entry per applied change carrying `MESSAGE_ID`, `IRQ`, `IRQ_NAME`,
 //! `DEVICE`, `DRIVER`, `QUEUE` (only for an IRQ that serves a queue), `CPUS_OLD`, `CPUS_NEW`,
@@ -18,11 +20,12 @@ use super::napi_news::ThreadNews;
 use super::napi_profiles::{NapiDrift, NapiWriteNews};
 use super::peers::what_it_writes;
 use super::respect::RespectNews;
+use crate::apply::blocked::WritesBlocked;
 use crate::apply::threads::{ThreadChange, ThreadOutcome};
 use crate::apply::{Change, WriteOutcome, XpsChange, XpsOutcome};
 use crate::choices::NapiProfile;
 use crate::plan::napi_profile::describe;
-use crate::plan::{DevicePlan, Plan};
+use crate::plan::{DevicePlan, Plan, Summary};
 use crate::text::printable;
 
 fn list(set: Option<&crate::cpuset::CpuSet>) -> String {
@@ -377,7 +380,7 @@ fn say_napi_drift(d: &NapiDrift) {
     }
 }
 
-/// A runtime claim newly held, changed, refused or removed.
+/// A runtime claim newly held, changed, refused, removed, or released when its process ended.
 fn say_claim(news: &ClaimNews) {
     match news {
         ClaimNews::Refused { refused: r, held_until_now } => {
@@ -405,6 +408,12 @@ fn say_claim(news: &ClaimNews) {
             was.owner,
             was.cpus
         ),
+        ClaimNews::Released { owner, why, cpus } => {
+            tracing::info!(claim = owner.as_str(), "claim {owner} released ({why}): CPUs {cpus} are free again");
+        }
+        ClaimNews::Unremovable { owner, why, path, error } => {
+            tracing::warn!("claim {owner} ended ({why}) but {} cannot be removed: {error}", path.display());
+        }
     }
 }
 
@@ -517,4 +526,107 @@ fn say_thread_moved(t: &ThreadChange) {
         t.device,
         t.irq.map_or("?".to_string(), |i| i.to_string())
     );
+}
+
+/// What the record ([`super::record`]) found worth saying of a pass as a whole, beside its
+/// collaborators' news and its writes: the record decides when (a failure once, the first
+/// success after it), this says how it reads.
+#[derive(Debug)]
+pub(crate) enum PassNews<'a> {
+    /// Pass `number`, run for `why`, failed with `error`: nothing was written.
+    Failed { number: u64, why: &'a [String], error: &'a str },
+    /// Pass `number` worked after passes that failed.
+    WorksAgain { number: u64 },
+    /// The daemon became degraded for `why` while its passes still run.
+    Degraded { why: &'a str },
+    /// A new warning of the plan.
+    PlanWarning(&'a str),
+    /// An IRQ the kernel (CPU-offline fallback) or its driver moved: placed again, not drift.
+    KernelRewrite(&'a Drift),
+    /// Not one IRQ of the pass could be written, for one cause of the machine.
+    WritesBlocked(&'a WritesBlocked),
+    /// IRQ affinities were written again (`written` of them) after that.
+    WritableAgain { written: usize },
+    /// A transmit queue's `xps_cpus` was written after failing.
+    XpsWrittenAgain(&'a XpsChange),
+    /// Pass `number`, run for `why`, changed something: its counts and the status line.
+    Summary { number: u64, why: &'a [String], summary: &'a Summary, status: &'a str },
+}
+
+/// Says one [`PassNews`].
+pub(crate) fn say_pass(news: &PassNews<'_>) {
+    match news {
+        PassNews::Failed { number, why, error } => tracing::error!(
+            message_id = catalog::PASS_FAILED,
+            pass = number,
+            triggers = why.join(", "),
+            error,
+            "pass {number} ({}) failed, keeping the current placement: {error}",
+            why.join(", ")
+        ),
+        PassNews::WorksAgain { number } => tracing::info!("pass {number} succeeded again"),
+        PassNews::Degraded { why } => tracing::error!(
+            message_id = catalog::PASS_FAILED,
+            "degraded: {why}; retrying with backoff (the warnings above say why each write failed)"
+        ),
+        PassNews::PlanWarning(w) => tracing::warn!("{}", printable(w)),
+        PassNews::KernelRewrite(d) => tracing::info!(
+            irq = d.irq,
+            "irq {} moved from {} to {} by the kernel (CPU-offline fallback) or its driver; placed again",
+            d.irq,
+            d.placed,
+            list(d.found.as_ref())
+        ),
+        PassNews::WritesBlocked(b) => tracing::warn!(
+            message_id = catalog::WRITES_BLOCKED,
+            class = ?b.class,
+            failed = b.failed,
+            cause = b.cause,
+            error = b.example.as_str(),
+            "{}",
+            printable(&b.line())
+        ),
+        PassNews::WritableAgain { written } => {
+            tracing::info!("IRQ affinities can be written again ({written} written)");
+        }
+        PassNews::XpsWrittenAgain(x) => {
+            tracing::info!(device = x.device.as_str(), txq = x.txq, "xps of tx-{}: written again", x.txq);
+        }
+        PassNews::Summary { number, why, summary, status } => tracing::info!(
+            message_id = catalog::PASS_SUMMARY,
+            pass = number,
+            triggers = why.join(", "),
+            written = summary.written,
+            failed = summary.failed,
+            status,
+            "pass {number} ({}): {} written, {} failed; {status}",
+            why.join(", "),
+            summary.written,
+            summary.failed
+        ),
+    }
+}
+
+/// A file the daemon keeps for a restart that a pass could not write.
+#[derive(Debug)]
+pub(crate) enum Unsaved {
+    /// The topology memory, at `path`.
+    Memory { path: std::path::PathBuf, error: String },
+    /// The record of original masks (the error names the file).
+    Originals(String),
+}
+
+/// Says one [`Unsaved`], with what it costs.
+pub(crate) fn say_unsaved(u: &Unsaved) {
+    match u {
+        Unsaved::Memory { path, error } => {
+            tracing::warn!(
+                "cannot write {}: {error}; a restart while CPUs are offline may move queues",
+                path.display()
+            );
+        }
+        Unsaved::Originals(error) => {
+            tracing::warn!("{error}; restore_on_exit would not know these IRQs' masks after a restart");
+        }
+    }
 }

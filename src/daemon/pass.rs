@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use super::adjust::Adjusted;
 use super::fights::{hotplug_writers, read_again, FightNews};
+use super::journal::Unsaved;
 use super::ledger::{others_drift, Drift};
 use super::originals::{Originals, ORIGINALS_FILE};
 use super::parts::Daemon;
@@ -44,7 +45,7 @@ impl Daemon {
         // After a pass that read everything the daemon idles: its code need not stay mapped.
         let idles_after = probing || why.iter().any(|w| w == "reconcile");
         let result = match self.read_and_plan() {
-            Ok((planned, adjusted)) => Ok(self.apply(planned, adjusted, probing)),
+            Ok((planned, adjusted, unsaved)) => Ok(self.apply(planned, adjusted, unsaved, probing)),
             Err(e) => Err(e.to_string()),
         };
         let hotplugged = self.reader.hotplugged().clone();
@@ -92,16 +93,18 @@ impl Daemon {
     /// Reads the sample (what is stale of it), plans it and adjusts the plan; when the topology
     /// cannot be read, on the last one that could (saying so in the plan's warnings) rather
     /// than giving up.
-    fn read_and_plan(&mut self) -> Result<(PlannedPass, Adjusted), ReadError> {
+    /// A failure to save the topology memory comes back as news, said once.
+    fn read_and_plan(&mut self) -> Result<(PlannedPass, Adjusted, Vec<Unsaved>), ReadError> {
         let sample = self.reader.read(&self.root, self.config.clone())?;
+        let mut unsaved = Vec::new();
         if self.memory.remember(&sample.topology) {
-            self.save_memory();
+            unsaved.extend(self.save_memory());
         }
         let memory = PassMemory { topology: Some(&self.memory), known_managed: &self.known_managed };
         let mut planned = plan_sample_refined(&sample, memory, self.balancer.moved());
         let adjusted = self.adjust(&mut planned, &sample);
         self.reader.give_back(sample.devices);
-        Ok((planned, adjusted))
+        Ok((planned, adjusted, unsaved))
     }
 
     /// The collaborators adjust the plan; what they found comes back as one value, said and
@@ -142,21 +145,16 @@ impl Daemon {
         }
     }
 
-    /// Saves the topology memory for a restart and for `irqwise plan`; a failure is said once.
-    fn save_memory(&mut self) {
+    /// Saves the topology memory for a restart and for `irqwise plan`; a failure comes back to
+    /// be said, once.
+    fn save_memory(&mut self) -> Option<Unsaved> {
         let bytes = memory_file::encode(&self.root, &self.memory);
         match self.root.replace_own_file(Path::new(memory_file::MEMORY_FILE), &bytes, 0o644, true) {
             Ok(()) => {
                 self.memory_failed.worked();
+                None
             }
-            Err((path, e)) => {
-                if self.memory_failed.failed(()) {
-                    tracing::warn!(
-                        "cannot write {}: {e}; a restart while CPUs are offline may move queues",
-                        path.display()
-                    );
-                }
-            }
+            Err((path, e)) => self.memory_failed.failed(()).then(|| Unsaved::Memory { path, error: e.to_string() }),
         }
     }
 
@@ -245,8 +243,9 @@ impl Daemon {
     }
 
     /// Writes the plan: the original masks of what it changes are on disk before the first
-    /// write that changes them; the IRQs written are read again by the next pass.
-    fn apply(&mut self, planned: PlannedPass, adjusted: Adjusted, probing: bool) -> Applied {
+    /// write that changes them (a failure to save them joins `unsaved`, said once); the IRQs
+    /// written are read again by the next pass.
+    fn apply(&mut self, planned: PlannedPass, adjusted: Adjusted, mut unsaved: Vec<Unsaved>, probing: bool) -> Applied {
         let plan = planned.plan;
         let root = &self.root;
         // IRQs of no device stay recorded: the guard moved them, restore_on_exit puts them back.
@@ -260,7 +259,7 @@ impl Daemon {
                 }
                 Err(e) => {
                     if self.originals_failed.failed(()) {
-                        tracing::warn!("{e}; restore_on_exit would not know these IRQs' masks after a restart");
+                        unsaved.push(Unsaved::Originals(e.to_string()));
                     }
                 }
             }
@@ -274,6 +273,6 @@ impl Daemon {
         } else {
             None
         };
-        Applied { plan, report, probe, adjusted }
+        Applied { plan, report, probe, adjusted, unsaved }
     }
 }

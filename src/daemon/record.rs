@@ -1,6 +1,7 @@
 //! The one bookkeeping path: every pass ends in one [`PassOutcome`], and [`Records::record`]
 //! takes it to the ledger, the journal, the counters, the state file and the metrics file, in
-//! that order. Each side channel that can fail says so once ([`super::once`]).
+//! that order. The record decides which news to say and when (each side channel that can fail
+//! says so once, [`super::once`]); [`super::journal`] renders every line: nothing here logs.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
@@ -9,12 +10,12 @@ use std::time::{Duration, Instant};
 use super::adjust::Adjusted;
 use super::clock::{unix_now, unix_now_f64};
 use super::counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
+use super::journal::{self, PassNews, Unsaved};
 use super::ledger::{others_drift, Ledger, Loudness};
 use super::metrics_file::MetricsPublisher;
 use super::napi_news::NapiNews;
 use super::once::{SaidOnce, SaidOnceEach};
 use super::state::{PlanEntries, ReportEntries, StateFile, StateWriter};
-use super::{catalog, journal};
 use crate::apply::blocked::{writes_blocked, WritesBlocked};
 use crate::apply::threads::ThreadOutcome;
 use crate::apply::{ApplyReport, FailureClass, WriteOutcome, XpsChange, XpsOutcome};
@@ -23,7 +24,6 @@ use crate::cpuset::CpuSet;
 use crate::plan::{Plan, Summary};
 use crate::sysfs::processes::{process_identity, ProcessIdentity};
 use crate::sysfs::Root;
-use crate::text::printable;
 
 /// What one pass did.
 #[derive(Debug)]
@@ -50,6 +50,8 @@ pub(crate) struct Applied {
     pub probe: Option<WritesBlocked>,
     /// What the pass's collaborators found while adjusting the plan.
     pub adjusted: Adjusted,
+    /// The files the daemon keeps that the pass could not write (each said once).
+    pub unsaved: Vec<Unsaved>,
 }
 
 /// Everything the daemon keeps of its passes.
@@ -166,23 +168,17 @@ impl Records {
         let was_degraded = self.degraded().is_some();
         let ok = result.is_ok();
         match result {
-            Err(message) => {
-                if self.pass_failure.failed(message.clone()) {
-                    tracing::error!(
-                        message_id = catalog::PASS_FAILED,
-                        pass = number,
-                        triggers = why.join(", "),
-                        error = message.as_str(),
-                        "pass {number} ({}) failed, keeping the current placement: {message}",
-                        why.join(", ")
-                    );
+            Err(error) => {
+                if self.pass_failure.failed(error.clone()) {
+                    journal::say_pass(&PassNews::Failed { number, why: &why, error: &error });
                 }
             }
             Ok(applied) => {
+                applied.unsaved.iter().for_each(journal::say_unsaved);
                 journal::say_adjusted(&applied.adjusted);
                 self.take_adjusted(&applied.adjusted);
                 if self.pass_failure.worked() {
-                    tracing::info!("pass {number} succeeded again");
+                    journal::say_pass(&PassNews::WorksAgain { number });
                 }
                 self.applied(number, &why, applied, &hotplugged);
             }
@@ -190,10 +186,7 @@ impl Records {
         self.counters.record_pass(&why, ok, (took, opened), unix_now_f64());
         if let (false, Some(why)) = (was_degraded, self.degraded()) {
             if self.last_error().is_none() {
-                tracing::error!(
-                    message_id = catalog::PASS_FAILED,
-                    "degraded: {why}; retrying with backoff (the warnings above say why each write failed)"
-                );
+                journal::say_pass(&PassNews::Degraded { why: &why });
             }
         }
         let status = self.status_text();
@@ -254,19 +247,13 @@ impl Records {
     /// The news of an applied plan, in the order an operator reads them: new plan warnings,
     /// drift, transmit steering, each write, kernel-managed devices, the pass's summary.
     fn applied(&mut self, number: u64, why: &[String], applied: Applied, hotplugged: &CpuSet) {
-        let Applied { plan, report, probe, adjusted } = applied;
+        let Applied { plan, report, probe, adjusted, .. } = applied;
         for w in self.ledger.new_warnings(&plan) {
-            tracing::warn!("{}", crate::text::printable(&w));
+            journal::say_pass(&PassNews::PlanWarning(&w));
         }
         for d in others_drift(self.ledger.observe(&plan), hotplugged) {
             if adjusted.kernel_rewrites.contains(&d.irq) {
-                tracing::info!(
-                    irq = d.irq,
-                    "irq {} moved from {} to {} by the kernel (CPU-offline fallback) or its driver; placed again",
-                    d.irq,
-                    d.placed,
-                    d.found.as_ref().map_or("?".to_string(), CpuSet::to_list_string)
-                );
+                journal::say_pass(&PassNews::KernelRewrite(&d));
                 continue;
             }
             let dev = journal::log_drift(&d, &plan);
@@ -311,18 +298,7 @@ impl Records {
             || report.napi.iter().any(|n| !n.is_failure());
         if !report.changes.is_empty() || report.xps.iter().any(|x| !x.is_failure()) || threads_moved {
             let status = self.last_counts.status_line();
-            tracing::info!(
-                message_id = catalog::PASS_SUMMARY,
-                pass = number,
-                triggers = why.join(", "),
-                written = r.written,
-                failed = r.failed,
-                status = status.as_str(),
-                "pass {number} ({}): {} written, {} failed; {status}",
-                why.join(", "),
-                r.written,
-                r.failed
-            );
+            journal::say_pass(&PassNews::Summary { number, why, summary: &r, status: &status });
         }
         self.counters.record_writes(&report);
         self.counters.record_states(&plan, &report);
@@ -343,20 +319,10 @@ impl Records {
     fn say_blocked(&mut self, report: &ApplyReport, probe: Option<WritesBlocked>) -> bool {
         let now = writes_blocked(report).or(probe);
         match &now {
-            Some(b) if self.blocked.failed(b.class) => {
-                tracing::warn!(
-                    message_id = catalog::WRITES_BLOCKED,
-                    class = ?b.class,
-                    failed = b.failed,
-                    cause = b.cause,
-                    error = b.example.as_str(),
-                    "{}",
-                    printable(&b.line())
-                );
-            }
+            Some(b) if self.blocked.failed(b.class) => journal::say_pass(&PassNews::WritesBlocked(b)),
             Some(_) => {}
             None if report.summary.written > 0 && self.blocked.worked() => {
-                tracing::info!("IRQ affinities can be written again ({} written)", report.summary.written);
+                journal::say_pass(&PassNews::WritableAgain { written: report.summary.written });
             }
             None => {}
         }
@@ -382,7 +348,7 @@ impl Records {
                 }
                 XpsOutcome::Written { .. } => {
                     if self.xps_failing.worked(&key) {
-                        tracing::info!(device = x.device.as_str(), txq = x.txq, "xps of tx-{}: written again", x.txq);
+                        journal::say_pass(&PassNews::XpsWrittenAgain(x));
                     }
                     journal::log_xps_change(x, false);
                 }
