@@ -725,11 +725,12 @@ fn architecture_md_draws_the_pass_as_it_runs() {
 }
 
 /// The files of `src/daemon/` whose production code may call `tracing`, each with why: the
-/// pass's lines are rendered by `journal.rs` from values; the others say what happens outside a
+/// pass's lines are rendered by `journal.rs` and `journal_news.rs` from values; the others say what happens outside a
 /// pass (start-up, the event loop's sources, timers, side channels, stop). A new file that logs
 /// must be added here with its reason, and a file that no longer logs struck.
 const DAEMON_LOGGERS: &[(&str, &str)] = &[
-    ("journal.rs", "renders every journal line of a pass, from the values the pass computes"),
+    ("journal.rs", "renders the journal lines of a pass's changes, drift and own news, from values"),
+    ("journal_news.rs", "renders the journal lines of a pass's collaborators' news and whole queues, from values"),
     ("mod.rs", "the event loop's start: irqbalance running, the claims directory"),
     ("pass.rs", "the first pass's start-up lines: container diagnosis, stale temp files, files read back"),
     ("reload.rs", "a reload's outcome, between passes"),

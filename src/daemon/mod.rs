@@ -43,6 +43,7 @@ mod irqbalance_protocol;
 mod irqbalance_socket;
 mod irqbalance_socket_file;
 mod journal;
+mod journal_news;
 mod ledger;
 pub mod lock;
 pub mod logging;

@@ -50,7 +50,7 @@ impl NapiNews {
     }
 }
 
-/// One thing to say of a pass's whole queues ([`super::journal::say_thread_news`]).
+/// One thing to say of a pass's whole queues ([`super::journal_news::say_thread_news`]).
 #[derive(Debug)]
 pub(crate) enum ThreadNews<'p> {
     /// A notice of the plan (why the kernel cannot be asked).

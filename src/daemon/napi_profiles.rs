@@ -163,7 +163,7 @@ impl NapiProfiles {
     }
 }
 
-/// What is to be said of a pass's NAPI writes ([`super::journal::say_napi_writes`]).
+/// What is to be said of a pass's NAPI writes ([`super::journal_news::say_napi_writes`]).
 #[derive(Debug, PartialEq)]
 pub(crate) enum NapiWriteNews<'c> {
     /// The kernel takes NAPI settings again after refusing them.
@@ -352,19 +352,19 @@ mod tests {
         let mut news = NapiProfiles::default();
         let text = logged(|| {
             for _ in 0..3 {
-                super::super::journal::say_napi_writes(&news.record(&pass(&mut sandboxed)));
+                super::super::journal_news::say_napi_writes(&news.record(&pass(&mut sandboxed)));
             }
         });
         assert_eq!(text.matches("cannot be written").count(), 1, "one line for the condition:\n{text}");
         // It ends (the capability granted): said once, not per instance or pass.
         let mut granted = Refusing(None);
         let text = logged(|| {
-            super::super::journal::say_napi_writes(&news.record(&pass(&mut granted)));
-            super::super::journal::say_napi_writes(&news.record(&pass(&mut granted)));
+            super::super::journal_news::say_napi_writes(&news.record(&pass(&mut granted)));
+            super::super::journal_news::say_napi_writes(&news.record(&pass(&mut granted)));
         });
         assert_eq!(text.matches("can be written again").count(), 1, "{text}");
         // It starting again is news again.
-        let text = logged(|| super::super::journal::say_napi_writes(&news.record(&pass(&mut sandboxed))));
+        let text = logged(|| super::super::journal_news::say_napi_writes(&news.record(&pass(&mut sandboxed))));
         assert_eq!(text.matches("cannot be written").count(), 1, "{text}");
     }
 }

@@ -11,6 +11,7 @@ use super::adjust::Adjusted;
 use super::clock::{unix_now, unix_now_f64};
 use super::counters::{Counters, DeviceLabels, RecentChange, RECENT_CHANGES};
 use super::journal::{self, PassNews, Unsaved};
+use super::journal_news;
 use super::ledger::{others_drift, Ledger, Loudness};
 use super::metrics_file::MetricsPublisher;
 use super::napi_news::NapiNews;
@@ -175,7 +176,7 @@ impl Records {
             }
             Ok(applied) => {
                 applied.unsaved.iter().for_each(journal::say_unsaved);
-                journal::say_adjusted(&applied.adjusted);
+                journal_news::say_adjusted(&applied.adjusted);
                 self.take_adjusted(&applied.adjusted);
                 if self.pass_failure.worked() {
                     journal::say_pass(&PassNews::WorksAgain { number });
@@ -263,8 +264,8 @@ impl Records {
         }
         let blocked = self.say_blocked(&report, probe);
         self.log_xps(&report.xps);
-        journal::say_thread_news(&self.napi.record(&plan, &report.threads));
-        journal::say_napi_writes(&self.napi_profiles.record(&report.napi));
+        journal_news::say_thread_news(&self.napi.record(&plan, &report.threads));
+        journal_news::say_napi_writes(&self.napi_profiles.record(&report.napi));
         let targets: BTreeMap<u32, &CpuSet> =
             plan.writes().filter_map(|(_, p)| Some((p.irq, p.desired.as_ref()?))).collect();
         for c in &report.changes {
