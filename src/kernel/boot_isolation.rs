@@ -12,12 +12,38 @@
 //!   the earlier tick housekeeping), it leaves no present CPU for housekeeping. Before it both
 //!   applied, and no CPU was left for both.
 //!
+//! "Present" is what the kernel has marked present when it parses the command line: every
+//! present CPU on x86, only the boot CPU on arm64 (which marks the others present later, in
+//! `smp_prepare_cpus()`); each list first loses the boot CPU when it names every such CPU
+//! (`housekeeping_setup()`'s "using boot CPU"), so on arm64 no CPU list ever leaves no
+//! housekeeping CPU, and the 6.19 check never ignores a setting there.
+//!
 //! Pure: an [`Isolation`] as read and the [`KernelFacts`] in; the isolation as the kernel
 //! applies it and what differs, in words, out.
 
 use super::facts::{Feature, KernelFacts};
 use crate::cpuset::CpuSet;
 use crate::topology::isolation::{Isolation, IsolationKind, IsolationSource};
+
+/// The CPUs the kernel has marked present when it parses `isolcpus=` and `nohz_full=`: on
+/// arm64 (`arch` `aarch64`) only the boot CPU (logical CPU 0, the first present), elsewhere
+/// every present CPU.
+pub fn present_at_parse(arch: Option<&str>, present: &CpuSet) -> CpuSet {
+    match (arch, present.first()) {
+        (Some("aarch64"), Some(boot)) => CpuSet::single(boot),
+        _ => present.clone(),
+    }
+}
+
+/// `cpus` as `housekeeping_setup()` keeps them isolated: without the boot CPU (the first of
+/// `present`) when they name every CPU of `present` (the CPUs present at parse time).
+fn as_kept(cpus: &CpuSet, present: &CpuSet) -> CpuSet {
+    let mut kept = cpus.clone();
+    if let Some(boot) = present.first().filter(|_| present.is_subset(cpus)) {
+        kept.remove(boot);
+    }
+    kept
+}
 
 /// The housekeeping types a command line setting takes CPUs from (`enum hk_type`, as far as
 /// irqwise needs them; the tick stands for `nohz_full`'s kernel noise types).
@@ -139,7 +165,8 @@ fn io_queue_note(s: &IsolationSource, source: &str) -> Option<String> {
     ))
 }
 
-/// `isolation` as the kernel described by `facts` applies it, with `present` the present CPUs,
+/// `isolation` as the kernel described by `facts` applies it, with `present` the CPUs present
+/// when it parses the command line ([`present_at_parse`]),
 /// and one sentence per difference from what the command line says. Guarantees: only
 /// command line `isolcpus=` and `nohz_full=` sources are ever dropped, each for one of the
 /// kernel's rules (module doc) against the settings before it that the kernel applied; the
@@ -161,7 +188,7 @@ pub fn as_the_kernel_applies(isolation: &Isolation, facts: &KernelFacts, present
         }
         let why = match &types {
             Err(word) => Some(format!(": its flag {word:?} holds a character other than a letter or '_' (the kernel logs \"isolcpus: Invalid flag\")")),
-            Ok(types) => why_ignored(types, &s.cpus, &taken, present, checks_coverage),
+            Ok(types) => why_ignored(types, &as_kept(&s.cpus, present), &taken, present, checks_coverage),
         };
         if let Some(why) = why {
             notes.push(format!("{}: ignored by the kernel{why}; its CPUs are not kept free for it", s.setting));
@@ -169,7 +196,7 @@ pub fn as_the_kernel_applies(isolation: &Isolation, facts: &KernelFacts, present
         }
         for kind in types.unwrap_or_default() {
             if !taken.iter().any(|t| t.kind == kind) {
-                taken.push(Taken { kind, cpus: s.cpus.clone(), setting: s.setting.clone() });
+                taken.push(Taken { kind, cpus: as_kept(&s.cpus, present), setting: s.setting.clone() });
             }
         }
         true
@@ -347,5 +374,24 @@ mod tests {
             &set("0-7"),
         );
         assert_eq!(settings(&out), ["isolcpus=managed_irq,0-3", "nohz_full=4-7"]);
+    }
+
+    /// On arm64 the kernel parses the command line with only the boot CPU present
+    /// (`smp_prepare_cpus()` marks the others later): `housekeeping_setup()` drops the boot CPU
+    /// from any list naming it, so the 6.19 check never ignores a setting, and lists that differ
+    /// only in the boot CPU match.
+    #[test]
+    fn on_arm64_only_the_boot_cpu_is_present_when_the_kernel_checks() {
+        let arm = present_at_parse(Some("aarch64"), &set("0-7"));
+        assert_eq!(arm, set("0"));
+        assert_eq!(present_at_parse(Some("x86_64"), &set("0-7")), set("0-7"));
+        for cmdline in ["isolcpus=domain,0-3 nohz_full=4-7", "isolcpus=nohz,0-3 nohz_full=1-3"] {
+            let isolation = read(cmdline);
+            let (out, notes) = as_the_kernel_applies(&isolation, &facts("7.2"), &arm);
+            assert_eq!((out, notes), (isolation, Vec::new()), "{cmdline}");
+        }
+        // x86: every present CPU counts.
+        let (out, _) = as_the_kernel_applies(&read("isolcpus=domain,0-3 nohz_full=4-7"), &facts("7.2"), &set("0-7"));
+        assert_eq!(settings(&out), ["isolcpus=domain,0-3"]);
     }
 }
