@@ -116,7 +116,8 @@ fn list_of(irqs: &[u32]) -> String {
 }
 
 /// The value of the last `name=` word of `cmdline` (the one the kernel keeps, for parameters
-/// each occurrence of which replaces the last: `irqaffinity=`, `nohz_full=`).
+/// each occurrence of which replaces the last: `irqaffinity=`; not `nohz_full=` or `isolcpus=`,
+/// where a later word that differs is ignored, `crate::kernel::boot_isolation`).
 fn value_of<'a>(cmdline: &'a [String], name: &str) -> Option<&'a str> {
     values_of(cmdline, name).pop()
 }
@@ -159,7 +160,7 @@ fn contradictions(
     }
     if !respect_isolation {
         for name in ["isolcpus", "nohz_full"] {
-            if let Some(v) = value_of(cmdline, name) {
+            if let Some(v) = values_of(cmdline, name).first() {
                 out.push(format!(
                     "{name}={v} isolates CPUs, but respect_isolation = false lets irqwise place device IRQs on them"
                 ));
@@ -309,6 +310,14 @@ mod tests {
         );
         assert!(a.contradictions[1].contains("(it says isolcpus=2-3)"), "no managed_irq flag: {}", a.contradictions[1]);
         assert!(a.contradictions[2].starts_with("isolcpus=2-3 isolates CPUs, but respect_isolation = false"));
+        // A second nohz_full= with other CPUs is one the kernel ignores: the first is named.
+        let twice = words("nohz_full=2-3 nohz_full=4-5");
+        let a = advise_boot(&plan(), &set("0-7"), &banned("2-3"), &twice, false, None, &[]);
+        assert!(
+            a.contradictions.iter().any(|c| c.starts_with("nohz_full=2-3 isolates CPUs")),
+            "{:?}",
+            a.contradictions
+        );
         let bad = advise_boot(&plan(), &set("0-7"), &banned("2-3"), &words("irqaffinity=x"), true, None, &[]);
         assert!(bad.contradictions[0].contains("is not a CPU list"), "{:?}", bad.contradictions);
     }
