@@ -116,7 +116,8 @@ fn list_of(irqs: &[u32]) -> String {
 }
 
 /// The value of the last `name=` word of `cmdline` (the one the kernel keeps, for parameters
-/// each occurrence of which replaces the last: `irqaffinity=`, `nohz_full=`).
+/// each occurrence of which replaces the last: `irqaffinity=`; not `nohz_full=` or `isolcpus=`,
+/// where a later word that differs is ignored, `crate::kernel::boot_isolation`).
 fn value_of<'a>(cmdline: &'a [String], name: &str) -> Option<&'a str> {
     values_of(cmdline, name).pop()
 }
@@ -124,26 +125,6 @@ fn value_of<'a>(cmdline: &'a [String], name: &str) -> Option<&'a str> {
 /// The values of every `name=` word of `cmdline`, in order.
 fn values_of<'a>(cmdline: &'a [String], name: &str) -> Vec<&'a str> {
     cmdline.iter().filter_map(|w| w.strip_prefix(name)?.strip_prefix('=')).collect()
-}
-
-/// The CPUs `isolcpus=` keeps kernel-managed IRQs off, as the kernel reads every `isolcpus=`
-/// word in order (kernel/sched/isolation.c): flags (`domain` when none) with a CPU list; a word
-/// whose list differs from the one an earlier word set for one of its flags is dropped whole;
-/// a flag takes the list of the first word that sets it.
-fn isolcpus_managed(cmdline: &[String]) -> Option<CpuSet> {
-    let mut by_flag: std::collections::BTreeMap<&str, CpuSet> = std::collections::BTreeMap::new();
-    for value in values_of(cmdline, "isolcpus") {
-        let (flags, cpus): (Vec<&str>, Vec<&str>) = value.split(',').partition(|f| f.starts_with(char::is_alphabetic));
-        let Ok(set) = CpuSet::parse_list(&cpus.join(",")) else { continue };
-        let flags = if flags.is_empty() { vec!["domain"] } else { flags };
-        if flags.iter().any(|f| by_flag.get(f).is_some_and(|s| *s != set)) {
-            continue;
-        }
-        for f in flags {
-            by_flag.entry(f).or_insert_with(|| set.clone());
-        }
-    }
-    by_flag.remove("managed_irq")
 }
 
 /// What `cmdline` says against keeping `free` CPUs free.
@@ -167,7 +148,7 @@ fn contradictions(
     }
     let isolcpus = values_of(cmdline, "isolcpus");
     if !managed_on_free.is_empty() {
-        let covered = isolcpus_managed(cmdline).is_some_and(|set| free.is_subset(&set));
+        let covered = crate::kernel::boot_isolation::managed_irq_cpus(cmdline).is_some_and(|set| free.is_subset(&set));
         if !covered {
             let says: Vec<String> = isolcpus.iter().map(|v| format!("isolcpus={v}")).collect();
             out.push(format!(
@@ -179,7 +160,7 @@ fn contradictions(
     }
     if !respect_isolation {
         for name in ["isolcpus", "nohz_full"] {
-            if let Some(v) = value_of(cmdline, name) {
+            if let Some(v) = values_of(cmdline, name).first() {
                 out.push(format!(
                     "{name}={v} isolates CPUs, but respect_isolation = false lets irqwise place device IRQs on them"
                 ));
@@ -329,6 +310,14 @@ mod tests {
         );
         assert!(a.contradictions[1].contains("(it says isolcpus=2-3)"), "no managed_irq flag: {}", a.contradictions[1]);
         assert!(a.contradictions[2].starts_with("isolcpus=2-3 isolates CPUs, but respect_isolation = false"));
+        // A second nohz_full= with other CPUs is one the kernel ignores: the first is named.
+        let twice = words("nohz_full=2-3 nohz_full=4-5");
+        let a = advise_boot(&plan(), &set("0-7"), &banned("2-3"), &twice, false, None, &[]);
+        assert!(
+            a.contradictions.iter().any(|c| c.starts_with("nohz_full=2-3 isolates CPUs")),
+            "{:?}",
+            a.contradictions
+        );
         let bad = advise_boot(&plan(), &set("0-7"), &banned("2-3"), &words("irqaffinity=x"), true, None, &[]);
         assert!(bad.contradictions[0].contains("is not a CPU list"), "{:?}", bad.contradictions);
     }
@@ -379,5 +368,11 @@ mod tests {
             "a later list for the same flag is dropped"
         );
         assert!(!covered("isolcpus=2-3 isolcpus=domain,managed_irq,4-5,2-3"), "dropped whole: domain's list differs");
+        assert!(
+            !covered("nohz_full=2-7 isolcpus=nohz,managed_irq,2-3"),
+            "dropped whole: nohz_full= set the tick's list before"
+        );
+        assert!(!covered("isolcpus=io-queue,managed_irq,2-3"), "dropped whole: an invalid flag");
+        assert!(covered("isolcpus=io_queue,managed_irq,2-3"), "an unknown flag is skipped");
     }
 }

@@ -8,7 +8,7 @@ use super::{to_json_text, CliError};
 use crate::config::{load_config, Config, ConfigPaths};
 use crate::devices::discover::discover_devices;
 use crate::devices::DeviceClass;
-use crate::kernel::boot_isolation::as_the_kernel_applies;
+use crate::kernel::boot_isolation::{as_the_kernel_applies, present_at_parse};
 use crate::plan::held_claims::hold_claims;
 use crate::probe::discover::read_kernel_facts;
 use crate::probe::view::{facts_json, facts_table};
@@ -52,7 +52,8 @@ pub fn topology(root: &Root, paths: &ConfigPaths, json: bool) -> Result<String, 
     let (facts, probe_warnings) = read_kernel_facts(root, topo.kernel.as_deref(), &drivers);
     warnings.extend(probe_warnings);
     // The command line's isolation as this kernel applies it, and where that differs.
-    let (isolation, kernel_isolation) = as_the_kernel_applies(&isolation, &facts, &topo.present);
+    let (isolation, kernel_isolation) =
+        as_the_kernel_applies(&isolation, &facts, &present_at_parse(topo.arch.as_deref(), &topo.present));
     warnings.extend(kernel_isolation);
     let global = &config.global;
     let applied =

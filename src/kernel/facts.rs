@@ -139,8 +139,9 @@ pub enum Feature {
     AffinityReadLocked,
     /// An offline that breaks an IRQ's mask notifies the driver, which may write (dd9f6d30c640, 7.0).
     HotplugNotifiesDriver,
-    /// Where `isolcpus=domain` and `nohz_full` would cover every CPU, the kernel ignores the
-    /// second (185bccc79797, 6.19).
+    /// Where `isolcpus=domain` and `nohz_full` would leave no present CPU for housekeeping, the
+    /// kernel ignores the later of the two on the command line (185bccc79797, 6.19; before it
+    /// both apply).
     NohzFullYieldsToDomain,
 }
 
@@ -268,7 +269,7 @@ pub const FEATURES: &[FeatureRow] = &[
     FeatureRow {
         feature: Feature::NohzFullYieldsToDomain,
         name: "nohz-full-yields-to-domain",
-        what: "nohz_full is ignored where isolcpus=domain with it would cover every CPU (185bccc79797)",
+        what: "the later of isolcpus=domain and nohz_full is ignored where both would cover every present CPU (185bccc79797)",
         btf: BtfSign::Nothing,
         version: VersionRule::Since(v(6, 19)),
     },

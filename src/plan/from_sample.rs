@@ -20,7 +20,7 @@ use crate::choices::{Balance, StrategyName};
 use crate::config::{Config, GuardScope};
 use crate::cpuset::CpuSet;
 use crate::devices::{Device, DeviceClass};
-use crate::kernel::boot_isolation::as_the_kernel_applies;
+use crate::kernel::boot_isolation::{as_the_kernel_applies, present_at_parse};
 use crate::kernel::facts::{BtfState, Feature, KernelFacts, ModuleState};
 use crate::policy::{resolve, unmatched_rules, DeviceFacts, Policy};
 use crate::sample::Sample;
@@ -74,8 +74,8 @@ pub fn plan_sample_refined(sample: &Sample, memory: PassMemory, moved: &BTreeMap
     warnings.extend(sample.warnings.isolation.iter().cloned());
     // The command line as the running kernel applies it, then the claims that hold, oldest
     // first; a refused one is no isolation source of this pass.
-    let (applied, kernel_isolation) =
-        as_the_kernel_applies(&sample.isolation, &sample.kernel_facts, &sample.topology.present);
+    let boot_present = present_at_parse(sample.topology.arch.as_deref(), &sample.topology.present);
+    let (applied, kernel_isolation) = as_the_kernel_applies(&sample.isolation, &sample.kernel_facts, &boot_present);
     warnings.extend(kernel_isolation.iter().cloned());
     let (isolation, refused_claims) = hold_claims(&applied, own, &sample.topology);
     let isolation = isolation.as_ref();
