@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CORE="src/kernel/** src/strategy/** src/cpuset/** src/plan/** src/policy.rs src/devices/irq_names.rs src/devices/recognise.rs src/devices/name_table.rs src/topology/isolation.rs src/config/**"
 FILES=${MUTANTS_FILES:-$CORE}
-TESTS=${MUTANTS_TESTS:---lib --test conformance --test plan --test placement --test config_plan --test guard --test driver_names --test config --test config_errors --test plan_scripts --test plan_edges --test whole_queue --test xps --test balance --test claims --test isolation --test report --test hostile_input}
+TESTS=${MUTANTS_TESTS:---lib --test conformance --test plan --test placement --test config_plan --test guard --test driver_names --test config --test config_errors --test plan_scripts --test plan_edges --test whole_queue --test xps --test balance --test claims --test isolation --test report --test hostile_machine}
 OUT=${MUTANTS_OUT:-${CARGO_TARGET_DIR:-target}/mutants}
 command -v cargo-mutants >/dev/null || cargo install cargo-mutants --locked
 args=()

@@ -227,9 +227,8 @@ pub fn render_boot_advice(a: &BootAdvice) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::choices::StrategyName;
-    use crate::devices::{DeviceClass, QueueRole, Recognition};
-    use crate::plan::{Action, DevicePlan, Placement};
+    use crate::devices::{QueueRole, Recognition};
+    use crate::plan::{Action, Placement};
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse_list(s).unwrap()
@@ -255,21 +254,8 @@ mod tests {
             mismatch: None,
             uncertain: None,
         };
-        let dev = DevicePlan {
-            bdf: "0000:41:00.0".into(),
-            class: DeviceClass::Nvme,
-            driver: Some("nvme".into()),
-            name: Some("nvme0".into()),
-            node: Some(0),
-            strategy: StrategyName::ClusterGroup,
-            rules: vec![],
-            irqs: vec![p(40, "0-1"), p(41, "2-3")],
-            xps: None,
-            napi_threads: Vec::new(),
-            resets: None,
-            napi: Vec::new(),
-        };
-        Plan { devices: vec![dev], ..Plan::default() }
+        let dev = crate::plan::test_plans::nvme("0000:41:00.0", vec![p(40, "0-1"), p(41, "2-3")]);
+        crate::plan::test_plans::plan_of(vec![dev])
     }
 
     fn banned(cpus: &str) -> Forbidden {

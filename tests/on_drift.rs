@@ -1,6 +1,10 @@
 //! `on_drift`: with "respect", a mask another owner set survives reconcile passes (and is placed
 //! again after a reload); the kernel's CPU-offline fallback and a driver's reset to the default
-//! mask are still placed again; with "restore" (the default) every drift is restored.
+//! mask are still placed again; with "restore" (the default) every drift is restored, until an
+//! IRQ someone keeps rewriting is a fight: left to the other writer (named when irqwise knows
+//! it) until a reload, while the kernel's own rewrites (a notified driver in a hotplug pass) are
+//! never one. The fight rule itself (window, count, stale reads) is unit-tested in
+//! `src/daemon/fights.rs`.
 
 #[path = "common/daemon_fixture.rs"]
 mod daemon_fixture;
@@ -184,6 +188,43 @@ async fn an_irq_left_to_a_named_peer_is_listed_as_its_own() {
     let p = daemon.last_plan().devices[0].irqs.iter().find(|p| p.irq == irqs[0]).unwrap();
     assert_eq!(p.action, Action::Skip);
     assert!(p.reason.contains("mask set by crio"), "{}", p.reason);
+}
+
+#[tokio::test]
+async fn an_irq_someone_keeps_rewriting_is_restored_three_times_then_left_until_a_reload() {
+    let (root, cfg) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let irqs = nic_root(root.path());
+    let mut d = Running::start(root.path(), cfg.path());
+    d.wait_passes(1).await;
+    let placed = daemon_fixture::affinities(root.path(), &irqs);
+    let theirs = set("0-3");
+    assert_ne!(placed[&irqs[3]], theirs);
+    // Another writer puts it back on 0-3 before every pass (the loop: every 0.3 s, with
+    // a pass every second).
+    let mut restores = 0;
+    for _ in 0..8 {
+        set_affinity(root.path(), irqs[3], &theirs);
+        d.trigger(Trigger::Reconcile).await;
+        if affinity(root.path(), irqs[3]) == placed[&irqs[3]] {
+            restores += 1;
+        }
+    }
+    assert_eq!(restores, 3, "three restores, then the IRQ is left to the other writer");
+    assert_eq!(affinity(root.path(), irqs[3]), theirs);
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.path().join("run/irqwise/state.json")).unwrap()).unwrap();
+    assert_eq!(state["counters"]["fought_irqs"], 1, "status counts it");
+    let in_plan = state["plan"]["devices"][0]["irqs"].as_array().unwrap().iter().find(|i| i["irq"] == irqs[3]).cloned();
+    assert_eq!(in_plan.map(|i| i["action"].clone()), Some(serde_json::json!("skip")), "left alone in the plan");
+    // Only that IRQ: another one moved once is restored as always.
+    set_affinity(root.path(), irqs[5], &set("0"));
+    d.trigger(Trigger::Reconcile).await;
+    assert_eq!(affinity(root.path(), irqs[5]), placed[&irqs[5]]);
+    // A reload places it again.
+    d.trigger(Trigger::Reload).await;
+    assert_eq!(daemon_fixture::affinities(root.path(), &irqs), placed);
+    let daemon = d.stop().await;
+    assert_eq!(daemon.counters().fought_irqs, 0, "nothing fought over after the reload");
 }
 
 #[tokio::test]

@@ -180,7 +180,9 @@ mod tests {
     }
 
     fn plan(threads: Vec<ThreadPlacement>) -> Plan {
-        Plan { devices: vec![crate::plan::test_nic_plan("0000:81:00.0", vec![], threads)], ..Plan::default() }
+        crate::plan::test_plans::plan_of(vec![
+            crate::plan::test_plans::nic("0000:81:00.0", vec![]).with_napi_threads(threads)
+        ])
     }
 
     #[test]

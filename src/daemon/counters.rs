@@ -382,7 +382,7 @@ mod tests {
     use crate::choices::StrategyName;
     use crate::cpuset::CpuSet;
     use crate::daemon::exposition::escape_label_value;
-    use crate::devices::{DeviceClass, QueueRole, Recognition};
+    use crate::devices::{QueueRole, Recognition};
     use crate::plan::Placement;
 
     fn set(s: &str) -> CpuSet {
@@ -419,21 +419,8 @@ mod tests {
             placement(5, Action::Managed),
             placement(6, Action::Skip),
         ];
-        let dev = DevicePlan {
-            bdf: "0000:01:00.0".into(),
-            class: DeviceClass::Nic,
-            driver: Some("ixgbe".into()),
-            name: Some(name.into()),
-            node: Some(0),
-            strategy: StrategyName::NumaHop,
-            rules: vec![],
-            irqs,
-            xps: None,
-            napi_threads: Vec::new(),
-            resets: None,
-            napi: Vec::new(),
-        };
-        Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() }
+        let dev = crate::plan::test_plans::nic("0000:01:00.0", irqs).with_driver("ixgbe").with_name(name);
+        crate::plan::test_plans::plan_of(vec![dev])
     }
 
     fn change(irq: u32, result: WriteOutcome) -> Change {

@@ -199,11 +199,10 @@ impl Fights {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::choices::StrategyName;
     use crate::devices::{DeviceClass, QueueRole, Recognition};
     use crate::kernel::nic_resets::reset_rule_of;
     use crate::kernel::KernelVersion;
-    use crate::plan::{DevicePlan, Placement};
+    use crate::plan::Placement;
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse_list(s).unwrap()
@@ -229,21 +228,11 @@ mod tests {
             mismatch: None,
             uncertain: None,
         };
-        let dev = DevicePlan {
-            bdf: "0000:01:00.0".into(),
-            class: DeviceClass::Nic,
-            driver: None,
-            name: None,
-            node: None,
-            strategy: StrategyName::NumaHop,
-            rules: vec![],
-            irqs: vec![p],
-            xps: None,
-            napi_threads: Vec::new(),
-            resets: None,
-            napi: Vec::new(),
-        };
-        Plan { devices: vec![dev], ..Plan::default() }
+        crate::plan::test_plans::plan_of(vec![crate::plan::test_plans::device(
+            "0000:01:00.0",
+            DeviceClass::Nic,
+            vec![p],
+        )])
     }
 
     fn drift(found: &str) -> Vec<Drift> {

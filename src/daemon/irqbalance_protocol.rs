@@ -314,7 +314,7 @@ mod tests {
     fn stats_is_irqbalances_tree_without_the_banned_cpus() {
         // Two nodes of four CPUs (x86 numbering: node 0 is CPUs 0,1,4,5).
         let topology = SyntheticMachine::new(2, 2, 2).build();
-        let mut dp = crate::plan::test_nic_plan("0000:81:00.0", Vec::new(), Vec::new());
+        let mut dp = crate::plan::test_plans::nic("0000:81:00.0", Vec::new());
         let irq = |irq: u32, cpus: &str| crate::plan::Placement {
             irq,
             name: None,
@@ -334,7 +334,7 @@ mod tests {
             uncertain: None,
         };
         dp.irqs = vec![irq(40, "2"), irq(41, "3"), irq(42, "0-7"), irq(43, "6")];
-        let plan = Plan { devices: vec![dp], ..Plan::default() };
+        let plan = crate::plan::test_plans::plan_of(vec![dp]);
         let text = stats_reply(&topology, &plan, &set("7"), &[43]);
         assert!(
             text.starts_with("TYPE 3 NUMBER -1 LOAD 0 SAVE_MODE 0 IRQ 42 LOAD 0 DIFF 0 CLASS 4 TYPE 3 NUMBER 0 "),

@@ -224,8 +224,7 @@ mod tests {
     use super::*;
     use crate::apply::{Change, Effective, FailureClass, Verification, WriteOutcome};
     use crate::choices::StrategyName;
-    use crate::devices::{DeviceClass, QueueRole, Recognition};
-    use crate::plan::DevicePlan;
+    use crate::devices::{QueueRole, Recognition};
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse_list(s).unwrap()
@@ -253,21 +252,7 @@ mod tests {
     }
 
     fn plan(irqs: Vec<Placement>) -> Plan {
-        let dev = DevicePlan {
-            bdf: "0000:01:00.0".into(),
-            class: DeviceClass::Nic,
-            driver: Some("ice".into()),
-            name: Some("eth0".into()),
-            node: Some(0),
-            strategy: StrategyName::NumaHop,
-            rules: vec![],
-            irqs,
-            xps: None,
-            napi_threads: Vec::new(),
-            resets: None,
-            napi: Vec::new(),
-        };
-        Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() }
+        crate::plan::test_plans::plan_of(vec![crate::plan::test_plans::nic("0000:01:00.0", irqs)])
     }
 
     fn written(irq: u32, old: &str, new: &str) -> Change {

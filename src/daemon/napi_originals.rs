@@ -298,7 +298,7 @@ mod tests {
 
     /// [`plan`] with each instance's slot given (a rank: it serves no queue).
     fn plan_of(instances: &[(u32, NapiSlot, NapiSettings, NapiProfile)]) -> Plan {
-        let mut dp = crate::plan::test_nic_plan("0000:81:00.0", Vec::new(), Vec::new());
+        let mut dp = crate::plan::test_plans::nic("0000:81:00.0", Vec::new());
         dp.name = Some("eth0".into());
         dp.napi = instances
             .iter()
@@ -326,7 +326,7 @@ mod tests {
                 }
             })
             .collect();
-        Plan { devices: vec![dp], ..Plan::default() }
+        crate::plan::test_plans::plan_of(vec![dp])
     }
 
     /// [`note_napi`] on a machine where no device is left but those planned.

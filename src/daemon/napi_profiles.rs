@@ -220,7 +220,7 @@ mod tests {
 
     /// A plan whose instance 8193 reads `now` and is configured for defer 3.
     fn plan(now: u32) -> Plan {
-        let mut dp = crate::plan::test_nic_plan("0000:81:00.0", Vec::new(), Vec::new());
+        let mut dp = crate::plan::test_plans::nic("0000:81:00.0", Vec::new());
         let differs = now != 3;
         dp.napi = vec![NapiView {
             id: 8193,
@@ -239,7 +239,7 @@ mod tests {
                 unsupported: Vec::new(),
             }),
         }];
-        Plan { devices: vec![dp], ..Plan::default() }
+        crate::plan::test_plans::plan_of(vec![dp])
     }
 
     fn written(old: u32) -> NapiChange {

@@ -448,9 +448,8 @@ fn unreadable_note(unreadable: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::choices::StrategyName;
     use crate::devices::{DeviceClass, QueueRole, Recognition};
-    use crate::plan::{DevicePlan, Placement};
+    use crate::plan::Placement;
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse_list(s).unwrap()
@@ -478,21 +477,7 @@ mod tests {
                 uncertain: None,
             })
             .collect();
-        let dev = DevicePlan {
-            bdf: bdf.into(),
-            class: DeviceClass::Nic,
-            driver: None,
-            name: None,
-            node: None,
-            strategy: StrategyName::NumaHop,
-            rules: vec![],
-            irqs,
-            xps: None,
-            napi_threads: Vec::new(),
-            resets: None,
-            napi: Vec::new(),
-        };
-        Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() }
+        crate::plan::test_plans::plan_of(vec![crate::plan::test_plans::device(bdf, DeviceClass::Nic, irqs)])
     }
 
     #[test]

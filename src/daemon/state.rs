@@ -449,11 +449,11 @@ mod tests {
     }
 
     fn device(bdf: &str, irqs: Vec<Placement>) -> DevicePlan {
-        crate::plan::test_nic_plan(bdf, irqs, Vec::new())
+        crate::plan::test_plans::nic(bdf, irqs)
     }
 
     fn plan(devices: Vec<DevicePlan>) -> Plan {
-        Plan { kernel: None, devices, warnings: vec![], ..Plan::default() }
+        crate::plan::test_plans::plan_of(devices)
     }
 
     /// The devices as the state file lists them, encoded from scratch.

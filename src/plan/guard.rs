@@ -216,20 +216,9 @@ mod tests {
 
     /// A left-alone storage device at 0000:01:00.0 on `node` with `irqs`.
     fn storage_device(node: Option<u32>, irqs: Vec<Placement>) -> DevicePlan {
-        DevicePlan {
-            bdf: "0000:01:00.0".into(),
-            class: DeviceClass::Storage,
-            driver: None,
-            name: None,
-            node,
-            strategy: StrategyName::Leave,
-            rules: vec![],
-            xps: None,
-            napi_threads: Vec::new(),
-            resets: None,
-            napi: Vec::new(),
-            irqs,
-        }
+        crate::plan::test_plans::device("0000:01:00.0", DeviceClass::Storage, irqs)
+            .with_node(node)
+            .with_strategy(StrategyName::Leave)
     }
 
     #[test]
@@ -251,7 +240,7 @@ mod tests {
                 placement(33, "0-1", Action::Skip),
             ],
         );
-        let mut plan = Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() };
+        let mut plan = crate::plan::test_plans::plan_of(vec![dev]);
         let loose = [loose_irq(9, "2"), loose_irq(10, "0")];
         guard(&mut plan, &loose, &input);
         let d = &plan.devices[0].irqs;
@@ -281,7 +270,7 @@ mod tests {
                 refused,
             };
             let dev = storage_device(Some(0), vec![placement(40, "2-3", Action::Skip)]);
-            let mut plan = Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() };
+            let mut plan = crate::plan::test_plans::plan_of(vec![dev]);
             guard(&mut plan, &[loose_irq(9, "2-3")], &input);
             let [device, loose] = [&plan.devices[0].irqs[0], &plan.devices[1].irqs[0]].map(Clone::clone);
             (device, loose)

@@ -26,6 +26,8 @@ pub mod napi_threads;
 pub mod nic_kernel;
 pub mod refine;
 mod table;
+#[cfg(test)]
+pub(crate) mod test_plans;
 pub(crate) mod xps_plan;
 
 pub(crate) use build::locate_current;
@@ -354,26 +356,6 @@ impl Plan {
     }
 }
 
-/// A plan of NIC `bdf` (ice, eth0, node 0, numa-hop) with these IRQs and NAPI threads: the one
-/// device builder of the tests of what reads plans.
-#[cfg(test)]
-pub(crate) fn test_nic_plan(bdf: &str, irqs: Vec<Placement>, napi_threads: Vec<ThreadPlacement>) -> DevicePlan {
-    DevicePlan {
-        bdf: bdf.into(),
-        class: DeviceClass::Nic,
-        driver: Some("ice".into()),
-        name: Some("eth0".into()),
-        node: Some(0),
-        strategy: StrategyName::NumaHop,
-        rules: Vec::new(),
-        irqs,
-        xps: None,
-        napi_threads,
-        resets: None,
-        napi: Vec::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,14 +378,11 @@ mod tests {
 
     #[test]
     fn only_changes_keeps_the_threads_to_move_and_drops_the_others_and_quiet_devices() {
-        let nic = |bdf: &str, threads| test_nic_plan(bdf, Vec::new(), threads);
-        let plan = Plan {
-            devices: vec![
-                nic("0000:01:00.0", vec![thread(10, Action::Keep), thread(11, Action::Set), thread(12, Action::Skip)]),
-                nic("0000:02:00.0", vec![thread(20, Action::Keep)]),
-            ],
-            ..Plan::default()
-        };
+        let nic = |bdf: &str, threads| test_plans::nic(bdf, Vec::new()).with_napi_threads(threads);
+        let plan = test_plans::plan_of(vec![
+            nic("0000:01:00.0", vec![thread(10, Action::Keep), thread(11, Action::Set), thread(12, Action::Skip)]),
+            nic("0000:02:00.0", vec![thread(20, Action::Keep)]),
+        ]);
         assert!(plan.has_pending_writes());
         let changes = plan.only_changes();
         assert_eq!(changes.devices.len(), 1, "a device with nothing to do is left out");

@@ -125,7 +125,7 @@ mod tests {
 
     #[test]
     fn the_table_says_the_rule_and_the_instances_in_two_lines() {
-        let mut dp = super::super::test_nic_plan("0000:81:00.0", Vec::new(), Vec::new());
+        let mut dp = crate::plan::test_plans::nic("0000:81:00.0", Vec::new());
         assert_eq!(render(&dp), "", "nothing known, nothing said");
         dp.resets = Some(reset_rule("r8169", KernelVersion::parse("6.15").ok()));
         assert_eq!(render(&dp), "", "an unknown driver gets no line");

@@ -478,9 +478,8 @@ mod tests {
 
     #[test]
     fn moves_into_a_plan_keep_home_in_the_reason_and_drop_stale_ones() {
-        use crate::choices::StrategyName;
         use crate::devices::{DeviceClass, QueueRole, Recognition};
-        use crate::plan::{DevicePlan, Placement};
+        use crate::plan::Placement;
         let cands = two_per_cpu();
         let mut plan = Plan::default();
         let irqs = cands
@@ -507,20 +506,7 @@ mod tests {
                 }
             })
             .collect();
-        plan.devices.push(DevicePlan {
-            bdf: "nic".into(),
-            class: DeviceClass::Nic,
-            driver: None,
-            name: None,
-            node: Some(0),
-            strategy: StrategyName::NumaHop,
-            rules: Vec::new(),
-            irqs,
-            xps: None,
-            napi_threads: Vec::new(),
-            resets: None,
-            napi: Vec::new(),
-        });
+        plan.devices.push(crate::plan::test_plans::device("nic", DeviceClass::Nic, irqs).with_node(Some(0)));
         let moved: BTreeMap<u32, Moved> = [
             (11, Moved { irq: 11, device: "nic".into(), home: 0, to: 1, since: 0.0, why: "moved to 1 by load".into() }),
             (13, Moved { irq: 13, device: "nic".into(), home: 0, to: 2, since: 0.0, why: "stale: home is 1".into() }),

@@ -204,9 +204,8 @@ pub(super) fn render(plan: &Plan, whole: &Plan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::choices::StrategyName;
-    use crate::devices::{DeviceClass, QueueRole, Recognition};
-    use crate::plan::DevicePlan;
+    use crate::devices::{QueueRole, Recognition};
+    use crate::plan::test_plans;
 
     fn placement(irq: u32, name: &str, current: &str, desired: &str, action: Action) -> Placement {
         let set = |s: &str| Some(CpuSet::parse_list(s).unwrap());
@@ -233,24 +232,10 @@ mod tests {
     #[test]
     fn columns_are_as_wide_as_their_widest_cell_and_start_with_a_header() {
         let long = "mlx5_comp63@pci:0000:81:00.0";
-        let dev = DevicePlan {
-            bdf: "0000:81:00.0".into(),
-            class: DeviceClass::Nic,
-            driver: Some("mlx5_core".into()),
-            name: Some("ens1".into()),
-            node: Some(1),
-            strategy: StrategyName::NumaHop,
-            rules: vec![],
-            irqs: vec![
-                placement(7, "a", "1", "1", Action::Keep),
-                placement(12345, long, "0-15,32-47", "16", Action::Set),
-            ],
-            xps: None,
-            napi_threads: Vec::new(),
-            resets: None,
-            napi: Vec::new(),
-        };
-        let plan = Plan { kernel: None, devices: vec![dev], warnings: vec![], ..Plan::default() };
+        let irqs =
+            vec![placement(7, "a", "1", "1", Action::Keep), placement(12345, long, "0-15,32-47", "16", Action::Set)];
+        let dev = test_plans::nic("0000:81:00.0", irqs).with_driver("mlx5_core").with_name("ens1").with_node(Some(1));
+        let plan = test_plans::plan_of(vec![dev]);
         let text = plan.to_table();
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("    IRQ NAME"), "{text}");
@@ -289,21 +274,7 @@ mod tests {
             ..placement(irq, "q", "0-3", "0-3", Action::Keep)
         };
         let summary = |irqs: Vec<Placement>| {
-            let dev = DevicePlan {
-                bdf: "0000:01:00.0".into(),
-                class: DeviceClass::Nvme,
-                driver: Some("nvme".into()),
-                name: Some("nvme0".into()),
-                node: Some(0),
-                strategy: StrategyName::ClusterGroup,
-                rules: vec![],
-                irqs,
-                xps: None,
-                napi_threads: Vec::new(),
-                resets: None,
-                napi: Vec::new(),
-            };
-            let text = Plan { devices: vec![dev], ..Plan::default() }.to_table();
+            let text = test_plans::plan_of(vec![test_plans::nvme("0000:01:00.0", irqs)]).to_table();
             text.lines().find(|l| l.contains("IRQs on")).map(String::from).unwrap_or_default()
         };
         let certain = summary(vec![managed(1, None), managed(2, None)]);

@@ -2,8 +2,7 @@
 //! checks discovery degrades: one warning naming that file and the bad content, the documented
 //! rule applied instead, the rest of the machine as before — never a panic or a refusal.
 
-#[path = "common/sysfs_tree.rs"]
-mod sysfs_tree;
+use crate::sysfs_tree;
 
 use std::fs;
 use std::path::Path;

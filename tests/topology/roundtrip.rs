@@ -3,8 +3,7 @@
 //! offline and never-present CPUs, memory-only nodes, sparse CPU ids, arm64 offline masks, no
 //! NUMA information, empty cluster masks.
 
-#[path = "common/sysfs_tree.rs"]
-mod sysfs_tree;
+use crate::sysfs_tree;
 
 use std::collections::BTreeMap;
 

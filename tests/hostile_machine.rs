@@ -1,4 +1,4 @@
-//! Hostile input, second round: one thing seen twice, stale or foreign state, an empty or
+//! A hostile or odd machine as a whole: one thing seen twice, stale or foreign state, an empty or
 //! impossible machine, unbounded inputs, a `/proc/interrupts` line laid out differently, and a
 //! root that vanishes or has an odd layout. Each class with several inputs, through the real
 //! binary (and the in-process daemon for the vanishing root).

@@ -2,8 +2,7 @@
 //! the group shares that one set (`topology::discover::groups`): memory linear in the groups,
 //! and a machine of 256-CPU nodes reads most of its package, die and cache files once per node.
 
-#[path = "common/sysfs_tree.rs"]
-mod sysfs_tree;
+use crate::sysfs_tree;
 
 use std::fs;
 use std::path::Path;
