@@ -5,7 +5,7 @@
 # (/sys/block/<ns>/mq/<q-1>/cpu_list) are compared with `irqwise plan --json`: exact (all three
 # equal, nothing flagged), uncertain (irqwise says it cannot know, the part it knows agrees) or
 # mismatch; then the same machine planned relabelled to a kernel on the other side of 7.0's
-# grouping rule (relabel). Then the shape's steps (/etc/oracle-steps, one per line) change the
+# grouping rule (relabel; only where /etc/oracle-relabel exists: run.sh's oracle_relabels). Then the shape's steps (/etc/oracle-steps, one per line) change the
 # machine and the checks run again. Output: RESULT/MEASURE lines (lib.sh) and "# " notes.
 . /guest/lib.sh
 SCEN=oracle
@@ -141,7 +141,7 @@ managed_mode() {
 while read -r step args <&3; do
   case $step in
     ""|"#"*) ;;
-    check) oracle "$args"; relabel "$args";;
+    check) oracle "$args"; if [ -e /etc/oracle-relabel ]; then relabel "$args"; fi;;
     managed-mode)
       # The mode and write error each kernel gives a kernel-managed IRQ.
       case $(uname -r) in 6.1.*) want="644 EIO";; *) want="444 EPERM";; esac
