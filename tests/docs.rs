@@ -508,7 +508,7 @@ fn shipped_schema() -> serde_json::Value {
 /// tests/config_schema.rs), and every such key of a rule, a match table or a `[napi]` table is
 /// listed so somewhere (the `[global]` ones are in the reference table).
 fn enum_spelling_problems(docs: &[Doc], enums: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
-    let re = Regex::new(r"`([a-z_]+)` \((`[a-z0-9-]+`(?:, `[a-z0-9-]+`)*)[:)]").unwrap();
+    let re = Regex::new(r"`([a-z_]+)` \((`[a-z0-9_-]+`(?:, `[a-z0-9_-]+`)*)[:)]").unwrap();
     let mut out = Vec::new();
     let mut listed = BTreeSet::new();
     for d in docs {
