@@ -13,7 +13,9 @@ NVME_NODE=$(cat /sys/class/nvme/nvme0/device/numa_node)
 check device_nodes "NIC on node $NIC_NODE, NVMe on node $NVME_NODE" -- [ "$NIC_NODE" = 1 -a "$NVME_NODE" = 0 ]
 measure kernel "$(uname -r)"
 for f in /guest/[0-9][0-9]-*.sh; do
+  now; T_SCEN=$NOW
   . "$f"
+  now; echo "# timing: ${f##*/} $(( (NOW - T_SCEN) / 1000 )) s"
 done
 SCEN=harness
 stop_daemon >/dev/null 2>&1

@@ -100,7 +100,9 @@ check device_nodes "NIC on node $NIC_NODE, NVMe on node $NVME_NODE" -- [ "$NIC_N
 irqs_named nvme0q; NVME_IO=${REPLY#* }
 
 for f in /guest/[0-9][0-9]-*.sh; do
+  now; T_SCEN=$NOW
   . "$f"
+  now; echo "# timing: ${f##*/} $(( (NOW - T_SCEN) / 1000 )) s"
 done
 SCEN=harness
 echo "@@JOURNAL_BEGIN"
