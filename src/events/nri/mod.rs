@@ -14,6 +14,13 @@
 //! Layers, each pure and tested on bytes: [`frame`] (the connection multiplexing), [`ttrpc`]
 //! (containerd's RPC), [`proto`] (protobuf), [`messages`] (NRI's messages), [`view`] (what is
 //! kept, bounded).
+//!
+//! Written here rather than taken from crates, by measurement (a release build with this crate's
+//! profile and tokio features, against tokio alone): the `ttrpc` crate (0.8, async) adds 43
+//! crates, 57 s of build CPU and 129 kB stripped, and speaks no NRI multiplexing, so [`frame`]
+//! would stay; `prost` (0.14) adds 6 crates, 5 s and 12 kB, but its decoding allocates every
+//! field it is given (every annotation, secrets included) where [`proto`] skips what irqwise
+//! does not keep without allocating. The three hand-written layers are about 520 lines.
 
 pub(crate) mod frame;
 pub(crate) mod messages;
